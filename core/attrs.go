@@ -1,0 +1,113 @@
+package core
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// Attrs are an op's compile-time parameters. Values are bool, int64, float64, string
+// or []int64; anything else is rejected by the verifier.
+type Attrs map[string]any
+
+// Bool returns attribute name as a bool, or def when absent.
+func (a Attrs) Bool(name string, def bool) bool {
+	if v, ok := a[name].(bool); ok {
+		return v
+	}
+	return def
+}
+
+// Int returns attribute name as an int, or def when absent.
+func (a Attrs) Int(name string, def int) int {
+	if v, ok := a[name].(int64); ok {
+		return int(v)
+	}
+	return def
+}
+
+// String prints attributes sorted by name, as {a=1, b=true}; "" when empty.
+func (a Attrs) String() string {
+	if len(a) == 0 {
+		return ""
+	}
+	keys := make([]string, 0, len(a))
+	for k := range a {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = k + "=" + formatAttr(a[k])
+	}
+	return "{" + strings.Join(parts, ", ") + "}"
+}
+
+func formatAttr(v any) string {
+	switch x := v.(type) {
+	case bool:
+		return strconv.FormatBool(x)
+	case int64:
+		return strconv.FormatInt(x, 10)
+	case float64:
+		s := strconv.FormatFloat(x, 'g', -1, 64)
+		if !strings.ContainsAny(s, ".eEn") { // keep floats distinguishable from ints
+			s += ".0"
+		}
+		return s
+	case string:
+		return strconv.Quote(x)
+	case []int64:
+		parts := make([]string, len(x))
+		for i, e := range x {
+			parts[i] = strconv.FormatInt(e, 10)
+		}
+		return "[" + strings.Join(parts, ",") + "]"
+	}
+	return fmt.Sprintf("<bad attr %T>", v)
+}
+
+// parseAttr is the inverse of formatAttr.
+func parseAttr(s string) (any, error) {
+	s = strings.TrimSpace(s)
+	switch {
+	case s == "true" || s == "false":
+		return s == "true", nil
+	case strings.HasPrefix(s, "\""):
+		return strconv.Unquote(s)
+	case strings.HasPrefix(s, "["):
+		if !strings.HasSuffix(s, "]") {
+			return nil, fmt.Errorf("unterminated list %q", s)
+		}
+		body := strings.TrimSpace(s[1 : len(s)-1])
+		out := []int64{}
+		if body == "" {
+			return out, nil
+		}
+		for _, f := range strings.Split(body, ",") {
+			v, err := strconv.ParseInt(strings.TrimSpace(f), 10, 64)
+			if err != nil {
+				return nil, fmt.Errorf("bad list element %q", f)
+			}
+			out = append(out, v)
+		}
+		return out, nil
+	}
+	if v, err := strconv.ParseInt(s, 10, 64); err == nil {
+		return v, nil
+	}
+	if v, err := strconv.ParseFloat(s, 64); err == nil {
+		return v, nil
+	}
+	return nil, fmt.Errorf("bad attribute value %q", s)
+}
+
+// checkAttrValue rejects values the text form cannot carry.
+func checkAttrValue(v any) error {
+	switch v.(type) {
+	case bool, int64, float64, string, []int64:
+		return nil
+	}
+	return fmt.Errorf("attribute value of type %T (want bool, int64, float64, string or []int64)", v)
+}

@@ -1,0 +1,3 @@
+module pypto
+
+go 1.26
