@@ -1,0 +1,29 @@
+package session
+
+import "pypto/core"
+
+// Compiler turns a Tensor Graph into a runnable Program for a named device. The
+// default one is the lowering pipeline (lower.Compile on a device preset); tests may
+// substitute the reference interpreter.
+type Compiler interface {
+	// Compile compiles g for device; errors are *core.Error.
+	Compile(g *core.Graph, device string) (Program, error)
+	// CheckDevice reports whether device names a known target.
+	CheckDevice(device string) error
+}
+
+// Program is a compiled graph. Inputs are one contiguous little-endian buffer per
+// graph param, in param order; outputs likewise per graph output. Run must be safe
+// for concurrent use.
+type Program interface {
+	Run(inputs [][]byte) ([][]byte, Stats, error)
+	Dump() string
+}
+
+// Stats describe one run on the simulated device.
+type Stats struct {
+	Cycles  int64   `json:"cycles"`
+	Seconds float64 `json:"seconds"` // simulated time at the chip clock
+	Tasks   int     `json:"tasks"`
+	Detail  any     `json:"detail,omitempty"` // the backend's full statistics
+}

@@ -1,0 +1,42 @@
+package session
+
+import "pypto/core"
+
+// Reference is a Compiler whose programs run the Tensor Graph reference interpreter:
+// exact results, no timing (cycles are 0). Tests use it as the oracle.
+func Reference() Compiler { return referenceCompiler{} }
+
+type referenceCompiler struct{}
+
+func (referenceCompiler) CheckDevice(string) error { return nil }
+
+func (referenceCompiler) Compile(g *core.Graph, _ string) (Program, error) {
+	return &referenceProgram{g: g}, nil
+}
+
+type referenceProgram struct{ g *core.Graph }
+
+func (p *referenceProgram) Dump() string { return core.Format(p.g) }
+
+func (p *referenceProgram) Run(inputs [][]byte) ([][]byte, Stats, error) {
+	if len(inputs) != len(p.g.Params) {
+		return nil, Stats{}, core.Errorf(core.ValueError, "program takes %d inputs, got %d", len(p.g.Params), len(inputs))
+	}
+	in := make([]*core.Array, len(inputs))
+	for i, pv := range p.g.Params {
+		in[i] = core.ArrayFromBytes(p.g.Type(pv), inputs[i])
+	}
+	outs, err := core.Interpret(p.g, in)
+	if err != nil {
+		return nil, Stats{}, err
+	}
+	res := make([][]byte, len(outs))
+	for i, o := range outs {
+		res[i] = o.Bytes()
+	}
+	return res, Stats{}, nil
+}
+
+// defaultCompiler is the compiler of the Default session.
+// TODO: the lowering pipeline once lower.Compile lands.
+func defaultCompiler() Compiler { return referenceCompiler{} }

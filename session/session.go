@@ -1,0 +1,235 @@
+package session
+
+import (
+	"container/list"
+	"errors"
+	"sync"
+
+	"pypto/core"
+)
+
+// DefaultDevice is the device preset a new session compiles for.
+const DefaultDevice = "a2"
+
+// Session holds what eager execution shares: the current device, the compile cache
+// and the statistics of the last run.
+type Session struct {
+	compiler Compiler
+	cache    *compileCache
+
+	mu      sync.Mutex // guards device, last, hasLast
+	device  string
+	last    Stats
+	hasLast bool
+}
+
+// New returns a session compiling with c for DefaultDevice.
+func New(c Compiler) *Session {
+	return &Session{compiler: c, cache: newCompileCache(defaultCacheEntries), device: DefaultDevice}
+}
+
+var defaultSession = sync.OnceValue(func() *Session { return New(defaultCompiler()) })
+
+// Default is the process-wide session the C ABI uses.
+func Default() *Session { return defaultSession() }
+
+// SetDevice selects the device preset later compilations target.
+func (s *Session) SetDevice(name string) error {
+	if err := s.compiler.CheckDevice(name); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	s.device = name
+	s.mu.Unlock()
+	return nil
+}
+
+// Device is the current device preset's name.
+func (s *Session) Device() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.device
+}
+
+// LastStats returns the statistics of the most recent run in this session (eager or
+// executor), and whether there was one.
+func (s *Session) LastStats() (Stats, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.last, s.hasLast
+}
+
+func (s *Session) recordStats(st Stats) {
+	s.mu.Lock()
+	s.last, s.hasLast = st, true
+	s.mu.Unlock()
+}
+
+// CacheInfo reports on the compile cache.
+func (s *Session) CacheInfo() CacheInfo { return s.cache.info() }
+
+// ClearCache drops every compiled program (statistics are kept).
+func (s *Session) ClearCache() { s.cache.clear() }
+
+// Realize computes a pending tensor: it gathers the pending subgraph behind t, binds
+// the concrete tensors it reaches as graph params, compiles the graph for the current
+// device (or reuses the compiled program of an identical graph), runs it and stores
+// the result in t, dropping t's inputs. Concurrent calls on the same tensor compute it
+// once; concurrent calls on tensors sharing pending inputs are independent.
+func (s *Session) Realize(t *Tensor) error {
+	if t == nil {
+		return core.Errorf(core.ValueError, "nil tensor")
+	}
+	if k, _, _ := t.state(); k == concrete {
+		return nil
+	}
+	t.realizing.Lock()
+	defer t.realizing.Unlock()
+	k, _, o := t.state()
+	switch k {
+	case concrete: // another thread finished it while we waited
+		return nil
+	case placeholder:
+		_, err := (&graphBuild{vals: map[*Tensor]core.Value{}}).value(t)
+		return err
+	}
+	gb, _ := newGraphBuild("eager", nil)
+	v, err := gb.value(t)
+	if err != nil {
+		return err
+	}
+	gb.b.Output(v)
+	g := gb.b.Graph()
+	prog, err := s.compile(g)
+	if err != nil {
+		return withLoc(err, o.loc)
+	}
+	outs, st, err := prog.Run(gb.bound)
+	if err != nil {
+		return withLoc(asError(core.DeviceError, err), o.loc)
+	}
+	if len(outs) != 1 || len(outs[0]) != t.typ.Bytes() {
+		return core.Errorf(core.InternalError, "program returned %d outputs (first %d bytes) for one %v result", len(outs), firstLen(outs), t.typ).WithLoc(o.loc)
+	}
+	t.setData(outs[0])
+	s.recordStats(st)
+	return nil
+}
+
+func firstLen(b [][]byte) int {
+	if len(b) == 0 {
+		return -1
+	}
+	return len(b[0])
+}
+
+// compile returns the cached program for g on the current device, compiling it once.
+func (s *Session) compile(g *core.Graph) (Program, error) {
+	device := s.Device()
+	key := graphKey(g) + "\x00device=" + device
+	return s.cache.get(key, func() (Program, error) { return s.compiler.Compile(g, device) })
+}
+
+// asError converts any error into a *core.Error, keeping one that already is.
+func asError(kind core.ErrorKind, err error) *core.Error {
+	var ce *core.Error
+	if errors.As(err, &ce) {
+		return ce
+	}
+	return core.Errorf(kind, "%v", err)
+}
+
+func withLoc(err error, loc core.Location) error {
+	return asError(core.CompileError, err).WithLoc(loc)
+}
+
+// compileCache maps graph text + device to compiled programs, least recently used
+// first out. Each key compiles once even when several threads ask at the same time.
+type compileCache struct {
+	mu      sync.Mutex
+	max     int
+	entries map[string]*list.Element // of *cacheEntry
+	lru     *list.List               // front = most recently used
+	stats   CacheInfo
+}
+
+type cacheEntry struct {
+	key  string
+	done chan struct{} // closed when prog/err are set
+	prog Program
+	err  error
+}
+
+// CacheInfo counts compile-cache activity.
+type CacheInfo struct {
+	Compiles int `json:"compiles"` // programs compiled (successfully or not)
+	Hits     int `json:"hits"`     // requests served by an existing program
+	Entries  int `json:"entries"`  // programs held now
+	Capacity int `json:"capacity"`
+}
+
+const defaultCacheEntries = 256
+
+func newCompileCache(max int) *compileCache {
+	return &compileCache{max: max, entries: map[string]*list.Element{}, lru: list.New()}
+}
+
+func (c *compileCache) get(key string, build func() (Program, error)) (Program, error) {
+	c.mu.Lock()
+	if el, ok := c.entries[key]; ok {
+		c.lru.MoveToFront(el)
+		e := el.Value.(*cacheEntry)
+		c.stats.Hits++
+		c.mu.Unlock()
+		<-e.done
+		if e.err != nil {
+			return nil, e.err
+		}
+		return e.prog, nil
+	}
+	e := &cacheEntry{key: key, done: make(chan struct{})}
+	c.entries[key] = c.lru.PushFront(e)
+	c.stats.Compiles++
+	for c.lru.Len() > c.max {
+		old := c.lru.Back()
+		c.lru.Remove(old)
+		delete(c.entries, old.Value.(*cacheEntry).key)
+	}
+	c.mu.Unlock()
+
+	func() {
+		defer close(e.done)
+		defer func() {
+			if r := recover(); r != nil {
+				e.err = core.Errorf(core.InternalError, "compiler panic: %v", r)
+			}
+		}()
+		e.prog, e.err = build()
+	}()
+	if e.err != nil {
+		// Errors are not cached: they carry the location of the call that hit them.
+		c.mu.Lock()
+		if el, ok := c.entries[key]; ok && el.Value.(*cacheEntry) == e {
+			c.lru.Remove(el)
+			delete(c.entries, key)
+		}
+		c.mu.Unlock()
+		return nil, e.err
+	}
+	return e.prog, nil
+}
+
+func (c *compileCache) info() CacheInfo {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	i := c.stats
+	i.Entries, i.Capacity = c.lru.Len(), c.max
+	return i
+}
+
+func (c *compileCache) clear() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.entries = map[string]*list.Element{}
+	c.lru.Init()
+}

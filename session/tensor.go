@@ -1,0 +1,190 @@
+// Package session is the eager side of PyPTO: lazy tensors that build a pending graph
+// op by op, realised on demand by compiling (with a cache keyed by graph structure) and
+// running on the current simulated device, plus the Executor behind p.compile. The C
+// ABI (capi/) is a thin wrapper over this package; everything here is safe for
+// concurrent use from several threads.
+package session
+
+import (
+	"sync"
+
+	"pypto/core"
+)
+
+// kind says what a tensor holds.
+type kind uint8
+
+const (
+	concrete    kind = iota // host data
+	pending                 // an op over other tensors, not computed yet
+	placeholder             // a traced input of p.compile; never has data
+)
+
+// op is the recipe of a pending tensor. It is immutable once built, so a snapshot of
+// it stays valid after the tensor it belongs to has been realised.
+type op struct {
+	name   string
+	inputs []*Tensor
+	attrs  core.Attrs
+	loc    core.Location
+}
+
+// Tensor is a lazy eager tensor: concrete (contiguous little-endian host bytes),
+// pending (an op over other tensors) or a placeholder. Its type never changes;
+// realising a pending tensor turns it concrete and drops its inputs.
+type Tensor struct {
+	typ core.TensorType
+
+	mu   sync.Mutex // guards kind, data and op
+	kind kind
+	data []byte
+	op   *op
+
+	realizing sync.Mutex // held while this tensor is being realised, so it is computed once
+}
+
+// Type is the tensor's dtype and shape.
+func (t *Tensor) Type() core.TensorType { return t.typ }
+
+// IsPending reports whether the tensor still has to be computed.
+func (t *Tensor) IsPending() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.kind == pending
+}
+
+// IsPlaceholder reports whether the tensor is a traced input of p.compile.
+func (t *Tensor) IsPlaceholder() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.kind == placeholder
+}
+
+// Data returns the bytes of a concrete tensor (nil otherwise). Callers must not modify them.
+func (t *Tensor) Data() []byte {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.kind != concrete {
+		return nil
+	}
+	return t.data
+}
+
+// state returns a consistent snapshot of the tensor's contents.
+func (t *Tensor) state() (kind, []byte, *op) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.kind, t.data, t.op
+}
+
+// setData makes the tensor concrete and drops its recipe, so its inputs can be freed.
+func (t *Tensor) setData(b []byte) {
+	t.mu.Lock()
+	t.kind, t.data, t.op = concrete, b, nil
+	t.mu.Unlock()
+}
+
+// FromBytes wraps a contiguous little-endian buffer (which the tensor takes over).
+func FromBytes(t core.TensorType, data []byte) (*Tensor, error) {
+	if err := checkType(t); err != nil {
+		return nil, err
+	}
+	if len(data) != t.Bytes() {
+		return nil, core.Errorf(core.ValueError, "buffer of %d bytes for a tensor of type %v (%d bytes)", len(data), t, t.Bytes())
+	}
+	return &Tensor{typ: cloneType(t), kind: concrete, data: data}, nil
+}
+
+// Zeros returns a zero-filled concrete tensor.
+func Zeros(t core.TensorType) (*Tensor, error) {
+	if err := checkType(t); err != nil {
+		return nil, err
+	}
+	return &Tensor{typ: cloneType(t), kind: concrete, data: make([]byte, t.Bytes())}, nil
+}
+
+// NewPlaceholder returns a traced input of the given type for building an Executor.
+func NewPlaceholder(t core.TensorType) (*Tensor, error) {
+	if err := checkType(t); err != nil {
+		return nil, err
+	}
+	return &Tensor{typ: cloneType(t), kind: placeholder}, nil
+}
+
+// Apply builds a pending tensor: op applied to inputs. The result type is inferred now,
+// so a shape or dtype error is reported at the call that built the op, carrying loc.
+func Apply(name string, inputs []*Tensor, attrs core.Attrs, loc core.Location) (*Tensor, error) {
+	types := make([]core.TensorType, len(inputs))
+	for i, in := range inputs {
+		if in == nil {
+			return nil, core.Errorf(core.ValueError, "%s: input %d is missing (nil tensor)", name, i).WithLoc(loc)
+		}
+		types[i] = in.typ
+	}
+	attrs = coerceAttrs(name, attrs)
+	t, full, err := core.InferOp(name, types, attrs)
+	if err != nil {
+		return nil, err.WithLoc(loc)
+	}
+	return &Tensor{
+		typ:  t,
+		kind: pending,
+		op:   &op{name: name, inputs: append([]*Tensor(nil), inputs...), attrs: full, loc: loc},
+	}, nil
+}
+
+// coerceAttrs converts integer values given for float attributes (JSON and Python do
+// not distinguish 1 from 1.0 reliably) so that the registry's type check accepts them.
+func coerceAttrs(name string, attrs core.Attrs) core.Attrs {
+	def, ok := core.LookupOp(name)
+	if !ok || len(attrs) == 0 {
+		return attrs
+	}
+	var out core.Attrs
+	for _, spec := range def.Attrs {
+		v, present := attrs[spec.Name]
+		if !present {
+			continue
+		}
+		if _, wantFloat := spec.Default.(float64); wantFloat {
+			if i, isInt := v.(int64); isInt {
+				if out == nil {
+					out = make(core.Attrs, len(attrs))
+					for k, x := range attrs {
+						out[k] = x
+					}
+				}
+				out[spec.Name] = float64(i)
+			}
+		}
+	}
+	if out == nil {
+		return attrs
+	}
+	return out
+}
+
+func checkType(t core.TensorType) error {
+	if !t.DType.Valid() {
+		return core.Errorf(core.DTypeError, "invalid dtype code %d", uint8(t.DType)).
+			Suggest("use one of float32, float16, bfloat16, int8, int32, bool")
+	}
+	n := 1
+	for i, d := range t.Shape {
+		if d < 0 {
+			return core.Errorf(core.ShapeError, "dimension %d of shape %v is negative", i, t.Shape)
+		}
+		if d > 0 && n > maxElements/d {
+			return core.Errorf(core.ValueError, "shape %v has too many elements (limit %d)", t.Shape, maxElements)
+		}
+		n *= d
+	}
+	return nil
+}
+
+// maxElements bounds tensor sizes so size arithmetic never overflows.
+const maxElements = 1 << 40
+
+func cloneType(t core.TensorType) core.TensorType {
+	return core.TensorType{DType: t.DType, Shape: t.Shape.Clone()}
+}
