@@ -151,7 +151,7 @@ func (e *Executor) Run(inputs []*Tensor) ([]*Tensor, error) {
 	if e.prog != nil {
 		outs, st, err := e.prog.Run(bufs)
 		if err != nil {
-			return nil, asError(core.DeviceError, err)
+			return nil, AsError(core.DeviceError, err)
 		}
 		results = outs
 		e.mu.Lock()

@@ -106,7 +106,7 @@ func (s *Session) Realize(t *Tensor) error {
 	}
 	outs, st, err := prog.Run(gb.bound)
 	if err != nil {
-		return withLoc(asError(core.DeviceError, err), o.loc)
+		return withLoc(AsError(core.DeviceError, err), o.loc)
 	}
 	if len(outs) != 1 || len(outs[0]) != t.typ.Bytes() {
 		return core.Errorf(core.InternalError, "program returned %d outputs (first %d bytes) for one %v result", len(outs), firstLen(outs), t.typ).WithLoc(o.loc)
@@ -130,8 +130,8 @@ func (s *Session) compile(g *core.Graph) (Program, error) {
 	return s.cache.get(key, func() (Program, error) { return s.compiler.Compile(g, device) })
 }
 
-// asError converts any error into a *core.Error, keeping one that already is.
-func asError(kind core.ErrorKind, err error) *core.Error {
+// AsError converts any error into a *core.Error, keeping one that already is.
+func AsError(kind core.ErrorKind, err error) *core.Error {
 	var ce *core.Error
 	if errors.As(err, &ce) {
 		return ce
@@ -140,7 +140,7 @@ func asError(kind core.ErrorKind, err error) *core.Error {
 }
 
 func withLoc(err error, loc core.Location) error {
-	return asError(core.CompileError, err).WithLoc(loc)
+	return AsError(core.CompileError, err).WithLoc(loc)
 }
 
 // compileCache maps graph text + device to compiled programs, least recently used

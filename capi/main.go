@@ -1,0 +1,445 @@
+// Command capi is the C ABI of PyPTO, built with
+//
+//	go build -buildmode=c-shared -o libpypto.so ./capi
+//
+// into the one shared library the Python package loads with ctypes. The ABI is
+// hand-written and versioned (pypto_abi_version); the Python side checks the version at
+// import. Conventions, which every export follows:
+//
+//   - Objects (tensors, executors, errors) cross as opaque handles (runtime/cgo.Handle,
+//     a uintptr_t, never 0), each released with pypto_handle_free.
+//   - Every export except pypto_abi_version and pypto_string_free returns a status:
+//     0 is success, anything else is an error handle; pypto_error_json gives its details
+//     as JSON {type, message, location{file,line,func}, causes, suggestions}.
+//   - Every export recovers Go panics and turns them into an InternalError status, so
+//     the host process is never aborted.
+//   - Tensors cross as pointer + dtype code + ndim + shape + byte strides (numpy's
+//     convention). Go copies the data during the call and never keeps the pointer.
+//   - Strings returned to the caller are C-allocated, NUL-terminated and come with their
+//     length; the caller frees them with pypto_string_free.
+//   - The library is safe for concurrent calls from several threads.
+//   - A process forked after the library was loaded cannot use it (the Go runtime does
+//     not survive fork); calls from such a child return an error naming the 'spawn'
+//     start method.
+//
+// Dtype codes are those of package dtype: 1 float32, 2 float16, 3 bfloat16, 4 int8,
+// 5 int32, 6 bool.
+package main
+
+/*
+#include <stdint.h>
+#include <stdlib.h>
+*/
+import "C"
+
+import (
+	"unsafe"
+
+	"pypto/core"
+	"pypto/dtype"
+	"pypto/session"
+)
+
+// abiVersion changes whenever an export's signature or meaning changes.
+const abiVersion = 1
+
+func main() {}
+
+//export pypto_abi_version
+func pypto_abi_version() C.int32_t { return abiVersion }
+
+//export pypto_handle_free
+func pypto_handle_free(h C.uintptr_t) C.uintptr_t {
+	return status(func() error { return freeHandle(uintptr(h)) })
+}
+
+//export pypto_string_free
+func pypto_string_free(s *C.char) { C.free(unsafe.Pointer(s)) }
+
+//export pypto_error_json
+func pypto_error_json(h C.uintptr_t, out **C.char, n *C.size_t) C.uintptr_t {
+	return status(func() error {
+		e, err := lookup[*core.Error](uintptr(h), "error")
+		if err != nil {
+			return err
+		}
+		return putString(out, n, errorJSON(e))
+	})
+}
+
+//export pypto_from_host
+func pypto_from_host(code C.int32_t, ndim C.int32_t, shape *C.int64_t, strides *C.int64_t, ptr unsafe.Pointer, out *C.uintptr_t) C.uintptr_t {
+	return status(func() error {
+		sh, err := ints(shape, ndim, "shape")
+		if err != nil {
+			return err
+		}
+		var st []int
+		if strides != nil {
+			if st, err = ints(strides, ndim, "strides"); err != nil {
+				return err
+			}
+		}
+		t, err := session.FromHost(dtype.DType(code), sh, st, ptr)
+		if err != nil {
+			return err
+		}
+		return putHandle(out, t)
+	})
+}
+
+//export pypto_zeros
+func pypto_zeros(code C.int32_t, ndim C.int32_t, shape *C.int64_t, out *C.uintptr_t) C.uintptr_t {
+	return status(func() error {
+		sh, err := ints(shape, ndim, "shape")
+		if err != nil {
+			return err
+		}
+		t, err := session.Zeros(core.TensorType{DType: dtype.DType(code), Shape: sh})
+		if err != nil {
+			return err
+		}
+		return putHandle(out, t)
+	})
+}
+
+//export pypto_placeholder
+func pypto_placeholder(code C.int32_t, ndim C.int32_t, shape *C.int64_t, out *C.uintptr_t) C.uintptr_t {
+	return status(func() error {
+		sh, err := ints(shape, ndim, "shape")
+		if err != nil {
+			return err
+		}
+		t, err := session.NewPlaceholder(core.TensorType{DType: dtype.DType(code), Shape: sh})
+		if err != nil {
+			return err
+		}
+		return putHandle(out, t)
+	})
+}
+
+// pypto_apply builds a pending tensor: op applied to n input tensors. attrs_json is a
+// JSON object (or NULL) of bool, number, string or integer-list values; location_json is
+// {"file","line","func"} of the user's call (or NULL).
+//
+//export pypto_apply
+func pypto_apply(op *C.char, inputs *C.uintptr_t, n C.int32_t, attrsJSON *C.char, locJSON *C.char, out *C.uintptr_t) C.uintptr_t {
+	return status(func() error {
+		hs, err := handles(inputs, n, "inputs")
+		if err != nil {
+			return err
+		}
+		ins, err := tensors(hs)
+		if err != nil {
+			return err
+		}
+		loc, err := decodeLocation(goString(locJSON))
+		if err != nil {
+			return err
+		}
+		attrs, err := decodeAttrs(goString(attrsJSON))
+		if err != nil {
+			return core.Errorf(core.ValueError, "%s: %v", C.GoString(op), err).WithLoc(loc)
+		}
+		t, err := session.Apply(C.GoString(op), ins, attrs, loc)
+		if err != nil {
+			return err
+		}
+		return putHandle(out, t)
+	})
+}
+
+// pypto_tensor_info reports a tensor's dtype code, rank, shape (into shape[0:cap]) and
+// whether it is still pending. A rank above cap is an error (with *ndim set).
+//
+//export pypto_tensor_info
+func pypto_tensor_info(h C.uintptr_t, code *C.int32_t, ndim *C.int32_t, shape *C.int64_t, capacity C.int32_t, pending *C.int32_t) C.uintptr_t {
+	return status(func() error {
+		t, err := lookup[*session.Tensor](uintptr(h), "tensor")
+		if err != nil {
+			return err
+		}
+		typ := t.Type()
+		*code = C.int32_t(typ.DType)
+		*ndim = C.int32_t(len(typ.Shape))
+		if len(typ.Shape) > int(capacity) {
+			return core.Errorf(core.ValueError, "tensor has %d dimensions, the caller's buffer holds %d", len(typ.Shape), int(capacity))
+		}
+		if len(typ.Shape) > 0 {
+			dst := unsafe.Slice((*C.int64_t)(shape), len(typ.Shape))
+			for i, d := range typ.Shape {
+				dst[i] = C.int64_t(d)
+			}
+		}
+		if pending != nil {
+			*pending = 0
+			if t.IsPending() {
+				*pending = 1
+			}
+		}
+		return nil
+	})
+}
+
+//export pypto_realize
+func pypto_realize(h C.uintptr_t) C.uintptr_t {
+	return status(func() error {
+		t, err := lookup[*session.Tensor](uintptr(h), "tensor")
+		if err != nil {
+			return err
+		}
+		return session.Default().Realize(t)
+	})
+}
+
+// pypto_copy_out realises the tensor and writes it into a host buffer of the same
+// shape with the given byte strides (NULL: C-contiguous).
+//
+//export pypto_copy_out
+func pypto_copy_out(h C.uintptr_t, ptr unsafe.Pointer, ndim C.int32_t, strides *C.int64_t) C.uintptr_t {
+	return status(func() error {
+		t, err := lookup[*session.Tensor](uintptr(h), "tensor")
+		if err != nil {
+			return err
+		}
+		if int(ndim) != len(t.Type().Shape) {
+			return core.Errorf(core.ShapeError, "destination has %d dimensions, the tensor %v has %d", int(ndim), t.Type(), len(t.Type().Shape))
+		}
+		var st []int
+		if strides != nil {
+			if st, err = ints(strides, ndim, "strides"); err != nil {
+				return err
+			}
+		}
+		return session.Default().CopyOut(t, ptr, st)
+	})
+}
+
+//export pypto_set_device
+func pypto_set_device(name *C.char) C.uintptr_t {
+	return status(func() error { return session.Default().SetDevice(C.GoString(name)) })
+}
+
+//export pypto_get_device
+func pypto_get_device(out **C.char, n *C.size_t) C.uintptr_t {
+	return status(func() error { return putString(out, n, session.Default().Device()) })
+}
+
+// pypto_last_stats_json gives the statistics of the most recent run in the process
+// (eager or executor) as JSON, or "null" before any run.
+//
+//export pypto_last_stats_json
+func pypto_last_stats_json(out **C.char, n *C.size_t) C.uintptr_t {
+	return status(func() error {
+		st, ok := session.Default().LastStats()
+		return putString(out, n, statsJSON(st, ok))
+	})
+}
+
+// pypto_cache_info_json gives the compile cache's counters as JSON
+// {compiles, hits, entries, capacity}.
+//
+//export pypto_cache_info_json
+func pypto_cache_info_json(out **C.char, n *C.size_t) C.uintptr_t {
+	return status(func() error { return putString(out, n, mustJSON(session.Default().CacheInfo())) })
+}
+
+//export pypto_cache_clear
+func pypto_cache_clear() C.uintptr_t {
+	return status(func() error { session.Default().ClearCache(); return nil })
+}
+
+// pypto_executor_create compiles the computation from n placeholder tensors to m
+// output tensors for the current device.
+//
+//export pypto_executor_create
+func pypto_executor_create(name *C.char, inputs *C.uintptr_t, n C.int32_t, outputs *C.uintptr_t, m C.int32_t, out *C.uintptr_t) C.uintptr_t {
+	return status(func() error {
+		ih, err := handles(inputs, n, "inputs")
+		if err != nil {
+			return err
+		}
+		oh, err := handles(outputs, m, "outputs")
+		if err != nil {
+			return err
+		}
+		ins, err := tensors(ih)
+		if err != nil {
+			return err
+		}
+		outs, err := tensors(oh)
+		if err != nil {
+			return err
+		}
+		ex, err := session.Default().NewExecutor(goString(name), ins, outs)
+		if err != nil {
+			return err
+		}
+		return putHandle(out, ex)
+	})
+}
+
+//export pypto_executor_num_outputs
+func pypto_executor_num_outputs(h C.uintptr_t, n *C.int32_t) C.uintptr_t {
+	return status(func() error {
+		ex, err := lookup[*session.Executor](uintptr(h), "executor")
+		if err != nil {
+			return err
+		}
+		*n = C.int32_t(ex.NumOutputs())
+		return nil
+	})
+}
+
+// pypto_executor_run runs the executor on n input tensors and stores m new tensor
+// handles (m must equal pypto_executor_num_outputs) into outputs.
+//
+//export pypto_executor_run
+func pypto_executor_run(h C.uintptr_t, inputs *C.uintptr_t, n C.int32_t, outputs *C.uintptr_t, m C.int32_t) C.uintptr_t {
+	return status(func() error {
+		ex, err := lookup[*session.Executor](uintptr(h), "executor")
+		if err != nil {
+			return err
+		}
+		if int(m) != ex.NumOutputs() {
+			return core.Errorf(core.ValueError, "executor returns %d outputs, the caller's buffer holds %d", ex.NumOutputs(), int(m))
+		}
+		ih, err := handles(inputs, n, "inputs")
+		if err != nil {
+			return err
+		}
+		ins, err := tensors(ih)
+		if err != nil {
+			return err
+		}
+		res, err := ex.Run(ins)
+		if err != nil {
+			return err
+		}
+		if m == 0 {
+			return nil
+		}
+		dst := unsafe.Slice(outputs, int(m))
+		for i, t := range res {
+			dst[i] = C.uintptr_t(newHandle(t))
+		}
+		return nil
+	})
+}
+
+// pypto_executor_last_stats reports the executor's last run: simulated cycles and
+// seconds; *has is 0 before the first run.
+//
+//export pypto_executor_last_stats
+func pypto_executor_last_stats(h C.uintptr_t, cycles *C.int64_t, seconds *C.double, has *C.int32_t) C.uintptr_t {
+	return status(func() error {
+		ex, err := lookup[*session.Executor](uintptr(h), "executor")
+		if err != nil {
+			return err
+		}
+		st, ok := ex.LastStats()
+		*cycles, *seconds, *has = C.int64_t(st.Cycles), C.double(st.Seconds), 0
+		if ok {
+			*has = 1
+		}
+		return nil
+	})
+}
+
+//export pypto_executor_stats_json
+func pypto_executor_stats_json(h C.uintptr_t, out **C.char, n *C.size_t) C.uintptr_t {
+	return status(func() error {
+		ex, err := lookup[*session.Executor](uintptr(h), "executor")
+		if err != nil {
+			return err
+		}
+		st, ok := ex.LastStats()
+		return putString(out, n, statsJSON(st, ok))
+	})
+}
+
+//export pypto_executor_dump
+func pypto_executor_dump(h C.uintptr_t, out **C.char, n *C.size_t) C.uintptr_t {
+	return status(func() error {
+		ex, err := lookup[*session.Executor](uintptr(h), "executor")
+		if err != nil {
+			return err
+		}
+		return putString(out, n, ex.Dump())
+	})
+}
+
+// pypto_op_names_json lists the registered ops as a JSON array.
+//
+//export pypto_op_names_json
+func pypto_op_names_json(out **C.char, n *C.size_t) C.uintptr_t {
+	return status(func() error { return putString(out, n, mustJSON(core.OpNames())) })
+}
+
+// status runs f with the process checks and panic recovery every export needs.
+func status(f func() error) C.uintptr_t { return C.uintptr_t(guard(f)) }
+
+// putHandle stores a new handle for v in *out.
+func putHandle(out *C.uintptr_t, v any) error {
+	if out == nil {
+		return core.Errorf(core.ValueError, "null output pointer")
+	}
+	*out = C.uintptr_t(newHandle(v))
+	return nil
+}
+
+// putString stores a C copy of s (NUL-terminated) and its length.
+func putString(out **C.char, n *C.size_t, s string) error {
+	if out == nil {
+		return core.Errorf(core.ValueError, "null output pointer")
+	}
+	p := C.CBytes(append([]byte(s), 0))
+	*out = (*C.char)(p)
+	if n != nil {
+		*n = C.size_t(len(s))
+	}
+	return nil
+}
+
+func goString(s *C.char) string {
+	if s == nil {
+		return ""
+	}
+	return C.GoString(s)
+}
+
+// ints reads n int64 values from C memory.
+func ints(p *C.int64_t, n C.int32_t, what string) ([]int, error) {
+	if n < 0 {
+		return nil, core.Errorf(core.ValueError, "negative %s length %d", what, int(n))
+	}
+	out := make([]int, int(n))
+	if n == 0 {
+		return out, nil
+	}
+	if p == nil {
+		return nil, core.Errorf(core.ValueError, "null %s pointer", what)
+	}
+	for i, v := range unsafe.Slice((*int64)(unsafe.Pointer(p)), int(n)) {
+		out[i] = int(v)
+	}
+	return out, nil
+}
+
+// handles reads n handles from C memory.
+func handles(p *C.uintptr_t, n C.int32_t, what string) ([]uintptr, error) {
+	if n < 0 {
+		return nil, core.Errorf(core.ValueError, "negative %s count %d", what, int(n))
+	}
+	out := make([]uintptr, int(n))
+	if n == 0 {
+		return out, nil
+	}
+	if p == nil {
+		return nil, core.Errorf(core.ValueError, "null %s pointer", what)
+	}
+	for i, v := range unsafe.Slice((*uintptr)(unsafe.Pointer(p)), int(n)) {
+		out[i] = v
+	}
+	return out, nil
+}
