@@ -1,0 +1,88 @@
+package device
+
+import (
+	"fmt"
+
+	"pypto/isa"
+)
+
+// Compile turns a PTO program into a machine program for chip, in four named stages:
+//
+//  1. check:    declarations and every instruction against the opcode table and the
+//     chip (locations the core has, shapes, dtypes, GM windows inside their params);
+//  2. route:    the pipe of each instruction (fixed, by operand location, or by the
+//     flag / barrier operand);
+//  3. allocate: byte addresses per buffer with reuse by liveness (backend_alloc.go);
+//  4. sync:     SET_FLAG / WAIT_FLAG for cross-pipe hazards on the allocated
+//     addresses (backend_sync.go).
+//
+// Stages 1 and 2 happen together in checkInstr. Manual flags and barriers in p are
+// kept and count as synchronisation already present. Compile never panics: a panic
+// from a bug surfaces as an error.
+func Compile(chip *Chip, p *isa.Program) (mp *MachineProgram, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			name := ""
+			if p != nil {
+				name = p.Name
+			}
+			mp, err = nil, &CompileError{Program: name, PC: -1, Msg: fmt.Sprintf("internal error: %v", r)}
+		}
+	}()
+	if err := chip.Validate(); err != nil {
+		return nil, err
+	}
+	if p == nil {
+		return nil, &CompileError{PC: -1, Msg: "nil program"}
+	}
+	if err := checkProgram(chip, p); err != nil {
+		return nil, err
+	}
+	pipes := make([]isa.Pipe, len(p.Body))
+	for pc := range p.Body {
+		if pipes[pc], err = checkInstr(chip, p, pc); err != nil {
+			return nil, err
+		}
+	}
+	allocs, high, err := allocate(chip, p)
+	if err != nil {
+		return nil, err
+	}
+	ins := make([]Instr, len(p.Body))
+	for pc, in := range p.Body {
+		ins[pc] = resolve(p, allocs, in, pipes[pc], pc)
+	}
+	if ins, err = insertSyncs(chip, p.Name, p.Core, ins); err != nil {
+		return nil, err
+	}
+	return &MachineProgram{
+		Name:      p.Name,
+		Chip:      chip.Name,
+		Core:      p.Core,
+		Params:    append([]isa.Param(nil), p.Params...),
+		Tiles:     allocs,
+		Instrs:    ins,
+		HighWater: high,
+	}, nil
+}
+
+// resolve replaces tile indices by placements and attaches dtypes to GM views.
+func resolve(p *isa.Program, allocs []Allocation, in isa.Instr, pipe isa.Pipe, pc int) Instr {
+	out := Instr{Op: in.Op, Pipe: pipe, Src: pc, Args: make([]Operand, len(in.Args))}
+	for i, a := range in.Args {
+		o := Operand{Kind: a.Kind, Tile: -1}
+		switch a.Kind {
+		case isa.KindTile:
+			al := allocs[a.Tile]
+			o.Tile, o.Loc, o.Addr, o.DType, o.Rows, o.Cols = a.Tile, al.Decl.Loc, al.Addr, al.Decl.DType, al.Decl.Rows, al.Decl.Cols
+		case isa.KindGM:
+			o.GM, o.DType = a.GM, p.Params[a.GM.Param].DType
+		case isa.KindImm:
+			o.Imm = a.Imm
+		case isa.KindPipe:
+			o.Pipe = a.Pipe
+		}
+		out.Args[i] = o
+	}
+	return out
+}

@@ -1,0 +1,127 @@
+package device
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"pypto/isa"
+)
+
+// Buffer allocation: every used tile gets a byte offset in its location's buffer. Two
+// tiles may share bytes when their live ranges (first to last use, in program order)
+// do not overlap; the flags inserted afterwards order the reuse, since hazards are
+// computed on addresses, not names. The allocator is a linear scan over tiles by live
+// start with first fit over byte offsets: simple, deterministic and good enough for
+// straight-line block programs. Ranges that touch at one instruction (the last use of
+// one tile is the first of another, as in tmov a -> b) are kept apart.
+
+// liveRanges computes each tile's first and last use; unused tiles get -1, -1.
+func liveRanges(p *isa.Program) (first, last []int) {
+	first = make([]int, len(p.Tiles))
+	last = make([]int, len(p.Tiles))
+	for i := range first {
+		first[i], last[i] = -1, -1
+	}
+	for pc, in := range p.Body {
+		for _, a := range in.Args {
+			if a.Kind != isa.KindTile {
+				continue
+			}
+			if first[a.Tile] < 0 {
+				first[a.Tile] = pc
+			}
+			last[a.Tile] = pc
+		}
+	}
+	return first, last
+}
+
+// allocate places the tiles of p in the chip's buffers.
+func allocate(chip *Chip, p *isa.Program) ([]Allocation, map[isa.Location]int, error) {
+	first, last := liveRanges(p)
+	allocs := make([]Allocation, len(p.Tiles))
+	byLoc := map[isa.Location][]int{}
+	for i, t := range p.Tiles {
+		allocs[i] = Allocation{Decl: t, Addr: -1, Bytes: t.Bytes(), First: first[i], Last: last[i]}
+		if first[i] >= 0 {
+			byLoc[t.Loc] = append(byLoc[t.Loc], i)
+		}
+	}
+	high := map[isa.Location]int{}
+	for _, loc := range chip.CoreLocations[p.Core] {
+		high[loc] = 0
+		tiles := byLoc[loc]
+		// Stable order: by live start, then declaration order.
+		sort.SliceStable(tiles, func(a, b int) bool { return first[tiles[a]] < first[tiles[b]] })
+		var active []int // allocated tiles still live, sorted by address
+		for _, ti := range tiles {
+			active = expire(active, allocs, first[ti])
+			addr, ok := firstFit(active, allocs, allocs[ti].Bytes, chip.Alignment(loc), chip.Capacity(loc))
+			if !ok {
+				return nil, nil, &CompileError{Program: p.Name, PC: -1, Msg: fitMessage(chip, loc, allocs, active, ti)}
+			}
+			allocs[ti].Addr = addr
+			active = insertByAddr(active, allocs, ti)
+			high[loc] = max(high[loc], addr+allocs[ti].Bytes)
+		}
+	}
+	return allocs, high, nil
+}
+
+// expire drops tiles whose last use is strictly before pc.
+func expire(active []int, allocs []Allocation, pc int) []int {
+	out := active[:0]
+	for _, t := range active {
+		if allocs[t].Last >= pc {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// firstFit finds the lowest aligned offset where size bytes fit between the live
+// tiles (sorted by address) within capacity.
+func firstFit(active []int, allocs []Allocation, size, align, capacity int) (int, bool) {
+	addr := 0
+	for _, t := range active {
+		if addr+size <= allocs[t].Addr {
+			break
+		}
+		addr = max(addr, alignUp(allocs[t].Addr+allocs[t].Bytes, align))
+	}
+	return addr, addr+size <= capacity
+}
+
+func insertByAddr(active []int, allocs []Allocation, t int) []int {
+	i := sort.Search(len(active), func(i int) bool { return allocs[active[i]].Addr > allocs[t].Addr })
+	active = append(active, 0)
+	copy(active[i+1:], active[i:])
+	active[i] = t
+	return active
+}
+
+func alignUp(v, a int) int {
+	if a <= 1 {
+		return v
+	}
+	return (v + a - 1) / a * a
+}
+
+// fitMessage explains an allocation failure: the tile, its location, the bytes it
+// needs, the capacity, and what else is live at that point.
+func fitMessage(chip *Chip, loc isa.Location, allocs []Allocation, active []int, ti int) string {
+	a := allocs[ti]
+	used := 0
+	names := make([]string, 0, len(active))
+	for _, t := range active {
+		used += allocs[t].Bytes
+		names = append(names, fmt.Sprintf("%s (%d B)", allocs[t].Decl.Name, allocs[t].Bytes))
+	}
+	msg := fmt.Sprintf("tile %s does not fit in %s: needs %d bytes (aligned to %d) but the %s buffer of chip %s holds %d bytes",
+		a.Decl.Name, loc, a.Bytes, chip.Alignment(loc), loc, chip.Name, chip.Capacity(loc))
+	if len(names) > 0 {
+		msg += fmt.Sprintf(", of which %d are taken by tiles live at its first use (pc %d): %s", used, a.First, strings.Join(names, ", "))
+	}
+	return msg
+}

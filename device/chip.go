@@ -1,0 +1,165 @@
+package device
+
+import (
+	"fmt"
+	"slices"
+
+	"pypto/dtype"
+	"pypto/isa"
+)
+
+// Buffer describes one on-chip buffer of a core: its size and the alignment every tile
+// placed in it must respect.
+type Buffer struct {
+	Bytes int
+	Align int
+}
+
+// Chip is everything the backend and the simulator know about a target: core counts,
+// buffers and the rates of the timing model. Every number is documented in presets.go
+// and docs/device.md with its source, or marked "assumed". A Chip is plain data: copy a
+// preset and change fields to explore a design; Validate says whether it is usable.
+type Chip struct {
+	Name        string
+	CubeCores   int     // AIC count
+	VectorCores int     // AIV count
+	ClockHz     float64 // core clock; cycles / ClockHz = seconds
+
+	// Buffers holds the per-core buffer of each location (one copy per core).
+	Buffers map[isa.Location]Buffer
+	// CoreLocations lists the buffers each kind of core has. On the split A2/A3
+	// architecture the AIC has L1/L0A/L0B/L0C/BT and the AIV has only UB, so a program
+	// that names a buffer its core lacks is rejected by Compile.
+	CoreLocations map[isa.CoreKind][]isa.Location
+
+	// Cube throughput: one CubeM x CubeK x CubeN block of MACs per cycle for fp16/bf16,
+	// CubeM x CubeKInt8 x CubeN for int8.
+	CubeM, CubeK, CubeN int
+	CubeKInt8           int
+
+	VectorBytesPerCycle  int // V pipe, per repeat of one vector instruction
+	GMReadBytesPerCycle  int // MTE2, GM -> L1 / UB, per core
+	L1ToL0ABytesPerCycle int // MTE1, L1 -> L0A
+	L1ToL0BBytesPerCycle int // MTE1, L1 -> L0B
+	UBToGMBytesPerCycle  int // MTE3, UB -> GM
+	FixpipeBytesPerCycle int // FIX, bytes of L0C read per cycle (L0C -> GM / UB)
+
+	// PipeStartup is the fixed latency every instruction of a pipe pays before its
+	// data-proportional part (queue dispatch, address generation, memory latency).
+	PipeStartup map[isa.Pipe]int
+	// IssueCycles is what the scalar pipe spends dispatching one instruction; it bounds
+	// how fast short instructions can follow each other.
+	IssueCycles int
+	// FlagLatencyCycles is the time from a SET_FLAG completing on its pipe until a
+	// WAIT_FLAG on the destination pipe can see it.
+	FlagLatencyCycles int
+	// LaunchCycles is paid once per task: dispatching the blocks onto the cores.
+	LaunchCycles int
+	// FlagEventIDs is the number of event ids per (source pipe, destination pipe).
+	FlagEventIDs int
+}
+
+// Cores is the number of cores of a kind (0 for an invalid kind).
+func (c *Chip) Cores(kind isa.CoreKind) int {
+	switch kind {
+	case isa.Cube:
+		return c.CubeCores
+	case isa.Vector:
+		return c.VectorCores
+	}
+	return 0
+}
+
+// Capacity is the size in bytes of one core's buffer at loc (0 if the chip has none).
+func (c *Chip) Capacity(loc isa.Location) int { return c.Buffers[loc].Bytes }
+
+// Alignment is the byte alignment of tile addresses at loc (1 if unspecified).
+func (c *Chip) Alignment(loc isa.Location) int {
+	if a := c.Buffers[loc].Align; a > 0 {
+		return a
+	}
+	return 1
+}
+
+// HasLocation reports whether a core of the given kind has the buffer loc.
+func (c *Chip) HasLocation(kind isa.CoreKind, loc isa.Location) bool {
+	return slices.Contains(c.CoreLocations[kind], loc)
+}
+
+// corePipes are the pipes each kind of core has (npu-facts.md, "Units and pipes").
+var corePipes = map[isa.CoreKind][]isa.Pipe{
+	isa.Cube:   {isa.PipeS, isa.PipeMTE2, isa.PipeMTE1, isa.PipeM, isa.PipeFIX},
+	isa.Vector: {isa.PipeS, isa.PipeMTE2, isa.PipeV, isa.PipeMTE3},
+}
+
+// HasPipe reports whether a core of the given kind has pipe p.
+func HasPipe(kind isa.CoreKind, p isa.Pipe) bool { return slices.Contains(corePipes[kind], p) }
+
+// CubeKStep is the K depth the cube consumes per cycle for operands of dtype dt.
+func (c *Chip) CubeKStep(dt dtype.DType) int {
+	if dt == dtype.Int8 {
+		return c.CubeKInt8
+	}
+	return c.CubeK
+}
+
+// CubeMACsPerCycle is the cube's peak multiply-accumulates per cycle for dtype dt.
+func (c *Chip) CubeMACsPerCycle(dt dtype.DType) int { return c.CubeM * c.CubeKStep(dt) * c.CubeN }
+
+// Seconds converts cycles of this chip to seconds.
+func (c *Chip) Seconds(cycles int64) float64 { return float64(cycles) / c.ClockHz }
+
+// Validate checks that every field the backend and simulator divide by or size
+// buffers with is usable, so a hand-edited chip fails with a message, not a panic.
+func (c *Chip) Validate() error {
+	if c == nil {
+		return fmt.Errorf("device: nil chip")
+	}
+	bad := func(what string, v any) error {
+		return fmt.Errorf("device: chip %q: %s must be positive, got %v", c.Name, what, v)
+	}
+	positives := []struct {
+		name string
+		v    int
+	}{
+		{"CubeCores", c.CubeCores}, {"VectorCores", c.VectorCores},
+		{"CubeM", c.CubeM}, {"CubeK", c.CubeK}, {"CubeN", c.CubeN}, {"CubeKInt8", c.CubeKInt8},
+		{"VectorBytesPerCycle", c.VectorBytesPerCycle}, {"GMReadBytesPerCycle", c.GMReadBytesPerCycle},
+		{"L1ToL0ABytesPerCycle", c.L1ToL0ABytesPerCycle}, {"L1ToL0BBytesPerCycle", c.L1ToL0BBytesPerCycle},
+		{"UBToGMBytesPerCycle", c.UBToGMBytesPerCycle}, {"FixpipeBytesPerCycle", c.FixpipeBytesPerCycle},
+		{"FlagEventIDs", c.FlagEventIDs},
+	}
+	for _, p := range positives {
+		if p.v <= 0 {
+			return bad(p.name, p.v)
+		}
+	}
+	if !(c.ClockHz > 0) {
+		return bad("ClockHz", c.ClockHz)
+	}
+	for _, n := range []struct {
+		name string
+		v    int
+	}{{"IssueCycles", c.IssueCycles}, {"FlagLatencyCycles", c.FlagLatencyCycles}, {"LaunchCycles", c.LaunchCycles}} {
+		if n.v < 0 {
+			return fmt.Errorf("device: chip %q: %s must not be negative, got %d", c.Name, n.name, n.v)
+		}
+	}
+	for p, v := range c.PipeStartup {
+		if v < 0 {
+			return fmt.Errorf("device: chip %q: startup latency of pipe %s is negative (%d)", c.Name, p, v)
+		}
+	}
+	for _, kind := range []isa.CoreKind{isa.Cube, isa.Vector} {
+		for _, loc := range c.CoreLocations[kind] {
+			b := c.Buffers[loc]
+			if b.Bytes <= 0 {
+				return fmt.Errorf("device: chip %q: %s cores have a %s buffer of %d bytes", c.Name, kind, loc, b.Bytes)
+			}
+			if b.Align < 0 || (b.Align > 0 && b.Align&(b.Align-1) != 0) {
+				return fmt.Errorf("device: chip %q: %s alignment %d is not a power of two", c.Name, loc, b.Align)
+			}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,132 @@
+package device
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"pypto/isa"
+)
+
+// The preset numbers. Sources: "npu-facts" is /work/shared/reference/npu-facts.md (public
+// figures for 910B-class A2/A3 parts and the 950-class A5); "assumed" means no public
+// figure was found and the value is our estimate, to be calibrated against the
+// published GEMM measurements later. docs/device.md repeats this table.
+const (
+	kib = 1024
+
+	// npu-facts: one 16x16x16 fp16/bf16 MAC block per cycle; int8 16x32x16.
+	cubeFractal     = 16
+	cubeFractalInt8 = 32
+
+	vectorBytesPerCycle  = 256 // npu-facts: 256 B per cycle per vector core
+	gmReadBytesPerCycle  = 32  // npu-facts: GM (DDR/HBM path) 32 B per cycle per core
+	l1ToL0ABytesPerCycle = 512 // npu-facts
+	l1ToL0BBytesPerCycle = 256 // npu-facts
+	ubToGMBytesPerCycle  = 64  // npu-facts
+	// assumed: the fixpipe reads 128 B of fp32 L0C per cycle, so an fp16 result leaves
+	// at 64 B per cycle, the same rate npu-facts gives for UB -> GM.
+	fixpipeBytesPerCycle = 128
+
+	issueCycles       = 4    // assumed: scalar cost of dispatching one tile instruction
+	flagLatencyCycles = 10   // assumed: set_flag -> wait_flag visibility
+	launchCycles      = 2000 // assumed: about 1.1 us at 1.85 GHz to dispatch a task's blocks
+	// AscendC exposes EVENT_ID0..EVENT_ID7 per pipe pair.
+	flagEventIDs = 8
+)
+
+// pipeStartup is the assumed fixed latency per instruction of each pipe: the memory
+// pipes pay the latency of their far side (GM most), the compute pipes a short
+// pipeline fill. All assumed; the data-proportional part uses the published rates.
+func pipeStartup() map[isa.Pipe]int {
+	return map[isa.Pipe]int{
+		isa.PipeS:    0,
+		isa.PipeMTE2: 200, // GM read latency
+		isa.PipeMTE3: 100, // GM write (posted)
+		isa.PipeFIX:  32,
+		isa.PipeMTE1: 16,
+		isa.PipeM:    8,
+		isa.PipeV:    8,
+	}
+}
+
+// splitLocations is the A2/A3 split architecture: buffers of the AIC and of the AIV.
+func splitLocations() map[isa.CoreKind][]isa.Location {
+	return map[isa.CoreKind][]isa.Location{
+		isa.Cube:   {isa.Mat, isa.Left, isa.Right, isa.Acc, isa.Bias},
+		isa.Vector: {isa.Vec},
+	}
+}
+
+// buffers builds the buffer table from sizes; alignments are npu-facts' (L1 32 B,
+// L0A/L0B 512 B = one fractal, L0C 64 B, UB 32 B) except BT, whose 64 B is assumed.
+func buffers(l1, l0a, l0b, l0c, ub, bt int) map[isa.Location]Buffer {
+	return map[isa.Location]Buffer{
+		isa.Mat:   {Bytes: l1, Align: 32},
+		isa.Left:  {Bytes: l0a, Align: 512},
+		isa.Right: {Bytes: l0b, Align: 512},
+		isa.Acc:   {Bytes: l0c, Align: 64},
+		isa.Vec:   {Bytes: ub, Align: 32},
+		isa.Bias:  {Bytes: bt, Align: 64},
+	}
+}
+
+// withRates fills the timing constants shared by every preset (all from the 910B-class
+// figures; no separate public rates exist for the other parts).
+func withRates(c *Chip) *Chip {
+	c.CubeM, c.CubeK, c.CubeN, c.CubeKInt8 = cubeFractal, cubeFractal, cubeFractal, cubeFractalInt8
+	c.VectorBytesPerCycle = vectorBytesPerCycle
+	c.GMReadBytesPerCycle = gmReadBytesPerCycle
+	c.L1ToL0ABytesPerCycle = l1ToL0ABytesPerCycle
+	c.L1ToL0BBytesPerCycle = l1ToL0BBytesPerCycle
+	c.UBToGMBytesPerCycle = ubToGMBytesPerCycle
+	c.FixpipeBytesPerCycle = fixpipeBytesPerCycle
+	c.PipeStartup = pipeStartup()
+	c.IssueCycles = issueCycles
+	c.FlagLatencyCycles = flagLatencyCycles
+	c.LaunchCycles = launchCycles
+	c.FlagEventIDs = flagEventIDs
+	c.CoreLocations = splitLocations()
+	return c
+}
+
+// presets builds a fresh Chip per call so callers may modify what they get.
+var presets = map[string]func() *Chip{
+	// 910B1-class (npu-facts): 24 AIC + 48 AIV at 1850 MHz, L1 512 KB, L0A/L0B 64 KB,
+	// L0C 128 KB, UB 192 KB, BT 1 KB.
+	"a2": func() *Chip {
+		return withRates(&Chip{Name: "a2", CubeCores: 24, VectorCores: 48, ClockHz: 1.85e9,
+			Buffers: buffers(512*kib, 64*kib, 64*kib, 128*kib, 192*kib, 1*kib)})
+	},
+	// 950-class (npu-facts): 32 AIC + 64 AIV at 1650 MHz, L0C 256 KB, UB 248 KB. L1,
+	// L0A/L0B, BT and all rates are assumed equal to the A2's.
+	"a5": func() *Chip {
+		return withRates(&Chip{Name: "a5", CubeCores: 32, VectorCores: 64, ClockHz: 1.65e9,
+			Buffers: buffers(512*kib, 64*kib, 64*kib, 256*kib, 248*kib, 1*kib)})
+	},
+	// A deliberately small part (ours): few cores and small buffers so tests exercise
+	// tiling and multi-block tasks quickly. Rates and clock are the A2's.
+	"tiny": func() *Chip {
+		return withRates(&Chip{Name: "tiny", CubeCores: 2, VectorCores: 4, ClockHz: 1.85e9,
+			Buffers: buffers(64*kib, 16*kib, 16*kib, 32*kib, 32*kib, 1*kib)})
+	},
+}
+
+// PresetNames lists the known presets in sorted order.
+func PresetNames() []string {
+	names := make([]string, 0, len(presets))
+	for n := range presets {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// Preset returns a fresh copy of the named chip preset.
+func Preset(name string) (*Chip, error) {
+	mk, ok := presets[strings.ToLower(strings.TrimSpace(name))]
+	if !ok {
+		return nil, fmt.Errorf("device: unknown chip preset %q (known: %s)", name, strings.Join(PresetNames(), ", "))
+	}
+	return mk(), nil
+}
