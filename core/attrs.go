@@ -52,7 +52,7 @@ func formatAttr(v any) string {
 		return strconv.FormatInt(x, 10)
 	case float64:
 		s := strconv.FormatFloat(x, 'g', -1, 64)
-		if !strings.ContainsAny(s, ".eEn") { // keep floats distinguishable from ints
+		if !strings.ContainsAny(s, ".eEnN") { // keep floats distinguishable from ints (NaN, Inf too)
 			s += ".0"
 		}
 		return s
