@@ -1,0 +1,34 @@
+"""Finding the user's place in the program: the first stack frame outside pypto."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+from .errors import Location
+
+_PKG_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+
+
+def _frame():
+    f = sys._getframe(2)
+    while f is not None and f.f_code.co_filename.startswith(_PKG_DIR):
+        f = f.f_back
+    return f
+
+
+def user_location() -> Location:
+    """The caller's file, line and function, skipping frames inside pypto."""
+    f = _frame()
+    if f is None:
+        return Location()
+    return Location(f.f_code.co_filename, f.f_lineno, f.f_code.co_name)
+
+
+def user_location_json() -> bytes:
+    """user_location() as the JSON the C ABI takes."""
+    f = _frame()
+    if f is None:
+        return b""
+    return json.dumps({"file": f.f_code.co_filename, "line": f.f_lineno, "func": f.f_code.co_name}).encode()

@@ -1,0 +1,306 @@
+"""p.Tensor: an eager but lazy tensor whose value lives in the Go core.
+
+Ops on tensors build a pending graph; ``.numpy()``, ``print``, ``repr``, ``float()``,
+``int()``, ``bool()`` and ``numpy.asarray`` realise it: the pending graph is compiled
+(cached by structure) and run on the current simulated device.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import numbers
+import weakref
+
+import numpy as np
+
+from . import _lib
+from ._location import user_location, user_location_json
+from .dtypes import DType, as_dtype, float32, from_code
+from .errors import PyptoValueError, ShapeError
+
+__all__ = ["Tensor", "from_numpy"]
+
+_MAX_NDIM = 64
+
+
+class Tensor:
+    """A tensor on the simulated NPU.
+
+    ``Tensor(shape, dtype=p.float32, data=None, layout=None)``:
+
+    - ``data=None`` gives a **zero-filled** tensor;
+    - ``data`` may be a numpy array, anything ``numpy.asarray`` accepts, a scalar
+      (filled in) or another ``p.Tensor``; it is converted to ``dtype`` and must
+      broadcast to ``shape``;
+    - ``layout`` is reserved: only ``None`` (row-major) is supported so far.
+    """
+
+    __slots__ = ("_handle", "_shape", "_dtype", "_finalizer", "__weakref__")
+
+    # numpy must defer to our reflected operators (ndarray + Tensor -> Tensor.__radd__).
+    __array_ufunc__ = None
+
+    def __init__(self, shape, dtype=float32, data=None, layout=None):
+        if layout is not None:
+            raise NotImplementedError(f"layout={layout!r}: only the default row-major layout is supported so far")
+        dt = as_dtype(dtype)
+        shape = _as_shape(shape)
+        if data is None:
+            h = _lib.Handle()
+            _lib.call(_lib.lib.pypto_zeros, dt.code, len(shape), _lib.int64_array(shape), ctypes.byref(h))
+            self._adopt(h.value)
+            return
+        if isinstance(data, Tensor):
+            data = data.numpy()
+        try:
+            arr = np.broadcast_to(np.asarray(data, dtype=dt.numpy), shape)
+        except ValueError as e:
+            raise ShapeError(
+                f"data of shape {np.shape(data)} does not fit a tensor of shape {list(shape)}: {e}",
+                location=user_location(),
+            ) from None
+        self._adopt(_from_host(arr, dt))
+
+    # --- construction helpers -----------------------------------------------------------
+
+    @classmethod
+    def _wrap(cls, handle: int) -> "Tensor":
+        t = cls.__new__(cls)
+        t._adopt(handle)
+        return t
+
+    def _adopt(self, handle: int) -> None:
+        self._handle = handle
+        fin = weakref.finalize(self, _lib.free_handle, handle)
+        fin.atexit = False  # the process is ending: nothing to free
+        self._finalizer = fin
+        code, ndim = ctypes.c_int32(), ctypes.c_int32()
+        shape = (ctypes.c_int64 * _MAX_NDIM)()
+        _lib.call(
+            _lib.lib.pypto_tensor_info, handle, ctypes.byref(code), ctypes.byref(ndim), shape, _MAX_NDIM, None
+        )
+        self._shape = tuple(shape[: ndim.value])
+        self._dtype = from_code(code.value)
+
+    # --- properties -------------------------------------------------------------------------
+
+    @property
+    def shape(self) -> tuple:
+        return self._shape
+
+    @property
+    def dtype(self) -> DType:
+        return self._dtype
+
+    @property
+    def ndim(self) -> int:
+        return len(self._shape)
+
+    @property
+    def size(self) -> int:
+        return int(np.prod(self._shape, dtype=np.int64))
+
+    @property
+    def is_pending(self) -> bool:
+        """True while the value has not been computed yet."""
+        code, ndim, pending = ctypes.c_int32(), ctypes.c_int32(), ctypes.c_int32()
+        shape = (ctypes.c_int64 * _MAX_NDIM)()
+        _lib.call(
+            _lib.lib.pypto_tensor_info,
+            self._handle,
+            ctypes.byref(code),
+            ctypes.byref(ndim),
+            shape,
+            _MAX_NDIM,
+            ctypes.byref(pending),
+        )
+        return bool(pending.value)
+
+    def __len__(self) -> int:
+        if not self._shape:
+            raise TypeError("len() of a 0-d tensor")
+        return self._shape[0]
+
+    # --- realisation ----------------------------------------------------------------------
+
+    def realize(self) -> "Tensor":
+        """Computes the value now (compiling and running the pending graph); returns self."""
+        _lib.call(_lib.lib.pypto_realize, self._handle)
+        return self
+
+    def numpy(self) -> np.ndarray:
+        """The value as a new numpy array (bfloat16 as ``ml_dtypes.bfloat16``)."""
+        out = np.empty(self._shape, dtype=self._dtype.numpy)
+        _lib.call(_lib.lib.pypto_copy_out, self._handle, out.ctypes.data, out.ndim, _lib.int64_array(out.strides))
+        return out
+
+    def __array__(self, dtype=None, copy=None):
+        arr = self.numpy()
+        if dtype is not None and np.dtype(dtype) != arr.dtype:
+            arr = arr.astype(dtype)
+        return arr
+
+    def item(self):
+        return self.numpy().item()
+
+    def __float__(self) -> float:
+        return float(self._scalar("float()"))
+
+    def __int__(self) -> int:
+        return int(self._scalar("int()"))
+
+    def __bool__(self) -> bool:
+        return bool(self._scalar("bool()"))
+
+    def __index__(self) -> int:
+        if self._dtype.is_floating:
+            raise TypeError(f"only integer tensors can be used as an index, not {self._dtype.name}")
+        return int(self._scalar("an index"))
+
+    def _scalar(self, what: str):
+        if self.size != 1:
+            raise PyptoValueError(
+                f"{what} needs a tensor with exactly one element, this one has shape {list(self._shape)}",
+                location=user_location(),
+            )
+        return self.numpy().reshape(()).item()
+
+    def __repr__(self) -> str:
+        try:
+            arr = self.numpy()
+        except PyptoValueError:  # a traced value inside p.compile: no data yet
+            return f"pypto.Tensor(shape={list(self._shape)}, dtype={self._dtype.name}, traced)"
+        body = np.array2string(arr, separator=", ", prefix="pypto.Tensor(")
+        return f"pypto.Tensor({body}, dtype={self._dtype.name})"
+
+    def __str__(self) -> str:
+        try:
+            return str(self.numpy())
+        except PyptoValueError:
+            return f"<traced tensor of shape {list(self._shape)} and dtype {self._dtype.name}>"
+
+    # --- operators ------------------------------------------------------------------------
+
+    def __add__(self, other):
+        return _binary("add", self, other)
+
+    def __radd__(self, other):
+        return _binary("add", other, self)
+
+    def __mul__(self, other):
+        return _binary("mul", self, other)
+
+    def __rmul__(self, other):
+        return _binary("mul", other, self)
+
+    def __matmul__(self, other):
+        return _binary("matmul", self, other)
+
+    def __rmatmul__(self, other):
+        return _binary("matmul", other, self)
+
+    def relu(self) -> "Tensor":
+        return apply("relu", [self])
+
+    def matmul(self, other, transpose_b: bool = False) -> "Tensor":
+        return apply("matmul", [self, other], {"transpose_b": bool(transpose_b)})
+
+
+def _as_shape(shape) -> tuple:
+    if isinstance(shape, numbers.Integral):
+        shape = (shape,)
+    try:
+        dims = tuple(int(d) for d in shape)
+    except TypeError:
+        raise TypeError(f"shape must be a list of integers, got {shape!r}") from None
+    for d in dims:
+        if d < 0:
+            raise ShapeError(f"shape {list(dims)} has a negative dimension", location=user_location())
+    if len(dims) > _MAX_NDIM:
+        raise ShapeError(f"shape {list(dims)} has more than {_MAX_NDIM} dimensions", location=user_location())
+    return dims
+
+
+def _from_host(arr: np.ndarray, dt: DType) -> int:
+    """Copies a numpy array (any strides) into a new Go tensor; returns its handle."""
+    if not arr.dtype.isnative:
+        arr = arr.astype(arr.dtype.newbyteorder("="))
+    h = _lib.Handle()
+    _lib.call(
+        _lib.lib.pypto_from_host,
+        dt.code,
+        arr.ndim,
+        _lib.int64_array(arr.shape),
+        _lib.int64_array(arr.strides),
+        arr.ctypes.data,
+        ctypes.byref(h),
+    )
+    return h.value
+
+
+def from_numpy(arr) -> Tensor:
+    """A tensor holding a copy of a numpy array (any dtype PyPTO supports, bfloat16 as
+    ``ml_dtypes.bfloat16``; non-contiguous, transposed and negatively strided views are
+    fine). float64/int64 arrays raise DTypeError: convert them explicitly."""
+    arr = np.asarray(arr)
+    dt = as_dtype(arr.dtype)
+    return Tensor._wrap(_from_host(arr, dt))
+
+
+# --- applying ops ---------------------------------------------------------------------------
+
+
+def _operand(x, op: str, pos: int) -> Tensor:
+    if isinstance(x, Tensor):
+        return x
+    if isinstance(x, np.ndarray):
+        return from_numpy(x)
+    if isinstance(x, (numbers.Number, np.generic)):
+        raise TypeError(
+            f"{op}: operand {pos} is the scalar {x!r}; scalar operands are not supported yet. "
+            f"Use a tensor instead, e.g. p.Tensor([1], dtype=..., data={x!r}) (it broadcasts)."
+        )
+    raise TypeError(f"{op}: operand {pos} must be a p.Tensor or a numpy array, not {type(x).__name__}")
+
+
+def _binary(op: str, a, b):
+    for x in (a, b):
+        if not isinstance(x, (Tensor, np.ndarray, numbers.Number, np.generic)):
+            return NotImplemented
+    return apply(op, [a, b])
+
+
+def apply(op: str, inputs, attrs=None) -> Tensor:
+    """Applies a registered Go op to tensors, recording the user's location. The result
+    is pending; its shape and dtype are known (and checked) now."""
+    ins = [_operand(x, op, i) for i, x in enumerate(inputs)]
+    loc = user_location_json()
+    attrs_json = _json_attrs(attrs) if attrs else None
+    h = _lib.Handle()
+    _lib.call(
+        _lib.lib.pypto_apply,
+        op.encode(),
+        _lib.handle_array(t._handle for t in ins),
+        len(ins),
+        attrs_json,
+        loc,
+        ctypes.byref(h),
+    )
+    return Tensor._wrap(h.value)
+
+
+def _json_attrs(attrs: dict) -> bytes:
+    import json
+
+    def conv(v):
+        if isinstance(v, (bool, np.bool_)):
+            return bool(v)
+        if isinstance(v, numbers.Integral):
+            return int(v)
+        if isinstance(v, numbers.Real):
+            return float(v)
+        if isinstance(v, (list, tuple)):
+            return [int(e) for e in v]
+        return v
+
+    return json.dumps({k: conv(v) for k, v in attrs.items()}).encode()
