@@ -8,8 +8,9 @@ import "pypto/core"
 type Compiler interface {
 	// Compile compiles g for device; errors are *core.Error.
 	Compile(g *core.Graph, device string) (Program, error)
-	// CheckDevice reports whether device names a known target.
-	CheckDevice(device string) error
+	// CheckDevice returns the canonical name of a device, or an error if it names no
+	// known target.
+	CheckDevice(device string) (string, error)
 }
 
 // Program is a compiled graph. Inputs are one contiguous little-endian buffer per

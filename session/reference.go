@@ -8,7 +8,7 @@ func Reference() Compiler { return referenceCompiler{} }
 
 type referenceCompiler struct{}
 
-func (referenceCompiler) CheckDevice(string) error { return nil }
+func (referenceCompiler) CheckDevice(name string) (string, error) { return name, nil }
 
 func (referenceCompiler) Compile(g *core.Graph, _ string) (Program, error) {
 	return &referenceProgram{g: g}, nil

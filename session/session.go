@@ -35,11 +35,12 @@ func Default() *Session { return defaultSession() }
 
 // SetDevice selects the device preset later compilations target.
 func (s *Session) SetDevice(name string) error {
-	if err := s.compiler.CheckDevice(name); err != nil {
+	canon, err := s.compiler.CheckDevice(name)
+	if err != nil {
 		return err
 	}
 	s.mu.Lock()
-	s.device = name
+	s.device = canon
 	s.mu.Unlock()
 	return nil
 }
