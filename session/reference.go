@@ -37,6 +37,5 @@ func (p *referenceProgram) Run(inputs [][]byte) ([][]byte, Stats, error) {
 	return res, Stats{}, nil
 }
 
-// defaultCompiler is the compiler of the Default session.
-// TODO: the lowering pipeline once lower.Compile lands.
-func defaultCompiler() Compiler { return referenceCompiler{} }
+// defaultCompiler is the compiler of the Default session: the real pipeline.
+func defaultCompiler() Compiler { return Lowering() }

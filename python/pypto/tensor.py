@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ctypes
 import numbers
+import operator
 import weakref
 
 import numpy as np
@@ -210,7 +211,9 @@ def _as_shape(shape) -> tuple:
     if isinstance(shape, numbers.Integral):
         shape = (shape,)
     try:
-        dims = tuple(int(d) for d in shape)
+        if isinstance(shape, (str, bytes)):
+            raise TypeError
+        dims = tuple(operator.index(d) for d in shape)
     except TypeError:
         raise TypeError(f"shape must be a list of integers, got {shape!r}") from None
     for d in dims:

@@ -1,0 +1,50 @@
+package session
+
+import (
+	"strings"
+
+	"pypto/core"
+	"pypto/device"
+	"pypto/lower"
+)
+
+// Lowering is the Compiler that runs the real pipeline: lower.Compile for a device
+// preset, programs run on the simulated NPU.
+func Lowering() Compiler { return loweringCompiler{} }
+
+type loweringCompiler struct{}
+
+func (loweringCompiler) CheckDevice(name string) (string, error) {
+	chip, err := device.Preset(name)
+	if err != nil {
+		return "", core.Errorf(core.ValueError, "unknown device %q", name).
+			Suggest("choose one of the chip presets: %s", strings.Join(device.PresetNames(), ", "))
+	}
+	return chip.Name, nil
+}
+
+func (c loweringCompiler) Compile(g *core.Graph, name string) (Program, error) {
+	chip, err := device.Preset(name)
+	if err != nil {
+		return nil, core.Errorf(core.ValueError, "unknown device %q", name)
+	}
+	exe, err := lower.Compile(g, lower.Options{Chip: chip})
+	if err != nil {
+		return nil, AsError(core.CompileError, err)
+	}
+	return loweredProgram{exe}, nil
+}
+
+// loweredProgram adapts a lower.Executable, which is immutable and safe to run from
+// several goroutines at once.
+type loweredProgram struct{ exe *lower.Executable }
+
+func (p loweredProgram) Dump() string { return p.exe.Dump() }
+
+func (p loweredProgram) Run(inputs [][]byte) ([][]byte, Stats, error) {
+	outs, st, err := p.exe.Run(inputs)
+	if err != nil {
+		return nil, Stats{}, AsError(core.DeviceError, err)
+	}
+	return outs, Stats{Cycles: st.Cycles, Seconds: st.Seconds, Tasks: len(st.Tasks), Detail: st}, nil
+}
