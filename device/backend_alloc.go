@@ -11,10 +11,16 @@ import (
 // Buffer allocation: every used tile gets a byte offset in its location's buffer. Two
 // tiles may share bytes when their live ranges (first to last use, in program order)
 // do not overlap; the flags inserted afterwards order the reuse, since hazards are
-// computed on addresses, not names. The allocator is a linear scan over tiles by live
-// start with first fit over byte offsets: simple, deterministic and good enough for
-// straight-line block programs. Ranges that touch at one instruction (the last use of
-// one tile is the first of another, as in tmov a -> b) are kept apart.
+// computed on addresses, not names. Ranges that touch at one instruction (the last use
+// of one tile is the first of another, as in tmov a -> b) are kept apart.
+//
+// The allocator is a linear scan over tiles by live start with next fit: a tile goes
+// to the first gap at or after the end of the previously placed tile, and only when
+// that runs past the buffer's end does the search wrap to offset 0 and reuse the bytes
+// of tiles already dead. Reusing bytes costs a WAR flag between the last reader and the
+// next writer, which serialises the two pipes; next fit reuses the space that died
+// longest ago, so ping-pong tiles stay apart and a load can overlap the compute on the
+// other copy, while a program larger than the buffer still fits by reuse.
 
 // liveRanges computes each tile's first and last use; unused tiles get -1, -1.
 func liveRanges(p *isa.Program) (first, last []int) {
@@ -55,15 +61,21 @@ func allocate(chip *Chip, p *isa.Program) ([]Allocation, map[isa.Location]int, e
 		// Stable order: by live start, then declaration order.
 		sort.SliceStable(tiles, func(a, b int) bool { return first[tiles[a]] < first[tiles[b]] })
 		var active []int // allocated tiles still live, sorted by address
+		cursor := 0
 		for _, ti := range tiles {
 			active = expire(active, allocs, first[ti])
-			addr, ok := firstFit(active, allocs, allocs[ti].Bytes, chip.Alignment(loc), chip.Capacity(loc))
+			size, align, capacity := allocs[ti].Bytes, chip.Alignment(loc), chip.Capacity(loc)
+			addr, ok := firstFit(active, allocs, size, align, capacity, cursor)
+			if !ok {
+				addr, ok = firstFit(active, allocs, size, align, capacity, 0)
+			}
 			if !ok {
 				return nil, nil, &CompileError{Program: p.Name, PC: -1, Msg: fitMessage(chip, loc, allocs, active, ti)}
 			}
 			allocs[ti].Addr = addr
+			cursor = addr + size
 			active = insertByAddr(active, allocs, ti)
-			high[loc] = max(high[loc], addr+allocs[ti].Bytes)
+			high[loc] = max(high[loc], addr+size)
 		}
 	}
 	return allocs, high, nil
@@ -80,11 +92,14 @@ func expire(active []int, allocs []Allocation, pc int) []int {
 	return out
 }
 
-// firstFit finds the lowest aligned offset where size bytes fit between the live
-// tiles (sorted by address) within capacity.
-func firstFit(active []int, allocs []Allocation, size, align, capacity int) (int, bool) {
-	addr := 0
+// firstFit finds the lowest aligned offset at or after from where size bytes fit
+// between the live tiles (sorted by address) within capacity.
+func firstFit(active []int, allocs []Allocation, size, align, capacity, from int) (int, bool) {
+	addr := alignUp(from, align)
 	for _, t := range active {
+		if allocs[t].Addr+allocs[t].Bytes <= addr {
+			continue
+		}
 		if addr+size <= allocs[t].Addr {
 			break
 		}

@@ -1,0 +1,149 @@
+package device
+
+import (
+	"fmt"
+	"sync"
+
+	"pypto/isa"
+)
+
+// Block is one block of a task: the machine program a core runs and the GM byte
+// address of each of its params.
+type Block struct {
+	Prog       *MachineProgram
+	ParamAddrs []int
+}
+
+// RunOptions tunes a run.
+type RunOptions struct {
+	// Trace records one TraceEvent per executed instruction in TaskStats.Trace.
+	Trace bool
+}
+
+// RunTask runs the blocks of one task on the cores of one kind and returns what it
+// measured. gm is the device's global memory; blocks read and write it in place.
+//
+// Block i runs on core i % chip.Cores(kind); the blocks of one core run one after
+// another, and cores run in parallel goroutines, each with its own buffers. Blocks of
+// one task must not share GM bytes that one of them writes (RunTask checks this before
+// starting, with the params' other checks); given that, the output bytes and the
+// statistics are the same whatever GOMAXPROCS is. On an error the GM may have been
+// partly written by the blocks that ran.
+func RunTask(chip *Chip, gm []byte, kind isa.CoreKind, blocks []Block, opts RunOptions) (st *TaskStats, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			st, err = nil, &SimError{Core: -1, Block: -1, PC: -1, Msg: fmt.Sprintf("internal error: %v", r)}
+		}
+	}()
+	taskErr := func(format string, args ...any) error {
+		return &SimError{Core: -1, Block: -1, PC: -1, Msg: fmt.Sprintf(format, args...)}
+	}
+	if err := chip.Validate(); err != nil {
+		return nil, err
+	}
+	cores := chip.Cores(kind)
+	if cores <= 0 {
+		return nil, taskErr("chip %s has no %s cores", chip.Name, kind)
+	}
+	if len(blocks) == 0 {
+		return nil, taskErr("task has no blocks")
+	}
+	extents := map[*MachineProgram]map[isa.Location]int{}
+	per := make([][]gmInterval, len(blocks))
+	for i := range blocks {
+		m := blocks[i].Prog
+		if m == nil {
+			return nil, &SimError{Core: i % cores, Block: i, PC: -1, Msg: "block has no program"}
+		}
+		if _, ok := extents[m]; !ok {
+			ext, err := checkMachine(chip, kind, m)
+			if err != nil {
+				return nil, err
+			}
+			extents[m] = ext
+		}
+		if per[i], err = blockGM(gm, i%cores, i, &blocks[i]); err != nil {
+			return nil, err
+		}
+	}
+	if len(blocks) > 1 {
+		if err := checkCrossBlock(chip, kind, blocks, per); err != nil {
+			return nil, err
+		}
+	}
+
+	active := min(cores, len(blocks))
+	sims := make([]*coreSim, active)
+	errs := make([]error, active)
+	var wg sync.WaitGroup
+	for ci := range active {
+		c := &coreSim{chip: chip, index: ci, gm: gm, opts: opts, start: int64(chip.LaunchCycles)}
+		for bi := ci; bi < len(blocks); bi += cores {
+			for loc, n := range extents[blocks[bi].Prog] {
+				if n > len(c.bufs[loc]) {
+					c.bufs[loc] = make([]byte, n)
+				}
+			}
+		}
+		sims[ci] = c
+		wg.Go(func() { errs[ci] = c.run(blocks, cores) })
+	}
+	wg.Wait()
+	for _, e := range errs {
+		if e != nil {
+			return nil, e // the lowest failing core, so the reported error does not depend on timing
+		}
+	}
+	return collect(chip, kind, blocks, sims, extents), nil
+}
+
+// run simulates the blocks of one core, recovering a panic as this core's error.
+func (c *coreSim) run(blocks []Block, cores int) (err error) {
+	bi := -1
+	defer func() {
+		if r := recover(); r != nil {
+			err = &SimError{Core: c.index, Block: bi, PC: -1, Msg: fmt.Sprintf("internal error: %v", r)}
+		}
+	}()
+	for bi = c.index; bi < len(blocks); bi += cores {
+		if err := c.runBlock(bi, &blocks[bi]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// collect sums the cores' counters into the task's stats.
+func collect(chip *Chip, kind isa.CoreKind, blocks []Block, sims []*coreSim, extents map[*MachineProgram]map[isa.Location]int) *TaskStats {
+	st := &TaskStats{
+		Chip:        chip.Name,
+		Kind:        kind,
+		ClockHz:     chip.ClockHz,
+		CoreCycles:  make([]int64, chip.Cores(kind)),
+		ActiveCores: len(sims),
+		Blocks:      len(blocks),
+		PipeBusy:    map[isa.Pipe]int64{},
+		HighWater:   map[isa.Location]int{},
+	}
+	var longest int64
+	for _, c := range sims {
+		st.CoreCycles[c.index] = c.cycles
+		longest = max(longest, c.cycles)
+		for p, b := range c.busy {
+			if b > 0 {
+				st.PipeBusy[isa.Pipe(p)] += b
+			}
+		}
+		st.GMBytesRead += c.gmRead
+		st.GMBytesWritten += c.gmWritten
+		st.Instructions += c.instrs
+		st.Trace = append(st.Trace, c.trace...)
+	}
+	st.Cycles = int64(chip.LaunchCycles) + longest
+	for _, b := range blocks {
+		for loc, n := range extents[b.Prog] {
+			st.HighWater[loc] = max(st.HighWater[loc], n)
+		}
+	}
+	return st
+}

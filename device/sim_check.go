@@ -1,0 +1,273 @@
+package device
+
+import (
+	"fmt"
+	"sort"
+
+	"pypto/isa"
+)
+
+// Checks RunTask makes before any core starts, so that what they catch is reported
+// the same way however the cores are scheduled.
+
+// checkMachine checks a machine program's structure against the chip and returns the
+// bytes of each buffer it uses (its own extent, not trusting HighWater).
+func checkMachine(chip *Chip, kind isa.CoreKind, m *MachineProgram) (map[isa.Location]int, error) {
+	fail := func(pc int, format string, args ...any) error {
+		e := &SimError{Core: -1, Block: -1, PC: pc, Msg: fmt.Sprintf("program %q: ", m.Name) + fmt.Sprintf(format, args...)}
+		if pc >= 0 {
+			e.Instr = m.InstrString(pc)
+		}
+		return e
+	}
+	if m.Chip != chip.Name {
+		return nil, fail(-1, "compiled for chip %q, run on %q", m.Chip, chip.Name)
+	}
+	if m.Core != kind {
+		return nil, fail(-1, "is a %s program, run as a %s task", m.Core, kind)
+	}
+	extent := map[isa.Location]int{}
+	for pc := range m.Instrs {
+		in := &m.Instrs[pc]
+		if in.Op == isa.OpInvalid || int(in.Op) >= isa.NumOpcodes() {
+			return nil, fail(pc, "invalid opcode %d", in.Op)
+		}
+		if in.Pipe != isa.PipeS && !HasPipe(kind, in.Pipe) {
+			return nil, fail(pc, "pipe %s does not exist on a %s core", in.Pipe, kind)
+		}
+		info := in.Op.Info()
+		if len(in.Args) != len(info.Operands) {
+			return nil, fail(pc, "%s takes %d operands, got %d", info.Name, len(info.Operands), len(in.Args))
+		}
+		for i, a := range in.Args {
+			if a.Kind != info.Operands[i] {
+				return nil, fail(pc, "operand %d must be a %s, got a %s", i, info.Operands[i], a.Kind)
+			}
+			switch a.Kind {
+			case isa.KindTile:
+				if !chip.HasLocation(kind, a.Loc) || !a.DType.Valid() || a.Rows < 1 || a.Cols < 1 {
+					return nil, fail(pc, "operand %d is not a valid %s tile", i, kind)
+				}
+				if a.Addr < 0 || a.Addr%chip.Alignment(a.Loc) != 0 || a.Addr+a.Bytes() > chip.Capacity(a.Loc) {
+					return nil, fail(pc, "tile at %s+%#x (%d bytes) is misaligned or outside the %d-byte buffer (alignment %d)",
+						a.Loc, a.Addr, a.Bytes(), chip.Capacity(a.Loc), chip.Alignment(a.Loc))
+				}
+				extent[a.Loc] = max(extent[a.Loc], a.Addr+a.Bytes())
+			case isa.KindGM:
+				if a.GM.Param < 0 || a.GM.Param >= len(m.Params) {
+					return nil, fail(pc, "GM view names param %d; the program has %d", a.GM.Param, len(m.Params))
+				}
+			}
+		}
+		if in.Op == isa.SET_FLAG || in.Op == isa.WAIT_FLAG {
+			if id := in.Args[2].Imm; id < 0 || int(id) >= chip.FlagEventIDs || id != float64(int(id)) {
+				return nil, fail(pc, "event id %g is not one of the chip's %d ids", id, chip.FlagEventIDs)
+			}
+		}
+	}
+	return extent, nil
+}
+
+// gmInterval is a GM byte range one block reads or writes, for the cross-block check.
+type gmInterval struct {
+	lo, hi int
+	block  int
+	pc     int
+	write  bool
+}
+
+// blockGM checks a block's params and views against GM and returns the GM ranges the
+// block reads and writes (merged per kind).
+func blockGM(gm []byte, core, bi int, blk *Block) ([]gmInterval, error) {
+	m := blk.Prog
+	fail := func(pc int, format string, args ...any) error {
+		e := &SimError{Core: core, Block: bi, PC: pc, Msg: fmt.Sprintf(format, args...)}
+		if pc >= 0 {
+			e.Instr = m.InstrString(pc)
+		}
+		return e
+	}
+	if len(blk.ParamAddrs) != len(m.Params) {
+		return nil, fail(-1, "program %q has %d params, the block binds %d addresses", m.Name, len(m.Params), len(blk.ParamAddrs))
+	}
+	type prange struct{ lo, hi int }
+	pr := make([]prange, len(m.Params))
+	for i, p := range m.Params {
+		lo := blk.ParamAddrs[i]
+		hi := lo + p.Elems*p.DType.Size()
+		if lo < 0 || hi > len(gm) {
+			return nil, fail(-1, "param %d (%s %s[%d]) at GM bytes [%d, %d) lies outside the %d-byte GM", i, p.Name, p.DType, p.Elems, lo, hi, len(gm))
+		}
+		pr[i] = prange{lo, hi}
+	}
+	var ivs []gmInterval
+	written := make([]bool, len(m.Params))
+	for pc := range m.Instrs {
+		in := &m.Instrs[pc]
+		if in.Op != isa.TLOAD && in.Op != isa.TSTORE {
+			continue
+		}
+		gi, write := 1, false
+		if in.Op == isa.TSTORE {
+			gi, write = 0, true
+		}
+		o := in.Args[gi]
+		if msg := checkView(m.Params, o.GM); msg != "" {
+			return nil, fail(pc, "%s", msg)
+		}
+		written[o.GM.Param] = written[o.GM.Param] || write
+		base := blk.ParamAddrs[o.GM.Param]
+		for _, r := range viewRuns(o.GM, o.DType.Size()) {
+			ivs = append(ivs, gmInterval{lo: base + r[0], hi: base + r[1], block: bi, pc: pc, write: write})
+		}
+	}
+	// Hazards are tracked per param, so two params of one block must not share bytes
+	// when either is written.
+	for i := range pr {
+		for j := i + 1; j < len(pr); j++ {
+			if (written[i] || written[j]) && pr[i].lo < pr[j].hi && pr[j].lo < pr[i].hi && pr[i].lo < pr[i].hi && pr[j].lo < pr[j].hi {
+				return nil, fail(-1, "params %s and %s overlap in GM and one is written; pass one param instead", m.Params[i].Name, m.Params[j].Name)
+			}
+		}
+	}
+	return mergeIntervals(ivs), nil
+}
+
+// viewRuns lists the contiguous byte runs (relative to the param) a view touches: a
+// run per row when one axis has unit stride, per element otherwise; rows repeated by
+// a zero stride are listed once.
+func viewRuns(v isa.GMView, size int) [][2]int {
+	if v.Rows <= 0 || v.Cols <= 0 {
+		return nil
+	}
+	rows, cols, rs, cs := v.Rows, v.Cols, v.RowStride, v.ColStride
+	if abs(rs) == 1 && abs(cs) != 1 { // contiguous columns: walk them as rows
+		rows, cols, rs, cs = cols, rows, cs, rs
+	}
+	if rs == 0 {
+		rows = 1
+	}
+	var runs [][2]int
+	for r := 0; r < rows; r++ {
+		start := v.Offset + r*rs
+		switch {
+		case cs == 0 || cols == 1:
+			runs = append(runs, [2]int{start * size, (start + 1) * size})
+		case abs(cs) == 1:
+			lo := min(start, start+(cols-1)*cs)
+			runs = append(runs, [2]int{lo * size, (lo + cols) * size})
+		default:
+			for c := 0; c < cols; c++ {
+				e := start + c*cs
+				runs = append(runs, [2]int{e * size, (e + 1) * size})
+			}
+		}
+	}
+	return runs
+}
+
+func abs(v int) int {
+	if v < 0 {
+		return -v
+	}
+	return v
+}
+
+// mergeIntervals sorts one block's intervals and merges touching ones of the same kind.
+func mergeIntervals(ivs []gmInterval) []gmInterval {
+	sort.Slice(ivs, func(i, j int) bool {
+		a, b := ivs[i], ivs[j]
+		if a.write != b.write {
+			return !a.write
+		}
+		if a.lo != b.lo {
+			return a.lo < b.lo
+		}
+		return a.hi < b.hi
+	})
+	out := ivs[:0]
+	for _, iv := range ivs {
+		if k := len(out) - 1; k >= 0 && out[k].write == iv.write && iv.lo <= out[k].hi {
+			out[k].hi = max(out[k].hi, iv.hi)
+			continue
+		}
+		out = append(out, iv)
+	}
+	return out
+}
+
+// top2 keeps the two intervals reaching furthest right among distinct blocks, so the
+// sweep can ask "how far does any other block's interval reach?".
+type top2 struct{ a, b gmInterval }
+
+func newTop2() top2 { return top2{a: gmInterval{block: -1, hi: -1}, b: gmInterval{block: -1, hi: -1}} }
+
+func (t *top2) add(x gmInterval) {
+	switch {
+	case x.block == t.a.block:
+		if x.hi > t.a.hi {
+			t.a = x
+		}
+	case x.hi > t.a.hi:
+		t.b, t.a = t.a, x
+	case x.hi > t.b.hi:
+		t.b = x
+	}
+}
+
+func (t *top2) other(block int) gmInterval {
+	if t.a.block != block {
+		return t.a
+	}
+	return t.b
+}
+
+// checkCrossBlock rejects a task whose blocks share GM bytes that one of them writes.
+// Blocks of a task run in parallel on different cores (or in an order that depends on
+// the core count), so such sharing would make results depend on scheduling; the
+// compiler hands data between cores through separate tasks instead.
+func checkCrossBlock(chip *Chip, kind isa.CoreKind, blocks []Block, per [][]gmInterval) error {
+	var all []gmInterval
+	for _, ivs := range per {
+		all = append(all, ivs...)
+	}
+	sort.Slice(all, func(i, j int) bool {
+		a, b := all[i], all[j]
+		if a.lo != b.lo {
+			return a.lo < b.lo
+		}
+		if a.block != b.block {
+			return a.block < b.block
+		}
+		return a.pc < b.pc
+	})
+	writes, reads := newTop2(), newTop2()
+	cores := chip.Cores(kind)
+	for _, x := range all {
+		conflict := gmInterval{block: -1}
+		if w := writes.other(x.block); w.block >= 0 && w.hi > x.lo {
+			conflict = w
+		} else if r := reads.other(x.block); x.write && r.block >= 0 && r.hi > x.lo {
+			conflict = r
+		}
+		if conflict.block >= 0 {
+			verb := "reads"
+			if x.write {
+				verb = "writes"
+			}
+			other := "reads"
+			if conflict.write {
+				other = "writes"
+			}
+			return &SimError{Core: x.block % cores, Block: x.block, PC: x.pc, Instr: blocks[x.block].Prog.InstrString(x.pc),
+				Msg: fmt.Sprintf("%s GM bytes from %d that block %d (pc %d: %s) %s; blocks of one task must not share GM that one of them writes",
+					verb, max(x.lo, conflict.lo), conflict.block, conflict.pc, blocks[conflict.block].Prog.InstrString(conflict.pc), other)}
+		}
+		if x.write {
+			writes.add(x)
+		} else {
+			reads.add(x)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,161 @@
+package device
+
+import (
+	"encoding/binary"
+	"math"
+
+	"pypto/dtype"
+)
+
+// The functional kernels. Tiles are decoded once into float32 (or int64 / int32)
+// scratch, computed with tight loops and encoded back, so the per-element dtype switch
+// stays out of the inner loops. Every float result is rounded exactly as dtype.Round
+// would round the exact value (see docs/device.md for why float32 arithmetic is
+// enough for same-dtype f16/bf16/f32 operands).
+
+// f16Table widens every binary16 pattern; decoding fp16 is a table lookup.
+var f16Table = func() *[1 << 16]float32 {
+	var t [1 << 16]float32
+	for i := range t {
+		t[i] = dtype.Float16ToFloat32(uint16(i))
+	}
+	return &t
+}()
+
+// decodeF32 widens n elements of a float dtype to float32 (exact for f16/bf16/f32).
+func decodeF32(d dtype.DType, src []byte, dst []float32) {
+	switch d {
+	case dtype.Float32:
+		for i := range dst {
+			dst[i] = math.Float32frombits(binary.LittleEndian.Uint32(src[4*i:]))
+		}
+	case dtype.Float16:
+		for i := range dst {
+			dst[i] = f16Table[binary.LittleEndian.Uint16(src[2*i:])]
+		}
+	case dtype.BFloat16:
+		for i := range dst {
+			dst[i] = math.Float32frombits(uint32(binary.LittleEndian.Uint16(src[2*i:])) << 16)
+		}
+	default:
+		panic("decodeF32: not a float dtype: " + d.String())
+	}
+}
+
+// encodeF32 rounds float32 values to a float dtype (nearest even) and stores them.
+func encodeF32(d dtype.DType, src []float32, dst []byte) {
+	switch d {
+	case dtype.Float32:
+		for i, v := range src {
+			binary.LittleEndian.PutUint32(dst[4*i:], math.Float32bits(v))
+		}
+	case dtype.Float16:
+		for i, v := range src {
+			binary.LittleEndian.PutUint16(dst[2*i:], dtype.Float32ToFloat16(v))
+		}
+	case dtype.BFloat16:
+		for i, v := range src {
+			binary.LittleEndian.PutUint16(dst[2*i:], dtype.Float32ToBFloat16(v))
+		}
+	default:
+		panic("encodeF32: not a float dtype: " + d.String())
+	}
+}
+
+// decodeInt widens n elements of an integer dtype to int64.
+func decodeInt(d dtype.DType, src []byte, dst []int64) {
+	switch d {
+	case dtype.Int8:
+		for i := range dst {
+			dst[i] = int64(int8(src[i]))
+		}
+	case dtype.Int32:
+		for i := range dst {
+			dst[i] = int64(int32(binary.LittleEndian.Uint32(src[4*i:])))
+		}
+	default:
+		panic("decodeInt: not an integer dtype: " + d.String())
+	}
+}
+
+// encodeInt stores int64 values into an integer dtype, wrapping like a two's
+// complement store (dtype.Round's rule for exact integers).
+func encodeInt(d dtype.DType, src []int64, dst []byte) {
+	switch d {
+	case dtype.Int8:
+		for i, v := range src {
+			dst[i] = byte(int8(v))
+		}
+	case dtype.Int32:
+		for i, v := range src {
+			binary.LittleEndian.PutUint32(dst[4*i:], uint32(int32(v)))
+		}
+	default:
+		panic("encodeInt: not an integer dtype: " + d.String())
+	}
+}
+
+// convert copies n elements from src (dtype sd) to dst (dtype dd), rounding to nearest
+// even for floats and truncating toward zero for integers, as dtype.Store does. The
+// common paths avoid the per-element dtype switch.
+func convert(sd dtype.DType, src []byte, dd dtype.DType, dst []byte, n int) {
+	switch {
+	case sd == dd:
+		copy(dst[:n*dd.Size()], src[:n*sd.Size()])
+	case sd.IsFloat() && dd.IsFloat():
+		// Widening to float32 is exact, so exactly one rounding (to dd) happens.
+		var buf [256]float32
+		for i := 0; i < n; i += len(buf) {
+			m := min(len(buf), n-i)
+			decodeF32(sd, src[i*sd.Size():], buf[:m])
+			encodeF32(dd, buf[:m], dst[i*dd.Size():])
+		}
+	default:
+		for i := 0; i < n; i++ {
+			dtype.Store(dd, dst, i, dtype.Load(sd, src, i))
+		}
+	}
+}
+
+// matmulF32 computes c (m x n) += a (m x k) @ b (k x n) in float32, adding one product
+// at a time in increasing k. Each product of two f16 or bf16 values is exact in
+// float32; the explicit conversion stops the compiler from fusing multiply and add,
+// so results are the same on every architecture.
+func matmulF32(c, a, b []float32, m, k, n int) {
+	for i := 0; i < m; i++ {
+		crow := c[i*n : (i+1)*n]
+		arow := a[i*k : (i+1)*k]
+		for p, av := range arow {
+			brow := b[p*n : (p+1)*n]
+			for j, bv := range brow {
+				crow[j] += float32(av * bv)
+			}
+		}
+	}
+}
+
+// matmulInt computes c += a @ b with int32 wrap-around accumulation (int8 x int8).
+func matmulInt(c []int32, a, b []int64, m, k, n int) {
+	for i := 0; i < m; i++ {
+		crow := c[i*n : (i+1)*n]
+		arow := a[i*k : (i+1)*k]
+		for p, av := range arow {
+			brow := b[p*n : (p+1)*n]
+			x := int32(av)
+			for j, bv := range brow {
+				crow[j] += x * int32(bv)
+			}
+		}
+	}
+}
+
+// relu keeps positive values and NaN, and turns everything else into +0.
+func reluF32(dst, src []float32) {
+	for i, v := range src {
+		if v > 0 || v != v {
+			dst[i] = v
+		} else {
+			dst[i] = 0
+		}
+	}
+}

@@ -1,0 +1,81 @@
+package device
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"pypto/isa"
+)
+
+// TaskStats is what one RunTask measured. Cycles are in the chip's clock.
+type TaskStats struct {
+	Chip    string
+	Kind    isa.CoreKind
+	ClockHz float64
+
+	// Cycles is the task's time: the launch overhead plus the busiest core's time.
+	Cycles int64
+	// CoreCycles is each core's time (the sum over the blocks it ran), indexed by core;
+	// cores that ran no block have 0.
+	CoreCycles  []int64
+	ActiveCores int // cores that ran at least one block
+	Blocks      int
+
+	// PipeBusy is the time each pipe spent executing instructions, summed over cores.
+	PipeBusy       map[isa.Pipe]int64
+	GMBytesRead    int64
+	GMBytesWritten int64
+	Instructions   int64 // machine instructions executed, flags included
+	// HighWater is the highest buffer byte any block of the task used, per location.
+	HighWater map[isa.Location]int
+
+	// Trace has one event per executed instruction when RunOptions.Trace is set, in
+	// core order and, per core, in start-time order.
+	Trace []TraceEvent
+}
+
+// TraceEvent is one instruction's execution: on which core, block and pipe, and when.
+// Times are task cycles (the launch overhead comes first).
+type TraceEvent struct {
+	Core, Block, PC int
+	Pipe            isa.Pipe
+	Op              isa.Opcode
+	Start, End      int64
+}
+
+// BusyRatio is the fraction of the task's time a pipe was busy, averaged over the
+// cores that ran blocks (the figure the published GEMM measurements report per unit).
+func (s *TaskStats) BusyRatio(p isa.Pipe) float64 {
+	if s.Cycles <= 0 || s.ActiveCores == 0 {
+		return 0
+	}
+	return float64(s.PipeBusy[p]) / (float64(s.Cycles) * float64(s.ActiveCores))
+}
+
+// Seconds is Cycles at the chip's clock.
+func (s *TaskStats) Seconds() float64 {
+	if s.ClockHz <= 0 {
+		return 0
+	}
+	return float64(s.Cycles) / s.ClockHz
+}
+
+// String summarises the stats on a few lines (for logs and bench output).
+func (s *TaskStats) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s task on %s: %d cycles (%.3f us), %d blocks on %d cores, %d instructions\n",
+		s.Kind, s.Chip, s.Cycles, s.Seconds()*1e6, s.Blocks, s.ActiveCores, s.Instructions)
+	fmt.Fprintf(&b, "  GM read %d B, written %d B\n", s.GMBytesRead, s.GMBytesWritten)
+	pipes := make([]isa.Pipe, 0, len(s.PipeBusy))
+	for p := range s.PipeBusy {
+		pipes = append(pipes, p)
+	}
+	sort.Slice(pipes, func(i, j int) bool { return pipes[i] < pipes[j] })
+	b.WriteString("  busy")
+	for _, p := range pipes {
+		fmt.Fprintf(&b, " %s=%.1f%%", p, 100*s.BusyRatio(p))
+	}
+	b.WriteString("\n")
+	return b.String()
+}
