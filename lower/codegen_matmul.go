@@ -1,0 +1,72 @@
+package lower
+
+import (
+	"pypto/core"
+	"pypto/dtype"
+	"pypto/isa"
+)
+
+// matrixView addresses op(X) for a 2-D tensor X stored row-major as [rows, cols]:
+// element (i, j) of op(X) is X[i, j], or X[j, i] when transposed. Transposition is a
+// strided GM view, so it costs no separate pass over the data.
+type matrixView struct {
+	param      int
+	cols       int // columns of the stored tensor
+	transposed bool
+}
+
+func (v matrixView) window(i0, j0, rows, cols int) isa.GMView {
+	if v.transposed {
+		return isa.GMView{Param: v.param, Offset: j0*v.cols + i0, Rows: rows, Cols: cols, RowStride: 1, ColStride: v.cols}
+	}
+	return isa.GMView{Param: v.param, Offset: i0*v.cols + j0, Rows: rows, Cols: cols, RowStride: v.cols, ColStride: 1}
+}
+
+// emitMatmul generates a cube block: for each output tile, loop over K tiles loading
+// the A and B windows into L1, moving them to L0A/L0B and accumulating in L0C, then
+// store the accumulator through the fixpipe (which rounds to the output dtype). Edge
+// windows are smaller than the tiles; TLOAD zero-fills the rest, so padded K columns
+// contribute nothing.
+func emitMatmul(e *emitter, tg *TileGraph, op *TileOp, tiles []int) {
+	a, b := tg.Tensors[op.Inputs[0]].Type, tg.Tensors[op.Inputs[1]].Type
+	m, n, k := op.Problem[0], op.Problem[1], op.Problem[2]
+	tm, tn, tk := op.Tile[0], op.Tile[1], op.Tile[2]
+	dt := a.DType
+	accType := dtype.Float32
+	if core.MatmulResultDType(dt) == dtype.Int32 {
+		accType = dtype.Int32
+	}
+	av := matrixView{param: 0, cols: a.Shape[1], transposed: op.Attrs.Bool("transpose_a", false)}
+	bv := matrixView{param: 1, cols: b.Shape[1], transposed: op.Attrs.Bool("transpose_b", false)}
+	cv := matrixView{param: 2, cols: n}
+
+	aMat := e.pingPong("a_l1", isa.Mat, dt, tm, tk)
+	bMat := e.pingPong("b_l1", isa.Mat, dt, tk, tn)
+	aL0 := e.pingPong("a_l0", isa.Left, dt, tm, tk)
+	bL0 := e.pingPong("b_l0", isa.Right, dt, tk, tn)
+	acc := e.tile("acc", isa.Acc, accType, tm, tn)
+
+	kTiles := max(1, ceilDiv(k, tk)) // k == 0 still stores a zero tile
+	step := 0
+	for _, t := range tiles {
+		mi, ni := t/op.Grid[1], t%op.Grid[1]
+		i0, j0 := mi*tm, ni*tn
+		vm, vn := min(tm, m-i0), min(tn, n-j0)
+		for kt := 0; kt < kTiles; kt++ {
+			s := step % 2
+			step++
+			p0 := kt * tk
+			vk := max(0, min(tk, k-p0))
+			e.emit(isa.TLOAD, isa.TileOp(aMat[s]), isa.GMOp(av.window(i0, p0, vm, vk)))
+			e.emit(isa.TLOAD, isa.TileOp(bMat[s]), isa.GMOp(bv.window(p0, j0, vk, vn)))
+			e.emit(isa.TMOV, isa.TileOp(aL0[s]), isa.TileOp(aMat[s]))
+			e.emit(isa.TMOV, isa.TileOp(bL0[s]), isa.TileOp(bMat[s]))
+			mm := isa.TMATMUL
+			if kt > 0 {
+				mm = isa.TMATMUL_ACC
+			}
+			e.emit(mm, isa.TileOp(acc), isa.TileOp(aL0[s]), isa.TileOp(bL0[s]))
+		}
+		e.emit(isa.TSTORE, isa.GMOp(cv.window(i0, j0, vm, vn)), isa.TileOp(acc))
+	}
+}

@@ -1,0 +1,145 @@
+package lower
+
+import (
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"pypto/core"
+	"pypto/device"
+	"pypto/isa"
+)
+
+// Options configure a compilation.
+type Options struct {
+	Chip     *device.Chip
+	Verify   bool            // verify the IR after every pass (always on in tests)
+	Dump     bool            // keep the text of every level after every pass
+	Disabled map[string]bool // optional passes switched off by name, for debugging
+}
+
+// Executable is a compiled graph ready to run on the simulated device. It is
+// immutable, so Run may be called from several goroutines at once.
+type Executable struct {
+	chip    *device.Chip
+	graph   *core.Graph
+	exec    *ExecGraph
+	times   []PassTiming
+	dumps   []string
+	compile time.Duration
+}
+
+var passTableOnce = sync.OnceValue(func() error { return checkPassTable(passTable) })
+
+// Compile lowers g for opts.Chip. Errors are *core.Error.
+func Compile(g *core.Graph, opts Options) (exe *Executable, err error) {
+	defer func() {
+		if r := recover(); r != nil { // a compiler bug must not take the caller down
+			exe, err = nil, core.Errorf(core.InternalError, "compiler panic: %v", r)
+		}
+	}()
+	if opts.Chip == nil {
+		return nil, core.Errorf(core.ValueError, "lower.Compile: no chip given")
+	}
+	if err := passTableOnce(); err != nil {
+		return nil, core.Errorf(core.InternalError, "%v", err)
+	}
+	start := time.Now()
+	c := &compilation{opts: opts, chip: opts.Chip, graph: g}
+	if err := c.run(passTable); err != nil {
+		return nil, err
+	}
+	return &Executable{chip: opts.Chip, graph: g, exec: c.exec, times: c.times, dumps: c.dumps, compile: time.Since(start)}, nil
+}
+
+// TaskRun is what one task did in a run.
+type TaskRun struct {
+	Name  string
+	Core  isa.CoreKind
+	Stats *device.TaskStats
+}
+
+// RunStats summarises a run on the simulated device.
+type RunStats struct {
+	Cycles  int64   // simulated cycles, tasks one after another
+	Seconds float64 // Cycles at the chip's clock
+	Tasks   []TaskRun
+}
+
+// Run executes the program. inputs holds one contiguous little-endian buffer per graph
+// param; the results are one buffer per graph output.
+func (e *Executable) Run(inputs [][]byte) (outputs [][]byte, stats *RunStats, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			outputs, stats, err = nil, nil, core.Errorf(core.InternalError, "run panic: %v", r)
+		}
+	}()
+	tg := e.exec.Blocks.Tiles
+	if len(inputs) != len(tg.Params) {
+		return nil, nil, core.Errorf(core.ValueError, "program takes %d inputs, got %d", len(tg.Params), len(inputs))
+	}
+	gm := make([]byte, e.exec.GMBytes)
+	for i, t := range tg.Params {
+		want := tg.Tensors[t].Type
+		if len(inputs[i]) != want.Bytes() {
+			return nil, nil, core.Errorf(core.ValueError, "input %d has %d bytes, its type %s needs %d", i, len(inputs[i]), want, want.Bytes())
+		}
+		copy(gm[e.exec.Buffers[t].Offset:], inputs[i])
+	}
+	stats = &RunStats{}
+	for _, task := range e.exec.Tasks {
+		blocks := make([]device.Block, len(task.Machine))
+		for i, m := range task.Machine {
+			addrs := make([]int, len(task.Args))
+			for j, a := range task.Args {
+				addrs[j] = e.exec.Buffers[a].Offset
+			}
+			blocks[i] = device.Block{Prog: m, ParamAddrs: addrs}
+		}
+		ts, err := device.RunTask(e.chip, gm, task.Core, blocks, device.RunOptions{})
+		if err != nil {
+			return nil, nil, core.Errorf(core.DeviceError, "task %s: %v", task.Name, err)
+		}
+		stats.Cycles += ts.Cycles
+		stats.Tasks = append(stats.Tasks, TaskRun{Name: task.Name, Core: task.Core, Stats: ts})
+	}
+	stats.Seconds = float64(stats.Cycles) / e.chip.ClockHz
+	for _, t := range tg.Outputs {
+		n := tg.Tensors[t].Type.Bytes()
+		off := e.exec.Buffers[t].Offset
+		outputs = append(outputs, append([]byte(nil), gm[off:off+n]...))
+	}
+	return outputs, stats, nil
+}
+
+// Chip is the chip the program was compiled for.
+func (e *Executable) Chip() *device.Chip { return e.chip }
+
+// Exec is the execution graph (read-only).
+func (e *Executable) Exec() *ExecGraph { return e.exec }
+
+// PassTimes reports how long each pass took.
+func (e *Executable) PassTimes() []PassTiming { return e.times }
+
+// CompileTime is the wall time Compile took.
+func (e *Executable) CompileTime() time.Duration { return e.compile }
+
+// Dump prints all four graph levels and the machine programs.
+func (e *Executable) Dump() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "== tensor graph ==\n%s\n", core.Format(e.graph))
+	fmt.Fprintf(&b, "== tile graph ==\n%s\n", e.exec.Blocks.Tiles.Format())
+	fmt.Fprintf(&b, "== block graph ==\n%s\n", e.exec.Blocks.Format())
+	fmt.Fprintf(&b, "== execution graph ==\n%s\n", e.exec.Format(true))
+	b.WriteString("== machine programs ==\n")
+	for _, t := range e.exec.Tasks {
+		for _, m := range t.Machine {
+			b.WriteString(m.String())
+		}
+	}
+	return b.String()
+}
+
+// PassDumps returns the text of each level after each pass (Options.Dump).
+func (e *Executable) PassDumps() []string { return e.dumps }

@@ -1,0 +1,136 @@
+package lower
+
+import (
+	"fmt"
+	"strings"
+
+	"pypto/device"
+	"pypto/isa"
+)
+
+// gmAlign is the alignment of every GM buffer, so that any tensor starts on a
+// 512-byte boundary as DMA engines prefer.
+const gmAlign = 512
+
+// Task is one launch: a kernel's blocks, each a PTO program, run on cores of one kind.
+type Task struct {
+	Name     string
+	Kernel   int // index into BlockGraph.Kernels
+	Core     isa.CoreKind
+	Deps     []int // tasks that must finish first (producers of this task's inputs)
+	Args     []int // GM tensors bound to the programs' params, in param order
+	Programs []*isa.Program
+	Machine  []*device.MachineProgram // set by the backend pass
+}
+
+// Buffer places a GM tensor in device memory.
+type Buffer struct {
+	Offset, Bytes int
+}
+
+// ExecGraph is the final plan: tasks in a valid execution order and the GM memory plan.
+type ExecGraph struct {
+	Blocks  *BlockGraph
+	Tasks   []*Task
+	Buffers []Buffer // indexed like TileGraph.Tensors
+	GMBytes int      // total device memory the run needs
+	// WorkspaceBytes is the part of GMBytes used by intermediates after reuse;
+	// WorkspaceNoReuse is what they would need without reuse (reported in dumps).
+	WorkspaceBytes, WorkspaceNoReuse int
+}
+
+// Format prints the execution graph; with programs it includes every PTO program.
+func (g *ExecGraph) Format(programs bool) string {
+	var b strings.Builder
+	tg := g.Blocks.Tiles
+	fmt.Fprintf(&b, "execgraph %s {\n", tg.Name)
+	fmt.Fprintf(&b, "  gm %d bytes (workspace %d, %d without reuse)\n", g.GMBytes, g.WorkspaceBytes, g.WorkspaceNoReuse)
+	for i, buf := range g.Buffers {
+		fmt.Fprintf(&b, "  buffer t%d: %s %s @%d +%d\n", i, tg.Tensors[i].Type, tg.Tensors[i].Role, buf.Offset, buf.Bytes)
+	}
+	for i, t := range g.Tasks {
+		fmt.Fprintf(&b, "  task %d %s kernel=k%d core=%s blocks=%d args=%s deps=%v\n", i, t.Name, t.Kernel, t.Core, len(t.Programs), tensorList(t.Args), t.Deps)
+		if programs {
+			for _, p := range t.Programs {
+				for _, line := range strings.Split(strings.TrimRight(isa.Format(p), "\n"), "\n") {
+					b.WriteString("    " + line + "\n")
+				}
+			}
+		}
+	}
+	b.WriteString("}\n")
+	return b.String()
+}
+
+// Verify checks task order, argument bindings, that buffers of tensors live at the same
+// time do not overlap, and that every PTO program passes the ISA verifier for the chip.
+func (g *ExecGraph) Verify(chip *device.Chip) error {
+	tg := g.Blocks.Tiles
+	if len(g.Buffers) != len(tg.Tensors) {
+		return fmt.Errorf("execgraph: %d buffers for %d tensors", len(g.Buffers), len(tg.Tensors))
+	}
+	for i, buf := range g.Buffers {
+		if buf.Offset%gmAlign != 0 || buf.Offset < 0 || buf.Offset+buf.Bytes > g.GMBytes {
+			return fmt.Errorf("execgraph: buffer of t%d at %d+%d is misaligned or outside GM of %d bytes", i, buf.Offset, buf.Bytes, g.GMBytes)
+		}
+		if buf.Bytes < tg.Tensors[i].Type.Bytes() {
+			return fmt.Errorf("execgraph: buffer of t%d has %d bytes, its tensor needs %d", i, buf.Bytes, tg.Tensors[i].Type.Bytes())
+		}
+	}
+	live := liveRanges(g)
+	for i := range g.Buffers {
+		for j := i + 1; j < len(g.Buffers); j++ {
+			if overlaps(g.Buffers[i], g.Buffers[j]) && live[i].overlaps(live[j]) {
+				return fmt.Errorf("execgraph: t%d and t%d share GM bytes while both are live", i, j)
+			}
+		}
+	}
+	for i, t := range g.Tasks {
+		for _, d := range t.Deps {
+			if d >= i {
+				return fmt.Errorf("execgraph: task %d depends on later task %d", i, d)
+			}
+		}
+		for _, p := range t.Programs {
+			if len(p.Params) != len(t.Args) {
+				return fmt.Errorf("execgraph: task %d program %s has %d params, %d args bound", i, p.Name, len(p.Params), len(t.Args))
+			}
+			if err := isa.Verify(p, chip.Capacity); err != nil {
+				return fmt.Errorf("execgraph: task %d: %v", i, err)
+			}
+		}
+	}
+	return nil
+}
+
+func overlaps(a, b Buffer) bool {
+	return a.Bytes > 0 && b.Bytes > 0 && a.Offset < b.Offset+b.Bytes && b.Offset < a.Offset+a.Bytes
+}
+
+// interval is a closed range of task indices; inputs and outputs span the whole run.
+type interval struct{ first, last int }
+
+func (a interval) overlaps(b interval) bool { return a.first <= b.last && b.first <= a.last }
+
+// liveRanges gives each tensor the tasks from its producer to its last reader.
+func liveRanges(g *ExecGraph) []interval {
+	tg := g.Blocks.Tiles
+	n := len(g.Tasks)
+	live := make([]interval, len(tg.Tensors))
+	for i, t := range tg.Tensors {
+		if t.Role == RoleTemp {
+			live[i] = interval{n, -1}
+		} else {
+			live[i] = interval{-1, n}
+		}
+	}
+	for ti, task := range g.Tasks {
+		for _, a := range task.Args {
+			if tg.Tensors[a].Role == RoleTemp {
+				live[a].first = min(live[a].first, ti)
+				live[a].last = max(live[a].last, ti)
+			}
+		}
+	}
+	return live
+}

@@ -1,0 +1,179 @@
+package lower
+
+import (
+	"fmt"
+	"time"
+
+	"pypto/core"
+	"pypto/device"
+)
+
+// Level names the IR a pass leaves behind; the driver verifies that level after it.
+type Level string
+
+const (
+	LevelTensor  Level = "tensor"
+	LevelTile    Level = "tile"
+	LevelBlock   Level = "block"
+	LevelExec    Level = "exec"
+	LevelMachine Level = "machine"
+)
+
+// Pass is one row of the pass table.
+type Pass struct {
+	Name     string
+	Required bool     // required passes cannot be disabled
+	Produces Level    // the IR level current after the pass
+	After    []string // passes that must come earlier in the table
+	Run      func(*compilation) error
+}
+
+// passTable is the compiler, in order. Adding a pass is adding a row.
+var passTable = []Pass{
+	{Name: "verify-tensor", Required: true, Produces: LevelTensor, Run: runVerifyTensor},
+	{Name: "tile", Required: true, Produces: LevelTile, After: []string{"verify-tensor"}, Run: runTile},
+	{Name: "assign-cores", Required: true, Produces: LevelBlock, After: []string{"tile"}, Run: runAssignCores},
+	{Name: "plan-exec", Required: true, Produces: LevelExec, After: []string{"assign-cores"}, Run: runPlanExec},
+	{Name: "backend", Required: true, Produces: LevelMachine, After: []string{"plan-exec"}, Run: runBackend},
+}
+
+// checkPassTable verifies the declared ordering constraints and that names are unique.
+func checkPassTable(table []Pass) error {
+	pos := map[string]int{}
+	for i, p := range table {
+		if _, dup := pos[p.Name]; dup {
+			return fmt.Errorf("pass table: %q appears twice", p.Name)
+		}
+		pos[p.Name] = i
+	}
+	for i, p := range table {
+		for _, a := range p.After {
+			j, ok := pos[a]
+			if !ok {
+				return fmt.Errorf("pass table: %q must run after unknown pass %q", p.Name, a)
+			}
+			if j >= i {
+				return fmt.Errorf("pass table: %q must run after %q, but comes before it", p.Name, a)
+			}
+		}
+	}
+	return nil
+}
+
+// PassTiming records how long one pass took.
+type PassTiming struct {
+	Name     string
+	Duration time.Duration
+}
+
+// compilation is the state the passes share.
+type compilation struct {
+	opts  Options
+	chip  *device.Chip
+	graph *core.Graph
+	tile  *TileGraph
+	block *BlockGraph
+	exec  *ExecGraph
+	times []PassTiming
+	dumps []string // "before/after" text of each level, when Options.Dump is set
+}
+
+// run is the one driver loop: run each enabled pass, time it, verify the IR it leaves
+// and record a dump of it.
+func (c *compilation) run(table []Pass) error {
+	for _, p := range table {
+		if !p.Required && c.opts.Disabled[p.Name] {
+			continue
+		}
+		start := time.Now()
+		if err := p.Run(c); err != nil {
+			return err
+		}
+		c.times = append(c.times, PassTiming{Name: p.Name, Duration: time.Since(start)})
+		if c.opts.Verify {
+			if err := c.verify(p.Produces); err != nil {
+				return core.Errorf(core.InternalError, "IR invalid after pass %s: %v", p.Name, err).
+					Because("this is a compiler bug; please report it with the graph text")
+			}
+		}
+		if c.opts.Dump {
+			c.dumps = append(c.dumps, fmt.Sprintf("== after %s (%s) ==\n%s", p.Name, p.Produces, c.text(p.Produces)))
+		}
+	}
+	return nil
+}
+
+func (c *compilation) verify(l Level) error {
+	switch l {
+	case LevelTensor:
+		return core.Verify(c.graph)
+	case LevelTile:
+		return c.tile.Verify()
+	case LevelBlock:
+		return c.block.Verify(c.chip.Cores)
+	case LevelExec:
+		return c.exec.Verify(c.chip)
+	}
+	return nil // machine programs are checked by the backend that builds them
+}
+
+func (c *compilation) text(l Level) string {
+	switch l {
+	case LevelTensor:
+		return core.Format(c.graph)
+	case LevelTile:
+		return c.tile.Format()
+	case LevelBlock:
+		return c.block.Format()
+	case LevelExec:
+		return c.exec.Format(true)
+	}
+	var s string
+	for _, t := range c.exec.Tasks {
+		for _, m := range t.Machine {
+			s += m.String()
+		}
+	}
+	return s
+}
+
+// runVerifyTensor checks the input graph whatever Options.Verify says: everything
+// after it relies on well-formed input.
+func runVerifyTensor(c *compilation) error {
+	if err := core.Verify(c.graph); err != nil {
+		return core.Errorf(core.InternalError, "input graph is invalid: %v", err)
+	}
+	return nil
+}
+
+func runTile(c *compilation) error {
+	tg, err := buildTileGraph(c.graph, c.chip)
+	c.tile = tg
+	return err
+}
+
+func runAssignCores(c *compilation) error {
+	c.block = buildBlockGraph(c.tile, c.chip.Cores)
+	return nil
+}
+
+func runPlanExec(c *compilation) error {
+	eg, err := buildExecGraph(c.block)
+	c.exec = eg
+	return err
+}
+
+// runBackend compiles every PTO program into a machine program for the chip.
+func runBackend(c *compilation) error {
+	for _, t := range c.exec.Tasks {
+		t.Machine = make([]*device.MachineProgram, len(t.Programs))
+		for i, p := range t.Programs {
+			m, err := device.Compile(c.chip, p)
+			if err != nil {
+				return core.Errorf(core.CompileError, "backend for %s failed on %s: %v", c.chip.Name, p.Name, err)
+			}
+			t.Machine[i] = m
+		}
+	}
+	return nil
+}

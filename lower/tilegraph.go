@@ -1,0 +1,183 @@
+package lower
+
+import (
+	"fmt"
+	"strings"
+
+	"pypto/core"
+	"pypto/isa"
+)
+
+// TensorRole says where a GM tensor of a compiled graph comes from.
+type TensorRole uint8
+
+const (
+	RoleInput  TensorRole = iota // a graph parameter, written by the host before the run
+	RoleOutput                   // a graph result, read by the host after the run
+	RoleTemp                     // an intermediate in GM workspace
+)
+
+func (r TensorRole) String() string {
+	return [...]string{"input", "output", "temp"}[r]
+}
+
+// GMTensor is a tensor that lives in global memory during a run.
+type GMTensor struct {
+	Value core.Value // the Tensor Graph value it holds
+	Type  core.TensorType
+	Role  TensorRole
+}
+
+// TileKind is the shape of the tile loop a tile op runs.
+type TileKind uint8
+
+const (
+	TileMatmul      TileKind = iota // output tiles [tm, tn], each a loop over K tiles of tk
+	TileElementwise                 // output tiles [tr, tc] over the last two axes, one per leading index
+)
+
+func (k TileKind) String() string { return [...]string{"matmul", "elementwise"}[k] }
+
+// TileOp is one tensor op expanded over a grid of output tiles.
+type TileOp struct {
+	Node    core.Value // the Tensor Graph node it implements
+	Op      string     // the core op name
+	Kind    TileKind
+	Core    isa.CoreKind
+	Inputs  []int // indices into TileGraph.Tensors
+	Output  int
+	Attrs   core.Attrs
+	Tile    []int // matmul: [tm, tn, tk]; elementwise: [tr, tc]
+	Grid    []int // number of tiles along each tiled axis (see TileOp.NumTiles)
+	Loc     core.Location
+	Reason  string // why this tile shape was chosen (shown in dumps)
+	Problem []int  // matmul: [m, n, k]; elementwise: [outer, rows, cols] of the output
+}
+
+// NumTiles is the number of output tiles (grid points) of the op.
+func (op *TileOp) NumTiles() int {
+	n := 1
+	for _, g := range op.Grid {
+		n *= g
+	}
+	return n
+}
+
+// TileGraph is the program after tiling: GM tensors and tile ops in execution order.
+type TileGraph struct {
+	Name    string
+	Tensors []GMTensor
+	Ops     []*TileOp
+	Params  []int // tensors bound to the graph's params, in order
+	Outputs []int // tensors returned, in order
+}
+
+// Format prints the tile graph.
+func (g *TileGraph) Format() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "tilegraph %s {\n", g.Name)
+	for i, t := range g.Tensors {
+		fmt.Fprintf(&b, "  tensor t%d: %s %s  # %%%d\n", i, t.Type, t.Role, t.Value)
+	}
+	for i, op := range g.Ops {
+		ins := make([]string, len(op.Inputs))
+		for j, in := range op.Inputs {
+			ins[j] = fmt.Sprintf("t%d", in)
+		}
+		fmt.Fprintf(&b, "  op%d = %s.%s(%s) -> t%d %s core=%s tile=%v grid=%v problem=%v  # %s\n",
+			i, op.Kind, op.Op, strings.Join(ins, ", "), op.Output, op.Attrs, op.Core, op.Tile, op.Grid, op.Problem, op.Reason)
+	}
+	fmt.Fprintf(&b, "  params %v\n  return %v\n}\n", tensorList(g.Params), tensorList(g.Outputs))
+	return b.String()
+}
+
+func tensorList(ids []int) string {
+	parts := make([]string, len(ids))
+	for i, id := range ids {
+		parts[i] = fmt.Sprintf("t%d", id)
+	}
+	return "(" + strings.Join(parts, ", ") + ")"
+}
+
+// Verify checks the tile graph's invariants: tensors referenced exist, every tile op's
+// grid covers its output exactly, and tensors are produced before they are read.
+func (g *TileGraph) Verify() error {
+	produced := make([]bool, len(g.Tensors))
+	for _, p := range g.Params {
+		if p < 0 || p >= len(g.Tensors) || g.Tensors[p].Role != RoleInput {
+			return fmt.Errorf("tilegraph: param t%d is not an input tensor", p)
+		}
+		produced[p] = true
+	}
+	for i, op := range g.Ops {
+		for _, in := range append(append([]int(nil), op.Inputs...), op.Output) {
+			if in < 0 || in >= len(g.Tensors) {
+				return fmt.Errorf("tilegraph: op%d refers to missing tensor t%d", i, in)
+			}
+		}
+		for _, in := range op.Inputs {
+			if !produced[in] {
+				return fmt.Errorf("tilegraph: op%d reads t%d before it is produced", i, in)
+			}
+		}
+		if produced[op.Output] {
+			return fmt.Errorf("tilegraph: op%d writes t%d, which already has a producer", i, op.Output)
+		}
+		produced[op.Output] = true
+		if err := verifyTiling(op, g.Tensors[op.Output].Type); err != nil {
+			return fmt.Errorf("tilegraph: op%d (%s): %v", i, op.Op, err)
+		}
+	}
+	for _, o := range g.Outputs {
+		if o < 0 || o >= len(g.Tensors) || !produced[o] {
+			return fmt.Errorf("tilegraph: output t%d is never produced", o)
+		}
+	}
+	return nil
+}
+
+func verifyTiling(op *TileOp, out core.TensorType) error {
+	for _, t := range op.Tile {
+		if t <= 0 {
+			return fmt.Errorf("tile shape %v has a non-positive dimension", op.Tile)
+		}
+	}
+	want := tileGrid(op.Kind, op.Problem, op.Tile)
+	if fmt.Sprint(want) != fmt.Sprint(op.Grid) {
+		return fmt.Errorf("grid %v does not cover problem %v with tile %v (want %v)", op.Grid, op.Problem, op.Tile, want)
+	}
+	if got := elementwiseProblem(out.Shape); op.Kind == TileElementwise && fmt.Sprint(got) != fmt.Sprint(op.Problem) {
+		return fmt.Errorf("problem %v does not match output type %s", op.Problem, out)
+	}
+	return nil
+}
+
+// tileGrid is the number of tiles along each tiled axis.
+func tileGrid(kind TileKind, problem, tile []int) []int {
+	switch kind {
+	case TileMatmul: // problem [m, n, k], tile [tm, tn, tk]: grid over output tiles
+		return []int{ceilDiv(problem[0], tile[0]), ceilDiv(problem[1], tile[1])}
+	default: // problem [outer, rows, cols], tile [tr, tc]
+		return []int{problem[0], ceilDiv(problem[1], tile[0]), ceilDiv(problem[2], tile[1])}
+	}
+}
+
+// elementwiseProblem flattens an output shape to [outer, rows, cols]: the last two axes
+// are tiled and every index of the leading axes is a separate row of tiles.
+func elementwiseProblem(s core.Shape) []int {
+	switch len(s) {
+	case 0:
+		return []int{1, 1, 1}
+	case 1:
+		return []int{1, 1, s[0]}
+	}
+	outer := 1
+	for _, d := range s[:len(s)-2] {
+		outer *= d
+	}
+	return []int{outer, s[len(s)-2], s[len(s)-1]}
+}
+
+func ceilDiv(a, b int) int { return (a + b - 1) / b }
+
+func roundUp(a, b int) int { return ceilDiv(a, b) * b }

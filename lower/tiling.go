@@ -1,0 +1,63 @@
+package lower
+
+import (
+	"fmt"
+
+	"pypto/device"
+	"pypto/dtype"
+	"pypto/isa"
+)
+
+// The skeleton's tiling is a fixed rule, not a search: start from a base tile that
+// suits the cube and vector units and shrink it until double-buffered copies fit the
+// chip's buffers. It is correct for every size; edge tiles carry partial windows.
+
+// cubeAlign is the granularity of Left/Right/Acc tile dimensions (the 16x16 fractal).
+const cubeAlign = 16
+
+// matmulTile picks [tm, tn, tk] for an m x n x k product of operands of dtype dt.
+func matmulTile(chip *device.Chip, dt dtype.DType, m, n, k int) ([]int, string, error) {
+	size := dt.Size()
+	kAlign := cubeAlign
+	if dt == dtype.Int8 {
+		kAlign = 32 // the int8 fractal is 16x32
+	}
+	tm := min(128, roundUp(max(m, 1), cubeAlign))
+	tn := min(256, roundUp(max(n, 1), cubeAlign))
+	tk := min(128/size, roundUp(max(k, 1), kAlign))
+	fits := func() bool {
+		a, b := tm*tk*size, tk*tn*size
+		return 2*(a+b) <= chip.Capacity(isa.Mat) && 2*a <= chip.Capacity(isa.Left) &&
+			2*b <= chip.Capacity(isa.Right) && tm*tn*4 <= chip.Capacity(isa.Acc)
+	}
+	for !fits() {
+		switch {
+		case tn >= tm && tn > cubeAlign:
+			tn = roundUp(tn/2, cubeAlign)
+		case tm > cubeAlign:
+			tm = roundUp(tm/2, cubeAlign)
+		case tk > kAlign:
+			tk = roundUp(tk/2, kAlign)
+		default:
+			return nil, "", fmt.Errorf("no matmul tile fits chip %s: even [%d,%d,%d] exceeds its buffers", chip.Name, tm, tn, tk)
+		}
+	}
+	reason := fmt.Sprintf("largest of base [128,256,%d] halved until two copies fit L1/L0A/L0B and one Acc fits L0C of %s", 128/size, chip.Name)
+	return []int{tm, tn, tk}, reason, nil
+}
+
+// elementwiseTile picks [tr, tc] for an output of rows x cols when liveTiles tiles of
+// at most maxSize bytes per element are live per iteration.
+func elementwiseTile(chip *device.Chip, minSize, maxSize, liveTiles, rows, cols int) ([]int, string, error) {
+	align := 32 / minSize                                        // tile rows must be whole 32-byte blocks for every dtype involved
+	budget := chip.Capacity(isa.Vec) / (2 * liveTiles) / maxSize // elements per tile, double-buffered
+	budget = budget / align * align
+	if budget < align {
+		return nil, "", fmt.Errorf("no vector tile fits chip %s: %d live tiles do not fit its %d-byte UB", chip.Name, 2*liveTiles, chip.Capacity(isa.Vec))
+	}
+	tc := min(roundUp(max(cols, 1), align), budget)
+	tr := max(1, min(max(rows, 1), budget/tc))
+	reason := fmt.Sprintf("widest row up to %d elements, then as many rows as fit; %d tiles double-buffered in the %d-byte UB of %s",
+		budget, liveTiles, chip.Capacity(isa.Vec), chip.Name)
+	return []int{tr, tc}, reason, nil
+}

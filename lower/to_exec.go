@@ -1,0 +1,114 @@
+package lower
+
+import (
+	"fmt"
+	"sort"
+
+	"pypto/isa"
+)
+
+// buildExecGraph turns kernels into tasks, plans GM and generates each block's PTO
+// program. Kernels with no tiles (zero-size outputs) become no task at all.
+func buildExecGraph(bg *BlockGraph) (*ExecGraph, error) {
+	tg := bg.Tiles
+	eg := &ExecGraph{Blocks: bg}
+	producer := map[int]int{} // tensor -> task
+	for ki, k := range bg.Kernels {
+		if len(k.Blocks) == 0 {
+			continue
+		}
+		op := tg.Ops[k.Op]
+		task := &Task{Name: fmt.Sprintf("%s_%d", op.Op, ki), Kernel: ki, Core: k.Core}
+		task.Args = append(append([]int(nil), op.Inputs...), op.Output)
+		deps := map[int]bool{}
+		for _, in := range op.Inputs {
+			if p, ok := producer[in]; ok {
+				deps[p] = true
+			}
+		}
+		for d := range deps {
+			task.Deps = append(task.Deps, d)
+		}
+		sort.Ints(task.Deps)
+		for bi, tiles := range k.Blocks {
+			p, err := emitBlock(tg, op, tiles, fmt.Sprintf("%s_b%d", task.Name, bi))
+			if err != nil {
+				return nil, err
+			}
+			task.Programs = append(task.Programs, p)
+		}
+		producer[op.Output] = len(eg.Tasks)
+		eg.Tasks = append(eg.Tasks, task)
+	}
+	planMemory(eg)
+	return eg, nil
+}
+
+// planMemory places inputs and outputs in buffers of their own and packs intermediates
+// into a workspace, reusing the bytes of tensors whose last reader has run (first fit
+// by offset over tensors sorted by size, largest first).
+func planMemory(eg *ExecGraph) {
+	tg := eg.Blocks.Tiles
+	eg.Buffers = make([]Buffer, len(tg.Tensors))
+	off := 0
+	var temps []int
+	for i, t := range tg.Tensors {
+		bytes := roundUp(t.Type.Bytes(), gmAlign)
+		if t.Role == RoleTemp {
+			temps = append(temps, i)
+			eg.WorkspaceNoReuse += bytes
+			continue
+		}
+		eg.Buffers[i] = Buffer{Offset: off, Bytes: bytes}
+		off += bytes
+	}
+	base := off
+	live := liveRanges(eg)
+	sort.SliceStable(temps, func(a, b int) bool { return tg.Tensors[temps[a]].Type.Bytes() > tg.Tensors[temps[b]].Type.Bytes() })
+	var placed []int
+	for _, t := range temps {
+		bytes := roundUp(tg.Tensors[t].Type.Bytes(), gmAlign)
+		// Candidate offsets: the workspace start and the end of every placed buffer.
+		cands := []int{base}
+		for _, p := range placed {
+			cands = append(cands, eg.Buffers[p].Offset+eg.Buffers[p].Bytes)
+		}
+		sort.Ints(cands)
+		for _, c := range cands {
+			b := Buffer{Offset: c, Bytes: bytes}
+			clash := false
+			for _, p := range placed {
+				if overlaps(b, eg.Buffers[p]) && live[t].overlaps(live[p]) {
+					clash = true
+					break
+				}
+			}
+			if !clash {
+				eg.Buffers[t] = b
+				break
+			}
+		}
+		placed = append(placed, t)
+		off = max(off, eg.Buffers[t].Offset+bytes)
+	}
+	eg.WorkspaceBytes = off - base
+	eg.GMBytes = off
+}
+
+// emitBlock generates the PTO program of one block of a tile op.
+func emitBlock(tg *TileGraph, op *TileOp, tiles []int, name string) (*isa.Program, error) {
+	e := newEmitter(name, op.Core)
+	for _, t := range append(append([]int(nil), op.Inputs...), op.Output) {
+		typ := tg.Tensors[t].Type
+		e.prog.Params = append(e.prog.Params, isa.Param{Name: fmt.Sprintf("t%d", t), DType: typ.DType, Elems: typ.Shape.NumElements()})
+	}
+	switch op.Kind {
+	case TileMatmul:
+		emitMatmul(e, tg, op, tiles)
+	case TileElementwise:
+		emitElementwise(e, tg, op, tiles)
+	default:
+		return nil, fmt.Errorf("no code generator for tile kind %s", op.Kind)
+	}
+	return e.prog, nil
+}

@@ -1,0 +1,87 @@
+package lower
+
+import (
+	"pypto/core"
+	"pypto/device"
+)
+
+// buildTileGraph expands every node of the Tensor Graph over a grid of tiles. Each op is
+// its own tile op with its result in GM (fusion is a later pass).
+func buildTileGraph(g *core.Graph, chip *device.Chip) (*TileGraph, error) {
+	tg := &TileGraph{Name: g.Name}
+	isOutput := map[core.Value]bool{}
+	for _, o := range g.Outputs {
+		isOutput[o] = true
+	}
+	tensorOf := map[core.Value]int{}
+	addTensor := func(v core.Value, role TensorRole) int {
+		tensorOf[v] = len(tg.Tensors)
+		tg.Tensors = append(tg.Tensors, GMTensor{Value: v, Type: g.Type(v), Role: role})
+		return tensorOf[v]
+	}
+	for _, p := range g.Params {
+		tg.Params = append(tg.Params, addTensor(p, RoleInput))
+	}
+	for i, n := range g.Nodes {
+		v := core.Value(i)
+		if n.Op == core.OpParam {
+			continue
+		}
+		low, ok := lowerings[n.Op]
+		if !ok {
+			return nil, core.Errorf(core.CompileError, "op %s has no lowering to the device", n.Op).WithLoc(n.Loc).
+				Because("every op must run on the simulated NPU; there is no host fallback")
+		}
+		role := RoleTemp
+		if isOutput[v] {
+			role = RoleOutput
+		}
+		op := &TileOp{Node: v, Op: n.Op, Kind: low.kind, Core: low.core, Attrs: n.Attrs, Loc: n.Loc}
+		for _, in := range n.Inputs {
+			op.Inputs = append(op.Inputs, tensorOf[in])
+		}
+		op.Output = addTensor(v, role)
+		if err := chooseTiling(op, g, n, chip); err != nil {
+			return nil, core.Errorf(core.CompileError, "%s: %v", n.Op, err).WithLoc(n.Loc)
+		}
+		tg.Ops = append(tg.Ops, op)
+	}
+	for _, o := range g.Outputs {
+		tg.Outputs = append(tg.Outputs, tensorOf[o])
+	}
+	return tg, nil
+}
+
+// chooseTiling sets the problem size, tile shape and grid of a tile op.
+func chooseTiling(op *TileOp, g *core.Graph, n *core.Node, chip *device.Chip) error {
+	var err error
+	switch op.Kind {
+	case TileMatmul:
+		a := g.Type(n.Inputs[0])
+		k := a.Shape[1]
+		if op.Attrs.Bool("transpose_a", false) {
+			k = a.Shape[0]
+		}
+		m, nn := n.Type.Shape[0], n.Type.Shape[1]
+		op.Problem = []int{m, nn, k}
+		op.Tile, op.Reason, err = matmulTile(chip, a.DType, m, nn, k)
+	case TileElementwise:
+		op.Problem = elementwiseProblem(n.Type.Shape)
+		minSize, maxSize := n.Type.DType.Size(), n.Type.DType.Size()
+		live := 1 // the output tile
+		for _, in := range n.Inputs {
+			s := g.Type(in).DType.Size()
+			minSize, maxSize = min(minSize, s), max(maxSize, s)
+			live++
+			if g.Type(in).DType != n.Type.DType {
+				live++ // the converted copy
+			}
+		}
+		op.Tile, op.Reason, err = elementwiseTile(chip, minSize, maxSize, live, op.Problem[1], op.Problem[2])
+	}
+	if err != nil {
+		return err
+	}
+	op.Grid = tileGrid(op.Kind, op.Problem, op.Tile)
+	return nil
+}
