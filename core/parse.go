@@ -447,5 +447,9 @@ func (p *parser) tensorType() TensorType {
 		}
 	}
 	p.expectPunct("]", " closing the shape")
-	return TensorType{DType: dt, Shape: shape}
+	tt := TensorType{DType: dt, Shape: shape}
+	if msg := checkType(tt); msg != "" { // what Verify would reject, so parsed graphs verify
+		p.fail(t, "%s", msg)
+	}
+	return tt
 }
