@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"math"
 	"sort"
-
-	"pypto/dtype"
 )
 
 // Verify checks that g is well-formed IR: the invariant every pass must keep and every
@@ -176,9 +174,10 @@ func checkType(t TensorType) string {
 			return "" // an empty tensor, however large its other dims
 		}
 	}
+	const widest = 4 // bytes of the largest element type (f32, i32)
 	n := 1
 	for _, d := range t.Shape {
-		if n > math.MaxInt/d/dtype.Float32.Size() {
+		if n > math.MaxInt/d/widest {
 			return fmt.Sprintf("shape %s has too many elements", t.Shape)
 		}
 		n *= d

@@ -39,6 +39,7 @@ func TestTextRoundTripTestdata(t *testing.T) {
 			again, err := Parse(Format(p))
 			require.NoError(t, err)
 			assertSameProgram(t, p, again)
+			assert.Equal(t, p, again, "deep-equal, not only equal under assertSameProgram")
 			assert.NoError(t, Verify(p, nil), "testdata programs are valid")
 		})
 	}
@@ -249,4 +250,29 @@ func FuzzParseProgram(f *testing.F) {
 		}
 		_ = Verify(p, func(Location) int { return 1 << 20 }) // must not panic either
 	})
+}
+
+// A program assembled the way lower/ emits one parses back reflect.DeepEqual to itself.
+func TestParseFormatDeepEqual(t *testing.T) {
+	p := &Program{Name: "matmul_0", Core: Cube}
+	p.Params = []Param{{Name: "t0", DType: dtype.Int8, Elems: 300 * 520}, {Name: "t1", DType: dtype.Int8, Elems: 520 * 130}, {Name: "t2", DType: dtype.Int32, Elems: 300 * 130}}
+	p.Tiles = []TileDecl{
+		{Name: "a_l1_0", Loc: Mat, DType: dtype.Int8, Rows: 64, Cols: 64},
+		{Name: "b_l1_0", Loc: Mat, DType: dtype.Int8, Rows: 64, Cols: 64},
+		{Name: "a_l0_0", Loc: Left, DType: dtype.Int8, Rows: 64, Cols: 64},
+		{Name: "b_l0_0", Loc: Right, DType: dtype.Int8, Rows: 64, Cols: 64},
+		{Name: "acc", Loc: Acc, DType: dtype.Int32, Rows: 64, Cols: 64},
+	}
+	p.Body = []Instr{
+		{Op: TLOAD, Args: []Operand{TileOp(0), GMOp(GMView{Param: 0, Offset: 256 * 520, Rows: 44, Cols: 64, RowStride: 520, ColStride: 1})}},
+		{Op: TLOAD, Args: []Operand{TileOp(1), GMOp(GMView{Param: 1, Offset: 128, Rows: 64, Cols: 2, RowStride: 1, ColStride: 520})}},
+		{Op: TMOV, Args: []Operand{TileOp(2), TileOp(0)}},
+		{Op: TMOV, Args: []Operand{TileOp(3), TileOp(1)}},
+		{Op: TMATMUL, Args: []Operand{TileOp(4), TileOp(2), TileOp(3)}},
+		{Op: TSTORE, Args: []Operand{GMOp(GMView{Param: 2, Offset: 256*130 + 128, Rows: 44, Cols: 2, RowStride: 130, ColStride: 1}), TileOp(4)}},
+	}
+	require.NoError(t, Verify(p, nil))
+	got, err := Parse(Format(p))
+	require.NoError(t, err)
+	assert.Equal(t, p, got)
 }
