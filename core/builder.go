@@ -17,19 +17,8 @@ func (b *Builder) Param(name string, t TensorType) Value {
 	return v
 }
 
-// Op applies a registered op. Errors carry loc.
+// Op applies a registered op. Errors are *Error carrying loc.
 func (b *Builder) Op(name string, inputs []Value, attrs Attrs, loc Location) (Value, error) {
-	def, ok := LookupOp(name)
-	if !ok {
-		return -1, Errorf(ValueError, "unknown op %q", name).WithLoc(loc)
-	}
-	if len(inputs) != def.Arity {
-		return -1, Errorf(ValueError, "%s takes %d inputs, got %d", name, def.Arity, len(inputs)).WithLoc(loc)
-	}
-	full, err := def.withDefaults(attrs)
-	if err != nil {
-		return -1, err.WithLoc(loc)
-	}
 	types := make([]TensorType, len(inputs))
 	for i, in := range inputs {
 		if int(in) < 0 || int(in) >= len(b.g.Nodes) {
@@ -37,7 +26,7 @@ func (b *Builder) Op(name string, inputs []Value, attrs Attrs, loc Location) (Va
 		}
 		types[i] = b.g.Nodes[in].Type
 	}
-	t, err := def.Infer(types, full)
+	t, full, err := InferOp(name, types, attrs)
 	if err != nil {
 		return -1, err.WithLoc(loc)
 	}

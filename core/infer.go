@@ -1,0 +1,73 @@
+package core
+
+import "pypto/dtype"
+
+// InferOp checks inputs and attributes of a registered op and returns the result type
+// and the attributes completed with defaults. It is what Builder.Op and the Python
+// front end's eager mode use, so an error is reported at the call that caused it.
+func InferOp(name string, in []TensorType, attrs Attrs) (TensorType, Attrs, *Error) {
+	def, ok := LookupOp(name)
+	if !ok {
+		return TensorType{}, nil, Errorf(ValueError, "unknown op %q", name).Suggest("known ops: %v", OpNames())
+	}
+	if len(in) != def.Arity {
+		return TensorType{}, nil, Errorf(ValueError, "%s takes %d tensor inputs, got %d", name, def.Arity, len(in))
+	}
+	for i, t := range in {
+		if !t.DType.Valid() {
+			return TensorType{}, nil, Errorf(DTypeError, "%s: input %d has invalid dtype", name, i)
+		}
+	}
+	full, err := def.withDefaults(attrs)
+	if err != nil {
+		return TensorType{}, nil, err
+	}
+	t, err := def.Infer(in, full)
+	if err != nil {
+		return TensorType{}, nil, err
+	}
+	return t, full, nil
+}
+
+// BroadcastShapes applies numpy broadcasting to two shapes.
+func BroadcastShapes(a, b Shape) (Shape, bool) {
+	n := max(len(a), len(b))
+	out := make(Shape, n)
+	for i := 0; i < n; i++ {
+		da, db := 1, 1
+		if j := len(a) - n + i; j >= 0 {
+			da = a[j]
+		}
+		if j := len(b) - n + i; j >= 0 {
+			db = b[j]
+		}
+		switch {
+		case da == db, db == 1:
+			out[i] = da
+		case da == 1:
+			out[i] = db
+		default:
+			return nil, false
+		}
+	}
+	return out, true
+}
+
+// promotionRank orders dtypes for binary-op promotion: the result of two dtypes is the
+// one of higher rank, except that float16 with bfloat16 gives float32 (neither holds
+// the other) and any float with an integer gives that float.
+var promotionRank = map[dtype.DType]int{dtype.Bool: 0, dtype.Int8: 1, dtype.Int32: 2, dtype.BFloat16: 3, dtype.Float16: 3, dtype.Float32: 4}
+
+// PromoteTypes is the dtype of a binary elementwise op on a and b.
+func PromoteTypes(a, b dtype.DType) dtype.DType {
+	if a == b {
+		return a
+	}
+	if (a == dtype.Float16 && b == dtype.BFloat16) || (a == dtype.BFloat16 && b == dtype.Float16) {
+		return dtype.Float32
+	}
+	if promotionRank[a] >= promotionRank[b] {
+		return a
+	}
+	return b
+}
