@@ -127,7 +127,7 @@ func TestRunTaskRejectsBadInput(t *testing.T) {
 	good := []Block{{Prog: m, ParamAddrs: []int{0}}}
 
 	cases := map[string]func() error{
-		"nil chip": func() error { _, err := RunTask(nil, gm, isa.Vector, good, RunOptions{}); return err },
+		"nil chip":  func() error { _, err := RunTask(nil, gm, isa.Vector, good, RunOptions{}); return err },
 		"no blocks": func() error { _, err := RunTask(chip, gm, isa.Vector, nil, RunOptions{}); return err },
 		"kind":      func() error { _, err := RunTask(chip, gm, isa.Cube, good, RunOptions{}); return err },
 		"nil prog": func() error {
@@ -238,11 +238,11 @@ func TestCompileRejectsBadPrograms(t *testing.T) {
 			v := b.tile("v", isa.Vec, dtype.Float16, 16, 16)
 			b.op(isa.TLOAD, tl(v), view(3, 0, 1, 1, 1))
 		}, "names param 3"},
-		"opcode": {isa.Vector, func(b *progBuilder) { b.op(isa.Opcode(999)) }, "invalid opcode"},
-		"event id": {isa.Vector, func(b *progBuilder) { b.flag(isa.SET_FLAG, isa.PipeMTE2, isa.PipeV, 8) }, "event id 8"},
-		"flag pipe": {isa.Vector, func(b *progBuilder) { b.flag(isa.SET_FLAG, isa.PipeM, isa.PipeV, 0) }, "pipe m is not a flag endpoint"},
-		"flag self": {isa.Vector, func(b *progBuilder) { b.flag(isa.SET_FLAG, isa.PipeV, isa.PipeV, 0) }, "to itself"},
-		"core kind": {isa.CoreInvalid, func(b *progBuilder) {}, "neither cube nor vector"},
+		"opcode":     {isa.Vector, func(b *progBuilder) { b.op(isa.Opcode(999)) }, "invalid opcode"},
+		"event id":   {isa.Vector, func(b *progBuilder) { b.flag(isa.SET_FLAG, isa.PipeMTE2, isa.PipeV, 8) }, "event id 8"},
+		"flag pipe":  {isa.Vector, func(b *progBuilder) { b.flag(isa.SET_FLAG, isa.PipeM, isa.PipeV, 0) }, "pipe m is not a flag endpoint"},
+		"flag self":  {isa.Vector, func(b *progBuilder) { b.flag(isa.SET_FLAG, isa.PipeV, isa.PipeV, 0) }, "to itself"},
+		"core kind":  {isa.CoreInvalid, func(b *progBuilder) {}, "neither cube nor vector"},
 		"tile shape": {isa.Vector, func(b *progBuilder) { b.tile("z", isa.Vec, dtype.Float16, 0, 16) }, "at least one row"},
 	}
 	for name, c := range cases {
