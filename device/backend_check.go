@@ -223,10 +223,10 @@ func checkSemantics(chip *Chip, p *isa.Program, in isa.Instr) (isa.Pipe, string)
 			return 0, fmt.Sprintf("shapes do not chain: %s %dx%d = %s %dx%d x %s %dx%d",
 				dst.Name, dst.Rows, dst.Cols, a.Name, a.Rows, a.Cols, b.Name, b.Rows, b.Cols)
 		}
-		ok := a.DType == b.DType && ((a.DType == dtype.Float16 || a.DType == dtype.BFloat16) && dst.DType == dtype.Float32 ||
+		ok := a.DType == b.DType && (a.DType.IsFloat() && dst.DType == dtype.Float32 ||
 			a.DType == dtype.Int8 && dst.DType == dtype.Int32)
 		if !ok {
-			return 0, fmt.Sprintf("the cube computes f16/bf16 x same -> f32 or i8 x i8 -> i32, not %s x %s -> %s", a.DType, b.DType, dst.DType)
+			return 0, fmt.Sprintf("the cube computes f16/bf16/f32 x same -> f32 or i8 x i8 -> i32, not %s x %s -> %s", a.DType, b.DType, dst.DType)
 		}
 		return isa.PipeM, ""
 	case isa.TADD, isa.TMUL, isa.TRELU, isa.TCVT:

@@ -33,9 +33,9 @@ type Chip struct {
 	CoreLocations map[isa.CoreKind][]isa.Location
 
 	// Cube throughput: one CubeM x CubeK x CubeN block of MACs per cycle for fp16/bf16,
-	// CubeM x CubeKInt8 x CubeN for int8.
-	CubeM, CubeK, CubeN int
-	CubeKInt8           int
+	// CubeM x CubeKInt8 x CubeN for int8 and CubeM x CubeKFloat32 x CubeN for fp32.
+	CubeM, CubeK, CubeN     int
+	CubeKInt8, CubeKFloat32 int
 
 	VectorBytesPerCycle  int // V pipe, per repeat of one vector instruction
 	GMReadBytesPerCycle  int // MTE2, GM -> L1 / UB, per core
@@ -97,8 +97,11 @@ func HasPipe(kind isa.CoreKind, p isa.Pipe) bool { return slices.Contains(corePi
 
 // CubeKStep is the K depth the cube consumes per cycle for operands of dtype dt.
 func (c *Chip) CubeKStep(dt dtype.DType) int {
-	if dt == dtype.Int8 {
+	switch dt {
+	case dtype.Int8:
 		return c.CubeKInt8
+	case dtype.Float32:
+		return c.CubeKFloat32
 	}
 	return c.CubeK
 }
@@ -123,7 +126,7 @@ func (c *Chip) Validate() error {
 		v    int
 	}{
 		{"CubeCores", c.CubeCores}, {"VectorCores", c.VectorCores},
-		{"CubeM", c.CubeM}, {"CubeK", c.CubeK}, {"CubeN", c.CubeN}, {"CubeKInt8", c.CubeKInt8},
+		{"CubeM", c.CubeM}, {"CubeK", c.CubeK}, {"CubeN", c.CubeN}, {"CubeKInt8", c.CubeKInt8}, {"CubeKFloat32", c.CubeKFloat32},
 		{"VectorBytesPerCycle", c.VectorBytesPerCycle}, {"GMReadBytesPerCycle", c.GMReadBytesPerCycle},
 		{"L1ToL0ABytesPerCycle", c.L1ToL0ABytesPerCycle}, {"L1ToL0BBytesPerCycle", c.L1ToL0BBytesPerCycle},
 		{"UBToGMBytesPerCycle", c.UBToGMBytesPerCycle}, {"FixpipeBytesPerCycle", c.FixpipeBytesPerCycle},

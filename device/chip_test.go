@@ -37,6 +37,7 @@ func TestPresetA2MatchesPublishedFigures(t *testing.T) {
 	assert.Equal(t, 4096, c.CubeMACsPerCycle(dtype.Float16))
 	assert.Equal(t, 4096, c.CubeMACsPerCycle(dtype.BFloat16))
 	assert.Equal(t, 8192, c.CubeMACsPerCycle(dtype.Int8))
+	assert.Equal(t, 2048, c.CubeMACsPerCycle(dtype.Float32))
 	assert.Equal(t, 256, c.VectorBytesPerCycle)
 	assert.Equal(t, 32, c.GMReadBytesPerCycle)
 	assert.Equal(t, 512, c.L1ToL0ABytesPerCycle)

@@ -15,9 +15,12 @@ import (
 const (
 	kib = 1024
 
-	// npu-facts: one 16x16x16 fp16/bf16 MAC block per cycle; int8 16x32x16.
-	cubeFractal     = 16
-	cubeFractalInt8 = 32
+	// npu-facts: one 16x16x16 fp16/bf16 MAC block per cycle; int8 16x32x16. For fp32
+	// we derive 16x8x16 from the same rule the int8 figure follows: the cube consumes
+	// one 512-byte fractal of each operand per cycle, and an fp32 fractal is 16x8.
+	cubeFractal        = 16
+	cubeFractalInt8    = 32
+	cubeFractalFloat32 = 8
 
 	vectorBytesPerCycle  = 256 // npu-facts: 256 B per cycle per vector core
 	gmReadBytesPerCycle  = 32  // npu-facts: GM (DDR/HBM path) 32 B per cycle per core
@@ -74,7 +77,8 @@ func buffers(l1, l0a, l0b, l0c, ub, bt int) map[isa.Location]Buffer {
 // withRates fills the timing constants shared by every preset (all from the 910B-class
 // figures; no separate public rates exist for the other parts).
 func withRates(c *Chip) *Chip {
-	c.CubeM, c.CubeK, c.CubeN, c.CubeKInt8 = cubeFractal, cubeFractal, cubeFractal, cubeFractalInt8
+	c.CubeM, c.CubeK, c.CubeN = cubeFractal, cubeFractal, cubeFractal
+	c.CubeKInt8, c.CubeKFloat32 = cubeFractalInt8, cubeFractalFloat32
 	c.VectorBytesPerCycle = vectorBytesPerCycle
 	c.GMReadBytesPerCycle = gmReadBytesPerCycle
 	c.L1ToL0ABytesPerCycle = l1ToL0ABytesPerCycle

@@ -170,3 +170,14 @@ func TestMatmulAccKeepsAccumulating(t *testing.T) {
 		}
 	}
 }
+
+func TestGEMMFloat32(t *testing.T) {
+	// fp32 operands: each product rounds to fp32, then accumulates like the others.
+	s := gemmSpec{M: 17, N: 65, K: 33, TM: 16, TN: 32, TK: 16, In: dtype.Float32, Out: dtype.Float32, PingPong: true}
+	rng := rand.New(rand.NewPCG(13, 14))
+	a := randValues(rng, dtype.Float32, s.M*s.K, 1)
+	b := randValues(rng, dtype.Float32, s.K*s.N, 1)
+	out, st := s.run(t, preset(t, "tiny"), a, b, RunOptions{})
+	require.Equal(t, s.refMirror(a, b), dtype.Decode(dtype.Float32, out, s.M*s.N))
+	assert.Equal(t, 6, st.Blocks)
+}

@@ -119,8 +119,9 @@ func convert(sd dtype.DType, src []byte, dd dtype.DType, dst []byte, n int) {
 
 // matmulF32 computes c (m x n) += a (m x k) @ b (k x n) in float32, adding one product
 // at a time in increasing k. Each product of two f16 or bf16 values is exact in
-// float32; the explicit conversion stops the compiler from fusing multiply and add,
-// so results are the same on every architecture.
+// float32 (an fp32 x fp32 product is rounded to fp32 first); the explicit conversion
+// stops the compiler from fusing multiply and add, so results are the same on every
+// architecture.
 func matmulF32(c, a, b []float32, m, k, n int) {
 	for i := 0; i < m; i++ {
 		crow := c[i*n : (i+1)*n]
