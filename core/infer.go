@@ -53,6 +53,21 @@ func BroadcastShapes(a, b Shape) (Shape, bool) {
 	return out, true
 }
 
+// BroadcastStrides gives the element strides of a contiguous tensor of shape in along
+// each axis of the shape out it broadcasts to: 0 on the axes in lacks or has size 1 on,
+// so indexing with them reads the broadcast operand without materialising it.
+func BroadcastStrides(in, out Shape) []int {
+	st := make([]int, len(out))
+	inStrides := in.Strides()
+	off := len(out) - len(in)
+	for i := range in {
+		if in[i] != 1 {
+			st[off+i] = inStrides[i]
+		}
+	}
+	return st
+}
+
 // promotionRank orders dtypes for binary-op promotion: the result of two dtypes is the
 // one of higher rank, except that float16 with bfloat16 gives float32 (neither holds
 // the other) and any float with an integer gives that float.

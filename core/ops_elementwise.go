@@ -52,15 +52,7 @@ type broadcastIndex struct {
 }
 
 func newBroadcastIndex(in, out Shape) broadcastIndex {
-	st := make([]int, len(out))
-	inStrides := in.Strides()
-	off := len(out) - len(in)
-	for i := range in {
-		if in[i] != 1 {
-			st[off+i] = inStrides[i]
-		}
-	}
-	return broadcastIndex{outShape: out, strides: st}
+	return broadcastIndex{outShape: out, strides: BroadcastStrides(in, out)}
 }
 
 func (b broadcastIndex) at(flat int) int {

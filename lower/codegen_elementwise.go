@@ -7,21 +7,6 @@ import (
 	"pypto/isa"
 )
 
-// broadcastStrides gives an input's element strides along each axis of the output it
-// broadcasts to: 0 on axes the input lacks or has size 1 on, so one strided GM view
-// reads the broadcast operand without materialising it.
-func broadcastStrides(in, out core.Shape) []int {
-	st := make([]int, len(out))
-	inStrides := in.Strides()
-	off := len(out) - len(in)
-	for i := range in {
-		if in[i] != 1 {
-			st[off+i] = inStrides[i]
-		}
-	}
-	return st
-}
-
 // flatView addresses a tensor through the [outer, rows, cols] flattening of the output.
 type flatView struct {
 	param        int
@@ -32,7 +17,7 @@ type flatView struct {
 }
 
 func newFlatView(param int, in, out core.Shape) flatView {
-	st := broadcastStrides(in, out)
+	st := core.BroadcastStrides(in, out)
 	v := flatView{param: param}
 	switch len(out) {
 	case 0:
