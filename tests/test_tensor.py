@@ -91,6 +91,7 @@ def test_from_numpy_non_contiguous(view):
     assert t.shape == v.shape
     np.testing.assert_array_equal(t.numpy(), v)
     np.testing.assert_array_equal(np.asarray(t), v)
+    np.testing.assert_array_equal(np.asarray(t, dtype=np.float64), v.astype(np.float64))
 
 
 def test_from_numpy_big_endian_and_empty():

@@ -136,6 +136,8 @@ class Tensor:
         return out
 
     def __array__(self, dtype=None, copy=None):
+        if copy is False:
+            raise ValueError("a p.Tensor's value lives in the Go core: converting it to numpy always copies")
         arr = self.numpy()
         if dtype is not None and np.dtype(dtype) != arr.dtype:
             arr = arr.astype(dtype)
