@@ -100,3 +100,6 @@ func Parse(s string) (DType, error) {
 	}
 	return Invalid, fmt.Errorf("unknown dtype %q (known: float32, float16, bfloat16, int8, int32, bool)", s)
 }
+
+// MarshalText prints a dtype by its long name in JSON.
+func (d DType) MarshalText() ([]byte, error) { return []byte(d.LongName()), nil }

@@ -176,3 +176,13 @@ type Program struct {
 	Tiles  []TileDecl
 	Body   []Instr
 }
+
+// MarshalText makes locations, core kinds and pipes print by name in JSON statistics
+// (also as map keys).
+func (l Location) MarshalText() ([]byte, error) { return []byte(l.String()), nil }
+
+// MarshalText prints a core kind by name.
+func (k CoreKind) MarshalText() ([]byte, error) { return []byte(k.String()), nil }
+
+// MarshalText prints a pipe by name.
+func (p Pipe) MarshalText() ([]byte, error) { return []byte(p.String()), nil }
