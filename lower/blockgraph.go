@@ -2,7 +2,6 @@ package lower
 
 import (
 	"fmt"
-	"strings"
 
 	"pypto/isa"
 )
@@ -19,37 +18,6 @@ type Kernel struct {
 type BlockGraph struct {
 	Tiles   *TileGraph
 	Kernels []*Kernel
-}
-
-// Format prints the block graph.
-func (g *BlockGraph) Format() string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "blockgraph %s {\n", g.Tiles.Name)
-	for i, k := range g.Kernels {
-		op := g.Tiles.Ops[k.Op]
-		fmt.Fprintf(&b, "  kernel k%d = op%d %s core=%s blocks=%d {\n", i, k.Op, op.Op, k.Core, len(k.Blocks))
-		for j, tiles := range k.Blocks {
-			fmt.Fprintf(&b, "    block %d: tiles %s\n", j, compactRange(tiles))
-		}
-		b.WriteString("  }\n")
-	}
-	b.WriteString("}\n")
-	return b.String()
-}
-
-// compactRange prints an int list, shortening arithmetic runs to a:b:step.
-func compactRange(xs []int) string {
-	if len(xs) > 2 {
-		step := xs[1] - xs[0]
-		arith := step > 0
-		for i := 2; i < len(xs) && arith; i++ {
-			arith = xs[i]-xs[i-1] == step
-		}
-		if arith {
-			return fmt.Sprintf("[%d:%d:%d]", xs[0], xs[len(xs)-1]+1, step)
-		}
-	}
-	return fmt.Sprint(xs)
 }
 
 // Verify checks that every tile of every op is computed by exactly one block and that

@@ -2,7 +2,6 @@ package lower
 
 import (
 	"fmt"
-	"strings"
 
 	"pypto/device"
 	"pypto/isa"
@@ -37,29 +36,6 @@ type ExecGraph struct {
 	// WorkspaceBytes is the part of GMBytes used by intermediates after reuse;
 	// WorkspaceNoReuse is what they would need without reuse (reported in dumps).
 	WorkspaceBytes, WorkspaceNoReuse int
-}
-
-// Format prints the execution graph; with programs it includes every PTO program.
-func (g *ExecGraph) Format(programs bool) string {
-	var b strings.Builder
-	tg := g.Blocks.Tiles
-	fmt.Fprintf(&b, "execgraph %s {\n", tg.Name)
-	fmt.Fprintf(&b, "  gm %d bytes (workspace %d, %d without reuse)\n", g.GMBytes, g.WorkspaceBytes, g.WorkspaceNoReuse)
-	for i, buf := range g.Buffers {
-		fmt.Fprintf(&b, "  buffer t%d: %s %s @%d +%d\n", i, tg.Tensors[i].Type, tg.Tensors[i].Role, buf.Offset, buf.Bytes)
-	}
-	for i, t := range g.Tasks {
-		fmt.Fprintf(&b, "  task %d %s kernel=k%d core=%s blocks=%d args=%s deps=%v\n", i, t.Name, t.Kernel, t.Core, len(t.Programs), tensorList(t.Args), t.Deps)
-		if programs {
-			for _, p := range t.Programs {
-				for _, line := range strings.Split(strings.TrimRight(isa.Format(p), "\n"), "\n") {
-					b.WriteString("    " + line + "\n")
-				}
-			}
-		}
-	}
-	b.WriteString("}\n")
-	return b.String()
 }
 
 // Verify checks task order, argument bindings, that buffers of tensors live at the same

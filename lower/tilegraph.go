@@ -72,25 +72,6 @@ type TileGraph struct {
 	Outputs []int // tensors returned, in order
 }
 
-// Format prints the tile graph.
-func (g *TileGraph) Format() string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "tilegraph %s {\n", g.Name)
-	for i, t := range g.Tensors {
-		fmt.Fprintf(&b, "  tensor t%d: %s %s  # %%%d\n", i, t.Type, t.Role, t.Value)
-	}
-	for i, op := range g.Ops {
-		ins := make([]string, len(op.Inputs))
-		for j, in := range op.Inputs {
-			ins[j] = fmt.Sprintf("t%d", in)
-		}
-		fmt.Fprintf(&b, "  op%d = %s.%s(%s) -> t%d %s core=%s tile=%v grid=%v problem=%v  # %s\n",
-			i, op.Kind, op.Op, strings.Join(ins, ", "), op.Output, op.Attrs, op.Core, op.Tile, op.Grid, op.Problem, op.Reason)
-	}
-	fmt.Fprintf(&b, "  params %v\n  return %v\n}\n", tensorList(g.Params), tensorList(g.Outputs))
-	return b.String()
-}
-
 func tensorList(ids []int) string {
 	parts := make([]string, len(ids))
 	for i, id := range ids {

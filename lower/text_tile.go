@@ -1,0 +1,243 @@
+package lower
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"pypto/core"
+)
+
+// The text form of a Tile Graph:
+//
+//	tilegraph mm {
+//	  tensor t0: f16[17,33] input %0
+//	  tensor t1: f16[33,65] input %1
+//	  tensor t2: f16[17,65] temp %2
+//	  params (t0, t1)
+//	  op0: t2 = matmul(t0, t1) {transpose_a=false, transpose_b=false}
+//	    kind=matmul core=cube problem=[17,65,33] tile=[32,80,48] grid=[1,1]
+//	    reason="largest of base [128,256,64] halved until ..."
+//	  return (t2)
+//	}
+//
+// Tensors come first, numbered in order; %N after the role is the Tensor Graph value
+// the tensor holds. The params line binds the graph's inputs, in order, before the ops
+// that read them. Each op names its output tensor, the core op with its inputs and
+// attributes (as core prints them), then its tiling: kind, core kind, problem size,
+// tile shape and grid. The optional reason says why the tiling was chosen. An op's
+// Node is the value of its output tensor and is not written separately; Locations are
+// not part of the text, as in the Tensor Graph text.
+
+// Format prints the tile graph in the text form ParseTileGraph reads.
+func (g *TileGraph) Format() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "tilegraph %s {\n", quoteName(g.Name))
+	for i, t := range g.Tensors {
+		fmt.Fprintf(&b, "  tensor t%d: %s %s %%%d\n", i, t.Type, t.Role, t.Value)
+	}
+	fmt.Fprintf(&b, "  params %s\n", tensorList(g.Params))
+	for i, op := range g.Ops {
+		if op == nil {
+			fmt.Fprintf(&b, "  op%d: <nil op>\n", i)
+			continue
+		}
+		fmt.Fprintf(&b, "  op%d: t%d = %s%s", i, op.Output, op.Op, tensorList(op.Inputs))
+		if s := op.Attrs.String(); s != "" {
+			b.WriteString(" " + s)
+		}
+		fmt.Fprintf(&b, "\n    kind=%s core=%s problem=%s tile=%s grid=%s\n",
+			op.Kind, op.Core, intList(op.Problem), intList(op.Tile), intList(op.Grid))
+		if op.Reason != "" {
+			fmt.Fprintf(&b, "    reason=%s\n", strconv.Quote(op.Reason))
+		}
+	}
+	fmt.Fprintf(&b, "  return %s\n}\n", tensorList(g.Outputs))
+	return b.String()
+}
+
+// intList prints [1,2,3], the spelling of shapes.
+func intList(xs []int) string {
+	parts := make([]string, len(xs))
+	for i, x := range xs {
+		parts[i] = strconv.Itoa(x)
+	}
+	return "[" + strings.Join(parts, ",") + "]"
+}
+
+// ParseTileGraph reads a tile graph in the text form Format prints. It checks
+// everything TileGraph.Verify checks, reporting each problem where it is written, so a
+// parsed graph always verifies. Errors are *core.Error of kind ValueError whose message
+// starts with "line:col:".
+func ParseTileGraph(src string) (*TileGraph, error) {
+	return parseText(src, func(p *textParser) *TileGraph {
+		g := p.tileGraph()
+		p.expectEOF("tile graph")
+		return g
+	})
+}
+
+// tileParser tracks which tensors have a producer while the ops are read.
+type tileParser struct {
+	*textParser
+	g        *TileGraph
+	produced []bool
+}
+
+// tileGraph := 'tilegraph' name '{' {tensor} params {op} return '}'
+func (p *textParser) tileGraph() *TileGraph {
+	p.expectWord("tilegraph", "")
+	tp := &tileParser{textParser: p, g: &TileGraph{Name: p.name("graph name")}}
+	p.expectPunct("{", " after the graph name")
+	for isWord(p.peek(), "tensor") {
+		tp.tensor()
+	}
+	if t := p.peek(); !isWord(t, "params") {
+		p.fail(t, "expected 'tensor t%d' or 'params', found %s", len(tp.g.Tensors), t)
+	}
+	p.next()
+	tp.produced = make([]bool, len(tp.g.Tensors))
+	for _, t := range tp.tensorRefs("param") {
+		if tp.g.Tensors[t.id].Role != RoleInput {
+			p.fail(t.tok, "expected an input tensor as param, found t%d, a %s tensor", t.id, tp.g.Tensors[t.id].Role)
+		}
+		tp.g.Params = append(tp.g.Params, t.id)
+		tp.produced[t.id] = true
+	}
+	for {
+		t := p.peek()
+		if isWord(t, "return") {
+			p.next()
+			break
+		}
+		if t.kind != tokIdent || !strings.HasPrefix(t.text, "op") {
+			p.fail(t, "expected 'op%d:' or 'return', found %s", len(tp.g.Ops), t)
+		}
+		tp.op()
+	}
+	for _, t := range tp.tensorRefs("output") {
+		if !tp.produced[t.id] {
+			p.fail(t.tok, "output t%d is never produced", t.id)
+		}
+		tp.g.Outputs = append(tp.g.Outputs, t.id)
+	}
+	end := p.expectPunct("}", " closing the tile graph")
+	if err := tp.g.Verify(); err != nil { // the checks above should have caught it
+		p.fail(end, "tile graph does not verify: %v", err)
+	}
+	return tp.g
+}
+
+// tensor := 'tensor' tN ':' type role '%' value
+func (tp *tileParser) tensor() {
+	tp.next()
+	tp.numberedAs("t", len(tp.g.Tensors), "tensor")
+	tp.expectPunct(":", " after the tensor name")
+	typ := tp.tensorType()
+	role := tp.role()
+	tp.expectPunct("%", " before the Tensor Graph value the tensor holds")
+	v := tp.integer("Tensor Graph value")
+	tp.g.Tensors = append(tp.g.Tensors, GMTensor{Value: core.Value(v), Type: typ, Role: role})
+}
+
+// tensorRef is a tensor named in the text, with where it was named.
+type tensorRef struct {
+	id  int
+	tok token
+}
+
+// tensorRef reads tN naming a declared tensor.
+func (tp *tileParser) tensorRef(what string) tensorRef {
+	n, t := tp.numbered("t", what)
+	if n >= len(tp.g.Tensors) {
+		tp.fail(t, "expected %s, found t%d, which is not declared (the graph has %d tensors)", what, n, len(tp.g.Tensors))
+	}
+	return tensorRef{n, t}
+}
+
+// tensorRefs reads '(' [tN {',' tN}] ')'.
+func (tp *tileParser) tensorRefs(what string) []tensorRef {
+	tp.expectPunct("(", " opening the "+what+" list")
+	var refs []tensorRef
+	if isPunct(tp.peek(), ")") {
+		tp.next()
+		return refs
+	}
+	for {
+		refs = append(refs, tp.tensorRef(what))
+		t := tp.next()
+		if isPunct(t, ")") {
+			return refs
+		}
+		if !isPunct(t, ",") {
+			tp.fail(t, "expected ',' or ')' in the %s list, found %s", what, t)
+		}
+	}
+}
+
+// op := opN ':' tN '=' name '(' [tN {',' tN}] ')' [attrs] tiling ['reason' '=' string]
+func (tp *tileParser) op() {
+	i := len(tp.g.Ops)
+	tp.numberedAs("op", i, "op")
+	tp.expectPunct(":", " after the op name")
+	out := tp.tensorRef("output tensor")
+	tp.expectPunct("=", " after the output tensor")
+	nameTok := tp.next()
+	if nameTok.kind != tokIdent {
+		tp.fail(nameTok, "expected op name, found %s", nameTok)
+	}
+	op := &TileOp{Op: nameTok.text, Output: out.id, Node: tp.g.Tensors[out.id].Value}
+	for _, in := range tp.tensorRefs("input") {
+		if !tp.produced[in.id] {
+			tp.fail(in.tok, "op%d reads t%d before it is produced", i, in.id)
+		}
+		op.Inputs = append(op.Inputs, in.id)
+	}
+	if tp.produced[out.id] {
+		tp.fail(out.tok, "op%d writes t%d, which already has a producer", i, out.id)
+	}
+	tp.produced[out.id] = true
+	if isPunct(tp.peek(), "{") {
+		op.Attrs = tp.attrs()
+	}
+	tp.tiling(op)
+	if isWord(tp.peek(), "reason") {
+		tp.key("reason", "")
+		op.Reason = tp.name("reason")
+	}
+	tp.g.Ops = append(tp.g.Ops, op)
+}
+
+// tilingDims names the numbers of each tiling list, per tile kind. Their count is
+// checked while parsing because the verifier indexes the lists by it.
+var tilingDims = map[TileKind][3]string{
+	TileMatmul:      {"[m,n,k]", "[tm,tn,tk]", "[m/tm,n/tn]"},
+	TileElementwise: {"[outer,rows,cols]", "[tr,tc]", "[outer,rows/tr,cols/tc]"},
+}
+
+// tiling := 'kind=' kind 'core=' core 'problem=' ints 'tile=' ints 'grid=' ints
+func (tp *tileParser) tiling(op *TileOp) {
+	at := tp.peek()
+	tp.key("kind", " after the op's inputs and attributes")
+	op.Kind = tp.tileKind()
+	tp.key("core", " after the tile kind")
+	op.Core = tp.coreKind()
+	dims := tilingDims[op.Kind]
+	op.Problem = tp.tilingList("problem", dims[0], op.Kind)
+	op.Tile = tp.tilingList("tile", dims[1], op.Kind)
+	op.Grid = tp.tilingList("grid", dims[2], op.Kind)
+	if err := verifyTiling(op, tp.g.Tensors[op.Output].Type); err != nil {
+		tp.fail(at, "%v", err)
+	}
+}
+
+// tilingList := key '=' '[' ints ']' with as many numbers as dims names.
+func (tp *tileParser) tilingList(key, dims string, kind TileKind) []int {
+	tp.key(key, "")
+	at := tp.peek()
+	xs := tp.intList(key)
+	if n := strings.Count(dims, ",") + 1; len(xs) != n {
+		tp.fail(at, "expected %d numbers %s in the %s of a %s op, found %d", n, dims, key, kind, len(xs))
+	}
+	return xs
+}
