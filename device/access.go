@@ -1,7 +1,5 @@
 package device
 
-import "pypto/isa"
-
 // span is a half-open byte range in one address space: an on-chip buffer (space =
 // its Location) or one GM param (space = gmSpace + param index, offsets relative to
 // the param's start). Distinct params of one program are assumed not to overlap in GM;
@@ -63,53 +61,11 @@ func gmViewSpan(o Operand) (span, bool) {
 	return span{space: gmSpace + o.GM.Param, lo: lo * size, hi: (hi + 1) * size}, true
 }
 
-// accesses lists the bytes an instruction reads and writes. By the opcode table's
-// convention the first operand is the destination; TMATMUL_ACC also reads it.
+// accesses lists the bytes an instruction reads and writes, as its opTable entry
+// says.
 func accesses(in Instr) accessSet {
-	var s accessSet
-	add := func(o Operand, write bool) {
-		var sp span
-		switch o.Kind {
-		case isa.KindTile:
-			sp = tileSpan(o)
-		case isa.KindGM:
-			var ok bool
-			if sp, ok = gmViewSpan(o); !ok {
-				return
-			}
-		default:
-			return
-		}
-		if write {
-			s.writes = append(s.writes, sp)
-		} else {
-			s.reads = append(s.reads, sp)
-		}
+	if impl := lookupOp(in.Op); impl != nil && impl.access != nil {
+		return impl.access(&in)
 	}
-	switch in.Op {
-	case isa.SET_FLAG, isa.WAIT_FLAG, isa.TSYNC:
-		return s
-	case isa.TEXTRACT:
-		add(in.Args[0], true)
-		s.reads = append(s.reads, extractSpan(in))
-		return s
-	}
-	for i, a := range in.Args {
-		add(a, i == 0)
-	}
-	if in.Op == isa.TMATMUL_ACC {
-		add(in.Args[0], false)
-	}
-	return s
-}
-
-// extractSpan is the part of the source tile a TEXTRACT reads: from its first
-// sub-tile element to its last, row-major.
-func extractSpan(in Instr) span {
-	dst, src := in.Args[0], in.Args[1]
-	r, c := int(in.Args[2].Imm), int(in.Args[3].Imm)
-	size := src.DType.Size()
-	first := (r*src.Cols + c) * size
-	last := ((r+dst.Rows-1)*src.Cols + c + dst.Cols) * size
-	return span{space: int(src.Loc), lo: src.Addr + first, hi: src.Addr + last}
+	return conventionalAccess(&in)
 }

@@ -139,139 +139,22 @@ func fixpipeConverts(from, to dtype.DType) bool {
 	return false
 }
 
-// checkSemantics applies the per-opcode rules on locations, shapes and dtypes and
-// resolves the pipe. It returns a message instead of an error so that checkInstr
-// wraps every failure the same way.
+// checkCtx is what a route function of opTable sees: the chip and the program.
+type checkCtx struct {
+	chip *Chip
+	p    *isa.Program
+}
+
+// tile is the declaration of the tile operand i of in (indices are already checked).
+func (ck *checkCtx) tile(in isa.Instr, i int) isa.TileDecl { return ck.p.Tiles[in.Args[i].Tile] }
+
+// checkSemantics applies the per-opcode rules of opTable and resolves the pipe. It
+// returns a message instead of an error so that checkInstr wraps every failure the
+// same way.
 func checkSemantics(chip *Chip, p *isa.Program, in isa.Instr) (isa.Pipe, string) {
-	tile := func(i int) isa.TileDecl { return p.Tiles[in.Args[i].Tile] }
-	info := in.Op.Info()
-	switch in.Op {
-	case isa.TLOAD:
-		dst, v := tile(0), in.Args[1].GM
-		prm := p.Params[v.Param]
-		if dst.Loc != isa.Mat && dst.Loc != isa.Vec {
-			return 0, fmt.Sprintf("tload writes %s tile %s; MTE2 loads GM into mat (L1) or vec (UB) only", dst.Loc, dst.Name)
-		}
-		if v.Rows > dst.Rows || v.Cols > dst.Cols {
-			return 0, fmt.Sprintf("GM window %dx%d is larger than tile %s (%dx%d)", v.Rows, v.Cols, dst.Name, dst.Rows, dst.Cols)
-		}
-		if prm.DType != dst.DType {
-			return 0, fmt.Sprintf("tload does not convert: param %s is %s, tile %s is %s", prm.Name, prm.DType, dst.Name, dst.DType)
-		}
-		return isa.PipeMTE2, ""
-	case isa.TSTORE:
-		v, src := in.Args[0].GM, tile(1)
-		prm := p.Params[v.Param]
-		if v.Rows > src.Rows || v.Cols > src.Cols {
-			return 0, fmt.Sprintf("GM window %dx%d is larger than tile %s (%dx%d)", v.Rows, v.Cols, src.Name, src.Rows, src.Cols)
-		}
-		switch src.Loc {
-		case isa.Vec:
-			if prm.DType != src.DType {
-				return 0, fmt.Sprintf("MTE3 does not convert: tile %s is %s, param %s is %s (convert with tcvt first)", src.Name, src.DType, prm.Name, prm.DType)
-			}
-			return isa.PipeMTE3, ""
-		case isa.Acc:
-			if !fixpipeConverts(src.DType, prm.DType) {
-				return 0, fmt.Sprintf("the fixpipe cannot store %s tile %s as %s", src.DType, src.Name, prm.DType)
-			}
-			return isa.PipeFIX, ""
-		}
-		return 0, fmt.Sprintf("tstore reads %s tile %s; only vec (MTE3) and acc (FIX) tiles can be stored", src.Loc, src.Name)
-	case isa.TMOV:
-		dst, src := tile(0), tile(1)
-		if dst.Rows != src.Rows || dst.Cols != src.Cols {
-			return 0, fmt.Sprintf("tmov copies a whole tile: %s is %dx%d, %s is %dx%d", dst.Name, dst.Rows, dst.Cols, src.Name, src.Rows, src.Cols)
-		}
-		switch {
-		case src.Loc == isa.Mat && (dst.Loc == isa.Left || dst.Loc == isa.Right):
-			if dst.DType != src.DType {
-				return 0, fmt.Sprintf("MTE1 does not convert: %s is %s, %s is %s", src.Name, src.DType, dst.Name, dst.DType)
-			}
-			return isa.PipeMTE1, ""
-		case src.Loc == isa.Acc && dst.Loc == isa.Vec:
-			if !fixpipeConverts(src.DType, dst.DType) {
-				return 0, fmt.Sprintf("the fixpipe cannot move %s tile %s to %s", src.DType, src.Name, dst.DType)
-			}
-			return isa.PipeFIX, ""
-		case src.Loc == isa.Vec && dst.Loc == isa.Vec:
-			return isa.PipeV, ""
-		}
-		return 0, fmt.Sprintf("no tmov path from %s to %s (mat->left/right, acc->vec, vec->vec)", src.Loc, dst.Loc)
-	case isa.TEXTRACT:
-		dst, src := tile(0), tile(1)
-		r, c := in.Args[2].Imm, in.Args[3].Imm
-		if src.Loc != isa.Mat || (dst.Loc != isa.Left && dst.Loc != isa.Right) {
-			return 0, fmt.Sprintf("textract copies mat -> left/right, not %s -> %s", src.Loc, dst.Loc)
-		}
-		if dst.DType != src.DType {
-			return 0, fmt.Sprintf("textract does not convert: %s is %s, %s is %s", src.Name, src.DType, dst.Name, dst.DType)
-		}
-		if r != math.Trunc(r) || c != math.Trunc(c) || r < 0 || c < 0 {
-			return 0, fmt.Sprintf("sub-tile offset (%g, %g) must be non-negative integers", r, c)
-		}
-		if int(r)+dst.Rows > src.Rows || int(c)+dst.Cols > src.Cols {
-			return 0, fmt.Sprintf("sub-tile %dx%d at (%d, %d) leaves %s (%dx%d)", dst.Rows, dst.Cols, int(r), int(c), src.Name, src.Rows, src.Cols)
-		}
-		return isa.PipeMTE1, ""
-	case isa.TMATMUL, isa.TMATMUL_ACC:
-		dst, a, b := tile(0), tile(1), tile(2)
-		if dst.Loc != isa.Acc || a.Loc != isa.Left || b.Loc != isa.Right {
-			return 0, fmt.Sprintf("%s needs acc = left x right, got %s = %s x %s", info.Name, dst.Loc, a.Loc, b.Loc)
-		}
-		if a.Cols != b.Rows || dst.Rows != a.Rows || dst.Cols != b.Cols {
-			return 0, fmt.Sprintf("shapes do not chain: %s %dx%d = %s %dx%d x %s %dx%d",
-				dst.Name, dst.Rows, dst.Cols, a.Name, a.Rows, a.Cols, b.Name, b.Rows, b.Cols)
-		}
-		ok := a.DType == b.DType && (a.DType.IsFloat() && dst.DType == dtype.Float32 ||
-			a.DType == dtype.Int8 && dst.DType == dtype.Int32)
-		if !ok {
-			return 0, fmt.Sprintf("the cube computes f16/bf16/f32 x same -> f32 or i8 x i8 -> i32, not %s x %s -> %s", a.DType, b.DType, dst.DType)
-		}
-		return isa.PipeM, ""
-	case isa.TADD, isa.TMUL, isa.TRELU, isa.TCVT:
-		dst := tile(0)
-		for i := range in.Args {
-			t := tile(i)
-			if t.Loc != isa.Vec {
-				return 0, fmt.Sprintf("%s works on vec tiles; %s is in %s", info.Name, t.Name, t.Loc)
-			}
-			if t.Rows != dst.Rows || t.Cols != dst.Cols {
-				return 0, fmt.Sprintf("%s needs equal shapes: %s is %dx%d, %s is %dx%d", info.Name, dst.Name, dst.Rows, dst.Cols, t.Name, t.Rows, t.Cols)
-			}
-			// Arithmetic operands share the destination's dtype, as on the hardware;
-			// that is also what makes computing in float32 correctly rounded.
-			if in.Op != isa.TCVT && (t.DType != dst.DType || !numeric(t.DType)) {
-				return 0, fmt.Sprintf("%s needs operands of one numeric dtype: %s is %s, %s is %s", info.Name, dst.Name, dst.DType, t.Name, t.DType)
-			}
-		}
-		return isa.PipeV, ""
-	case isa.SET_FLAG, isa.WAIT_FLAG:
-		src, dst, id := in.Args[0].Pipe, in.Args[1].Pipe, in.Args[2].Imm
-		for _, q := range [2]isa.Pipe{src, dst} {
-			if q == isa.PipeS || !HasPipe(p.Core, q) {
-				return 0, fmt.Sprintf("%s between %s and %s: pipe %s is not a flag endpoint of a %s core", info.Name, src, dst, q, p.Core)
-			}
-		}
-		if src == dst {
-			return 0, fmt.Sprintf("%s from pipe %s to itself; a pipe is in order (use tsync)", info.Name, src)
-		}
-		if id != math.Trunc(id) || id < 0 || int(id) >= chip.FlagEventIDs {
-			return 0, fmt.Sprintf("event id %g is not one of the chip's %d ids", id, chip.FlagEventIDs)
-		}
-		if in.Op == isa.SET_FLAG {
-			return src, ""
-		}
-		return dst, ""
-	case isa.TSYNC:
-		q := in.Args[0].Pipe
-		if q == isa.PipeAll {
-			return isa.PipeS, "" // a full barrier stops issue on the scalar pipe
-		}
-		if q == isa.PipeS || !HasPipe(p.Core, q) {
-			return 0, fmt.Sprintf("tsync on pipe %s, which a %s core does not have", q, p.Core)
-		}
-		return q, ""
+	impl := lookupOp(in.Op)
+	if impl == nil || impl.route == nil {
+		return 0, fmt.Sprintf("the backend does not support %s", in.Op)
 	}
-	return 0, fmt.Sprintf("the backend does not support %s", info.Name)
+	return impl.route(&checkCtx{chip: chip, p: p}, in)
 }

@@ -164,7 +164,7 @@ func (c *coreSim) execRecovering(m *MachineProgram, blk *Block, in *Instr) (err 
 			err = fmt.Errorf("internal error: %v", r)
 		}
 	}()
-	return c.exec(m, blk, in)
+	return c.exec(&execCtx{m: m, blk: blk}, in)
 }
 
 // deadlock reports every pipe stuck on a wait whose event cannot come any more.

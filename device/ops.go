@@ -1,0 +1,74 @@
+package device
+
+import (
+	"pypto/isa"
+)
+
+// opImpl is everything the device knows about one opcode, so that supporting a new
+// instruction is one entry in opTable: how the backend checks and routes it, which
+// bytes it touches (flag insertion and the race checks depend on this), what it
+// computes on a core and how long it occupies its pipe.
+type opImpl struct {
+	// route applies the device's rules to an instruction whose operand kinds and
+	// indices are already checked, and returns the pipe that runs it, or a message
+	// saying why the chip cannot run it.
+	route func(ck *checkCtx, in isa.Instr) (isa.Pipe, string)
+	// access lists the bytes it reads and writes. nil means the table's convention:
+	// operand 0 is written, every other tile or GM operand is read.
+	access func(in *Instr) accessSet
+	// exec computes its values on a core. nil means it has none (flags, barriers).
+	exec func(c *coreSim, x *execCtx, in *Instr) error
+	// work is its data-proportional pipe time in cycles; the pipe's startup latency is
+	// added by the caller. nil means it takes no pipe time (flags, barriers).
+	work func(chip *Chip, in *Instr) int64
+}
+
+// opTable holds the device's implementation of every opcode it supports. A test checks
+// that every opcode of isa.Opcodes has an entry.
+var opTable = map[isa.Opcode]*opImpl{}
+
+// lookupOp returns the device's implementation of op, or nil if it has none.
+func lookupOp(op isa.Opcode) *opImpl { return opTable[op] }
+
+// defineOps adds entries to opTable; each file of instructions calls it from init so
+// the table is assembled from one place per instruction class.
+func defineOps(entries map[isa.Opcode]*opImpl) {
+	for op, e := range entries {
+		if _, dup := opTable[op]; dup {
+			panic("device: opcode " + op.String() + " defined twice")
+		}
+		opTable[op] = e
+	}
+}
+
+// conventionalAccess is the default access set: operand 0 is the destination and is
+// written, every other tile or GM operand is read.
+func conventionalAccess(in *Instr) accessSet {
+	var s accessSet
+	for i := range in.Args {
+		s.add(in.Args[i], i == 0)
+	}
+	return s
+}
+
+// add records the bytes of a tile or GM operand as read or written; other operand
+// kinds touch no memory.
+func (s *accessSet) add(o Operand, write bool) {
+	var sp span
+	switch o.Kind {
+	case isa.KindTile:
+		sp = tileSpan(o)
+	case isa.KindGM:
+		var ok bool
+		if sp, ok = gmViewSpan(o); !ok {
+			return
+		}
+	default:
+		return
+	}
+	if write {
+		s.writes = append(s.writes, sp)
+	} else {
+		s.reads = append(s.reads, sp)
+	}
+}

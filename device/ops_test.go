@@ -1,0 +1,23 @@
+package device
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"pypto/isa"
+)
+
+// Every opcode of the ISA has a device implementation with a route, and every data
+// instruction (one that touches memory) has semantics and a cost.
+func TestOpTableCoversTheISA(t *testing.T) {
+	for op := isa.Opcode(1); int(op) < isa.NumOpcodes(); op++ {
+		impl := lookupOp(op)
+		require.NotNil(t, impl, "device has no implementation of %s", op)
+		require.NotNil(t, impl.route, "%s has no route", op)
+		if impl.access == nil {
+			require.NotNil(t, impl.exec, "%s touches memory but computes nothing", op)
+			require.NotNil(t, impl.work, "%s touches memory but costs nothing", op)
+		}
+	}
+}
