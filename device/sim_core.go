@@ -30,10 +30,12 @@ type coreSim struct {
 	trace                     []TraceEvent
 }
 
-// semEntry is one pending SET_FLAG: when it becomes visible, and where it was set.
+// semEntry is one pending SET_FLAG: when it becomes visible, where it was set, and
+// the knowledge it carries for the race checker.
 type semEntry struct {
-	at int64
-	pc int
+	at    int64
+	pc    int
+	known vclock
 }
 
 // runBlock simulates one block from the core's current time and advances it.
@@ -61,6 +63,9 @@ func (c *coreSim) runBlock(bi int, blk *Block) error {
 	}
 	var (
 		issue   = make([]int64, n)
+		seq     = make([]int, n)
+		accs    = make([]accessSet, n)
+		races   raceChecker
 		queues  [numPipes][]int
 		heads   [numPipes]int
 		free    [numPipes]int64
@@ -85,6 +90,7 @@ func (c *coreSim) runBlock(bi int, blk *Block) error {
 					break // a full barrier waits for everything issued before it
 				}
 				scalarT = max(scalarT+int64(c.chip.IssueCycles), maxEnd)
+				races.barrier()
 				record(next, isa.PipeS, scalarT, scalarT)
 				done++
 				next++
@@ -95,6 +101,8 @@ func (c *coreSim) runBlock(bi int, blk *Block) error {
 			}
 			scalarT += int64(c.chip.IssueCycles)
 			issue[next] = scalarT
+			accs[next] = accesses(*in)
+			seq[next] = races.issue(in.Pipe, next, next, accs[next])
 			queues[in.Pipe] = append(queues[in.Pipe], next)
 			next++
 		}
@@ -121,6 +129,9 @@ func (c *coreSim) runBlock(bi int, blk *Block) error {
 			return c.deadlock(bi, m, queues, heads, fail)
 		}
 		in := &m.Instrs[best]
+		if other, q, raced := races.start(in.Pipe, seq[best], best, accs[best]); raced {
+			return fail(best, "%s", raceMessage(m, other, q, in.Pipe))
+		}
 		if err := c.execRecovering(m, blk, in); err != nil {
 			return fail(best, "%v", err)
 		}
@@ -128,9 +139,10 @@ func (c *coreSim) runBlock(bi int, blk *Block) error {
 		switch in.Op {
 		case isa.SET_FLAG:
 			k := flagKeyOf(in)
-			sems[k] = append(sems[k], semEntry{at: bestStart + int64(c.chip.FlagLatencyCycles), pc: best})
+			sems[k] = append(sems[k], semEntry{at: bestStart + int64(c.chip.FlagLatencyCycles), pc: best, known: races.snapshot(in.Pipe, seq[best])})
 		case isa.WAIT_FLAG:
 			k := flagKeyOf(in)
+			races.join(in.Pipe, sems[k][0].known)
 			sems[k] = sems[k][1:]
 		}
 		p := in.Pipe
