@@ -38,6 +38,15 @@ type semEntry struct {
 	known vclock
 }
 
+// dynInstr is one issued instruction: an execution of the static instruction at pc.
+type dynInstr struct {
+	pc    int    // index into the machine program's Instrs
+	in    *Instr // the instruction as issued
+	issue int64  // when the scalar pipe issued it
+	seq   int    // its position among its pipe's issued instructions
+	acc   accessSet
+}
+
 // runBlock simulates one block from the core's current time and advances it.
 //
 // It is a discrete-event simulation of the core's pipes. The scalar pipe issues
@@ -45,12 +54,12 @@ type semEntry struct {
 // (unbounded: issue never stalls on a full queue), except that a TSYNC all stops issue
 // until everything issued before it has finished. Each step starts, among the
 // instructions at the heads of the queues that can start, the one with the earliest
-// start time (ties by program order): start = max(pipe free, issue time, and for a
+// start time (ties by issue order): start = max(pipe free, issue time, and for a
 // WAIT_FLAG the time its event became visible). Values are computed at that moment, so
-// they follow the simulated order, not program order; that is the same thing for a
-// program whose flags order every dependency. Start times never decrease, so the order
-// is a valid execution of the pipes. When no head can start and work is left, the
-// block is deadlocked, which is reported instead of hanging.
+// they follow the simulated order, not program order; the race checker (sim_race.go)
+// makes sure that is the same thing. Start times never decrease, so the order is a
+// valid execution of the pipes. When no head can start and work is left, the block is
+// deadlocked, which is reported instead of hanging.
 func (c *coreSim) runBlock(bi int, blk *Block) error {
 	m := blk.Prog
 	n := len(m.Instrs)
@@ -62,17 +71,15 @@ func (c *coreSim) runBlock(bi int, blk *Block) error {
 		return e
 	}
 	var (
-		issue   = make([]int64, n)
-		seq     = make([]int, n)
-		accs    = make([]accessSet, n)
+		dyn     []dynInstr // issued instructions, in issue order
 		races   raceChecker
-		queues  [numPipes][]int
+		queues  [numPipes][]int // indices into dyn
 		heads   [numPipes]int
 		free    [numPipes]int64
 		sems    = map[flagKey][]semEntry{}
 		next    int   // next pc to issue
 		scalarT int64 // scalar pipe's time
-		done    int
+		done    int   // instructions finished (or started: starting fixes the end)
 		maxEnd  int64
 	)
 	t0 := c.start + c.cycles
@@ -82,17 +89,16 @@ func (c *coreSim) runBlock(bi int, blk *Block) error {
 			c.trace = append(c.trace, TraceEvent{Core: c.index, Block: bi, PC: pc, Pipe: p, Op: m.Instrs[pc].Op, Start: t0 + start, End: t0 + end})
 		}
 	}
-	for done < n {
+	for next < n || done < len(dyn) {
 		for next < n {
 			in := &m.Instrs[next]
 			if in.Op == isa.TSYNC && in.Pipe == isa.PipeS {
-				if done < next {
+				if done < len(dyn) {
 					break // a full barrier waits for everything issued before it
 				}
 				scalarT = max(scalarT+int64(c.chip.IssueCycles), maxEnd)
 				races.barrier()
 				record(next, isa.PipeS, scalarT, scalarT)
-				done++
 				next++
 				continue
 			}
@@ -100,46 +106,50 @@ func (c *coreSim) runBlock(bi int, blk *Block) error {
 				return fail(next, "instruction has no pipe")
 			}
 			scalarT += int64(c.chip.IssueCycles)
-			issue[next] = scalarT
-			accs[next] = accesses(*in)
-			seq[next] = races.issue(in.Pipe, next, next, accs[next])
-			queues[in.Pipe] = append(queues[in.Pipe], next)
+			d := dynInstr{pc: next, in: in, issue: scalarT, acc: accesses(*in)}
+			d.seq = races.issue(in.Pipe, len(dyn), next, d.acc)
+			queues[in.Pipe] = append(queues[in.Pipe], len(dyn))
+			dyn = append(dyn, d)
 			next++
+		}
+		if done == len(dyn) {
+			continue // a barrier was waiting for the last issued instruction
 		}
 		best, bestStart := -1, int64(0)
 		for p := range queues {
 			if heads[p] >= len(queues[p]) {
 				continue
 			}
-			pc := queues[p][heads[p]]
-			in := &m.Instrs[pc]
-			start := max(free[p], issue[pc])
-			if in.Op == isa.WAIT_FLAG {
-				q := sems[flagKeyOf(in)]
+			di := queues[p][heads[p]]
+			d := &dyn[di]
+			start := max(free[p], d.issue)
+			if d.in.Op == isa.WAIT_FLAG {
+				q := sems[flagKeyOf(d.in)]
 				if len(q) == 0 {
 					continue
 				}
 				start = max(start, q[0].at)
 			}
-			if best < 0 || start < bestStart || (start == bestStart && pc < best) {
-				best, bestStart = pc, start
+			if best < 0 || start < bestStart || (start == bestStart && di < best) {
+				best, bestStart = di, start
 			}
 		}
 		if best < 0 {
-			return c.deadlock(bi, m, queues, heads, fail)
+			return c.deadlock(m, dyn, queues, heads, fail)
 		}
-		in := &m.Instrs[best]
-		if other, q, raced := races.start(in.Pipe, seq[best], best, accs[best]); raced {
-			return fail(best, "%s", raceMessage(m, other, q, in.Pipe))
+		d := &dyn[best]
+		in := d.in
+		if other, q, raced := races.start(in.Pipe, d.seq, best, d.acc); raced {
+			return fail(d.pc, "%s", raceMessage(m, other, q, in.Pipe))
 		}
 		if err := c.execRecovering(m, blk, in); err != nil {
-			return fail(best, "%v", err)
+			return fail(d.pc, "%v", err)
 		}
 		end := bestStart + c.chip.duration(in)
 		switch in.Op {
 		case isa.SET_FLAG:
 			k := flagKeyOf(in)
-			sems[k] = append(sems[k], semEntry{at: bestStart + int64(c.chip.FlagLatencyCycles), pc: best, known: races.snapshot(in.Pipe, seq[best])})
+			sems[k] = append(sems[k], semEntry{at: bestStart + int64(c.chip.FlagLatencyCycles), pc: d.pc, known: races.snapshot(in.Pipe, d.seq)})
 		case isa.WAIT_FLAG:
 			k := flagKeyOf(in)
 			races.join(in.Pipe, sems[k][0].known)
@@ -151,7 +161,7 @@ func (c *coreSim) runBlock(bi int, blk *Block) error {
 		maxEnd = max(maxEnd, end)
 		heads[p]++
 		done++
-		record(best, p, bestStart, end)
+		record(d.pc, p, bestStart, end)
 	}
 	// A set nobody waited for would leak into the next block on real hardware.
 	var leaked []int
@@ -180,11 +190,11 @@ func (c *coreSim) execRecovering(m *MachineProgram, blk *Block, in *Instr) (err 
 }
 
 // deadlock reports every pipe stuck on a wait whose event cannot come any more.
-func (c *coreSim) deadlock(bi int, m *MachineProgram, queues [numPipes][]int, heads [numPipes]int, fail func(int, string, ...any) error) error {
+func (c *coreSim) deadlock(m *MachineProgram, dyn []dynInstr, queues [numPipes][]int, heads [numPipes]int, fail func(int, string, ...any) error) error {
 	var stuck []int
 	for p := range queues {
 		if heads[p] < len(queues[p]) {
-			stuck = append(stuck, queues[p][heads[p]])
+			stuck = append(stuck, dyn[queues[p][heads[p]]].pc)
 		}
 	}
 	if len(stuck) == 0 {
