@@ -129,9 +129,8 @@ func (e *Executable) CompileTime() time.Duration { return e.compile }
 func (e *Executable) Dump() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "== tensor graph ==\n%s\n", core.Format(e.graph))
-	fmt.Fprintf(&b, "== tile graph ==\n%s\n", e.exec.Blocks.Tiles.Format())
-	fmt.Fprintf(&b, "== block graph ==\n%s\n", e.exec.Blocks.Format())
-	fmt.Fprintf(&b, "== execution graph ==\n%s\n", e.exec.Format(true))
+	// The execution graph's text nests the tile and block graphs it was built from.
+	fmt.Fprintf(&b, "== execution graph (with its tile and block graphs) ==\n%s\n", e.exec.Format(true))
 	b.WriteString("== machine programs ==\n")
 	for _, t := range e.exec.Tasks {
 		for _, m := range t.Machine {
