@@ -1,6 +1,9 @@
 package lower
 
-import "pypto/isa"
+import (
+	"pypto/core"
+	"pypto/isa"
+)
 
 // lowering says how a Tensor Graph op becomes tile work. Ops absent from this table
 // cannot run on the device and are rejected at compile time (never silently run on
@@ -8,7 +11,10 @@ import "pypto/isa"
 type lowering struct {
 	kind   TileKind
 	core   isa.CoreKind
-	vector isa.Opcode // the vector instruction of an elementwise op
+	vector isa.Opcode // the vector instruction of an elementwise op; none for a copy
+	// maps, for view ops, says how the output indexes each input (see affineMap);
+	// nil means numpy broadcasting.
+	maps func(in []core.Shape, out core.Shape, attrs core.Attrs) []affineMap
 }
 
 var lowerings = map[string]lowering{
