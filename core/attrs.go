@@ -27,6 +27,35 @@ func (a Attrs) Int(name string, def int) int {
 	return def
 }
 
+// Float returns attribute name as a float64, or def when absent.
+func (a Attrs) Float(name string, def float64) float64 {
+	if v, ok := a[name].(float64); ok {
+		return v
+	}
+	return def
+}
+
+// Str returns attribute name as a string, or def when absent.
+func (a Attrs) Str(name string, def string) string {
+	if v, ok := a[name].(string); ok {
+		return v
+	}
+	return def
+}
+
+// Ints returns attribute name as a list of ints, or nil when absent.
+func (a Attrs) Ints(name string) []int {
+	v, ok := a[name].([]int64)
+	if !ok {
+		return nil
+	}
+	out := make([]int, len(v))
+	for i, x := range v {
+		out[i] = int(x)
+	}
+	return out
+}
+
 // String prints attributes sorted by name, as {a=1, b=true}; "" when empty.
 func (a Attrs) String() string {
 	if len(a) == 0 {

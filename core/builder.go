@@ -40,3 +40,6 @@ func (b *Builder) Output(v Value) { b.g.Outputs = append(b.g.Outputs, v) }
 
 // Graph returns the graph built so far; the builder must not be used afterwards.
 func (b *Builder) Graph() *Graph { return b.g }
+
+// Type returns the type of a value built so far.
+func (b *Builder) Type(v Value) TensorType { return b.g.Nodes[v].Type }

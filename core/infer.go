@@ -10,8 +10,8 @@ func InferOp(name string, in []TensorType, attrs Attrs) (TensorType, Attrs, *Err
 	if !ok {
 		return TensorType{}, nil, Errorf(ValueError, "unknown op %q", name).Suggest("known ops: %v", OpNames())
 	}
-	if len(in) != def.Arity {
-		return TensorType{}, nil, Errorf(ValueError, "%s takes %d tensor inputs, got %d", name, def.Arity, len(in))
+	if !def.AcceptsArity(len(in)) {
+		return TensorType{}, nil, Errorf(ValueError, "%s takes %s tensor inputs, got %d", name, def.ArityString(), len(in))
 	}
 	for i, t := range in {
 		if !t.DType.Valid() {

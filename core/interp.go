@@ -65,7 +65,8 @@ func Interpret(g *Graph, inputs []*Array) ([]*Array, error) {
 }
 
 // evalNode runs one op's Eval, turning a panic (a bug in the reference implementation)
-// into an error that names the node.
+// into an error that names the node. An Eval reports errors that only the data can show
+// (an index out of range) by panicking with an *Error, which is returned as it is.
 func evalNode(g *Graph, i int, args []*Array) (out *Array, err *Error) {
 	n := g.Nodes[i]
 	def, _ := LookupOp(n.Op) // Verify has checked it exists
@@ -73,6 +74,10 @@ func evalNode(g *Graph, i int, args []*Array) (out *Array, err *Error) {
 	defer func() {
 		if r := recover(); r != nil {
 			out = nil
+			if e, ok := r.(*Error); ok { // a data-dependent error the op reports, e.g. an index out of range
+				err = e.WithLoc(n.Loc)
+				return
+			}
 			err = Errorf(InternalError, "graph %s: %s: reference implementation of %s panicked: %v",
 				quoteName(g.Name), formatNodeWith(g, indexNames(g), i), n.Op, r)
 		}

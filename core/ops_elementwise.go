@@ -1,47 +1,30 @@
 package core
 
-import "pypto/dtype"
+import (
+	"math"
 
-// Elementwise ops follow numpy: inputs broadcast, the result dtype is the promotion of
-// the input dtypes, and each result is computed in float64 and rounded once to the
-// result dtype (which is correctly rounded for + and * of every supported type).
+	"pypto/dtype"
+)
 
-func init() {
-	Register(&OpDef{Name: "add", Arity: 2, Doc: "a + b with numpy broadcasting", Infer: inferBinary("add"), Eval: evalBinary(func(a, b float64) float64 { return a + b })})
-	Register(&OpDef{Name: "mul", Arity: 2, Doc: "a * b with numpy broadcasting", Infer: inferBinary("mul"), Eval: evalBinary(func(a, b float64) float64 { return a * b })})
-	Register(&OpDef{Name: "relu", Arity: 1, Doc: "max(x, 0); NaN stays NaN", Infer: inferUnaryNumeric("relu"), Eval: evalUnary(relu)})
+// Elementwise ops follow numpy: inputs broadcast, operands are converted to the
+// computation dtype (the promotion of the input dtypes), and each result is computed
+// exactly (float64 for floats, int64 for integers) and rounded once to the result dtype.
+// For + - * of every supported type that is the correctly rounded result, so the
+// device and the reference agree bit for bit.
+
+// kernel is the scalar function of an elementwise op. Float computes in float64; Int,
+// when set, computes integer operands exactly in int64 (float64 would lose the low bits
+// of int32 products), and the store wraps the result like a two's-complement register.
+type kernel struct {
+	Float func(a, b float64) float64
+	Int   func(a, b int64) int64
 }
 
-func relu(x float64) float64 {
-	if x < 0 {
-		return 0
+func (k kernel) apply(ct dtype.DType, a, b float64) float64 {
+	if ct.IsInt() && k.Int != nil {
+		return float64(k.Int(int64(a), int64(b)))
 	}
-	return x // NaN and +0/-0 pass through unchanged
-}
-
-func inferBinary(name string) func([]TensorType, Attrs) (TensorType, *Error) {
-	return func(in []TensorType, _ Attrs) (TensorType, *Error) {
-		shape, ok := BroadcastShapes(in[0].Shape, in[1].Shape)
-		if !ok {
-			return TensorType{}, Errorf(ShapeError, "%s: shapes %v and %v cannot be broadcast together", name, in[0].Shape, in[1].Shape).
-				Because("dimensions are compared from the right; each pair must be equal or one of them 1").
-				Suggest("reshape one operand so its trailing dimensions match the other's, or insert size-1 axes to broadcast")
-		}
-		dt := PromoteTypes(in[0].DType, in[1].DType)
-		if dt == dtype.Bool {
-			return TensorType{}, Errorf(DTypeError, "%s: not defined for bool tensors", name).Suggest("cast the operands to int32 or float32 first")
-		}
-		return TensorType{DType: dt, Shape: shape}, nil
-	}
-}
-
-func inferUnaryNumeric(name string) func([]TensorType, Attrs) (TensorType, *Error) {
-	return func(in []TensorType, _ Attrs) (TensorType, *Error) {
-		if in[0].DType == dtype.Bool {
-			return TensorType{}, Errorf(DTypeError, "%s: not defined for bool tensors", name)
-		}
-		return TensorType{DType: in[0].DType, Shape: in[0].Shape.Clone()}, nil
-	}
+	return k.Float(a, b)
 }
 
 // broadcastIndex maps a flat index of the output to the flat index of an input whose
@@ -68,20 +51,87 @@ func (b broadcastIndex) at(flat int) int {
 	return idx
 }
 
-func evalBinary(f func(a, b float64) float64) func([]*Array, Attrs, *Array) {
-	return func(in []*Array, _ Attrs, out *Array) {
-		ia := newBroadcastIndex(in[0].Type.Shape, out.Type.Shape)
-		ib := newBroadcastIndex(in[1].Type.Shape, out.Type.Shape)
-		for i := range out.Data {
-			out.Data[i] = dtype.Round(out.Type.DType, f(in[0].Data[ia.at(i)], in[1].Data[ib.at(i)]))
+// evalElementwise evaluates f over the broadcast inputs. ct is the computation dtype
+// the operands are converted to first (as numpy casts operands to the loop's type);
+// the result is rounded to out's dtype.
+func evalElementwise(in []*Array, out *Array, ct dtype.DType, f func(args []float64) float64) {
+	idx := make([]broadcastIndex, len(in))
+	for k, a := range in {
+		idx[k] = newBroadcastIndex(a.Type.Shape, out.Type.Shape)
+	}
+	args := make([]float64, len(in))
+	for i := range out.Data {
+		for k, a := range in {
+			args[k] = dtype.Round(ct, a.Data[idx[k].at(i)])
 		}
+		out.Data[i] = dtype.Round(out.Type.DType, f(args))
 	}
 }
 
-func evalUnary(f func(float64) float64) func([]*Array, Attrs, *Array) {
-	return func(in []*Array, _ Attrs, out *Array) {
-		for i, v := range in[0].Data {
-			out.Data[i] = dtype.Round(out.Type.DType, f(v))
+// broadcastAll broadcasts any number of shapes, naming the op and the operands in the
+// error when they do not fit.
+func broadcastAll(name string, in []TensorType) (Shape, *Error) {
+	shape := Shape{}
+	for k, t := range in {
+		s, ok := BroadcastShapes(shape, t.Shape)
+		if !ok {
+			e := Errorf(ShapeError, "%s: shapes %v cannot be broadcast together", name, joinShapes(in))
+			if len(in) == 2 {
+				e = Errorf(ShapeError, "%s: shapes %v and %v cannot be broadcast together", name, in[0].Shape, in[1].Shape)
+			} else {
+				e.Because("operand %d, of shape %v, is the first that does not fit the ones before it", k, t.Shape)
+			}
+			return nil, e.Because("dimensions are compared from the right; each pair must be equal or one of them 1").
+				Suggest("reshape one operand so its trailing dimensions match the other's, or insert size-1 axes to broadcast")
 		}
+		shape = s
 	}
+	return shape, nil
 }
+
+func joinShapes(in []TensorType) string {
+	s := ""
+	for i, t := range in {
+		if i > 0 {
+			s += ", "
+		}
+		s += t.Shape.String()
+	}
+	return s
+}
+
+// floatFor is the float dtype a math function of a d operand gives, numpy's rule with
+// 64-bit types narrowed to 32: floats keep their dtype; bool and int8 (which float16
+// holds exactly) give float16; int32 gives float32.
+func floatFor(d dtype.DType) dtype.DType {
+	switch {
+	case d.IsFloat():
+		return d
+	case d == dtype.Int32:
+		return dtype.Float32
+	}
+	return dtype.Float16
+}
+
+// sumFor is the dtype sums and products of d accumulate into: numpy's platform integer
+// for bool and integers (narrowed here to int32), the dtype itself for floats.
+func sumFor(d dtype.DType) dtype.DType {
+	if d.IsFloat() {
+		return d
+	}
+	return dtype.Int32
+}
+
+func isNaN(v float64) bool { return v != v }
+
+func boolOf(v bool) float64 {
+	if v {
+		return 1
+	}
+	return 0
+}
+
+var nan = math.NaN()
+
+// roundTo rounds v to what a's dtype stores.
+func roundTo(a *Array, v float64) float64 { return dtype.Round(a.Type.DType, v) }

@@ -16,14 +16,49 @@ type AttrSpec struct {
 // here too, so an op that exists is an op every layer knows about.
 type OpDef struct {
 	Name  string
-	Arity int // number of tensor inputs
-	Attrs []AttrSpec
-	Doc   string
+	Arity int // number of tensor inputs (the least number when MaxArity says more are allowed)
+	// MaxArity allows optional trailing inputs (layer_norm's weight and bias) when it is
+	// above Arity, or any number of inputs from Arity up when it is Variadic (concat).
+	// Zero means exactly Arity.
+	MaxArity int
+	Attrs    []AttrSpec
+	Doc      string
 	// Infer computes the result type; errors are *Error with kind ShapeError/DTypeError.
 	Infer func(in []TensorType, attrs Attrs) (TensorType, *Error)
 	// Eval computes the result in the reference interpreter. Inputs have the inferred
 	// types; the result must have out's type and be rounded to its dtype.
 	Eval func(in []*Array, attrs Attrs, out *Array)
+	// Decompose, set on composite ops only (softmax, layer_norm, gelu, ...), rewrites the
+	// op into simpler ops added to b, returning the value that replaces it; it must have
+	// the op's inferred type. The compiler's decomposition pass (DecomposeGraph) uses it so
+	// that the device needs lowerings for primitives only, while Eval stays the exact
+	// reference the decomposition is tested against.
+	Decompose func(b *Builder, in []Value, attrs Attrs, loc Location) (Value, error)
+}
+
+// Variadic as an OpDef.MaxArity means any number of inputs from Arity up.
+const Variadic = -1
+
+// AcceptsArity reports whether the op takes n tensor inputs.
+func (d *OpDef) AcceptsArity(n int) bool {
+	switch {
+	case d.MaxArity == Variadic:
+		return n >= d.Arity
+	case d.MaxArity > d.Arity:
+		return n >= d.Arity && n <= d.MaxArity
+	}
+	return n == d.Arity
+}
+
+// ArityString says how many inputs the op takes, for error messages and docs.
+func (d *OpDef) ArityString() string {
+	switch {
+	case d.MaxArity == Variadic:
+		return fmt.Sprintf("%d or more", d.Arity)
+	case d.MaxArity > d.Arity:
+		return fmt.Sprintf("%d to %d", d.Arity, d.MaxArity)
+	}
+	return fmt.Sprint(d.Arity)
 }
 
 var registry = map[string]*OpDef{}

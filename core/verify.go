@@ -105,8 +105,8 @@ func (v *verifier) node(i int) *Error {
 	if !ok {
 		return v.nodeErrorf(i, "op %q is not registered", n.Op)
 	}
-	if len(n.Inputs) != def.Arity {
-		return v.nodeErrorf(i, "%s takes %d inputs, node has %d", n.Op, def.Arity, len(n.Inputs))
+	if !def.AcceptsArity(len(n.Inputs)) {
+		return v.nodeErrorf(i, "%s takes %s inputs, node has %d", n.Op, def.ArityString(), len(n.Inputs))
 	}
 	types := make([]TensorType, len(n.Inputs))
 	for k, in := range n.Inputs {

@@ -1,0 +1,85 @@
+package core
+
+import (
+	"math"
+
+	"pypto/dtype"
+)
+
+// Unary elementwise ops. Those that keep values in their domain (neg, abs, relu,
+// floor, ceil, round) keep the dtype; math functions give floatFor(dtype), numpy's
+// rule (exp of int8 is float16). Each result is the float64 value rounded once.
+
+func init() {
+	same := []struct {
+		name, doc string
+		f         func(float64) float64
+	}{
+		{"neg", "-x (integers wrap: -(-128) is -128 in int8)", func(x float64) float64 { return -x }},
+		{"abs", "|x| (integers wrap: abs(-128) is -128 in int8, as in numpy)", math.Abs},
+		{"relu", "max(x, 0); NaN stays NaN", relu},
+		{"floor", "the largest integer <= x", math.Floor},
+		{"ceil", "the smallest integer >= x", math.Ceil},
+		{"round", "x rounded to the nearest integer, halves to even (numpy's round)", math.RoundToEven},
+	}
+	for _, op := range same {
+		Register(&OpDef{Name: op.name, Arity: 1, Doc: op.doc, Infer: inferUnaryNumeric(op.name), Eval: evalUnary(op.f)})
+	}
+	math1 := []struct {
+		name, doc string
+		f         func(float64) float64
+	}{
+		{"exp", "e**x", math.Exp},
+		{"log", "the natural logarithm; -inf at 0, NaN below", math.Log},
+		{"sqrt", "the square root; NaN below 0", math.Sqrt},
+		{"rsqrt", "1 / sqrt(x); inf at 0, NaN below", func(x float64) float64 { return 1 / math.Sqrt(x) }},
+		{"reciprocal", "1 / x (integers give floats, as in torch)", func(x float64) float64 { return 1 / x }},
+		{"sin", "the sine (radians)", math.Sin},
+		{"cos", "the cosine (radians)", math.Cos},
+		{"tanh", "the hyperbolic tangent", math.Tanh},
+		{"erf", "the error function", math.Erf},
+	}
+	for _, op := range math1 {
+		Register(&OpDef{Name: op.name, Arity: 1, Doc: op.doc + "; integer and bool inputs give floats (int32: float32, int8 and bool: float16)",
+			Infer: inferUnaryFloat, Eval: evalUnary(op.f)})
+	}
+	Register(&OpDef{Name: "isnan", Arity: 1, Doc: "x is NaN (false for integers and bool)", Infer: inferPredicate,
+		Eval: evalUnary(func(x float64) float64 { return boolOf(isNaN(x)) })})
+	Register(&OpDef{Name: "isfinite", Arity: 1, Doc: "x is neither infinite nor NaN (true for integers and bool)", Infer: inferPredicate,
+		Eval: evalUnary(func(x float64) float64 { return boolOf(!math.IsInf(x, 0) && !isNaN(x)) })})
+	Register(&OpDef{Name: "logical_not", Arity: 1, Doc: "x == 0, as bool (NaN is true, so its negation is false)", Infer: inferPredicate,
+		Eval: evalUnary(func(x float64) float64 { return boolOf(x == 0) })})
+}
+
+func relu(x float64) float64 {
+	if x < 0 {
+		return 0
+	}
+	return x // NaN and +0/-0 pass through unchanged
+}
+
+func inferUnaryNumeric(name string) func([]TensorType, Attrs) (TensorType, *Error) {
+	return func(in []TensorType, _ Attrs) (TensorType, *Error) {
+		if in[0].DType == dtype.Bool {
+			return TensorType{}, Errorf(DTypeError, "%s: not defined for bool tensors", name).
+				Suggest("cast to int32 or float32 first: x.astype(p.int32)")
+		}
+		return TensorType{DType: in[0].DType, Shape: in[0].Shape.Clone()}, nil
+	}
+}
+
+func inferUnaryFloat(in []TensorType, _ Attrs) (TensorType, *Error) {
+	return TensorType{DType: floatFor(in[0].DType), Shape: in[0].Shape.Clone()}, nil
+}
+
+func inferPredicate(in []TensorType, _ Attrs) (TensorType, *Error) {
+	return TensorType{DType: dtype.Bool, Shape: in[0].Shape.Clone()}, nil
+}
+
+func evalUnary(f func(float64) float64) func([]*Array, Attrs, *Array) {
+	return func(in []*Array, _ Attrs, out *Array) {
+		for i, v := range in[0].Data {
+			out.Data[i] = dtype.Round(out.Type.DType, f(v))
+		}
+	}
+}
