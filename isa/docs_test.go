@@ -37,16 +37,42 @@ func TestDocs(t *testing.T) {
 	assert.Equal(t, want, doc, staleAdvice)
 }
 
-// opcodeTable renders isa.Opcodes as a Markdown table.
+// opcodeTable renders isa.Opcodes as one Markdown table per instruction class.
 func opcodeTable() string {
 	var b strings.Builder
-	b.WriteString("| opcode | operands | pipe | meaning |\n|---|---|---|---|\n")
-	for op := Opcode(1); int(op) < NumOpcodes(); op++ {
-		info := op.Info()
-		fmt.Fprintf(&b, "| `%s` | %s | %s | %s |\n", info.Name, kindList(info.Operands), pipeColumn(info), strings.ReplaceAll(info.Doc, "|", `\|`))
+	for class := OpClass(1); class < NumOpClasses; class++ {
+		fmt.Fprintf(&b, "\n#### %s\n\n", class)
+		b.WriteString("| opcode | operands | pipe | type rule | meaning |\n|---|---|---|---|---|\n")
+		for op := Opcode(1); int(op) < NumOpcodes(); op++ {
+			if info := op.Info(); info.Class == class {
+				fmt.Fprintf(&b, "| %s | %s | %s | %s | %s |\n", opcodeColumn(info), kindList(info.Operands), pipeColumn(info), cell(info.Rule), cell(info.Doc))
+			}
+		}
 	}
 	return b.String()
 }
+
+// opcodeColumn is the name with the modes it takes: `tcmp.{eq,ne}` when a mode is
+// required, `tcvt[.{rint,floor}]` when it is optional.
+func opcodeColumn(info *OpInfo) string {
+	if len(info.Modes) == 0 {
+		return "`" + info.Name + "`"
+	}
+	names := make([]string, len(info.Modes))
+	for i, m := range info.Modes {
+		names[i] = m.String()
+	}
+	modes := "." + strings.Join(names, ", .")
+	if len(names) > 1 {
+		modes = ".{" + strings.Join(names, ",") + "}"
+	}
+	if info.ModeRequired {
+		return "`" + info.Name + modes + "`"
+	}
+	return "`" + info.Name + "[" + modes + "]`"
+}
+
+func cell(s string) string { return strings.ReplaceAll(s, "|", `\|`) }
 
 func pipeColumn(info *OpInfo) string {
 	switch info.PipeClass {

@@ -1,6 +1,9 @@
 package isa
 
 // Opcode identifies an instruction; its properties live in the Opcodes table.
+//
+// The numbering is part of the binary encoding (binary.go): new opcodes are appended,
+// never inserted, and a number is never reused.
 type Opcode uint16
 
 const (
@@ -18,6 +21,137 @@ const (
 	SET_FLAG
 	WAIT_FLAG
 	TSYNC
+
+	// Memory.
+	TSTORE_FP
+	TPREFETCH
+	MGATHER
+	MSCATTER
+
+	// Matrix.
+	TMATMUL_BIAS
+	TMATMUL_MX
+	TGEMV
+	TGEMV_ACC
+	TGEMV_BIAS
+	TGEMV_MX
+
+	// Data movement and layout.
+	TMOV_FP
+	TINSERT
+	TRESHAPE
+	TTRANS
+	TIMG2COL
+	TFILLPAD
+	TASSIGN
+
+	// Elementwise tile-tile.
+	TSUB
+	TDIV
+	TMIN
+	TMAX
+	TREM
+	TFMOD
+	TABS
+	TNEG
+	TEXP
+	TLOG
+	TSQRT
+	TRSQRT
+	TRECIP
+	TPRELU
+	TAND
+	TOR
+	TXOR
+	TNOT
+	TSHL
+	TSHR
+	TCMP
+	TSEL
+	TADDC
+	TSUBC
+
+	// Tile-scalar.
+	TADDS
+	TSUBS
+	TMULS
+	TDIVS
+	TMINS
+	TMAXS
+	TFMODS
+	TREMS
+	TANDS
+	TORS
+	TXORS
+	TSHLS
+	TSHRS
+	TLRELU
+	TCMPS
+	TSELS
+	TEXPANDS
+
+	// Reductions.
+	TROWSUM
+	TROWPROD
+	TROWMAX
+	TROWMIN
+	TCOLSUM
+	TCOLPROD
+	TCOLMAX
+	TCOLMIN
+
+	// Broadcast.
+	TROWEXPAND
+	TROWEXPANDADD
+	TROWEXPANDSUB
+	TROWEXPANDMUL
+	TROWEXPANDDIV
+	TROWEXPANDMAX
+	TROWEXPANDMIN
+	TROWEXPANDEXPDIF
+	TCOLEXPAND
+	TCOLEXPANDADD
+	TCOLEXPANDSUB
+	TCOLEXPANDMUL
+	TCOLEXPANDDIV
+	TCOLEXPANDMAX
+	TCOLEXPANDMIN
+	TCOLEXPANDEXPDIF
+
+	// Gather / scatter, sorting, generators, partial ops, quantisation, debug.
+	TGATHER
+	TGATHERB
+	TSCATTER
+	TSORT32
+	TMRGSORT
+	TCI
+	TTRI
+	TPARTADD
+	TPARTMUL
+	TPARTMAX
+	TPARTMIN
+	TQUANT
+	TDEQUANT
+	TPRINT
+
+	// Queues between the cube and the vector cores.
+	TPUSH
+	TPOP
+	TFREE
+
+	// Scalar control.
+	SMOV
+	SADD
+	SSUB
+	SMUL
+	SDIV
+	SREM
+	SMIN
+	SMAX
+	SLD
+	LOOP
+	ENDLOOP
+
 	numOpcodes
 )
 
@@ -34,39 +168,55 @@ const (
 	PipeClassBarrier                     // the pipe operand (TSYNC)
 )
 
+// OpClass groups opcodes as the published ISA does (docs/isa.md has one table each).
+type OpClass uint8
+
+const (
+	ClassInvalid OpClass = iota
+	ClassMemory
+	ClassMatrix
+	ClassMove
+	ClassElementwise
+	ClassTileScalar
+	ClassReduce
+	ClassBroadcast
+	ClassOther
+	ClassQueue
+	ClassSync
+	ClassScalar
+	NumOpClasses
+)
+
+var classNames = [...]string{
+	ClassInvalid: "invalid", ClassMemory: "Memory", ClassMatrix: "Matrix", ClassMove: "Data movement and layout",
+	ClassElementwise: "Elementwise tile-tile", ClassTileScalar: "Tile-scalar", ClassReduce: "Reductions",
+	ClassBroadcast: "Broadcast", ClassOther: "Gather, scatter, sorting, generators, partial ops, quantisation, debug",
+	ClassQueue: "Queues between cores", ClassSync: "Synchronisation", ClassScalar: "Scalar control",
+}
+
+func (c OpClass) String() string {
+	if c < NumOpClasses {
+		return classNames[c]
+	}
+	return "class?"
+}
+
 // OpInfo is one row of the opcode table: the single source of truth for an
-// instruction's spelling, operand kinds (destination first), pipe and meaning.
+// instruction's spelling, operand kinds (destination first), pipe, modes, type rule
+// and meaning. docs/isa.md is generated from it; verify_ops.go implements Rule and
+// interp*.go implements Doc.
 type OpInfo struct {
 	Name      string
+	Class     OpClass
 	Operands  []OperandKind
 	PipeClass PipeClass
 	Pipe      Pipe // meaningful for PipeClassFixed
-	Doc       string
-}
-
-var (
-	tile = KindTile
-	gm   = KindGM
-	imm  = KindImm
-	pipe = KindPipe
-)
-
-// Opcodes is the opcode table, indexed by Opcode.
-var Opcodes = [numOpcodes]OpInfo{
-	OpInvalid:   {Name: "invalid"},
-	TLOAD:       {"tload", []OperandKind{tile, gm}, PipeClassFixed, PipeMTE2, "dst = src: copy a GM window into a tile; tile elements outside the window are set to zero"},
-	TSTORE:      {"tstore", []OperandKind{gm, tile}, PipeClassByLocation, PipeInvalid, "dst = src: copy the top-left window of a tile to GM, converting to the GM dtype (rounding to nearest even); from Vec on MTE3, from Acc on FIX"},
-	TMOV:        {"tmov", []OperandKind{tile, tile}, PipeClassByLocation, PipeInvalid, "dst = src: copy a whole tile between locations (Mat->Left/Right on MTE1, Acc->Vec on FIX, Vec->Vec on V), converting dtype if they differ"},
-	TEXTRACT:    {"textract", []OperandKind{tile, tile, imm, imm}, PipeClassFixed, PipeMTE1, "dst = src[row:row+dst.rows, col:col+dst.cols]: copy a sub-tile of a Mat tile into Left/Right"},
-	TMATMUL:     {"tmatmul", []OperandKind{tile, tile, tile}, PipeClassFixed, PipeM, "dst = a @ b: Left x Right -> Acc, products accumulated in fp32 (int32 for int8)"},
-	TMATMUL_ACC: {"tmatmul.acc", []OperandKind{tile, tile, tile}, PipeClassFixed, PipeM, "dst += a @ b: accumulate into an Acc tile"},
-	TADD:        {"tadd", []OperandKind{tile, tile, tile}, PipeClassFixed, PipeV, "dst = a + b elementwise, rounded to dst's dtype"},
-	TMUL:        {"tmul", []OperandKind{tile, tile, tile}, PipeClassFixed, PipeV, "dst = a * b elementwise, rounded to dst's dtype"},
-	TRELU:       {"trelu", []OperandKind{tile, tile}, PipeClassFixed, PipeV, "dst = max(a, 0) elementwise (NaN stays NaN)"},
-	TCVT:        {"tcvt", []OperandKind{tile, tile}, PipeClassFixed, PipeV, "dst = convert(src): round to nearest even for floats, truncate toward zero for integers"},
-	SET_FLAG:    {"set_flag", []OperandKind{pipe, pipe, imm}, PipeClassFlagSource, PipeInvalid, "set event id from pipe src to pipe dst once every earlier src instruction has finished"},
-	WAIT_FLAG:   {"wait_flag", []OperandKind{pipe, pipe, imm}, PipeClassFlagDest, PipeInvalid, "block pipe dst until event id from src has been set, then consume it"},
-	TSYNC:       {"tsync", []OperandKind{pipe}, PipeClassBarrier, PipeInvalid, "barrier: later instructions of the pipe (or of every pipe, for 'all') wait for earlier ones to finish"},
+	// Modes lists the modes (Instr.Mode) the opcode takes besides ModeNone; with
+	// ModeRequired, ModeNone is not allowed.
+	Modes        []Mode
+	ModeRequired bool
+	Rule         string // the type rule in words (operand locations, dtypes, shapes)
+	Doc          string // what it computes
 }
 
 // Info returns the table row of op.
@@ -79,7 +229,7 @@ func (op Opcode) Info() *OpInfo {
 
 func (op Opcode) String() string { return op.Info().Name }
 
-// LookupOpcode finds an opcode by its assembly name.
+// LookupOpcode finds an opcode by its assembly name (without a mode suffix).
 func LookupOpcode(name string) (Opcode, bool) {
 	for i := Opcode(1); i < numOpcodes; i++ {
 		if Opcodes[i].Name == name {
@@ -89,5 +239,6 @@ func LookupOpcode(name string) (Opcode, bool) {
 	return OpInvalid, false
 }
 
-// NumOpcodes is the number of defined opcodes (for table-driven tests).
+// NumOpcodes is the number of defined opcodes plus one for OpInvalid (for loops
+// `for op := Opcode(1); int(op) < NumOpcodes(); op++`).
 func NumOpcodes() int { return int(numOpcodes) }

@@ -74,11 +74,22 @@ const (
 	afterEnd
 )
 
+// declKind is what a %name refers to.
+type declKind uint8
+
+const (
+	declParam declKind = iota
+	declTile
+	declReg
+)
+
+var declKindNames = [...]string{declParam: "param", declTile: "tile", declReg: "reg"}
+
 // declared records what a name refers to, for operand checks and duplicate reports.
 type declared struct {
-	isTile bool
-	index  int
-	line   int
+	kind  declKind
+	index int
+	line  int
 }
 
 type asmParser struct {
@@ -279,13 +290,53 @@ func (p *asmParser) line(l *line) *ParseError {
 		return p.param(l)
 	case "tile":
 		return p.tile(l)
+	case "reg":
+		return p.reg(l)
 	}
-	op, ok := LookupOpcode(w)
+	op, mode, ok := lookupInstr(w)
 	if !ok {
 		l.pos = at
 		return l.errorf(at, "expected instruction, 'param', 'tile' or 'end', found %s", l.found())
 	}
-	return p.instr(l, op)
+	if !op.Takes(mode) {
+		return l.errorf(at, "expected %s, found '%s'", modeChoices(op), w)
+	}
+	return p.instr(l, op, mode)
+}
+
+// lookupInstr splits an opcode word into the opcode and its mode suffix. Whole names
+// are tried first, so an opcode whose name has a dot (tmatmul.acc) is never read as
+// another opcode with a mode.
+func lookupInstr(w string) (Opcode, Mode, bool) {
+	if op, ok := LookupOpcode(w); ok {
+		return op, ModeNone, true
+	}
+	i := strings.LastIndexByte(w, '.')
+	if i < 0 {
+		return OpInvalid, ModeNone, false
+	}
+	op, ok := LookupOpcode(w[:i])
+	m, okm := ParseMode(w[i+1:])
+	if !ok || !okm {
+		return OpInvalid, ModeNone, false
+	}
+	return op, m, true
+}
+
+// modeChoices says how an opcode may be spelt with its modes.
+func modeChoices(op Opcode) string {
+	info := op.Info()
+	var forms []string
+	if !info.ModeRequired {
+		forms = append(forms, op.String())
+	}
+	for _, m := range info.Modes {
+		forms = append(forms, op.String()+"."+m.String())
+	}
+	if len(forms) == 1 {
+		return forms[0]
+	}
+	return "one of " + strings.Join(forms, " ")
 }
 
 // header := 'kernel' name core
@@ -341,14 +392,28 @@ func (p *asmParser) param(l *line) *ParseError {
 	if err := l.expect(']', " after the element count"); err != nil {
 		return err
 	}
-	if err := p.declare(l, name, at, declared{index: len(p.prog.Params), line: l.num}); err != nil {
+	if err := p.declare(l, name, at, declared{kind: declParam, index: len(p.prog.Params), line: l.num}); err != nil {
 		return err
 	}
 	p.prog.Params = append(p.prog.Params, Param{Name: name, DType: dt, Elems: elems})
 	return l.expectEnd("after the param declaration")
 }
 
-// tile := 'tile' %name ':' location dtype '[' rows 'x' cols ']'
+// reg := 'reg' %name
+func (p *asmParser) reg(l *line) *ParseError {
+	name, at, err := l.ref("reg")
+	if err != nil {
+		return err
+	}
+	if err := p.declare(l, name, at, declared{kind: declReg, index: len(p.prog.Regs), line: l.num}); err != nil {
+		return err
+	}
+	p.prog.Regs = append(p.prog.Regs, RegDecl{Name: name})
+	return l.expectEnd("after the reg declaration")
+}
+
+// tile := 'tile' %name ':' location dtype '[' rows 'x' cols ']' ['valid' vdim 'x' vdim] [layout]
+// vdim := integer | %reg | '*'
 func (p *asmParser) tile(l *line) *ParseError {
 	name, at, err := l.ref("tile")
 	if err != nil {
@@ -361,7 +426,7 @@ func (p *asmParser) tile(l *line) *ParseError {
 	loc, ok := ParseLocation(w)
 	if !ok {
 		l.pos = wat
-		return l.errorf(wat, "expected location (mat, left, right, acc, vec, bias), found %s", l.found())
+		return l.errorf(wat, "expected location (mat, left, right, acc, vec, bias, scaling), found %s", l.found())
 	}
 	dt, err := l.dtype()
 	if err != nil {
@@ -377,11 +442,48 @@ func (p *asmParser) tile(l *line) *ParseError {
 	if err := l.expect(']', " after the tile shape"); err != nil {
 		return err
 	}
-	if err := p.declare(l, name, at, declared{isTile: true, index: len(p.prog.Tiles), line: l.num}); err != nil {
+	t := TileDecl{Name: name, Loc: loc, DType: dt, Rows: rows, Cols: cols}
+	w, wat = l.word()
+	if w == "valid" {
+		if t.ValidRows, t.ValidRowsReg, err = p.validDim(l, "valid rows"); err != nil {
+			return err
+		}
+		if err := l.expect('x', " between the valid rows and cols"); err != nil {
+			return err
+		}
+		if t.ValidCols, t.ValidColsReg, err = p.validDim(l, "valid cols"); err != nil {
+			return err
+		}
+		w, wat = l.word()
+	}
+	if w != "" {
+		lay, ok := ParseLayout(w)
+		if !ok {
+			l.pos = wat
+			return l.errorf(wat, "expected 'valid', a layout (nd, dn, nz, zn) or end of line after the tile shape, found %s", l.found())
+		}
+		t.Layout = lay
+	}
+	if err := p.declare(l, name, at, declared{kind: declTile, index: len(p.prog.Tiles), line: l.num}); err != nil {
 		return err
 	}
-	p.prog.Tiles = append(p.prog.Tiles, TileDecl{Name: name, Loc: loc, DType: dt, Rows: rows, Cols: cols})
+	p.prog.Tiles = append(p.prog.Tiles, t)
 	return l.expectEnd("after the tile declaration")
+}
+
+// validDim reads a valid size: an integer, a register or '*' (all, the zero value).
+func (p *asmParser) validDim(l *line, what string) (int, RegRef, *ParseError) {
+	l.skipSpace()
+	switch {
+	case !l.atEnd() && l.text[l.pos] == '*':
+		l.pos++
+		return 0, 0, nil
+	case !l.atEnd() && l.text[l.pos] == '%':
+		d, err := p.lookup(l, declReg)
+		return 0, UseReg(d.index), err
+	}
+	n, err := l.integer(what + " (an integer, a register or '*')")
+	return n, 0, err
 }
 
 // dims := rows 'x' cols
@@ -397,10 +499,13 @@ func (l *line) dims() (int, int, *ParseError) {
 	return rows, cols, err
 }
 
-// instr := opcode [operand {',' operand}], operand kinds from the opcode table.
-func (p *asmParser) instr(l *line, op Opcode) *ParseError {
+// instr := opcode['.'mode] [operand {',' operand}], operand kinds from the opcode table.
+func (p *asmParser) instr(l *line, op Opcode, mode Mode) *ParseError {
 	kinds := op.Info().Operands
-	in := Instr{Op: op, Args: make([]Operand, len(kinds))}
+	in := Instr{Op: op, Mode: mode}
+	if len(kinds) > 0 {
+		in.Args = make([]Operand, len(kinds))
+	}
 	for i, k := range kinds {
 		if i > 0 {
 			if err := l.expect(',', fmt.Sprintf(" before operand %d of %s", i+1, op)); err != nil {
@@ -431,15 +536,25 @@ func kindList(kinds []OperandKind) string {
 func (p *asmParser) operand(l *line, k OperandKind) (Operand, *ParseError) {
 	switch k {
 	case KindTile:
-		d, err := p.lookup(l, true)
+		d, err := p.lookup(l, declTile)
 		return TileOp(d.index), err
 	case KindGM:
-		d, err := p.lookup(l, false)
+		d, err := p.lookup(l, declParam)
 		if err != nil {
 			return Operand{}, err
 		}
-		v, err := l.view(d.index)
+		v, err := p.view(l, d.index)
 		return GMOp(v), err
+	case KindReg:
+		d, err := p.lookup(l, declReg)
+		return RegOp(d.index), err
+	case KindScalar:
+		if l.skipSpace(); !l.atEnd() && l.text[l.pos] == '%' {
+			d, err := p.lookup(l, declReg)
+			return RegOp(d.index), err
+		}
+		v, err := l.number()
+		return ImmOp(v), err
 	case KindImm:
 		v, err := l.number()
 		return ImmOp(v), err
@@ -455,12 +570,9 @@ func (p *asmParser) operand(l *line, k OperandKind) (Operand, *ParseError) {
 	return Operand{}, l.errorf(l.pos, "opcode table has an operand of unknown kind %d", k)
 }
 
-// lookup reads %name and resolves it to a declared tile (wantTile) or param.
-func (p *asmParser) lookup(l *line, wantTile bool) (declared, *ParseError) {
-	what, other := "param", "tile"
-	if wantTile {
-		what, other = other, what
-	}
+// lookup reads %name and resolves it to a declaration of the wanted kind.
+func (p *asmParser) lookup(l *line, want declKind) (declared, *ParseError) {
+	what := declKindNames[want]
 	name, at, err := l.ref(what)
 	if err != nil {
 		return declared{}, err
@@ -469,26 +581,45 @@ func (p *asmParser) lookup(l *line, wantTile bool) (declared, *ParseError) {
 	switch {
 	case !ok:
 		return declared{}, l.errorf(at, "expected %s, found %%%s, which is not declared", what, quoteName(name))
-	case d.isTile != wantTile:
-		return declared{}, l.errorf(at, "expected %s, found %s %%%s", what, other, quoteName(name))
+	case d.kind != want:
+		return declared{}, l.errorf(at, "expected %s, found %s %%%s", what, declKindNames[d.kind], quoteName(name))
 	}
 	return d, nil
 }
 
-// view := '[' offset ';' rows 'x' cols ';' rowStride ',' colStride ']', after the param.
-func (l *line) view(param int) (GMView, *ParseError) {
+// view := '[' offset ';' vrows 'x' vcols ';' rowStride ',' colStride ']', after the param.
+// offset := integer | %reg ['+' integer];  vrows, vcols := integer | %reg '<=' integer
+func (p *asmParser) view(l *line, param int) (GMView, *ParseError) {
 	v := GMView{Param: param}
 	var err *ParseError
 	if err = l.expect('[', " after the param of a GM view"); err != nil {
 		return v, err
 	}
-	if v.Offset, err = l.integer("offset"); err != nil {
+	if l.skipSpace(); !l.atEnd() && l.text[l.pos] == '%' {
+		d, err := p.lookup(l, declReg)
+		if err != nil {
+			return v, err
+		}
+		v.OffsetReg = UseReg(d.index)
+		if l.skipSpace(); !l.atEnd() && l.text[l.pos] == '+' {
+			l.pos++
+			if v.Offset, err = l.integer("offset after '+'"); err != nil {
+				return v, err
+			}
+		}
+	} else if v.Offset, err = l.integer("offset (an integer or a register)"); err != nil {
 		return v, err
 	}
 	if err = l.expect(';', " after the view offset"); err != nil {
 		return v, err
 	}
-	if v.Rows, v.Cols, err = l.dims(); err != nil {
+	if v.Rows, v.RowsReg, err = p.bound(l, "rows"); err != nil {
+		return v, err
+	}
+	if err = l.expect('x', " between rows and cols"); err != nil {
+		return v, err
+	}
+	if v.Cols, v.ColsReg, err = p.bound(l, "cols"); err != nil {
 		return v, err
 	}
 	if err = l.expect(';', " after the view shape"); err != nil {
@@ -504,6 +635,25 @@ func (l *line) view(param int) (GMView, *ParseError) {
 		return v, err
 	}
 	return v, l.expect(']', " closing the GM view")
+}
+
+// bound reads a view dimension: an integer, or %reg '<=' integer.
+func (p *asmParser) bound(l *line, what string) (int, RegRef, *ParseError) {
+	if l.skipSpace(); l.atEnd() || l.text[l.pos] != '%' {
+		n, err := l.integer(what)
+		return n, 0, err
+	}
+	d, err := p.lookup(l, declReg)
+	if err != nil {
+		return 0, 0, err
+	}
+	l.skipSpace()
+	if !strings.HasPrefix(l.text[l.pos:], "<=") {
+		return 0, 0, l.errorf(l.pos, "expected '<=' and the largest %s after the register, found %s", what, l.found())
+	}
+	l.pos += 2
+	n, err := l.integer("largest " + what)
+	return n, UseReg(d.index), err
 }
 
 // number reads an immediate: anything strconv.ParseFloat accepts (including NaN, Inf).

@@ -191,7 +191,7 @@ func TestParseErrors(t *testing.T) {
 		{head + "param %b: f16[99999999999999999999]\n", "5:15: expected element count, found 99999999999999999999, which is out of range"},
 		{head + "param %b: f16[1\n", "5:16: expected ']' after the element count, found end of line"},
 		{head + "param %b: f16[1] x\n", "5:18: expected end of line after the param declaration, found 'x'"},
-		{head + "tile %t: l1 f16[16x16]\n", "5:10: expected location (mat, left, right, acc, vec, bias), found 'l1'"},
+		{head + "tile %t: l1 f16[16x16]\n", "5:10: expected location (mat, left, right, acc, vec, bias, scaling), found 'l1'"},
 		{head + "tile %t: vec f16[16,16]\n", "5:20: expected 'x' between rows and cols, found ','"},
 		{head + "tile %t: vec f16[16x]\n", "5:21: expected cols (an integer), found ']'"},
 		{head + "tfoo %m\n", "5:1: expected instruction, 'param', 'tile' or 'end', found 'tfoo'"},

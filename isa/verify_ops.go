@@ -11,19 +11,99 @@ import (
 // verify.go). They run after the operand kinds and indices have been checked, so they
 // may index p.Tiles and p.Params freely. Every opcode must have an entry; a test checks.
 var opRules = map[Opcode]func(v *verifier, in Instr) string{
-	TLOAD:       checkLoad,
-	TSTORE:      checkStore,
-	TMOV:        checkMov,
-	TEXTRACT:    checkExtract,
-	TMATMUL:     checkMatmul,
-	TMATMUL_ACC: checkMatmul,
-	TADD:        checkVectorSameType,
-	TMUL:        checkVectorSameType,
-	TRELU:       checkVectorSameType,
-	TCVT:        checkConvert,
-	SET_FLAG:    checkFlag,
-	WAIT_FLAG:   checkFlag,
-	TSYNC:       func(*verifier, Instr) string { return "" }, // the pipe operand is checked with the operands
+	TLOAD:        checkLoad,
+	TSTORE:       checkStore,
+	TSTORE_FP:    checkStoreFP,
+	TPREFETCH:    checkPrefetch,
+	MGATHER:      checkMGather,
+	MSCATTER:     checkMScatter,
+	TMOV:         checkMov,
+	TMOV_FP:      checkMovFP,
+	TEXTRACT:     checkExtract,
+	TINSERT:      checkInsert,
+	TRESHAPE:     checkReshape,
+	TTRANS:       checkTrans,
+	TIMG2COL:     checkImg2col,
+	TFILLPAD:     checkVectorSameType,
+	TASSIGN:      checkAssign,
+	TMATMUL:      checkMatmul,
+	TMATMUL_ACC:  checkMatmul,
+	TGEMV:        checkMatmul,
+	TGEMV_ACC:    checkMatmul,
+	TMATMUL_BIAS: checkMatmulBias,
+	TGEMV_BIAS:   checkMatmulBias,
+	TMATMUL_MX:   checkMatmulMX,
+	TGEMV_MX:     checkMatmulMX,
+	TADD:         checkVectorSameType,
+	TMUL:         checkVectorSameType,
+	TRELU:        checkVectorSameType,
+	TCVT:         checkConvert,
+	SET_FLAG:     checkFlag,
+	WAIT_FLAG:    checkFlag,
+	TSYNC:        func(*verifier, Instr) string { return "" }, // the pipe operand is checked with the operands
+}
+
+func init() {
+	for _, op := range []Opcode{TSUB, TMIN, TMAX, TABS, TNEG, TADDC, TSUBC, TPARTADD, TPARTMUL, TPARTMAX, TPARTMIN, TDIV, TREM, TFMOD} {
+		opRules[op] = checkVectorNumeric
+	}
+	for _, op := range []Opcode{TEXP, TLOG, TSQRT, TRSQRT, TRECIP, TPRELU} {
+		opRules[op] = checkVectorFloat
+	}
+	for _, op := range []Opcode{TAND, TOR, TXOR, TNOT} {
+		opRules[op] = checkVectorBitwise
+	}
+	for _, op := range []Opcode{TSHL, TSHR} {
+		opRules[op] = checkVectorShift
+	}
+	for _, op := range []Opcode{TADDS, TSUBS, TMULS, TDIVS, TMINS, TMAXS, TFMODS, TREMS} {
+		opRules[op] = checkTileScalarNumeric
+	}
+	for _, op := range []Opcode{TANDS, TORS, TXORS} {
+		opRules[op] = checkTileScalarBitwise
+	}
+	for _, op := range []Opcode{TSHLS, TSHRS} {
+		opRules[op] = checkTileScalarShift
+	}
+	opRules[TLRELU] = checkTileScalarFloat
+	opRules[TCMP] = checkCompare
+	opRules[TCMPS] = checkCompare
+	opRules[TSEL] = checkSelect
+	opRules[TSELS] = checkSelect
+	opRules[TEXPANDS] = checkExpandScalar
+	for _, op := range []Opcode{TROWSUM, TROWPROD, TROWMAX, TROWMIN} {
+		opRules[op] = checkRowReduce
+	}
+	for _, op := range []Opcode{TCOLSUM, TCOLPROD, TCOLMAX, TCOLMIN} {
+		opRules[op] = checkColReduce
+	}
+	opRules[TROWEXPAND] = checkRowExpand
+	opRules[TCOLEXPAND] = checkColExpand
+	for _, op := range []Opcode{TROWEXPANDADD, TROWEXPANDSUB, TROWEXPANDMUL, TROWEXPANDDIV, TROWEXPANDMAX, TROWEXPANDMIN, TROWEXPANDEXPDIF} {
+		opRules[op] = checkRowExpandBinary
+	}
+	for _, op := range []Opcode{TCOLEXPANDADD, TCOLEXPANDSUB, TCOLEXPANDMUL, TCOLEXPANDDIV, TCOLEXPANDMAX, TCOLEXPANDMIN, TCOLEXPANDEXPDIF} {
+		opRules[op] = checkColExpandBinary
+	}
+	opRules[TGATHER] = checkGather
+	opRules[TGATHERB] = checkGather
+	opRules[TSCATTER] = checkScatter
+	opRules[TSORT32] = checkSort32
+	opRules[TMRGSORT] = checkMrgSort
+	opRules[TCI] = checkCI
+	opRules[TTRI] = checkTri
+	opRules[TQUANT] = checkQuant
+	opRules[TDEQUANT] = checkDequant
+	opRules[TPRINT] = func(*verifier, Instr) string { return "" } // any tile
+	opRules[TPUSH] = checkPush
+	opRules[TPOP] = checkPop
+	opRules[TFREE] = checkFree
+	for _, op := range []Opcode{SMOV, SADD, SSUB, SMUL, SDIV, SREM, SMIN, SMAX} {
+		opRules[op] = func(*verifier, Instr) string { return "" } // operand kinds and integer immediates are all
+	}
+	opRules[SLD] = checkScalarLoad
+	opRules[LOOP] = checkLoop
+	opRules[ENDLOOP] = func(*verifier, Instr) string { return "" } // pairing is checkFlow's
 }
 
 func (v *verifier) tileOf(a Operand) TileDecl { return v.p.Tiles[a.Tile] }
@@ -48,7 +128,7 @@ func checkLoad(v *verifier, in Instr) string {
 	case prm.DType != dst.DType:
 		return fmt.Sprintf("tload does not convert: param %%%s is %s, tile %s is %s", quoteName(prm.Name), prm.DType, tileRef(dst), dst.DType)
 	}
-	return checkView(prm, view, dst, false)
+	return checkView(in.Op, prm, view, dst, false)
 }
 
 func checkStore(v *verifier, in Instr) string {
@@ -62,7 +142,7 @@ func checkStore(v *verifier, in Instr) string {
 	case src.Loc == Acc && !accStoreOK(src.DType, prm.DType):
 		return fmt.Sprintf("tstore from acc cannot convert %s to %s (f32 stores as f32, f16 or bf16; i32 as i32)", src.DType, prm.DType)
 	}
-	return checkView(prm, view, src, true)
+	return checkView(in.Op, prm, view, src, true)
 }
 
 func accStoreOK(from, to dtype.DType) bool {
@@ -72,20 +152,30 @@ func accStoreOK(from, to dtype.DType) bool {
 	return from == to
 }
 
-// checkView applies the GM view rules; stores also must not write an element twice.
-func checkView(prm Param, view GMView, t TileDecl, store bool) string {
+// checkView applies the GM view rules for a window moved to or from tile t; stores
+// also must not write an element twice.
+func checkView(op Opcode, prm Param, view GMView, t TileDecl, store bool) string {
+	if view.Rows > t.Rows || view.Cols > t.Cols {
+		if view.Rows >= 0 && view.Cols >= 0 {
+			return fmt.Sprintf("view %dx%d is larger than tile %s (%dx%d)", view.Rows, view.Cols, tileRef(t), t.Rows, t.Cols)
+		}
+	}
+	return checkWindow(op, prm, view, store)
+}
+
+// checkWindow checks that a view lies inside its param (with a zero offset register:
+// a register offset is checked when it runs).
+func checkWindow(op Opcode, prm Param, view GMView, store bool) string {
 	name := "%" + quoteName(prm.Name)
 	switch {
 	case view.Rows < 0 || view.Cols < 0:
 		return fmt.Sprintf("view shape %dx%d is negative", view.Rows, view.Cols)
 	case view.Offset < 0 || view.RowStride < 0 || view.ColStride < 0:
 		return fmt.Sprintf("view offset and strides must be non-negative, got offset %d, strides %d,%d", view.Offset, view.RowStride, view.ColStride)
-	case view.Rows > t.Rows || view.Cols > t.Cols:
-		return fmt.Sprintf("view %dx%d is larger than tile %s (%dx%d)", view.Rows, view.Cols, tileRef(t), t.Rows, t.Cols)
 	case view.Rows == 0 || view.Cols == 0:
 		return ""
 	case store && (view.Rows > 1 && view.RowStride == 0 || view.Cols > 1 && view.ColStride == 0):
-		return fmt.Sprintf("tstore view writes elements of %s more than once (zero stride over %dx%d)", name, view.Rows, view.Cols)
+		return fmt.Sprintf("%s view writes elements of %s more than once (zero stride over %dx%d)", op, name, view.Rows, view.Cols)
 	}
 	// Everything is non-negative here, so a sum that turns negative has overflowed.
 	r, ok1 := mulInt(view.Rows-1, view.RowStride)
