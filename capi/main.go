@@ -37,6 +37,7 @@ import (
 
 	"pypto/core"
 	"pypto/dtype"
+	"pypto/lower"
 	"pypto/session"
 )
 
@@ -374,6 +375,30 @@ func pypto_executor_dump(h C.uintptr_t, out **C.char, n *C.size_t) C.uintptr_t {
 //export pypto_op_names_json
 func pypto_op_names_json(out **C.char, n *C.size_t) C.uintptr_t {
 	return status(func() error { return putString(out, n, mustJSON(core.OpNames())) })
+}
+
+// pypto_lowered_ops_json lists, as a JSON array, the ops the compiler can lower to the
+// chip presets; the others run only on the "reference" device until their lowering lands.
+//
+//export pypto_lowered_ops_json
+func pypto_lowered_ops_json(out **C.char, n *C.size_t) C.uintptr_t {
+	return status(func() error { return putString(out, n, mustJSON(lower.LoweredOps())) })
+}
+
+// pypto_composite_ops_json lists, as a JSON array, the ops defined by a decomposition
+// into other ops (softmax, layer_norm, ...).
+//
+//export pypto_composite_ops_json
+func pypto_composite_ops_json(out **C.char, n *C.size_t) C.uintptr_t {
+	return status(func() error {
+		var names []string
+		for _, op := range core.OpNames() {
+			if core.IsComposite(op) {
+				names = append(names, op)
+			}
+		}
+		return putString(out, n, mustJSON(names))
+	})
 }
 
 // status runs f with the process checks and panic recovery every export needs.

@@ -37,5 +37,6 @@ func (p *referenceProgram) Run(inputs [][]byte) ([][]byte, Stats, error) {
 	return res, Stats{}, nil
 }
 
-// defaultCompiler is the compiler of the Default session: the real pipeline.
-func defaultCompiler() Compiler { return Lowering() }
+// defaultCompiler is the compiler of the Default session: the real pipeline for the
+// chip presets, the reference interpreter for ReferenceDevice.
+func defaultCompiler() Compiler { return Devices() }

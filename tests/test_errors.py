@@ -74,7 +74,7 @@ def test_errors_do_not_crash_the_process():
         expect(lambda: p.set_device("nope"), p.PyptoValueError)
         expect(lambda: p.from_numpy(np.zeros(3, np.float64)), p.DTypeError)
         expect(lambda: p.compile(lambda x: x.numpy()).run(np.ones(2, np.float32)), p.PyptoValueError)
-        expect(lambda: a + 1, TypeError)
+        expect(lambda: a + "1", TypeError)
         expect(lambda: p.Tensor([1 << 40, 1 << 40]), p.PyptoError)
         expect(lambda: p.compile(lambda x: p.relu(x)).run(np.ones(2, np.float32), np.ones(2, np.float32)), Exception)
         # Internal API misuse: freed and bogus handles are errors, not crashes.

@@ -87,15 +87,11 @@ def test_numpy_operands_and_reflected_operators():
     assert_matmul_close(x.matmul(w).numpy(), a, w)
 
 
-def test_scalar_operands_are_a_clear_type_error():
+def test_non_numeric_operands_are_a_type_error():
     x = p.Tensor([2, 2])
-    for bad in (lambda: x + 1, lambda: 2.0 * x, lambda: p.mul(x, 3), lambda: x @ np.float32(1)):
-        with pytest.raises(TypeError, match="scalar operands are not supported yet"):
+    for bad in (lambda: x + "a", lambda: x @ 2, lambda: p.relu([1, 2]), lambda: x * None):
+        with pytest.raises(TypeError):
             bad()
-    with pytest.raises(TypeError):
-        x + "a"
-    with pytest.raises(TypeError):
-        p.relu([1, 2])
 
 
 def test_integer_and_mixed_dtypes():

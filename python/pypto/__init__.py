@@ -25,8 +25,15 @@ from .errors import (
     PyptoValueError,
     ShapeError,
 )
-from .ops import add, matmul, mul, relu
-from .tensor import Tensor, from_numpy
+from .tensor import Tensor, from_numpy, promote_types
+from . import creation as _creation, nn as _nn, ops as _ops, reductions as _reductions, shape_ops as _shape_ops
+from . import methods as _methods  # noqa: F401  (attaches the Tensor methods)
+from .creation import *  # noqa: F401,F403
+from .nn import *  # noqa: F401,F403
+from .ops import *  # noqa: F401,F403
+from .reductions import *  # noqa: F401,F403
+from .shape_ops import *  # noqa: F401,F403
+from .device import composite_ops, lowered_ops
 
 __version__ = "0.1.0"
 ABI_VERSION = _lib.ABI_VERSION
@@ -34,10 +41,14 @@ ABI_VERSION = _lib.ABI_VERSION
 __all__ = [
     "Tensor",
     "from_numpy",
-    "add",
-    "mul",
-    "matmul",
-    "relu",
+    "promote_types",
+    "lowered_ops",
+    "composite_ops",
+    *_creation.__all__,
+    *_nn.__all__,
+    *_ops.__all__,
+    *_reductions.__all__,
+    *_shape_ops.__all__,
     "compile",
     "Executor",
     "set_device",

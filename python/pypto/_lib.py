@@ -51,6 +51,8 @@ _SIGNATURES = {
     "pypto_executor_stats_json": (_handle, *_str_out),
     "pypto_executor_dump": (_handle, *_str_out),
     "pypto_op_names_json": _str_out,
+    "pypto_lowered_ops_json": _str_out,
+    "pypto_composite_ops_json": _str_out,
 }
 _RESTYPES = {"pypto_abi_version": _i32, "pypto_string_free": None}
 

@@ -6,12 +6,15 @@ import json
 
 from . import _lib
 
-__all__ = ["set_device", "get_device", "last_stats", "cache_info", "clear_cache"]
+__all__ = ["set_device", "get_device", "last_stats", "cache_info", "clear_cache", "lowered_ops", "composite_ops"]
 
 
 def set_device(name: str) -> None:
-    """Selects the chip preset later compilations target: "a2" (a 910B-class part, the
-    default) or "tiny" (a deliberately small chip that exercises tiling quickly)."""
+    """Selects the device later realisations and compilations target: a chip preset, "a2"
+    (a 910B-class part, the default) or "tiny" (a deliberately small chip that exercises
+    tiling quickly), both simulated; or "reference", the Go reference interpreter (exact
+    results, no timing), which runs every op, including those without a device lowering
+    yet (see lowered_ops())."""
     _lib.call(_lib.lib.pypto_set_device, str(name).encode())
 
 
@@ -36,3 +39,15 @@ def cache_info() -> dict:
 def clear_cache() -> None:
     """Drops every compiled program (the counters are kept)."""
     _lib.call(_lib.lib.pypto_cache_clear)
+
+
+def lowered_ops() -> frozenset:
+    """The ops the compiler can lower to the chip presets. Realising any other op on a
+    chip raises p.CompileError naming it (no silent host fallback); the "reference"
+    device runs every op."""
+    return frozenset(json.loads(_lib.call_string(_lib.lib.pypto_lowered_ops_json)))
+
+
+def composite_ops() -> frozenset:
+    """The ops defined by a decomposition into other ops (softmax, layer_norm, ...)."""
+    return frozenset(json.loads(_lib.call_string(_lib.lib.pypto_composite_ops_json)))

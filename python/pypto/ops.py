@@ -1,31 +1,199 @@
-"""Tensor-level ops. Each builds a pending result whose shape and dtype are inferred
-(and checked) immediately, so a mismatch raises at the line that wrote it."""
+"""Elementwise ops, casts and matrix products. Each builds a pending result whose
+shape and dtype are inferred (and checked) immediately, so a mismatch raises at the
+line that wrote it. Operands are p.Tensors, numpy arrays or Python scalars (which do
+not widen a tensor's dtype: ``x * 2`` keeps x's dtype)."""
 
 from __future__ import annotations
 
-from .tensor import Tensor, apply
+import math
 
-__all__ = ["add", "mul", "matmul", "relu"]
+from .dtypes import as_dtype
+from .tensor import Tensor, apply, is_scalar
+
+__all__ = [
+    "add", "sub", "subtract", "mul", "multiply", "div", "divide", "true_divide", "floor_divide", "mod",
+    "remainder", "pow", "power", "maximum", "minimum",
+    "neg", "negative", "abs", "exp", "log", "sqrt", "rsqrt", "reciprocal", "sin", "cos", "tanh", "erf",
+    "floor", "ceil", "round", "relu", "sigmoid", "silu", "gelu", "clip", "clamp",
+    "equal", "not_equal", "less", "less_equal", "greater", "greater_equal",
+    "logical_and", "logical_or", "logical_xor", "logical_not", "isnan", "isfinite", "where",
+    "cast", "astype", "matmul", "linear",
+]  # fmt: skip
 
 
-def add(a, b) -> Tensor:
-    """a + b, elementwise with numpy broadcasting."""
-    return apply("add", [a, b])
+def _bin(name, doc):
+    def f(a, b) -> Tensor:
+        return apply(name, [a, b])
+
+    f.__name__ = f.__qualname__ = name
+    f.__doc__ = doc + ", elementwise with numpy broadcasting."
+    return f
 
 
-def mul(a, b) -> Tensor:
-    """a * b, elementwise with numpy broadcasting."""
-    return apply("mul", [a, b])
+def _un(name, doc):
+    def f(x) -> Tensor:
+        return apply(name, [x])
+
+    f.__name__ = f.__qualname__ = name
+    f.__doc__ = doc + ", elementwise."
+    return f
+
+
+add = _bin("add", "a + b")
+sub = subtract = _bin("sub", "a - b")
+mul = multiply = _bin("mul", "a * b")
+div = divide = true_divide = _bin("div", "a / b (true division; integer operands give float32)")
+floor_divide = _bin("floor_divide", "a // b, rounded toward -inf (integer division by 0 gives 0)")
+mod = remainder = _bin("mod", "a % b with the sign of b (integer modulo 0 gives 0)")
+pow = power = _bin("pow", "a ** b")
+maximum = _bin("maximum", "the larger of a and b (NaN if either is NaN)")
+minimum = _bin("minimum", "the smaller of a and b (NaN if either is NaN)")
+equal = _bin("equal", "a == b as bool")
+not_equal = _bin("not_equal", "a != b as bool")
+less = _bin("less", "a < b as bool")
+less_equal = _bin("less_equal", "a <= b as bool")
+greater = _bin("greater", "a > b as bool")
+greater_equal = _bin("greater_equal", "a >= b as bool")
+logical_and = _bin("logical_and", "a and b as bool (nonzero is true)")
+logical_or = _bin("logical_or", "a or b as bool (nonzero is true)")
+logical_xor = _bin("logical_xor", "a xor b as bool (nonzero is true)")
+
+neg = negative = _un("neg", "-x")
+abs = _un("abs", "|x|")
+exp = _un("exp", "e**x")
+log = _un("log", "the natural logarithm")
+sqrt = _un("sqrt", "the square root")
+rsqrt = _un("rsqrt", "1 / sqrt(x)")
+reciprocal = _un("reciprocal", "1 / x (integers give floats)")
+sin = _un("sin", "the sine")
+cos = _un("cos", "the cosine")
+tanh = _un("tanh", "the hyperbolic tangent")
+erf = _un("erf", "the error function")
+floor = _un("floor", "the largest integer <= x")
+ceil = _un("ceil", "the smallest integer >= x")
+relu = _un("relu", "max(x, 0)")
+sigmoid = _un("sigmoid", "1 / (1 + exp(-x))")
+silu = _un("silu", "x * sigmoid(x)")
+logical_not = _un("logical_not", "not x as bool")
+isnan = _un("isnan", "x is NaN")
+isfinite = _un("isfinite", "x is neither infinite nor NaN")
+
+
+def round(x, decimals: int = 0) -> Tensor:
+    """x rounded to the nearest integer, halves to even (numpy's round); decimals must be 0."""
+    if decimals != 0:
+        raise NotImplementedError("round: only decimals=0 is supported")
+    return apply("round", [x])
+
+
+def gelu(x, approximate: str = "none") -> Tensor:
+    """x * Phi(x): exact (erf) with approximate="none", or the tanh form with "tanh"."""
+    return apply("gelu", [x], {"approximate": approximate})
+
+
+def clip(x, min=None, max=None) -> Tensor:
+    """x limited to [min, max] (either may be None); bounds may be tensors or scalars,
+    which take x's dtype. NaN propagates."""
+    if min is None and max is None:
+        raise ValueError("clip: give min, max or both")
+    if min is None:
+        return apply("minimum", [x, max], scalar_anchor=[0])
+    if max is None:
+        return apply("maximum", [x, min], scalar_anchor=[0])
+    return apply("clip", [x, min, max], scalar_anchor=[0])
+
+
+clamp = clip
+
+
+def where(cond, a, b) -> Tensor:
+    """a where cond is true, else b; the three broadcast together. Scalars among a and b
+    take the other's dtype."""
+    return apply("where", [cond, a, b], scalar_anchor=[1, 2])
+
+
+def cast(x, dtype) -> Tensor:
+    """x converted to dtype (rounding rules in docs/api.md)."""
+    return apply("cast", [x], {"dtype": as_dtype(dtype).name})
+
+
+astype = cast
 
 
 def matmul(a, b, transpose_b: bool = False, transpose_a: bool = False) -> Tensor:
-    """The 2-D matrix product op(a) @ op(b), where op transposes when asked.
+    """The matrix product op(a) @ op(b) with numpy's rules: 2-d operands multiply as
+    matrices; higher ranks are stacks of matrices whose leading (batch) dimensions
+    broadcast; a 1-d operand is a vector (a row for a, a column for b), its axis removed
+    from the result. float16/bfloat16/float32 operands accumulate in float32 on the cube
+    unit and give their own dtype; int8 gives int32."""
+    a = _as_tensor(a, "matmul")
+    b = _as_tensor(b, "matmul")
+    attrs = {"transpose_a": bool(transpose_a), "transpose_b": bool(transpose_b)}
+    if a.ndim == 0 or b.ndim == 0:
+        raise _shape_error(f"matmul: operands must have at least 1 dimension, got shapes {list(a.shape)} and {list(b.shape)}")
+    a1, b1 = a.ndim == 1, b.ndim == 1
+    if a1:
+        a = a.reshape([1, a.shape[0]] if not transpose_a else [a.shape[0], 1])
+    if b1:
+        b = b.reshape([b.shape[0], 1] if not transpose_b else [1, b.shape[0]])
+    op = "matmul" if a.ndim == 2 and b.ndim == 2 else "batch_matmul"
+    out = apply(op, [a, b], attrs)
+    if a1 or b1:
+        shape = list(out.shape)
+        if b1:
+            shape.pop(-1)
+        if a1:
+            shape.pop(-1 if b1 else -2)
+        out = out.reshape(shape)
+    return out
 
-    float16/bfloat16/float32 operands accumulate in float32 on the cube unit and give
-    their own dtype; int8 gives int32."""
-    return apply("matmul", [a, b], {"transpose_a": bool(transpose_a), "transpose_b": bool(transpose_b)})
+
+def linear(x, weight, bias=None, out_features=None, *, dtype=None) -> Tensor:
+    """A fully connected layer, in two forms:
+
+    - ``linear(x, weight, bias=None)``: ``x @ weight.T + bias`` for weight [out, in];
+    - ``linear(x, in_features, out_features)`` (the guide's form): creates the
+      parameters, weight ~ U(-1/sqrt(in), 1/sqrt(in)) and bias likewise (torch's
+      initialisation, from the p.manual_seed stream), in x's dtype, and applies them.
+    """
+    if isinstance(weight, int) and not isinstance(weight, bool):
+        import numpy as np
+
+        from .creation import generator
+        from .tensor import from_numpy
+
+        in_features = weight
+        out_features = bias if out_features is None else out_features
+        if not isinstance(out_features, int):
+            raise TypeError("linear(x, in_features, out_features): out_features must be an int")
+        x = _as_tensor(x, "linear")
+        dt = dtype or x.dtype
+        bound = 1 / math.sqrt(in_features) if in_features else 0.0
+        dt = as_dtype(dt)
+        with generator() as g:
+            w = g.uniform(-bound, bound, size=(out_features, in_features))
+            b = g.uniform(-bound, bound, size=(out_features,))
+        w, b = from_numpy(w.astype(np.float32).astype(dt.numpy)), from_numpy(b.astype(np.float32).astype(dt.numpy))
+        return apply("linear", [x, w, b])
+    ins = [x, weight] if bias is None else [x, weight, bias]
+    return apply("linear", ins)
 
 
-def relu(x) -> Tensor:
-    """max(x, 0), elementwise."""
-    return apply("relu", [x])
+def _as_tensor(x, op):
+    from .tensor import from_numpy, scalar_tensor, scalar_dtype
+    import numpy as np
+
+    if isinstance(x, Tensor):
+        return x
+    if isinstance(x, np.ndarray):
+        return from_numpy(x)
+    if is_scalar(x):
+        return scalar_tensor(x, scalar_dtype(x, None, op))
+    raise TypeError(f"{op}: expected a p.Tensor or a numpy array, not {type(x).__name__}")
+
+
+def _shape_error(msg):
+    from ._location import user_location
+    from .errors import ShapeError
+
+    return ShapeError(msg, location=user_location())

@@ -183,30 +183,134 @@ class Tensor:
             return f"<traced tensor of shape {list(self._shape)} and dtype {self._dtype.name}>"
 
     # --- operators ------------------------------------------------------------------------
+    # Python scalars on either side keep the tensor's dtype (numpy 2 weak scalars).
 
-    def __add__(self, other):
-        return _binary("add", self, other)
+    __hash__ = object.__hash__  # == builds a tensor, so hashing stays by identity
 
-    def __radd__(self, other):
-        return _binary("add", other, self)
+    def __add__(self, o):
+        return _binary("add", self, o)
 
-    def __mul__(self, other):
-        return _binary("mul", self, other)
+    def __radd__(self, o):
+        return _binary("add", o, self)
 
-    def __rmul__(self, other):
-        return _binary("mul", other, self)
+    def __sub__(self, o):
+        return _binary("sub", self, o)
 
-    def __matmul__(self, other):
-        return _binary("matmul", self, other)
+    def __rsub__(self, o):
+        return _binary("sub", o, self)
 
-    def __rmatmul__(self, other):
-        return _binary("matmul", other, self)
+    def __mul__(self, o):
+        return _binary("mul", self, o)
 
-    def relu(self) -> "Tensor":
-        return apply("relu", [self])
+    def __rmul__(self, o):
+        return _binary("mul", o, self)
 
-    def matmul(self, other, transpose_b: bool = False) -> "Tensor":
-        return apply("matmul", [self, other], {"transpose_b": bool(transpose_b)})
+    def __truediv__(self, o):
+        return _binary("div", self, o)
+
+    def __rtruediv__(self, o):
+        return _binary("div", o, self)
+
+    def __floordiv__(self, o):
+        return _binary("floor_divide", self, o)
+
+    def __rfloordiv__(self, o):
+        return _binary("floor_divide", o, self)
+
+    def __mod__(self, o):
+        return _binary("mod", self, o)
+
+    def __rmod__(self, o):
+        return _binary("mod", o, self)
+
+    def __pow__(self, o):
+        return _binary("pow", self, o)
+
+    def __rpow__(self, o):
+        return _binary("pow", o, self)
+
+    def __matmul__(self, o):
+        if not isinstance(o, (Tensor, np.ndarray)):
+            return NotImplemented
+        from .ops import matmul
+
+        return matmul(self, o)
+
+    def __rmatmul__(self, o):
+        if not isinstance(o, (Tensor, np.ndarray)):
+            return NotImplemented
+        from .ops import matmul
+
+        return matmul(o, self)
+
+    def __neg__(self):
+        return apply("neg", [self])
+
+    def __pos__(self):
+        return self
+
+    def __abs__(self):
+        return apply("abs", [self])
+
+    def __invert__(self):
+        if self._dtype.name != "bool":
+            raise TypeError(f"~ is logical not and needs a bool tensor, not {self._dtype.name} (bitwise ops are not supported)")
+        return apply("logical_not", [self])
+
+    def _logic(self, op, o, reflected=False):
+        if not isinstance(o, (Tensor, np.ndarray, bool, np.bool_)):
+            return NotImplemented
+        for t in (self, o):
+            dt = t.dtype if isinstance(t, Tensor) else None
+            if dt is not None and dt.name != "bool":
+                raise TypeError(f"{op}: & | ^ are logical ops on bool tensors, not {dt.name} (bitwise ops are not supported)")
+        return apply(op, [o, self] if reflected else [self, o])
+
+    def __and__(self, o):
+        return self._logic("logical_and", o)
+
+    def __rand__(self, o):
+        return self._logic("logical_and", o, True)
+
+    def __or__(self, o):
+        return self._logic("logical_or", o)
+
+    def __ror__(self, o):
+        return self._logic("logical_or", o, True)
+
+    def __xor__(self, o):
+        return self._logic("logical_xor", o)
+
+    def __rxor__(self, o):
+        return self._logic("logical_xor", o, True)
+
+    def __eq__(self, o):
+        return _binary("equal", self, o)
+
+    def __ne__(self, o):
+        return _binary("not_equal", self, o)
+
+    def __lt__(self, o):
+        return _binary("less", self, o)
+
+    def __le__(self, o):
+        return _binary("less_equal", self, o)
+
+    def __gt__(self, o):
+        return _binary("greater", self, o)
+
+    def __ge__(self, o):
+        return _binary("greater_equal", self, o)
+
+    def __getitem__(self, key):
+        from .shape_ops import getitem
+
+        return getitem(self, key)
+
+    def __iter__(self):
+        if not self._shape:
+            raise TypeError("iteration over a 0-d tensor")
+        return iter(self[i] for i in range(self._shape[0]))
 
 
 def _as_shape(shape) -> tuple:
@@ -254,18 +358,71 @@ def from_numpy(arr) -> Tensor:
 
 # --- applying ops ---------------------------------------------------------------------------
 
+_RANK = {"bool": 0, "int8": 1, "int32": 2, "bfloat16": 3, "float16": 3, "float32": 4}
+
+
+def promote_types(a: DType, b: DType) -> DType:
+    """The dtype of a binary elementwise op on tensors of dtypes a and b (the table in
+    docs/api.md; the Go core's PromoteTypes)."""
+    from .dtypes import bfloat16, float16
+
+    if a == b:
+        return a
+    if {a.name, b.name} == {"float16", "bfloat16"}:
+        return float32
+    return a if _RANK[a.name] >= _RANK[b.name] else b
+
+
+def is_scalar(x) -> bool:
+    return isinstance(x, (numbers.Number, np.generic)) and not isinstance(x, np.ndarray)
+
+
+def scalar_dtype(value, anchor, op: str = "", exact_compare: bool = False) -> DType:
+    """The dtype a Python scalar takes beside tensors of dtype anchor (None: no tensor).
+
+    numpy 2's weak scalars (NEP 50): a Python scalar does not widen a tensor's dtype.
+    bool takes the tensor's dtype; int takes it unless the tensor is bool (then int32);
+    float takes it when it is a float, else float32. An int that does not fit an integer
+    tensor's dtype is an OverflowError, as in numpy, except in comparisons, which
+    compare the exact values (in int32 or float32)."""
+    from .dtypes import bool_, int32, int8
+
+    if isinstance(value, np.generic) and not isinstance(value, (np.float64, np.int64, np.bool_)):
+        return as_dtype(value.dtype)  # numpy scalars of a supported dtype are typed, not weak
+    if isinstance(value, (bool, np.bool_)):
+        return anchor if anchor is not None else bool_
+    if isinstance(value, numbers.Integral):
+        v = int(value)
+        if anchor is None or anchor == bool_:
+            return int32 if -(2**31) <= v < 2**31 else float32
+        if anchor.is_floating:
+            return anchor
+        lo, hi = (-128, 127) if anchor == int8 else (-(2**31), 2**31 - 1)
+        if not lo <= v <= hi:
+            if exact_compare:
+                return int32 if -(2**31) <= v < 2**31 else float32
+            raise OverflowError(f"{op}: Python integer {v} out of bounds for {anchor.name}")
+        return anchor
+    if isinstance(value, numbers.Real):
+        return anchor if anchor is not None and anchor.is_floating else float32
+    raise TypeError(f"{op}: unsupported scalar {value!r} of type {type(value).__name__}")
+
+
+def scalar_tensor(value, dt: DType) -> Tensor:
+    """A 0-d concrete tensor holding value converted to dt. It enters the graph as a
+    bound input, so graphs that differ only in a scalar's value share one compiled
+    program."""
+    with np.errstate(all="ignore"):
+        arr = np.asarray(value).astype(dt.numpy)
+    return Tensor._wrap(_from_host(arr.reshape(()), dt))
+
 
 def _operand(x, op: str, pos: int) -> Tensor:
     if isinstance(x, Tensor):
         return x
     if isinstance(x, np.ndarray):
         return from_numpy(x)
-    if isinstance(x, (numbers.Number, np.generic)):
-        raise TypeError(
-            f"{op}: operand {pos} is the scalar {x!r}; scalar operands are not supported yet. "
-            f"Use a tensor instead, e.g. p.Tensor([1], dtype=..., data={x!r}) (it broadcasts)."
-        )
-    raise TypeError(f"{op}: operand {pos} must be a p.Tensor or a numpy array, not {type(x).__name__}")
+    raise TypeError(f"{op}: operand {pos} must be a p.Tensor, a numpy array or a Python scalar, not {type(x).__name__}")
 
 
 def _binary(op: str, a, b):
@@ -275,9 +432,30 @@ def _binary(op: str, a, b):
     return apply(op, [a, b])
 
 
-def apply(op: str, inputs, attrs=None) -> Tensor:
-    """Applies a registered Go op to tensors, recording the user's location. The result
-    is pending; its shape and dtype are known (and checked) now."""
+_COMPARISONS = {"equal", "not_equal", "less", "less_equal", "greater", "greater_equal"}
+
+
+def apply(op: str, inputs, attrs=None, scalar_anchor=None) -> Tensor:
+    """Applies a registered Go op, recording the user's location. Python scalars among
+    the inputs become 0-d tensors typed by scalar_dtype against the promotion of the
+    tensor inputs (or of those listed in scalar_anchor). The result is pending; its
+    shape and dtype are known (and checked) now."""
+    if any(not isinstance(x, (Tensor, np.ndarray)) for x in inputs):
+        for i, x in enumerate(inputs):
+            if not isinstance(x, (Tensor, np.ndarray)) and not is_scalar(x):
+                raise TypeError(
+                    f"{op}: operand {i} must be a p.Tensor, a numpy array or a Python scalar, not {type(x).__name__}"
+                )
+        anchor = None
+        picks = inputs if scalar_anchor is None else [inputs[i] for i in scalar_anchor]
+        for x in picks:
+            if isinstance(x, (Tensor, np.ndarray)):
+                d = x.dtype if isinstance(x, Tensor) else as_dtype(x.dtype)
+                anchor = d if anchor is None else promote_types(anchor, d)
+        inputs = [
+            x if not is_scalar(x) else scalar_tensor(x, scalar_dtype(x, anchor, op, op in _COMPARISONS))
+            for x in inputs
+        ]
     ins = [_operand(x, op, i) for i, x in enumerate(inputs)]
     loc = user_location_json()
     attrs_json = _json_attrs(attrs) if attrs else None
