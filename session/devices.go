@@ -19,7 +19,9 @@ func Devices() Compiler { return deviceCompiler{chips: Lowering(), reference: Re
 
 type deviceCompiler struct{ chips, reference Compiler }
 
-func isReference(name string) bool { return strings.EqualFold(strings.TrimSpace(name), ReferenceDevice) }
+func isReference(name string) bool {
+	return strings.EqualFold(strings.TrimSpace(name), ReferenceDevice)
+}
 
 func (c deviceCompiler) CheckDevice(name string) (string, error) {
 	if isReference(name) {
