@@ -69,20 +69,24 @@ func TestAllocLiveTilesNeverOverlap(t *testing.T) {
 }
 
 func TestAllocAlignment(t *testing.T) {
-	// 16x8 f16 tiles are 256 bytes, but L0A holds tiles at 512-byte boundaries.
+	// 1x16 f16 mat tiles are 32 bytes, L1's alignment; 16x16 f16 left tiles are 512
+	// bytes, L0A's. An Acc tile of 16x16 f32 is 1024 bytes and L0C aligns to 64.
 	b := newProg("align", isa.Cube)
-	a := b.param("a", dtype.Float16, 16*8)
-	m1 := b.tile("m1", isa.Mat, dtype.Float16, 16, 8)
-	m2 := b.tile("m2", isa.Mat, dtype.Float16, 16, 8)
-	l1 := b.tile("l1", isa.Left, dtype.Float16, 16, 8)
-	l2 := b.tile("l2", isa.Left, dtype.Float16, 16, 8)
-	b.op(isa.TLOAD, tl(m1), view(a, 0, 16, 8, 8))
-	b.op(isa.TLOAD, tl(m2), view(a, 0, 16, 8, 8))
-	b.op(isa.TMOV, tl(l1), tl(m1))
-	b.op(isa.TMOV, tl(l2), tl(m2))
+	a := b.param("a", dtype.Float16, 16*16)
+	m1 := b.tile("m1", isa.Mat, dtype.Float16, 1, 16)
+	m2 := b.tile("m2", isa.Mat, dtype.Float16, 1, 16)
+	m3 := b.tile("m3", isa.Mat, dtype.Float16, 16, 16)
+	l1 := b.tile("l1", isa.Left, dtype.Float16, 16, 16)
+	l2 := b.tile("l2", isa.Left, dtype.Float16, 16, 16)
+	b.op(isa.TLOAD, tl(m1), view(a, 0, 1, 16, 16))
+	b.op(isa.TLOAD, tl(m2), view(a, 0, 1, 16, 16))
+	b.op(isa.TLOAD, tl(m3), view(a, 0, 16, 16, 16))
+	b.op(isa.TMOV, tl(l1), tl(m3))
+	b.op(isa.TMOV, tl(l2), tl(m3))
 	m := compile(t, preset(t, "a2"), b.p)
 	assert.Equal(t, 0, m.Tiles[m1].Addr)
-	assert.Equal(t, 256, m.Tiles[m2].Addr, "L1 aligns to 32 bytes")
+	assert.Equal(t, 32, m.Tiles[m2].Addr, "L1 aligns to 32 bytes")
+	assert.Equal(t, 64, m.Tiles[m3].Addr)
 	assert.Equal(t, 0, m.Tiles[l1].Addr)
 	assert.Equal(t, 512, m.Tiles[l2].Addr, "L0A aligns to 512 bytes")
 }
@@ -109,7 +113,7 @@ func TestAllocOverCapacity(t *testing.T) {
 	require.Error(t, err)
 	var ce *CompileError
 	require.ErrorAs(t, err, &ce)
-	for _, want := range []string{"huge_tile", "vec", "65536 bytes", "32768 bytes"} {
+	for _, want := range []string{"huge_tile", "vec", "65536 bytes", "32768"} {
 		assert.Contains(t, err.Error(), want)
 	}
 	// The same program fits the a2's 192 KB UB.

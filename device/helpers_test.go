@@ -24,9 +24,28 @@ func (b *progBuilder) param(name string, dt dtype.DType, elems int) int {
 	return len(b.p.Params) - 1
 }
 
+// tile declares a tile; a name a param already has gets the suffix "_t" (params and
+// tiles share one namespace).
 func (b *progBuilder) tile(name string, loc isa.Location, dt dtype.DType, rows, cols int) int {
+	for b.nameTaken(name) {
+		name += "_t"
+	}
 	b.p.Tiles = append(b.p.Tiles, isa.TileDecl{Name: name, Loc: loc, DType: dt, Rows: rows, Cols: cols})
 	return len(b.p.Tiles) - 1
+}
+
+func (b *progBuilder) nameTaken(name string) bool {
+	for _, p := range b.p.Params {
+		if p.Name == name {
+			return true
+		}
+	}
+	for _, t := range b.p.Tiles {
+		if t.Name == name {
+			return true
+		}
+	}
+	return false
 }
 
 func (b *progBuilder) op(op isa.Opcode, args ...isa.Operand) *progBuilder {

@@ -11,26 +11,9 @@ import (
 
 func init() {
 	defineOps(map[isa.Opcode]*opImpl{
-		isa.TMATMUL:     {route: routeMatmul, exec: execMatmul, work: workMatmul},
-		isa.TMATMUL_ACC: {route: routeMatmul, access: accumulateAccess, exec: execMatmul, work: workMatmul},
+		isa.TMATMUL:     {exec: execMatmul, work: workMatmul},
+		isa.TMATMUL_ACC: {access: accumulateAccess, exec: execMatmul, work: workMatmul},
 	})
-}
-
-func routeMatmul(ck *checkCtx, in isa.Instr) (isa.Pipe, string) {
-	dst, a, b := ck.tile(in, 0), ck.tile(in, 1), ck.tile(in, 2)
-	if dst.Loc != isa.Acc || a.Loc != isa.Left || b.Loc != isa.Right {
-		return 0, fmt.Sprintf("%s needs acc = left x right, got %s = %s x %s", in.Op, dst.Loc, a.Loc, b.Loc)
-	}
-	if a.Cols != b.Rows || dst.Rows != a.Rows || dst.Cols != b.Cols {
-		return 0, fmt.Sprintf("shapes do not chain: %s %dx%d = %s %dx%d x %s %dx%d",
-			dst.Name, dst.Rows, dst.Cols, a.Name, a.Rows, a.Cols, b.Name, b.Rows, b.Cols)
-	}
-	ok := a.DType == b.DType && (a.DType.IsFloat() && dst.DType == dtype.Float32 ||
-		a.DType == dtype.Int8 && dst.DType == dtype.Int32)
-	if !ok {
-		return 0, fmt.Sprintf("the cube computes f16/bf16/f32 x same -> f32 or i8 x i8 -> i32, not %s x %s -> %s", a.DType, b.DType, dst.DType)
-	}
-	return isa.PipeM, ""
 }
 
 // accumulateAccess: the destination is read as well as written (TMATMUL_ACC).

@@ -10,45 +10,17 @@ import (
 
 func init() {
 	defineOps(map[isa.Opcode]*opImpl{
-		isa.TLOAD:  {route: routeLoad, exec: execLoad, work: workLoad},
+		isa.TLOAD:  {exec: execLoad, work: workLoad},
 		isa.TSTORE: {route: routeStore, exec: execStore, work: workStore},
 	})
 }
 
-func routeLoad(ck *checkCtx, in isa.Instr) (isa.Pipe, string) {
-	dst, v := ck.tile(in, 0), in.Args[1].GM
-	prm := ck.p.Params[v.Param]
-	if dst.Loc != isa.Mat && dst.Loc != isa.Vec {
-		return 0, fmt.Sprintf("tload writes %s tile %s; MTE2 loads GM into mat (L1) or vec (UB) only", dst.Loc, dst.Name)
-	}
-	if v.Rows > dst.Rows || v.Cols > dst.Cols {
-		return 0, fmt.Sprintf("GM window %dx%d is larger than tile %s (%dx%d)", v.Rows, v.Cols, dst.Name, dst.Rows, dst.Cols)
-	}
-	if prm.DType != dst.DType {
-		return 0, fmt.Sprintf("tload does not convert: param %s is %s, tile %s is %s", prm.Name, prm.DType, dst.Name, dst.DType)
-	}
-	return isa.PipeMTE2, ""
-}
-
+// routeStore: UB is written out by MTE3, L0C by the fixpipe.
 func routeStore(ck *checkCtx, in isa.Instr) (isa.Pipe, string) {
-	v, src := in.Args[0].GM, ck.tile(in, 1)
-	prm := ck.p.Params[v.Param]
-	if v.Rows > src.Rows || v.Cols > src.Cols {
-		return 0, fmt.Sprintf("GM window %dx%d is larger than tile %s (%dx%d)", v.Rows, v.Cols, src.Name, src.Rows, src.Cols)
-	}
-	switch src.Loc {
-	case isa.Vec:
-		if prm.DType != src.DType {
-			return 0, fmt.Sprintf("MTE3 does not convert: tile %s is %s, param %s is %s (convert with tcvt first)", src.Name, src.DType, prm.Name, prm.DType)
-		}
-		return isa.PipeMTE3, ""
-	case isa.Acc:
-		if !fixpipeConverts(src.DType, prm.DType) {
-			return 0, fmt.Sprintf("the fixpipe cannot store %s tile %s as %s", src.DType, src.Name, prm.DType)
-		}
+	if ck.tile(in, 1).Loc == isa.Acc {
 		return isa.PipeFIX, ""
 	}
-	return 0, fmt.Sprintf("tstore reads %s tile %s; only vec (MTE3) and acc (FIX) tiles can be stored", src.Loc, src.Name)
+	return isa.PipeMTE3, ""
 }
 
 // workLoad: MTE2 moves the window's bytes at the per-core GM read rate.

@@ -2,7 +2,6 @@ package device
 
 import (
 	"fmt"
-	"math"
 
 	"pypto/isa"
 )
@@ -13,48 +12,20 @@ import (
 func init() {
 	defineOps(map[isa.Opcode]*opImpl{
 		isa.TMOV:     {route: routeMov, exec: execConvert, work: workMove},
-		isa.TEXTRACT: {route: routeExtract, access: extractAccess, exec: execExtract, work: workMove},
+		isa.TEXTRACT: {access: extractAccess, exec: execExtract, work: workMove},
 	})
 }
 
+// routeMov: L1 -> L0A/L0B on MTE1, L0C -> UB through the fixpipe, UB -> UB on the
+// vector pipe.
 func routeMov(ck *checkCtx, in isa.Instr) (isa.Pipe, string) {
-	dst, src := ck.tile(in, 0), ck.tile(in, 1)
-	if dst.Rows != src.Rows || dst.Cols != src.Cols {
-		return 0, fmt.Sprintf("tmov copies a whole tile: %s is %dx%d, %s is %dx%d", dst.Name, dst.Rows, dst.Cols, src.Name, src.Rows, src.Cols)
-	}
-	switch {
-	case src.Loc == isa.Mat && (dst.Loc == isa.Left || dst.Loc == isa.Right):
-		if dst.DType != src.DType {
-			return 0, fmt.Sprintf("MTE1 does not convert: %s is %s, %s is %s", src.Name, src.DType, dst.Name, dst.DType)
-		}
+	switch ck.tile(in, 1).Loc {
+	case isa.Mat:
 		return isa.PipeMTE1, ""
-	case src.Loc == isa.Acc && dst.Loc == isa.Vec:
-		if !fixpipeConverts(src.DType, dst.DType) {
-			return 0, fmt.Sprintf("the fixpipe cannot move %s tile %s to %s", src.DType, src.Name, dst.DType)
-		}
+	case isa.Acc:
 		return isa.PipeFIX, ""
-	case src.Loc == isa.Vec && dst.Loc == isa.Vec:
-		return isa.PipeV, ""
 	}
-	return 0, fmt.Sprintf("no tmov path from %s to %s (mat->left/right, acc->vec, vec->vec)", src.Loc, dst.Loc)
-}
-
-func routeExtract(ck *checkCtx, in isa.Instr) (isa.Pipe, string) {
-	dst, src := ck.tile(in, 0), ck.tile(in, 1)
-	r, c := in.Args[2].Imm, in.Args[3].Imm
-	if src.Loc != isa.Mat || (dst.Loc != isa.Left && dst.Loc != isa.Right) {
-		return 0, fmt.Sprintf("textract copies mat -> left/right, not %s -> %s", src.Loc, dst.Loc)
-	}
-	if dst.DType != src.DType {
-		return 0, fmt.Sprintf("textract does not convert: %s is %s, %s is %s", src.Name, src.DType, dst.Name, dst.DType)
-	}
-	if r != math.Trunc(r) || c != math.Trunc(c) || r < 0 || c < 0 {
-		return 0, fmt.Sprintf("sub-tile offset (%g, %g) must be non-negative integers", r, c)
-	}
-	if int(r)+dst.Rows > src.Rows || int(c)+dst.Cols > src.Cols {
-		return 0, fmt.Sprintf("sub-tile %dx%d at (%d, %d) leaves %s (%dx%d)", dst.Rows, dst.Cols, int(r), int(c), src.Name, src.Rows, src.Cols)
-	}
-	return isa.PipeMTE1, ""
+	return isa.PipeV, ""
 }
 
 // workMove: MTE1 writes the destination at the L1 -> L0A or L1 -> L0B rate; the

@@ -10,32 +10,11 @@ import (
 
 func init() {
 	defineOps(map[isa.Opcode]*opImpl{
-		isa.TADD:  {route: routeVector, exec: execElementwise, work: workVector},
-		isa.TMUL:  {route: routeVector, exec: execElementwise, work: workVector},
-		isa.TRELU: {route: routeVector, exec: execElementwise, work: workVector},
-		isa.TCVT:  {route: routeVector, exec: execConvert, work: workVector},
+		isa.TADD:  {exec: execElementwise, work: workVector},
+		isa.TMUL:  {exec: execElementwise, work: workVector},
+		isa.TRELU: {exec: execElementwise, work: workVector},
+		isa.TCVT:  {exec: execConvert, work: workVector},
 	})
-}
-
-// routeVector: every operand a vec tile of the destination's shape; arithmetic
-// operands also share its dtype.
-func routeVector(ck *checkCtx, in isa.Instr) (isa.Pipe, string) {
-	dst := ck.tile(in, 0)
-	for i := range in.Args {
-		t := ck.tile(in, i)
-		if t.Loc != isa.Vec {
-			return 0, fmt.Sprintf("%s works on vec tiles; %s is in %s", in.Op, t.Name, t.Loc)
-		}
-		if t.Rows != dst.Rows || t.Cols != dst.Cols {
-			return 0, fmt.Sprintf("%s needs equal shapes: %s is %dx%d, %s is %dx%d", in.Op, dst.Name, dst.Rows, dst.Cols, t.Name, t.Rows, t.Cols)
-		}
-		// Arithmetic operands share the destination's dtype, as on the hardware;
-		// that is also what makes computing in float32 correctly rounded.
-		if in.Op != isa.TCVT && (t.DType != dst.DType || !numeric(t.DType)) {
-			return 0, fmt.Sprintf("%s needs operands of one numeric dtype: %s is %s, %s is %s", in.Op, dst.Name, dst.DType, t.Name, t.DType)
-		}
-	}
-	return isa.PipeV, ""
 }
 
 // workVector: one repeat of the vector unit moves VectorBytesPerCycle of the widest

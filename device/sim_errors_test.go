@@ -1,6 +1,7 @@
 package device
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -29,14 +30,31 @@ func runOne(t *testing.T, m *MachineProgram, gm []byte, addrs []int) error {
 	}
 }
 
+// flagInstr is a machine SET_FLAG or WAIT_FLAG (on the pipe that executes it).
+func flagInstr(op isa.Opcode, src, dst isa.Pipe, id int) Instr {
+	p := src
+	if op == isa.WAIT_FLAG {
+		p = dst
+	}
+	return Instr{Op: op, Pipe: p, Src: -1, Args: []Operand{{Kind: isa.KindPipe, Pipe: src}, {Kind: isa.KindPipe, Pipe: dst}, {Kind: isa.KindImm, Imm: float64(id)}}}
+}
+
+// flagsOnly is a machine program of the tiny chip made of the given instructions.
+func flagsOnly(core isa.CoreKind, ins ...Instr) *MachineProgram {
+	return &MachineProgram{Name: "flags", Chip: "tiny", Core: core, Instrs: ins}
+}
+
 func TestDeadlockWaitNeverSet(t *testing.T) {
 	b := newProg("deadlock", isa.Vector)
 	x := b.param("x", dtype.Float16, 256)
 	t0 := b.tile("t0", isa.Vec, dtype.Float16, 16, 16)
 	b.op(isa.TLOAD, tl(t0), view(x, 0, 16, 16, 16))
-	b.flag(isa.WAIT_FLAG, isa.PipeMTE3, isa.PipeV, 3)
 	b.op(isa.TRELU, tl(t0), tl(t0))
+	// The verifier rejects a wait nobody sets; a machine program edited after Compile
+	// can still hold one.
 	m := compile(t, preset(t, "tiny"), b.p)
+	relu := slices.IndexFunc(m.Instrs, func(in Instr) bool { return in.Op == isa.TRELU })
+	m.Instrs = slices.Insert(m.Instrs, relu, flagInstr(isa.WAIT_FLAG, isa.PipeMTE3, isa.PipeV, 3))
 	err := runOne(t, m, make([]byte, 512), []int{0})
 	require.Error(t, err)
 	var se *SimError
@@ -50,12 +68,11 @@ func TestDeadlockWaitNeverSet(t *testing.T) {
 
 func TestDeadlockPipesWaitingOnEachOther(t *testing.T) {
 	// V waits for MTE2, which waits for V: each set comes after the other's wait.
-	b := newProg("cycle", isa.Vector)
-	b.flag(isa.WAIT_FLAG, isa.PipeMTE2, isa.PipeV, 0)
-	b.flag(isa.SET_FLAG, isa.PipeV, isa.PipeMTE2, 0)
-	b.flag(isa.WAIT_FLAG, isa.PipeV, isa.PipeMTE2, 0)
-	b.flag(isa.SET_FLAG, isa.PipeMTE2, isa.PipeV, 0)
-	m := compile(t, preset(t, "tiny"), b.p)
+	m := flagsOnly(isa.Vector,
+		flagInstr(isa.WAIT_FLAG, isa.PipeMTE2, isa.PipeV, 0),
+		flagInstr(isa.SET_FLAG, isa.PipeV, isa.PipeMTE2, 0),
+		flagInstr(isa.WAIT_FLAG, isa.PipeV, isa.PipeMTE2, 0),
+		flagInstr(isa.SET_FLAG, isa.PipeMTE2, isa.PipeV, 0))
 	err := runOne(t, m, nil, nil)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "deadlock")
@@ -63,21 +80,20 @@ func TestDeadlockPipesWaitingOnEachOther(t *testing.T) {
 }
 
 func TestWaitBeforeSetInProgramOrderIsFine(t *testing.T) {
-	// Pipes run independently: V may wait for an event MTE2 sets later in program order.
+	// Pipes run independently: V may wait for an event MTE2 sets later in program
+	// order. The verifier rejects such programs; the simulator still runs them.
 	b := newProg("reverse", isa.Vector)
 	x := b.param("x", dtype.Float32, 64)
-	b.flag(isa.WAIT_FLAG, isa.PipeMTE2, isa.PipeV, 0)
 	t0 := b.tile("t0", isa.Vec, dtype.Float32, 8, 8)
 	b.op(isa.TLOAD, tl(t0), view(x, 0, 8, 8, 8))
-	b.flag(isa.SET_FLAG, isa.PipeMTE2, isa.PipeV, 0)
 	m := compile(t, preset(t, "tiny"), b.p)
+	m.Instrs = append([]Instr{flagInstr(isa.WAIT_FLAG, isa.PipeMTE2, isa.PipeV, 0)}, m.Instrs...)
+	m.Instrs = append(m.Instrs, flagInstr(isa.SET_FLAG, isa.PipeMTE2, isa.PipeV, 0))
 	require.NoError(t, runOne(t, m, make([]byte, 256), []int{0}))
 }
 
 func TestUnconsumedSetIsAnError(t *testing.T) {
-	b := newProg("leak", isa.Vector)
-	b.flag(isa.SET_FLAG, isa.PipeMTE2, isa.PipeV, 1)
-	m := compile(t, preset(t, "tiny"), b.p)
+	m := flagsOnly(isa.Vector, flagInstr(isa.SET_FLAG, isa.PipeMTE2, isa.PipeV, 1))
 	err := runOne(t, m, nil, nil)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "never consumed")
@@ -93,7 +109,7 @@ func TestGMViewOutOfRange(t *testing.T) {
 	var ce *CompileError
 	require.ErrorAs(t, err, &ce)
 	assert.Equal(t, 0, ce.PC)
-	assert.Contains(t, err.Error(), "elements 8..71, outside its 64 elements")
+	assert.Contains(t, err.Error(), "reaches past the end of %x")
 
 	// A machine program edited after Compile is checked again at run time.
 	b.p.Body[0] = isa.Instr{Op: isa.TLOAD, Args: []isa.Operand{tl(t0), view(x, 0, 8, 8, 8)}}
@@ -177,7 +193,7 @@ func TestCompileRejectsBadPrograms(t *testing.T) {
 			x := b.param("x", dtype.Float16, 256)
 			l := b.tile("l", isa.Left, dtype.Float16, 16, 16)
 			b.op(isa.TLOAD, tl(l), view(x, 0, 16, 16, 16))
-		}, "mat (L1) or vec (UB) only"},
+		}, "tload writes mat or vec tiles"},
 		"load converts": {isa.Vector, func(b *progBuilder) {
 			x := b.param("x", dtype.Float16, 256)
 			v := b.tile("v", isa.Vec, dtype.Float32, 16, 16)
@@ -193,38 +209,38 @@ func TestCompileRejectsBadPrograms(t *testing.T) {
 			w := b.tile("w", isa.Right, dtype.Float16, 16, 16)
 			c := b.tile("c", isa.Acc, dtype.Float32, 16, 16)
 			b.op(isa.TMATMUL, tl(c), tl(a), tl(w))
-		}, "shapes do not chain"},
+		}, "inner dimensions differ"},
 		"matmul dtypes": {isa.Cube, func(b *progBuilder) {
 			a := b.tile("a", isa.Left, dtype.Float16, 16, 16)
 			w := b.tile("w", isa.Right, dtype.Float16, 16, 16)
 			c := b.tile("c", isa.Acc, dtype.Float16, 16, 16)
 			b.op(isa.TMATMUL, tl(c), tl(a), tl(w))
-		}, "the cube computes"},
+		}, "acc tiles hold f32 or i32"},
 		"vec store converts": {isa.Vector, func(b *progBuilder) {
 			x := b.param("x", dtype.Float16, 256)
 			v := b.tile("v", isa.Vec, dtype.Float32, 16, 16)
 			b.op(isa.TSTORE, view(x, 0, 16, 16, 16), tl(v))
-		}, "MTE3 does not convert"},
+		}, "tstore from vec does not convert"},
 		"fixpipe int8": {isa.Cube, func(b *progBuilder) {
 			x := b.param("x", dtype.Int8, 256)
 			c := b.tile("c", isa.Acc, dtype.Int32, 16, 16)
 			b.op(isa.TSTORE, view(x, 0, 16, 16, 16), tl(c))
-		}, "cannot store"},
+		}, "cannot convert i32 to i8"},
 		"tmov path": {isa.Cube, func(b *progBuilder) {
 			l := b.tile("l", isa.Left, dtype.Float16, 16, 16)
 			m := b.tile("m", isa.Mat, dtype.Float16, 16, 16)
 			b.op(isa.TMOV, tl(m), tl(l))
-		}, "no tmov path"},
+		}, "tmov cannot move left -> mat"},
 		"add mixed dtypes": {isa.Vector, func(b *progBuilder) {
 			h := b.tile("h", isa.Vec, dtype.Float16, 16, 16)
 			f := b.tile("f", isa.Vec, dtype.Float32, 16, 16)
 			b.op(isa.TADD, tl(f), tl(f), tl(h))
-		}, "one numeric dtype"},
+		}, "tadd does not convert"},
 		"extract out of bounds": {isa.Cube, func(b *progBuilder) {
 			m := b.tile("m", isa.Mat, dtype.Float16, 32, 32)
 			l := b.tile("l", isa.Left, dtype.Float16, 16, 16)
 			b.op(isa.TEXTRACT, tl(l), tl(m), isa.ImmOp(16), isa.ImmOp(17))
-		}, "leaves m"},
+		}, "does not fit in %m"},
 		"operand count": {isa.Vector, func(b *progBuilder) {
 			v := b.tile("v", isa.Vec, dtype.Float16, 16, 16)
 			b.op(isa.TADD, tl(v), tl(v))
@@ -232,18 +248,18 @@ func TestCompileRejectsBadPrograms(t *testing.T) {
 		"operand kind": {isa.Vector, func(b *progBuilder) {
 			v := b.tile("v", isa.Vec, dtype.Float16, 16, 16)
 			b.op(isa.TRELU, tl(v), isa.ImmOp(1))
-		}, "must be a tile"},
-		"tile index": {isa.Vector, func(b *progBuilder) { b.op(isa.TRELU, tl(0), tl(5)) }, "names tile"},
+		}, "want tile"},
+		"tile index": {isa.Vector, func(b *progBuilder) { b.op(isa.TRELU, tl(0), tl(5)) }, "declares 0 tiles"},
 		"param index": {isa.Vector, func(b *progBuilder) {
 			v := b.tile("v", isa.Vec, dtype.Float16, 16, 16)
 			b.op(isa.TLOAD, tl(v), view(3, 0, 1, 1, 1))
-		}, "names param 3"},
-		"opcode":     {isa.Vector, func(b *progBuilder) { b.op(isa.Opcode(999)) }, "invalid opcode"},
+		}, "refers to param 3"},
+		"opcode":     {isa.Vector, func(b *progBuilder) { b.op(isa.Opcode(999)) }, "undefined opcode 999"},
 		"event id":   {isa.Vector, func(b *progBuilder) { b.flag(isa.SET_FLAG, isa.PipeMTE2, isa.PipeV, 8) }, "event id 8"},
-		"flag pipe":  {isa.Vector, func(b *progBuilder) { b.flag(isa.SET_FLAG, isa.PipeM, isa.PipeV, 0) }, "pipe m is not a flag endpoint"},
+		"flag pipe":  {isa.Vector, func(b *progBuilder) { b.flag(isa.SET_FLAG, isa.PipeM, isa.PipeV, 0) }, "which a vector core does not have"},
 		"flag self":  {isa.Vector, func(b *progBuilder) { b.flag(isa.SET_FLAG, isa.PipeV, isa.PipeV, 0) }, "to itself"},
-		"core kind":  {isa.CoreInvalid, func(b *progBuilder) {}, "neither cube nor vector"},
-		"tile shape": {isa.Vector, func(b *progBuilder) { b.tile("z", isa.Vec, dtype.Float16, 0, 16) }, "at least one row"},
+		"core kind":  {isa.CoreInvalid, func(b *progBuilder) {}, "want cube or vector"},
+		"tile shape": {isa.Vector, func(b *progBuilder) { b.tile("z", isa.Vec, dtype.Float16, 0, 16) }, "must be at least 1"},
 	}
 	for name, c := range cases {
 		b := newProg(name, c.core)

@@ -234,7 +234,7 @@ func TestLoadZeroFillsOutsideTheWindow(t *testing.T) {
 	pone := b.param("ones", dtype.Float16, 64)
 	px := b.param("x", dtype.Float16, 64)
 	pz := b.param("z", dtype.Float16, 64)
-	tt := b.tile("t", isa.Vec, dtype.Float16, 8, 8)
+	tt := b.tile("t", isa.Vec, dtype.Float16, 8, 16)
 	b.op(isa.TLOAD, tl(tt), view(pone, 0, 8, 8, 8))
 	b.op(isa.TLOAD, tl(tt), view(px, 0, 3, 5, 8))
 	b.op(isa.TSTORE, view(pz, 0, 8, 8, 8), tl(tt))
