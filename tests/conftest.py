@@ -66,3 +66,39 @@ def assert_matmul_close(got, a, b, transpose_b=False):
     err = np.abs(got.astype(np.float64) - ref)
     bad = err > bound
     assert not bad.any(), f"{bad.sum()} of {bad.size} elements off; worst error {err.max()}"
+
+
+# --- devices: every value test runs on the reference interpreter and on a simulated chip ---
+
+DEVICES = ["reference", "tiny"]
+
+
+@pytest.fixture(params=DEVICES)
+def device(request):
+    """Runs the test with p.set_device(param), restoring the previous device after."""
+    prev = p.get_device()
+    p.set_device(request.param)
+    yield request.param
+    p.set_device(prev)
+
+
+def _all_ops():
+    import json
+
+    return frozenset(json.loads(p._lib.call_string(p._lib.lib.pypto_op_names_json)))
+
+
+def compute(t, *ops):
+    """t.numpy() on the current device. On a chip, while some of ops (the ops t's graph
+    uses) has no device lowering, realising must raise p.CompileError naming an op
+    without one; then None is returned and the caller checks no values. Once every
+    lowering lands, the same test compares the device's values."""
+    if p.get_device() == "reference" or set(ops) <= p.lowered_ops():
+        return t.numpy()
+    try:
+        return t.numpy()
+    except p.CompileError as e:
+        unlowered = _all_ops() - p.lowered_ops()
+        assert any(op in e.message for op in unlowered), e.message
+        assert e.get_detailed_info().location is not None
+        return None
