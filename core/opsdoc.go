@@ -1,0 +1,77 @@
+package core
+
+import (
+	"fmt"
+	"strings"
+
+	"pypto/dtype"
+)
+
+// OpsMarkdown renders the registry as the table of docs/ops.md: each op's inputs,
+// attributes with defaults, the dtypes it accepts (found by asking its Infer, so the
+// table cannot drift from the code), whether it is a composite, and its doc line.
+func OpsMarkdown() string {
+	var b strings.Builder
+	b.WriteString("# Tensor ops\n\nGenerated from the op registry (core/) by `go test ./core -run TestOpsDoc -update`;\n")
+	b.WriteString("a test fails when this file is out of date. Composite ops are decomposed into the\n")
+	b.WriteString("others by the compiler. Semantics and dtype rules: docs/api.md.\n\n")
+	b.WriteString("| op | inputs | attributes | dtypes | composite | notes |\n| --- | --- | --- | --- | --- | --- |\n")
+	for _, name := range OpNames() {
+		if strings.Contains(name, "test") {
+			continue // ops registered by other packages' tests
+		}
+		d, _ := LookupOp(name)
+		attrs := make([]string, len(d.Attrs))
+		for i, a := range d.Attrs {
+			attrs[i] = a.Name + "=" + formatAttr(a.Default)
+		}
+		comp := ""
+		if d.Decompose != nil {
+			comp = "yes"
+		}
+		fmt.Fprintf(&b, "| `%s` | %s | %s | %s | %s | %s |\n", name, d.ArityString(), strings.Join(attrs, ", "),
+			acceptedDTypes(d), comp, strings.ReplaceAll(d.Doc, "|", "\\|"))
+	}
+	return b.String()
+}
+
+// probeAttrs are attributes that make an op accept 2x2 inputs when its defaults do not.
+var probeAttrs = map[string]Attrs{
+	"reshape":      {"shape": []int64{4}},
+	"broadcast_to": {"shape": []int64{2, 2}},
+	"unsqueeze":    {"axis": []int64{0}},
+	"pad":          {"pads": []int64{0, 0, 0, 0}},
+	"slice":        {"starts": []int64{0, 0}, "stops": []int64{2, 2}, "steps": []int64{1, 1}},
+}
+
+// indexOperands are the ops whose later inputs are int32 indices.
+var indexOperands = map[string]bool{"take_along_axis": true, "index_select": true}
+
+// acceptedDTypes lists the dtypes d's first input may have, probing Infer with 2x2
+// inputs (later inputs of the same dtype, or int32 for index operands).
+func acceptedDTypes(d *OpDef) string {
+	if d.Arity == 0 {
+		return "any (dtype attribute)"
+	}
+	var ok []string
+	for _, dt := range dtype.All {
+		rest := dt
+		if indexOperands[d.Name] {
+			rest = dtype.Int32
+		}
+		{
+			in := []TensorType{{DType: dt, Shape: Shape{2, 2}}}
+			if d.Name == "where" {
+				in[0].DType = dtype.Bool
+				in = append(in, TensorType{DType: dt, Shape: Shape{2, 2}}, TensorType{DType: dt, Shape: Shape{2, 2}})
+			}
+			for len(in) < d.Arity {
+				in = append(in, TensorType{DType: rest, Shape: Shape{2, 2}})
+			}
+			if _, _, err := InferOp(d.Name, in, probeAttrs[d.Name]); err == nil {
+				ok = append(ok, dt.String())
+			}
+		}
+	}
+	return strings.Join(ok, " ")
+}
