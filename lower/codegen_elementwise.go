@@ -61,7 +61,7 @@ func emitElementwise(e *emitter, tg *TileGraph, op *TileOp, tiles []int) {
 	ins := make([]operand, len(op.Inputs))
 	for i, t := range op.Inputs {
 		typ := tg.Tensors[t].Type
-		ins[i].view = newFlatView(i, maps[i], out.Shape)
+		ins[i].view = newFlatView(e.params[t], maps[i], out.Shape)
 		ins[i].loaded = e.pingPong(fmt.Sprintf("in%d", i), isa.Vec, typ.DType, tr, tc)
 		ins[i].converted = [2]int{-1, -1}
 		if typ.DType != out.DType {
@@ -73,7 +73,7 @@ func emitElementwise(e *emitter, tg *TileGraph, op *TileOp, tiles []int) {
 	if !isCopy {
 		res = e.pingPong("out", isa.Vec, out.DType, tr, tc)
 	}
-	ov := newFlatView(len(op.Inputs), reshapeMap(out.Shape), out.Shape)
+	ov := newFlatView(e.params[op.Output], reshapeMap(out.Shape), out.Shape)
 
 	perOuter := op.Grid[1] * op.Grid[2]
 	for step, t := range tiles {

@@ -36,9 +36,9 @@ func emitMatmul(e *emitter, tg *TileGraph, op *TileOp, tiles []int) {
 	if core.MatmulResultDType(dt) == dtype.Int32 {
 		accType = dtype.Int32
 	}
-	av := matrixView{param: 0, cols: a.Shape[1], transposed: op.Attrs.Bool("transpose_a", false)}
-	bv := matrixView{param: 1, cols: b.Shape[1], transposed: op.Attrs.Bool("transpose_b", false)}
-	cv := matrixView{param: 2, cols: n}
+	av := matrixView{param: e.params[op.Inputs[0]], cols: a.Shape[1], transposed: op.Attrs.Bool("transpose_a", false)}
+	bv := matrixView{param: e.params[op.Inputs[1]], cols: b.Shape[1], transposed: op.Attrs.Bool("transpose_b", false)}
+	cv := matrixView{param: e.params[op.Output], cols: n}
 
 	aMat := e.pingPong("a_l1", isa.Mat, dt, tm, tk)
 	bMat := e.pingPong("b_l1", isa.Mat, dt, tk, tn)

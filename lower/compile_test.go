@@ -246,3 +246,17 @@ func TestDumpShowsEveryLevel(t *testing.T) {
 	}
 	require.Len(t, exe.PassDumps(), len(passTable))
 }
+
+// A tensor read twice by one op (x + x, x @ x) is bound once: the kernel's params must
+// not alias.
+func TestRepeatedInputIsOneParam(t *testing.T) {
+	chip := presets(t)[0]
+	bl := core.NewBuilder("twice")
+	x := bl.Param("x", core.TensorType{DType: dtype.Float16, Shape: core.Shape{40, 40}})
+	s, err := bl.Op("add", []core.Value{x, x}, nil, core.Location{})
+	require.NoError(t, err)
+	m, err := bl.Op("matmul", []core.Value{s, s}, nil, core.Location{})
+	require.NoError(t, err)
+	bl.Output(m)
+	compileAndCompare(t, chip, bl.Graph(), 40)
+}

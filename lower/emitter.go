@@ -7,11 +7,12 @@ import (
 
 // emitter appends declarations and instructions to a PTO program.
 type emitter struct {
-	prog *isa.Program
+	prog   *isa.Program
+	params map[int]int // GM tensor -> index of the program param bound to it
 }
 
 func newEmitter(name string, core isa.CoreKind) *emitter {
-	return &emitter{prog: &isa.Program{Name: name, Core: core}}
+	return &emitter{prog: &isa.Program{Name: name, Core: core}, params: map[int]int{}}
 }
 
 // tile declares a tile and returns its index.

@@ -19,7 +19,7 @@ func buildExecGraph(bg *BlockGraph) (*ExecGraph, error) {
 		}
 		op := tg.Ops[k.Op]
 		task := &Task{Name: fmt.Sprintf("%s_%d", op.Op, ki), Kernel: ki, Core: k.Core}
-		task.Args = append(append([]int(nil), op.Inputs...), op.Output)
+		task.Args = kernelArgs(op)
 		deps := map[int]bool{}
 		for _, in := range op.Inputs {
 			if p, ok := producer[in]; ok {
@@ -95,11 +95,26 @@ func planMemory(eg *ExecGraph) {
 	eg.GMBytes = off
 }
 
+// kernelArgs lists the GM tensors a tile op's kernel takes: its distinct inputs, then
+// its output. A tensor read twice (x + x) is one param, so no two params alias.
+func kernelArgs(op *TileOp) []int {
+	var args []int
+	seen := map[int]bool{}
+	for _, t := range append(append([]int(nil), op.Inputs...), op.Output) {
+		if !seen[t] {
+			seen[t] = true
+			args = append(args, t)
+		}
+	}
+	return args
+}
+
 // emitBlock generates the PTO program of one block of a tile op.
 func emitBlock(tg *TileGraph, op *TileOp, tiles []int, name string) (*isa.Program, error) {
 	e := newEmitter(name, op.Core)
-	for _, t := range append(append([]int(nil), op.Inputs...), op.Output) {
+	for _, t := range kernelArgs(op) {
 		typ := tg.Tensors[t].Type
+		e.params[t] = len(e.prog.Params)
 		e.prog.Params = append(e.prog.Params, isa.Param{Name: fmt.Sprintf("t%d", t), DType: typ.DType, Elems: typ.Shape.NumElements()})
 	}
 	switch op.Kind {
