@@ -60,6 +60,7 @@ func Compile(chip *Chip, p *isa.Program) (mp *MachineProgram, err error) {
 		Chip:      chip.Name,
 		Core:      p.Core,
 		Params:    append([]isa.Param(nil), p.Params...),
+		Regs:      append([]isa.RegDecl(nil), p.Regs...),
 		Tiles:     allocs,
 		Instrs:    ins,
 		HighWater: high,
@@ -68,21 +69,38 @@ func Compile(chip *Chip, p *isa.Program) (mp *MachineProgram, err error) {
 
 // resolve replaces tile indices by placements and attaches dtypes to GM views.
 func resolve(p *isa.Program, allocs []Allocation, in isa.Instr, pipe isa.Pipe, pc int) Instr {
-	out := Instr{Op: in.Op, Pipe: pipe, Src: pc, Args: make([]Operand, len(in.Args))}
+	out := Instr{Op: in.Op, Mode: in.Mode, Pipe: pipe, Src: pc, Match: -1, Args: make([]Operand, len(in.Args))}
 	for i, a := range in.Args {
 		o := Operand{Kind: a.Kind, Tile: -1}
 		switch a.Kind {
 		case isa.KindTile:
-			al := allocs[a.Tile]
-			o.Tile, o.Loc, o.Addr, o.DType, o.Rows, o.Cols = a.Tile, al.Decl.Loc, al.Addr, al.Decl.DType, al.Decl.Rows, al.Decl.Cols
+			o = tileOperand(allocs, a.Tile)
 		case isa.KindGM:
 			o.GM, o.DType = a.GM, p.Params[a.GM.Param].DType
 		case isa.KindImm:
 			o.Imm = a.Imm
 		case isa.KindPipe:
 			o.Pipe = a.Pipe
+		case isa.KindReg:
+			o.Reg = a.Reg
 		}
 		out.Args[i] = o
 	}
 	return out
+}
+
+// tileOperand is the resolved operand of tile t: its placement, shape, layout and
+// valid region (a static size of 0 means the whole dimension).
+func tileOperand(allocs []Allocation, t int) Operand {
+	al := allocs[t]
+	d := al.Decl
+	o := Operand{Kind: isa.KindTile, Tile: t, Loc: d.Loc, Addr: al.Addr, DType: d.DType, Rows: d.Rows, Cols: d.Cols, Layout: d.Layout,
+		ValidRows: d.ValidRows, ValidCols: d.ValidCols, ValidRowsReg: d.ValidRowsReg, ValidColsReg: d.ValidColsReg}
+	if o.ValidRows == 0 {
+		o.ValidRows = d.Rows
+	}
+	if o.ValidCols == 0 {
+		o.ValidCols = d.Cols
+	}
+	return o
 }

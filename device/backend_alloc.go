@@ -22,45 +22,91 @@ import (
 // longest ago, so ping-pong tiles stay apart and a load can overlap the compute on the
 // other copy, while a program larger than the buffer still fits by reuse.
 
-// liveRanges computes each tile's first and last use; unused tiles get -1, -1.
+// liveRanges computes each tile's first and last use; unused tiles get -1, -1. A use
+// inside a loop counts as a use over the whole outermost loop around it: a value may
+// be carried from one iteration to the next (an accumulator), and the flag inserter
+// orders the reuse of bytes between iterations only when the tiles are distinct.
 func liveRanges(p *isa.Program) (first, last []int) {
 	first = make([]int, len(p.Tiles))
 	last = make([]int, len(p.Tiles))
 	for i := range first {
 		first[i], last[i] = -1, -1
 	}
+	outer := outermostLoops(p.Body)
 	for pc, in := range p.Body {
+		lo, hi := pc, pc
+		if l, ok := outer[pc]; ok {
+			lo, hi = l[0], l[1]
+		}
 		for _, a := range in.Args {
 			if a.Kind != isa.KindTile {
 				continue
 			}
-			if first[a.Tile] < 0 {
-				first[a.Tile] = pc
+			if first[a.Tile] < 0 || lo < first[a.Tile] {
+				first[a.Tile] = lo
 			}
-			last[a.Tile] = pc
+			last[a.Tile] = max(last[a.Tile], hi)
 		}
 	}
 	return first, last
 }
 
-// allocate places the tiles of p in the chip's buffers.
+// outermostLoops maps every instruction inside a loop to the LOOP and ENDLOOP indices
+// of the outermost loop around it.
+func outermostLoops(body []isa.Instr) map[int][2]int {
+	out := map[int][2]int{}
+	depth, start := 0, 0
+	for pc, in := range body {
+		switch in.Op {
+		case isa.LOOP:
+			if depth == 0 {
+				start = pc
+			}
+			depth++
+		case isa.ENDLOOP:
+			depth--
+			if depth == 0 {
+				for i := start; i <= pc; i++ {
+					out[i] = [2]int{start, pc}
+				}
+			}
+		}
+	}
+	return out
+}
+
+// allocate places the tiles of p in the chip's buffers. Tiles a TASSIGN binds keep
+// that address for the whole program (manual placement; they may overlap each other,
+// as their author decided) and the other tiles are placed around them.
 func allocate(chip *Chip, p *isa.Program) ([]Allocation, map[isa.Location]int, error) {
 	first, last := liveRanges(p)
+	pinned, err := pinnedTiles(chip, p)
+	if err != nil {
+		return nil, nil, err
+	}
 	allocs := make([]Allocation, len(p.Tiles))
 	byLoc := map[isa.Location][]int{}
+	high := map[isa.Location]int{}
 	for i, t := range p.Tiles {
 		allocs[i] = Allocation{Decl: t, Addr: -1, Bytes: t.Bytes(), First: first[i], Last: last[i]}
-		if first[i] >= 0 {
+		if addr, ok := pinned[i]; ok {
+			allocs[i].Addr, allocs[i].First, allocs[i].Last = addr, 0, len(p.Body)
+			high[t.Loc] = max(high[t.Loc], addr+t.Bytes())
+		} else if first[i] >= 0 {
 			byLoc[t.Loc] = append(byLoc[t.Loc], i)
 		}
 	}
-	high := map[isa.Location]int{}
 	for _, loc := range chip.CoreLocations[p.Core] {
-		high[loc] = 0
+		high[loc] = max(high[loc], 0)
 		tiles := byLoc[loc]
 		// Stable order: by live start, then declaration order.
 		sort.SliceStable(tiles, func(a, b int) bool { return first[tiles[a]] < first[tiles[b]] })
 		var active []int // allocated tiles still live, sorted by address
+		for ti, addr := range pinned {
+			if p.Tiles[ti].Loc == loc && addr >= 0 {
+				active = insertByAddr(active, allocs, ti)
+			}
+		}
 		cursor := 0
 		for _, ti := range tiles {
 			active = expire(active, allocs, first[ti])
@@ -106,6 +152,30 @@ func firstFit(active []int, allocs []Allocation, size, align, capacity, from int
 		addr = max(addr, alignUp(allocs[t].Addr+allocs[t].Bytes, align))
 	}
 	return addr, addr+size <= capacity
+}
+
+// pinnedTiles collects the addresses TASSIGN binds tiles to, checked against the chip.
+func pinnedTiles(chip *Chip, p *isa.Program) (map[int]int, error) {
+	pinned := map[int]int{}
+	for pc, in := range p.Body {
+		if in.Op != isa.TASSIGN {
+			continue
+		}
+		ti, addr := in.Args[0].Tile, int(in.Args[1].Imm)
+		t := p.Tiles[ti]
+		fail := func(format string, args ...any) error {
+			return &CompileError{Program: p.Name, PC: pc, Instr: sourceInstrString(p, pc), Msg: fmt.Sprintf(format, args...)}
+		}
+		if prev, ok := pinned[ti]; ok && prev != addr {
+			return nil, fail("tile %s is already bound to %#x; the device keeps one address per tile", t.Name, prev)
+		}
+		if addr%chip.Alignment(t.Loc) != 0 || addr+t.Bytes() > chip.Capacity(t.Loc) {
+			return nil, fail("tile %s (%d bytes) at %s+%#x is misaligned or leaves the %d-byte buffer of chip %s (alignment %d)",
+				t.Name, t.Bytes(), t.Loc, addr, chip.Capacity(t.Loc), chip.Name, chip.Alignment(t.Loc))
+		}
+		pinned[ti] = addr
+	}
+	return pinned, nil
 }
 
 func insertByAddr(active []int, allocs []Allocation, t int) []int {

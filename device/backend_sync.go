@@ -57,28 +57,6 @@ type syncNeed struct {
 	id       int
 }
 
-// insertSyncs returns ins with the flags the hazards need.
-func insertSyncs(chip *Chip, name string, core isa.CoreKind, ins []Instr) ([]Instr, error) {
-	needs := findSyncs(core, ins)
-	if err := assignEventIDs(chip, ins, needs); err != nil {
-		return nil, &CompileError{Program: name, PC: -1, Msg: err.Error()}
-	}
-	before := make([][]Instr, len(ins)) // waits before instruction i
-	after := make([][]Instr, len(ins))  // sets after instruction i
-	for _, s := range needs {
-		args := []Operand{{Kind: isa.KindPipe, Pipe: s.pair.src}, {Kind: isa.KindPipe, Pipe: s.pair.dst}, {Kind: isa.KindImm, Imm: float64(s.id)}}
-		after[s.setAfter] = append(after[s.setAfter], Instr{Op: isa.SET_FLAG, Pipe: s.pair.src, Args: args, Src: -1})
-		before[s.consumer] = append(before[s.consumer], Instr{Op: isa.WAIT_FLAG, Pipe: s.pair.dst, Args: args, Src: -1})
-	}
-	out := make([]Instr, 0, len(ins)+4*len(needs))
-	for i, in := range ins {
-		out = append(out, before[i]...)
-		out = append(out, in)
-		out = append(out, after[i]...)
-	}
-	return out, nil
-}
-
 // findSyncs walks the program in order and records a sync for every cross-pipe
 // hazard not yet covered. Needs come out ordered by consumer, and per pipe pair also by
 // producer (a later consumer's producer is never earlier: that one would be covered).
@@ -145,9 +123,8 @@ func findSyncs(core isa.CoreKind, ins []Instr) []syncNeed {
 	return needs
 }
 
-// assignEventIDs gives every sync an event id, moving sets later when a pair's pool
-// runs out (see the file comment).
-func assignEventIDs(chip *Chip, ins []Instr, needs []syncNeed) error {
+// manualIDs lists, per pipe pair, the event ids the program's own flags use.
+func manualIDs(ins []Instr) map[pipePair][]int {
 	reserved := map[pipePair][]int{}
 	for _, in := range ins {
 		if in.Op == isa.SET_FLAG || in.Op == isa.WAIT_FLAG {
@@ -157,6 +134,13 @@ func assignEventIDs(chip *Chip, ins []Instr, needs []syncNeed) error {
 			}
 		}
 	}
+	return reserved
+}
+
+// assignEventIDs gives every sync of one straight-line region an event id other than
+// the reserved ones, moving sets later when a pair's pool runs out (see the file
+// comment).
+func assignEventIDs(chip *Chip, reserved map[pipePair][]int, needs []syncNeed) error {
 	type state struct {
 		free   []int // sorted
 		active []int // indices into needs, oldest consumer first
@@ -184,7 +168,7 @@ func assignEventIDs(chip *Chip, ins []Instr, needs []syncNeed) error {
 			s.id, st.free = st.free[0], st.free[1:]
 		} else {
 			if len(st.active) == 0 {
-				return fmt.Errorf("no event id left for flags from %s to %s: manual flags use all %d", s.pair.src, s.pair.dst, chip.FlagEventIDs)
+				return fmt.Errorf("no event id left for flags from %s to %s: manual flags and loop-carried syncs use all %d", s.pair.src, s.pair.dst, chip.FlagEventIDs)
 			}
 			oldest := needs[st.active[0]]
 			st.active = st.active[1:]

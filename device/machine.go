@@ -17,7 +17,8 @@ type MachineProgram struct {
 	Chip   string // the preset it was compiled for; RunTask checks it
 	Core   isa.CoreKind
 	Params []isa.Param
-	Tiles  []Allocation // indexed like the source program's Tiles
+	Regs   []isa.RegDecl // scalar registers, zero when a block starts
+	Tiles  []Allocation  // indexed like the source program's Tiles
 	Instrs []Instr
 	// HighWater is the highest byte used in each location's buffer.
 	HighWater map[isa.Location]int
@@ -38,9 +39,13 @@ type Instr struct {
 	Op   isa.Opcode
 	Pipe isa.Pipe // the pipe that executes it; PipeS for TSYNC all
 	Args []Operand
-	// Src is the index of the instruction in the source program's Body, or -1 for a
-	// SET_FLAG / WAIT_FLAG the backend inserted.
+	Mode isa.Mode // the ISA's modifier (compare predicate, rounding mode, ...)
+	// Src is the index of the instruction in the source program's Body, or -1 for an
+	// instruction the backend inserted (flags, barriers around loops).
 	Src int
+	// Match is the pc of the matching ENDLOOP for a LOOP and of the matching LOOP for
+	// an ENDLOOP; -1 otherwise.
+	Match int
 }
 
 // Operand is a resolved instruction argument. Kind says which fields are meaningful:
@@ -53,10 +58,17 @@ type Operand struct {
 	Addr       int
 	DType      dtype.DType // tile dtype, or the param dtype of a GM view
 	Rows, Cols int
+	Layout     isa.Layout
+	// ValidRows x ValidCols is the tile's valid region (the top-left part holding
+	// data). A register, when named, gives the size at run time: the simulator fills
+	// ValidRows / ValidCols from it when it issues the instruction.
+	ValidRows, ValidCols       int
+	ValidRowsReg, ValidColsReg isa.RegRef
 
-	GM   isa.GMView // KindGM
+	GM   isa.GMView // KindGM (register offsets and sizes are applied at issue)
 	Imm  float64    // KindImm
 	Pipe isa.Pipe   // KindPipe
+	Reg  int        // KindReg: index into MachineProgram.Regs
 }
 
 // Bytes is the storage size of a tile operand.
@@ -80,8 +92,11 @@ func (m *MachineProgram) String() string {
 		fmt.Fprintf(&b, "  tile %d %s %s %s[%dx%d] @%#x bytes=%d live=%d..%d\n",
 			i, d.Name, d.Loc, d.DType, d.Rows, d.Cols, a.Addr, a.Bytes, a.First, a.Last)
 	}
+	for _, r := range m.Regs {
+		fmt.Fprintf(&b, "  reg %s\n", r.Name)
+	}
 	b.WriteString("  high-water")
-	for loc := isa.Mat; loc <= isa.Bias; loc++ {
+	for loc := isa.Location(1); int(loc) < isa.NumLocations; loc++ {
 		if hw, ok := m.HighWater[loc]; ok {
 			fmt.Fprintf(&b, " %s=%d", loc, hw)
 		}
@@ -102,6 +117,9 @@ func (m *MachineProgram) InstrString(pc int) string {
 	in := m.Instrs[pc]
 	var b strings.Builder
 	fmt.Fprintf(&b, "%-4s %s", in.Pipe, in.Op)
+	if in.Mode != isa.ModeNone {
+		b.WriteString("." + in.Mode.String())
+	}
 	for i, a := range in.Args {
 		if i == 0 {
 			b.WriteString(" ")
@@ -120,18 +138,51 @@ func (m *MachineProgram) operandString(o Operand) string {
 		if o.Tile >= 0 && o.Tile < len(m.Tiles) {
 			name = m.Tiles[o.Tile].Decl.Name
 		}
-		return fmt.Sprintf("%s@%s+%#x:%s[%dx%d]", name, o.Loc, o.Addr, o.DType, o.Rows, o.Cols)
+		valid := ""
+		if o.ValidRowsReg != 0 || o.ValidColsReg != 0 || o.ValidRows != o.Rows || o.ValidCols != o.Cols {
+			valid = fmt.Sprintf(" valid %s x %s", m.dimString(o.ValidRows, o.ValidRowsReg, false), m.dimString(o.ValidCols, o.ValidColsReg, false))
+		}
+		layout := ""
+		if o.Layout != isa.LayoutND {
+			layout = " " + o.Layout.String()
+		}
+		return fmt.Sprintf("%s@%s+%#x:%s[%dx%d%s%s]", name, o.Loc, o.Addr, o.DType, o.Rows, o.Cols, valid, layout)
 	case isa.KindGM:
 		v := o.GM
 		name := "?"
 		if v.Param >= 0 && v.Param < len(m.Params) {
 			name = m.Params[v.Param].Name
 		}
-		return fmt.Sprintf("%s:%s[+%d %dx%d s%d,%d]", name, o.DType, v.Offset, v.Rows, v.Cols, v.RowStride, v.ColStride)
+		off := strconv.Itoa(v.Offset)
+		if v.OffsetReg != 0 {
+			off = m.regName(v.OffsetReg) + "+" + off
+		}
+		return fmt.Sprintf("%s:%s[+%s %s x %s s%d,%d]", name, o.DType, off, m.dimString(v.Rows, v.RowsReg, true), m.dimString(v.Cols, v.ColsReg, true), v.RowStride, v.ColStride)
+	case isa.KindReg:
+		return m.regName(isa.UseReg(o.Reg))
 	case isa.KindImm:
 		return strconv.FormatFloat(o.Imm, 'g', -1, 64)
 	case isa.KindPipe:
 		return o.Pipe.String()
 	}
 	return "?"
+}
+
+func (m *MachineProgram) regName(r isa.RegRef) string {
+	if i, ok := r.Index(); ok && i < len(m.Regs) {
+		return "%" + m.Regs[i].Name
+	}
+	return "%?"
+}
+
+// dimString prints a size: n, or the register giving it (with n as its bound when
+// bounded).
+func (m *MachineProgram) dimString(n int, r isa.RegRef, bounded bool) string {
+	switch {
+	case r == 0:
+		return strconv.Itoa(n)
+	case bounded:
+		return m.regName(r) + "<=" + strconv.Itoa(n)
+	}
+	return m.regName(r)
 }

@@ -56,21 +56,27 @@ func pipeStartup() map[isa.Pipe]int {
 // splitLocations is the A2/A3 split architecture: buffers of the AIC and of the AIV.
 func splitLocations() map[isa.CoreKind][]isa.Location {
 	return map[isa.CoreKind][]isa.Location{
-		isa.Cube:   {isa.Mat, isa.Left, isa.Right, isa.Acc, isa.Bias},
+		isa.Cube:   {isa.Mat, isa.Left, isa.Right, isa.Acc, isa.Bias, isa.Scaling},
 		isa.Vector: {isa.Vec},
 	}
 }
 
+// scalingBytes is the fixpipe / MX scale buffer. Assumed: no public figure; 4 KB holds
+// the per-column scales of a 1024-column tile or the MX scales of a 128 x 256 operand.
+const scalingBytes = 4 * kib
+
 // buffers builds the buffer table from sizes; alignments are npu-facts' (L1 32 B,
-// L0A/L0B 512 B = one fractal, L0C 64 B, UB 32 B) except BT, whose 64 B is assumed.
+// L0A/L0B 512 B = one fractal, L0C 64 B, UB 32 B) except BT's 64 B and the scaling
+// buffer's 32 B, which are assumed.
 func buffers(l1, l0a, l0b, l0c, ub, bt int) map[isa.Location]Buffer {
 	return map[isa.Location]Buffer{
-		isa.Mat:   {Bytes: l1, Align: 32},
-		isa.Left:  {Bytes: l0a, Align: 512},
-		isa.Right: {Bytes: l0b, Align: 512},
-		isa.Acc:   {Bytes: l0c, Align: 64},
-		isa.Vec:   {Bytes: ub, Align: 32},
-		isa.Bias:  {Bytes: bt, Align: 64},
+		isa.Mat:     {Bytes: l1, Align: 32},
+		isa.Left:    {Bytes: l0a, Align: 512},
+		isa.Right:   {Bytes: l0b, Align: 512},
+		isa.Acc:     {Bytes: l0c, Align: 64},
+		isa.Vec:     {Bytes: ub, Align: 32},
+		isa.Bias:    {Bytes: bt, Align: 64},
+		isa.Scaling: {Bytes: scalingBytes, Align: 32},
 	}
 }
 

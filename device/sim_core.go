@@ -15,7 +15,7 @@ type coreSim struct {
 	chip  *Chip
 	index int
 	gm    []byte
-	bufs  [isa.Bias + 1][]byte
+	bufs  [isa.NumLocations][]byte
 	opts  RunOptions
 	start int64 // task time at which this core starts (after the launch overhead)
 
