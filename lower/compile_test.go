@@ -186,10 +186,17 @@ func TestOpsWithoutLoweringAreRefusedClearly(t *testing.T) {
 		}
 		bl.Output(v)
 		_, err = Compile(bl.Graph(), Options{Chip: chip, Verify: true})
+		if err == nil && core.IsComposite(name) {
+			continue // every primitive it decomposes into has a lowering
+		}
 		var ce *core.Error
 		require.ErrorAs(t, err, &ce, name)
 		require.Equal(t, core.CompileError, ce.Kind)
-		require.Contains(t, ce.Message, name)
+		if core.IsComposite(name) {
+			require.Contains(t, ce.Message, "has no lowering", name) // names the primitive it decomposes into
+		} else {
+			require.Contains(t, ce.Message, name)
+		}
 		require.Equal(t, 7, ce.Loc.Line)
 	}
 }

@@ -15,6 +15,8 @@ type lowering struct {
 	// maps, for view ops, says how the output indexes each input (see affineMap);
 	// nil means numpy broadcasting.
 	maps func(in []core.Shape, out core.Shape, attrs core.Attrs) []affineMap
+	// check refuses, with a clear error, cases of the op the lowering cannot handle.
+	check func(n *core.Node) *core.Error
 }
 
 var lowerings = map[string]lowering{

@@ -31,7 +31,8 @@ type Pass struct {
 // passTable is the compiler, in order. Adding a pass is adding a row.
 var passTable = []Pass{
 	{Name: "verify-tensor", Required: true, Produces: LevelTensor, Run: runVerifyTensor},
-	{Name: "tile", Required: true, Produces: LevelTile, After: []string{"verify-tensor"}, Run: runTile},
+	{Name: "decompose", Required: true, Produces: LevelTensor, After: []string{"verify-tensor"}, Run: runDecompose},
+	{Name: "tile", Required: true, Produces: LevelTile, After: []string{"decompose"}, Run: runTile},
 	{Name: "assign-cores", Required: true, Produces: LevelBlock, After: []string{"tile"}, Run: runAssignCores},
 	{Name: "plan-exec", Required: true, Produces: LevelExec, After: []string{"assign-cores"}, Run: runPlanExec},
 	{Name: "backend", Required: true, Produces: LevelMachine, After: []string{"plan-exec"}, Run: runBackend},
@@ -143,6 +144,18 @@ func runVerifyTensor(c *compilation) error {
 	if err := core.Verify(c.graph); err != nil {
 		return core.Errorf(core.InternalError, "input graph is invalid: %v", err)
 	}
+	return nil
+}
+
+// runDecompose rewrites composite ops (softmax, layer_norm, mean, ...) into the
+// primitives their registry entries give, so the later passes see only ops that have
+// a lowering of their own.
+func runDecompose(c *compilation) error {
+	g, err := core.DecomposeGraph(c.graph)
+	if err != nil {
+		return err
+	}
+	c.graph = g
 	return nil
 }
 

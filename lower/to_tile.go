@@ -32,6 +32,11 @@ func buildTileGraph(g *core.Graph, chip *device.Chip) (*TileGraph, error) {
 			return nil, core.Errorf(core.CompileError, "op %s has no lowering to the device", n.Op).WithLoc(n.Loc).
 				Because("every op must run on the simulated NPU; there is no host fallback")
 		}
+		if low.check != nil {
+			if err := low.check(n); err != nil {
+				return nil, err.WithLoc(n.Loc)
+			}
+		}
 		role := RoleTemp
 		if isOutput[v] {
 			role = RoleOutput

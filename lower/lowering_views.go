@@ -1,0 +1,59 @@
+package lower
+
+import (
+	"pypto/core"
+	"pypto/isa"
+)
+
+// View ops copy data through an affine map of the output index: a vector kernel of
+// loads and stores whose GM windows do the reordering (no compute instruction).
+var viewLowerings = map[string]lowering{
+	"reshape": {kind: TileElementwise, core: isa.Vector, maps: func(_ []core.Shape, out core.Shape, _ core.Attrs) []affineMap {
+		return []affineMap{reshapeMap(out)}
+	}},
+	"broadcast_to": {kind: TileElementwise, core: isa.Vector, maps: func(in []core.Shape, out core.Shape, _ core.Attrs) []affineMap {
+		return []affineMap{broadcastMap(in[0], out)}
+	}},
+	"transpose": {kind: TileElementwise, core: isa.Vector, maps: func(in []core.Shape, _ core.Shape, attrs core.Attrs) []affineMap {
+		return []affineMap{transposeMap(in[0], normalizePerm(attrs.Ints("perm"), len(in[0])))}
+	}},
+	// cast is a copy through the input's conversion to the output dtype (TCVT), which
+	// rounds exactly as core's cast does (dtype.Round).
+	"cast": {kind: TileElementwise, core: isa.Vector},
+	"slice": {kind: TileElementwise, core: isa.Vector, check: positiveSteps, maps: func(in []core.Shape, _ core.Shape, attrs core.Attrs) []affineMap {
+		return []affineMap{sliceMap(in[0], attrs.Ints("starts"), attrs.Ints("steps"))}
+	}},
+}
+
+// normalizePerm resolves negative axes and the empty permutation (reverse the axes),
+// as the transpose op's type inference does.
+func normalizePerm(perm []int, n int) []int {
+	out := make([]int, n)
+	for i := range out {
+		if len(perm) == 0 {
+			out[i] = n - 1 - i
+		} else {
+			out[i] = (perm[i] + n) % n
+		}
+	}
+	return out
+}
+
+// positiveSteps refuses slices that walk backwards: GM windows have non-negative
+// strides in this version of the ISA.
+func positiveSteps(n *core.Node) *core.Error {
+	for ax, s := range n.Attrs.Ints("steps") {
+		if s < 0 {
+			return core.Errorf(core.CompileError, "slice with a negative step (axis %d, step %d) cannot run on the device yet", ax, s).
+				Because("GM windows of the PTO ISA have non-negative strides in this version").
+				Suggest("slice with a positive step, or reverse the data on the host before passing it in")
+		}
+	}
+	return nil
+}
+
+func init() {
+	for name, l := range viewLowerings {
+		lowerings[name] = l
+	}
+}

@@ -1,0 +1,81 @@
+package lower
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"pypto/core"
+	"pypto/dtype"
+)
+
+// Each view op and cast, compiled for every preset, must reproduce the reference
+// interpreter bit for bit (they move or convert values, never compute).
+func TestViewOpsMatchReferenceExactly(t *testing.T) {
+	f16 := func(s ...int) core.TensorType { return core.TensorType{DType: dtype.Float16, Shape: s} }
+	cases := []struct {
+		name  string
+		in    core.TensorType
+		op    string
+		attrs core.Attrs
+	}{
+		{"reshape", f16(6, 35), "reshape", core.Attrs{"shape": []int64{5, 42}}},
+		{"reshape-3d", f16(2, 3, 70), "reshape", core.Attrs{"shape": []int64{6, 7, 10}}},
+		{"transpose-2d", f16(37, 70), "transpose", core.Attrs{"perm": []int64{}}},
+		{"transpose-3d", f16(3, 17, 40), "transpose", core.Attrs{"perm": []int64{2, 0, 1}}},
+		{"broadcast", f16(1, 45), "broadcast_to", core.Attrs{"shape": []int64{3, 20, 45}}},
+		{"slice", f16(40, 90), "slice", core.Attrs{"starts": []int64{3, 1}, "stops": []int64{40, 88}, "steps": []int64{2, 3}}},
+		{"cast-f16-i8", f16(17, 33), "cast", core.Attrs{"dtype": "int8"}},
+		{"cast-f16-f32", f16(17, 33), "cast", core.Attrs{"dtype": "float32"}},
+		{"cast-f32-bf16", core.TensorType{DType: dtype.Float32, Shape: core.Shape{9, 70}}, "cast", core.Attrs{"dtype": "bfloat16"}},
+	}
+	for _, chip := range presets(t) {
+		for _, c := range cases {
+			t.Run(fmt.Sprintf("%s/%s", chip.Name, c.name), func(t *testing.T) {
+				bl := core.NewBuilder("view")
+				x := bl.Param("x", c.in)
+				y, err := bl.Op(c.op, []core.Value{x}, c.attrs, core.Location{})
+				require.NoError(t, err)
+				bl.Output(y)
+				compileAndCompare(t, chip, bl.Graph(), 0)
+			})
+		}
+	}
+}
+
+func TestNegativeStepSliceIsRefusedClearly(t *testing.T) {
+	bl := core.NewBuilder("rev")
+	x := bl.Param("x", core.TensorType{DType: dtype.Float32, Shape: core.Shape{8}})
+	y, err := bl.Op("slice", []core.Value{x}, core.Attrs{"starts": []int64{7}, "stops": []int64{-1}, "steps": []int64{-1}}, core.Location{File: "m.py", Line: 3})
+	require.NoError(t, err)
+	bl.Output(y)
+	_, err = Compile(bl.Graph(), Options{Chip: presets(t)[0], Verify: true})
+	var ce *core.Error
+	require.ErrorAs(t, err, &ce)
+	require.Equal(t, core.CompileError, ce.Kind)
+	require.Contains(t, ce.Message, "negative step")
+	require.Equal(t, 3, ce.Loc.Line)
+}
+
+// Composite ops are decomposed into primitives before tiling, so a composite whose
+// primitives all have lowerings runs on the device.
+func TestCompositesRunThroughDecomposition(t *testing.T) {
+	chip := presets(t)[0]
+	bl := core.NewBuilder("composite")
+	x := bl.Param("x", core.TensorType{DType: dtype.Float16, Shape: core.Shape{1, 24, 40}})
+	w := bl.Param("w", core.TensorType{DType: dtype.Float16, Shape: core.Shape{30, 40}})
+	b := bl.Param("b", core.TensorType{DType: dtype.Float16, Shape: core.Shape{30}})
+	sq, err := bl.Op("squeeze", []core.Value{x}, core.Attrs{"axis": []int64{0}}, core.Location{})
+	require.NoError(t, err)
+	y, err := bl.Op("linear", []core.Value{sq, w, b}, nil, core.Location{})
+	require.NoError(t, err)
+	bl.Output(y)
+	g := bl.Graph()
+	exe, err := Compile(g, Options{Chip: chip, Verify: true})
+	require.NoError(t, err)
+	for _, task := range exe.Exec().Tasks {
+		require.NotContains(t, []string{"squeeze", "linear"}, exe.Exec().Blocks.Tiles.Ops[task.Kernel].Op)
+	}
+	compileAndCompare(t, chip, g, 40)
+}
