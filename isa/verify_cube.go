@@ -201,6 +201,7 @@ func checkMatmulBias(v *verifier, in Instr) string {
 // checkMatmulMX: operands dst, a, as, b, bs.
 func checkMatmulMX(v *verifier, in Instr) string {
 	if msg := checkMatmul(v, Instr{Op: in.Op, Args: []Operand{in.Args[0], in.Args[1], in.Args[3]}}); msg != "" {
+		// checkMatmul knows the MX opcodes accumulate i8 in f32.
 		return msg
 	}
 	a, as, b, bs := v.tileOf(in.Args[1]), v.tileOf(in.Args[2]), v.tileOf(in.Args[3]), v.tileOf(in.Args[4])

@@ -192,11 +192,11 @@ func checkMov(v *verifier, in Instr) string {
 	dst, src := v.tileOf(in.Args[0]), v.tileOf(in.Args[1])
 	converts := false
 	switch {
-	case src.Loc == Mat && inLocs(dst.Loc, Left, Right):
+	case src.Loc == Mat && inLocs(dst.Loc, Left, Right, Bias, Scaling):
 	case src.Loc == Acc && dst.Loc == Vec, src.Loc == Vec && dst.Loc == Vec:
 		converts = true
 	default:
-		return fmt.Sprintf("tmov cannot move %s -> %s (allowed: mat->left, mat->right, acc->vec, vec->vec)", src.Loc, dst.Loc)
+		return fmt.Sprintf("tmov cannot move %s -> %s (allowed: mat->left, mat->right, mat->bias, mat->scaling, acc->vec, vec->vec)", src.Loc, dst.Loc)
 	}
 	switch {
 	case dst.Rows != src.Rows || dst.Cols != src.Cols:
@@ -247,8 +247,8 @@ func checkMatmul(v *verifier, in Instr) string {
 		return fmt.Sprintf("%s result %s is %dx%d, want %dx%d", in.Op, tileRef(dst), dst.Rows, dst.Cols, a.Rows, b.Cols)
 	}
 	want := dtype.Float32
-	if a.DType == dtype.Int8 {
-		want = dtype.Int32
+	if a.DType == dtype.Int8 && in.Op != TMATMUL_MX && in.Op != TGEMV_MX {
+		want = dtype.Int32 // block scales are real numbers: MX products accumulate in f32
 	}
 	if dst.DType != want {
 		return fmt.Sprintf("%s of %s operands accumulates in %s, not %s", in.Op, a.DType, want, dst.DType)
