@@ -6,20 +6,40 @@ import (
 	"pypto/isa"
 )
 
-// matrixView addresses op(X) for a 2-D tensor X stored row-major as [rows, cols]:
-// element (i, j) of op(X) is X[i, j], or X[j, i] when transposed. Transposition is a
-// strided GM view, so it costs no separate pass over the data.
+// matrixView addresses op(X) for the matrices of a tensor X stored row-major as
+// [batch..., rows, cols]: element (i, j) of op(X) in batch b is X[b, i, j], or X[b, j, i]
+// when transposed. Transposition is a strided GM view, so it costs no separate pass
+// over the data; batch dimensions broadcast like an elementwise op's (stride 0).
 type matrixView struct {
-	param      int
-	cols       int // columns of the stored tensor
-	transposed bool
+	param        int
+	cols         int // columns of the stored matrices
+	transposed   bool
+	batch        core.Shape // batch dims of the output
+	batchStrides []int      // element stride of each output batch dim in X
 }
 
-func (v matrixView) window(i0, j0, rows, cols int) isa.GMView {
-	if v.transposed {
-		return isa.GMView{Param: v.param, Offset: j0*v.cols + i0, Rows: rows, Cols: cols, RowStride: 1, ColStride: v.cols}
+func newMatrixView(param int, x, out core.Shape, transposed bool) matrixView {
+	nb := len(out) - 2
+	rows, cols := x[len(x)-2], x[len(x)-1]
+	st := core.BroadcastStrides(x[:len(x)-2], out[:nb])
+	for i := range st {
+		st[i] *= rows * cols
 	}
-	return isa.GMView{Param: v.param, Offset: i0*v.cols + j0, Rows: rows, Cols: cols, RowStride: v.cols, ColStride: 1}
+	return matrixView{param: param, cols: cols, transposed: transposed, batch: out[:nb], batchStrides: st}
+}
+
+// window is the rows x cols window at (i0, j0) of op(X) in batch b (row-major index
+// over the output's batch dims).
+func (v matrixView) window(b, i0, j0, rows, cols int) isa.GMView {
+	base := 0
+	for ax := len(v.batch) - 1; ax >= 0; ax-- {
+		base += (b % v.batch[ax]) * v.batchStrides[ax]
+		b /= v.batch[ax]
+	}
+	if v.transposed {
+		return isa.GMView{Param: v.param, Offset: base + j0*v.cols + i0, Rows: rows, Cols: cols, RowStride: 1, ColStride: v.cols}
+	}
+	return isa.GMView{Param: v.param, Offset: base + i0*v.cols + j0, Rows: rows, Cols: cols, RowStride: v.cols, ColStride: 1}
 }
 
 // emitMatmul generates a cube block: for each output tile, loop over K tiles loading
@@ -29,16 +49,17 @@ func (v matrixView) window(i0, j0, rows, cols int) isa.GMView {
 // contribute nothing.
 func emitMatmul(e *emitter, tg *TileGraph, op *TileOp, tiles []int) {
 	a, b := tg.Tensors[op.Inputs[0]].Type, tg.Tensors[op.Inputs[1]].Type
-	m, n, k := op.Problem[0], op.Problem[1], op.Problem[2]
+	m, n, k := op.Problem[1], op.Problem[2], op.Problem[3]
+	out := tg.Tensors[op.Output].Type.Shape
 	tm, tn, tk := op.Tile[0], op.Tile[1], op.Tile[2]
 	dt := a.DType
 	accType := dtype.Float32
 	if core.MatmulResultDType(dt) == dtype.Int32 {
 		accType = dtype.Int32
 	}
-	av := matrixView{param: e.params[op.Inputs[0]], cols: a.Shape[1], transposed: op.Attrs.Bool("transpose_a", false)}
-	bv := matrixView{param: e.params[op.Inputs[1]], cols: b.Shape[1], transposed: op.Attrs.Bool("transpose_b", false)}
-	cv := matrixView{param: e.params[op.Output], cols: n}
+	av := newMatrixView(e.params[op.Inputs[0]], a.Shape, out, op.Attrs.Bool("transpose_a", false))
+	bv := newMatrixView(e.params[op.Inputs[1]], b.Shape, out, op.Attrs.Bool("transpose_b", false))
+	cv := newMatrixView(e.params[op.Output], out, out, false)
 
 	aMat := e.pingPong("a_l1", isa.Mat, dt, tm, tk)
 	bMat := e.pingPong("b_l1", isa.Mat, dt, tk, tn)
@@ -49,7 +70,8 @@ func emitMatmul(e *emitter, tg *TileGraph, op *TileOp, tiles []int) {
 	kTiles := max(1, ceilDiv(k, tk)) // k == 0 still stores a zero tile
 	step := 0
 	for _, t := range tiles {
-		mi, ni := t/op.Grid[1], t%op.Grid[1]
+		perBatch := op.Grid[1] * op.Grid[2]
+		bi, mi, ni := t/perBatch, (t%perBatch)/op.Grid[2], t%op.Grid[2]
 		i0, j0 := mi*tm, ni*tn
 		vm, vn := min(tm, m-i0), min(tn, n-j0)
 		for kt := 0; kt < kTiles; kt++ {
@@ -57,8 +79,8 @@ func emitMatmul(e *emitter, tg *TileGraph, op *TileOp, tiles []int) {
 			step++
 			p0 := kt * tk
 			vk := max(0, min(tk, k-p0))
-			e.emit(isa.TLOAD, isa.TileOp(aMat[s]), isa.GMOp(av.window(i0, p0, vm, vk)))
-			e.emit(isa.TLOAD, isa.TileOp(bMat[s]), isa.GMOp(bv.window(p0, j0, vk, vn)))
+			e.emit(isa.TLOAD, isa.TileOp(aMat[s]), isa.GMOp(av.window(bi, i0, p0, vm, vk)))
+			e.emit(isa.TLOAD, isa.TileOp(bMat[s]), isa.GMOp(bv.window(bi, p0, j0, vk, vn)))
 			e.emit(isa.TMOV, isa.TileOp(aL0[s]), isa.TileOp(aMat[s]))
 			e.emit(isa.TMOV, isa.TileOp(bL0[s]), isa.TileOp(bMat[s]))
 			mm := isa.TMATMUL
@@ -67,6 +89,6 @@ func emitMatmul(e *emitter, tg *TileGraph, op *TileOp, tiles []int) {
 			}
 			e.emit(mm, isa.TileOp(acc), isa.TileOp(aL0[s]), isa.TileOp(bL0[s]))
 		}
-		e.emit(isa.TSTORE, isa.GMOp(cv.window(i0, j0, vm, vn)), isa.TileOp(acc))
+		e.emit(isa.TSTORE, isa.GMOp(cv.window(bi, i0, j0, vm, vn)), isa.TileOp(acc))
 	}
 }

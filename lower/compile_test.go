@@ -267,3 +267,29 @@ func TestRepeatedInputIsOneParam(t *testing.T) {
 	bl.Output(m)
 	compileAndCompare(t, chip, bl.Graph(), 40)
 }
+
+func TestBatchMatmulMatchesReference(t *testing.T) {
+	f16 := func(s ...int) core.TensorType { return core.TensorType{DType: dtype.Float16, Shape: s} }
+	cases := []struct {
+		a, b  core.TensorType
+		attrs core.Attrs
+	}{
+		{f16(3, 17, 33), f16(3, 33, 20), nil},
+		{f16(2, 1, 9, 40), f16(3, 40, 18), nil},                          // batch dims broadcast
+		{f16(4, 40, 9), f16(40, 18), core.Attrs{"transpose_a": true}},    // b shared by every batch
+		{f16(2, 9, 40), f16(2, 18, 40), core.Attrs{"transpose_b": true}}, // attention-style q @ k^T
+	}
+	for _, chip := range presets(t) {
+		for _, c := range cases {
+			t.Run(fmt.Sprintf("%s/%s@%s%v", chip.Name, c.a, c.b, c.attrs), func(t *testing.T) {
+				bl := core.NewBuilder("bmm")
+				x := bl.Param("a", c.a)
+				y := bl.Param("b", c.b)
+				z, err := bl.Op("batch_matmul", []core.Value{x, y}, c.attrs, core.Location{})
+				require.NoError(t, err)
+				bl.Output(z)
+				compileAndCompare(t, chip, bl.Graph(), 40)
+			})
+		}
+	}
+}

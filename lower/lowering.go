@@ -20,8 +20,9 @@ type lowering struct {
 }
 
 var lowerings = map[string]lowering{
-	"matmul": {kind: TileMatmul, core: isa.Cube},
-	"add":    {kind: TileElementwise, core: isa.Vector, vector: isa.TADD},
-	"mul":    {kind: TileElementwise, core: isa.Vector, vector: isa.TMUL},
-	"relu":   {kind: TileElementwise, core: isa.Vector, vector: isa.TRELU},
+	"matmul":       {kind: TileMatmul, core: isa.Cube},
+	"batch_matmul": {kind: TileMatmul, core: isa.Cube},
+	"add":          {kind: TileElementwise, core: isa.Vector, vector: isa.TADD},
+	"mul":          {kind: TileElementwise, core: isa.Vector, vector: isa.TMUL},
+	"relu":         {kind: TileElementwise, core: isa.Vector, vector: isa.TRELU},
 }

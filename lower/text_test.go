@@ -27,8 +27,8 @@ func TestTileGraphBuiltInGo(t *testing.T) {
 			Node: 7, Op: "matmul", Kind: TileMatmul, Core: isa.Cube, Inputs: []int{1, 0}, Output: 2,
 			Attrs:   core.Attrs{"transpose_a": true, "scale": math.Copysign(0, -1), "axes": []int64{-1}, "note": "x # y\n", "n": int64(3)},
 			Tile:    []int{16, 16, 16},
-			Grid:    []int{1, 1},
-			Problem: []int{16, 16, 16},
+			Grid:    []int{1, 1, 1},
+			Problem: []int{1, 16, 16, 16},
 			Loc:     core.Location{File: "model.py", Line: 3},
 			Reason:  `a "why" # not a comment`,
 		}},
@@ -43,7 +43,7 @@ func TestTileGraphBuiltInGo(t *testing.T) {
   tensor t2: f16[16,16] output %7
   params (t1, t0)
   op0: t2 = matmul(t1, t0) {axes=[-1], n=3, note="x # y\n", scale=-0.0, transpose_a=true}
-    kind=matmul core=cube problem=[16,16,16] tile=[16,16,16] grid=[1,1]
+    kind=matmul core=cube problem=[1,16,16,16] tile=[16,16,16] grid=[1,1,1]
     reason="a \"why\" # not a comment"
   return (t2)
 }

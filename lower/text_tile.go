@@ -211,7 +211,7 @@ func (tp *tileParser) op() {
 // tilingDims names the numbers of each tiling list, per tile kind. Their count is
 // checked while parsing because the verifier indexes the lists by it.
 var tilingDims = map[TileKind][3]string{
-	TileMatmul:      {"[m,n,k]", "[tm,tn,tk]", "[m/tm,n/tn]"},
+	TileMatmul:      {"[batch,m,n,k]", "[tm,tn,tk]", "[batch,m/tm,n/tn]"},
 	TileElementwise: {"[outer,rows,cols]", "[tr,tc]", "[outer,rows/tr,cols/tc]"},
 }
 

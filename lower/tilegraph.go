@@ -32,7 +32,7 @@ type GMTensor struct {
 type TileKind uint8
 
 const (
-	TileMatmul      TileKind = iota // output tiles [tm, tn], each a loop over K tiles of tk
+	TileMatmul      TileKind = iota // per batch index, output tiles [tm, tn], each a loop over K tiles of tk
 	TileElementwise                 // output tiles [tr, tc] over the last two axes, one per leading index
 )
 
@@ -51,7 +51,7 @@ type TileOp struct {
 	Grid    []int // number of tiles along each tiled axis (see TileOp.NumTiles)
 	Loc     core.Location
 	Reason  string // why this tile shape was chosen (shown in dumps)
-	Problem []int  // matmul: [m, n, k]; elementwise: [outer, rows, cols] of the output
+	Problem []int  // matmul: [batch, m, n, k]; elementwise: [outer, rows, cols] of the output
 }
 
 // NumTiles is the number of output tiles (grid points) of the op.
@@ -136,8 +136,8 @@ func verifyTiling(op *TileOp, out core.TensorType) error {
 // tileGrid is the number of tiles along each tiled axis.
 func tileGrid(kind TileKind, problem, tile []int) []int {
 	switch kind {
-	case TileMatmul: // problem [m, n, k], tile [tm, tn, tk]: grid over output tiles
-		return []int{ceilDiv(problem[0], tile[0]), ceilDiv(problem[1], tile[1])}
+	case TileMatmul: // problem [batch, m, n, k], tile [tm, tn, tk]: grid over output tiles
+		return []int{problem[0], ceilDiv(problem[1], tile[0]), ceilDiv(problem[2], tile[1])}
 	default: // problem [outer, rows, cols], tile [tr, tc]
 		return []int{problem[0], ceilDiv(problem[1], tile[0]), ceilDiv(problem[2], tile[1])}
 	}

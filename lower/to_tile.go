@@ -63,12 +63,13 @@ func chooseTiling(op *TileOp, g *core.Graph, n *core.Node, chip *device.Chip) er
 	switch op.Kind {
 	case TileMatmul:
 		a := g.Type(n.Inputs[0])
-		k := a.Shape[1]
+		ra, out := len(a.Shape), n.Type.Shape
+		k := a.Shape[ra-1]
 		if op.Attrs.Bool("transpose_a", false) {
-			k = a.Shape[0]
+			k = a.Shape[ra-2]
 		}
-		m, nn := n.Type.Shape[0], n.Type.Shape[1]
-		op.Problem = []int{m, nn, k}
+		m, nn := out[len(out)-2], out[len(out)-1]
+		op.Problem = []int{out[:len(out)-2].NumElements(), m, nn, k}
 		op.Tile, op.Reason, err = matmulTile(chip, a.DType, m, nn, k)
 	case TileElementwise:
 		op.Problem = elementwiseProblem(n.Type.Shape)
