@@ -164,6 +164,11 @@ type loopFrame struct {
 	count, iter int64
 }
 
+// maxInterpElems bounds the tile elements of one program (8 bytes each in the
+// interpreter): far above any buffer of a real core, low enough that a corrupt
+// declaration fails instead of exhausting memory.
+const maxInterpElems = 1 << 26
+
 // errBlocked is what a queue instruction returns when it must wait for another core.
 var errBlocked = errors.New("blocked on a queue")
 
@@ -179,8 +184,13 @@ func newMachine(c Core, sh *shared) (*machine, error) {
 		}
 	}
 	m.tiles = make([][]float64, len(p.Tiles))
+	total := 0
 	for i, t := range p.Tiles {
-		m.tiles[i] = make([]float64, t.Rows*t.Cols)
+		n, ok := mulInt(t.Rows, t.Cols)
+		if total += n; !ok || total > maxInterpElems {
+			return nil, m.errorf(-1, "the tiles hold more than the %d elements the reference interpreter keeps (tile %s is %dx%d)", maxInterpElems, tileRef(t), t.Rows, t.Cols)
+		}
+		m.tiles[i] = make([]float64, n)
 	}
 	var open []int
 	for i, in := range p.Body {

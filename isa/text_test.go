@@ -69,11 +69,16 @@ func assertSameProgram(t testing.TB, want, got *Program) {
 }
 
 func sameProgram(a, b *Program) bool {
-	if a.Name != b.Name || a.Core != b.Core || len(a.Params) != len(b.Params) || len(a.Tiles) != len(b.Tiles) || len(a.Body) != len(b.Body) {
+	if a.Name != b.Name || a.Core != b.Core || len(a.Params) != len(b.Params) || len(a.Regs) != len(b.Regs) || len(a.Tiles) != len(b.Tiles) || len(a.Body) != len(b.Body) {
 		return false
 	}
 	for i := range a.Params {
 		if a.Params[i] != b.Params[i] {
+			return false
+		}
+	}
+	for i := range a.Regs {
+		if a.Regs[i] != b.Regs[i] {
 			return false
 		}
 	}
@@ -84,12 +89,12 @@ func sameProgram(a, b *Program) bool {
 	}
 	for i := range a.Body {
 		x, y := a.Body[i], b.Body[i]
-		if x.Op != y.Op || len(x.Args) != len(y.Args) {
+		if x.Op != y.Op || x.Mode != y.Mode || len(x.Args) != len(y.Args) {
 			return false
 		}
 		for k := range x.Args {
 			u, w := x.Args[k], y.Args[k]
-			if u.Kind != w.Kind || u.Tile != w.Tile || u.GM != w.GM || u.Pipe != w.Pipe || math.Float64bits(u.Imm) != math.Float64bits(w.Imm) {
+			if u.Kind != w.Kind || u.Tile != w.Tile || u.GM != w.GM || u.Pipe != w.Pipe || u.Reg != w.Reg || math.Float64bits(u.Imm) != math.Float64bits(w.Imm) {
 				return false
 			}
 		}
@@ -226,7 +231,8 @@ func TestParseErrors(t *testing.T) {
 // parses to the same program and prints the same again.
 func FuzzParseProgram(f *testing.F) {
 	files, _ := filepath.Glob("testdata/*.pto")
-	for _, name := range files {
+	golden, _ := filepath.Glob("testdata/golden/t[a-c]*.pto") // a sample of the golden programs
+	for _, name := range append(files, golden...) {
 		data, err := os.ReadFile(name)
 		require.NoError(f, err)
 		f.Add(string(data))
@@ -248,8 +254,32 @@ func FuzzParseProgram(f *testing.F) {
 		if got := Format(again); got != text {
 			t.Fatalf("printing is not stable:\n%s\n---\n%s", text, got)
 		}
+		decoded, err := Decode(Encode(p))
+		if err != nil {
+			t.Fatalf("the binary form of a parsed program does not decode: %v", err)
+		}
+		assertSameProgram(t, p, decoded)
 		_ = Verify(p, func(Location) int { return 1 << 20 }) // must not panic either
+		interpretIfSmall(p)
 	})
+}
+
+// interpretIfSmall runs a verified program with zeroed params on the reference
+// interpreter, which must not panic: the verifier establishes everything the
+// interpreter relies on. Programs with large params are skipped to bound memory.
+func interpretIfSmall(p *Program) {
+	if Verify(p, nil) != nil {
+		return
+	}
+	params := make([][]byte, len(p.Params))
+	for i, prm := range p.Params {
+		n, ok := mulInt(prm.Elems, prm.DType.Size())
+		if !ok || n > 1<<20 {
+			return
+		}
+		params[i] = make([]byte, n)
+	}
+	_ = InterpretCores([]Core{{Prog: p, Params: params}}, InterpOptions{MaxSteps: 100000})
 }
 
 // A program assembled the way lower/ emits one parses back reflect.DeepEqual to itself.
