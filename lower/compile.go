@@ -17,6 +17,9 @@ type Options struct {
 	Verify   bool            // verify the IR after every pass (always on in tests)
 	Dump     bool            // keep the text of every level after every pass
 	Disabled map[string]bool // optional passes switched off by name, for debugging
+	// StopAfter ends the compilation after the named pass (e.g. "plan-exec" gives the
+	// PTO programs without machine programs, which cannot Run).
+	StopAfter string
 }
 
 // Executable is a compiled graph ready to run on the simulated device. It is
@@ -28,6 +31,8 @@ type Executable struct {
 	times   []PassTiming
 	dumps   []string
 	compile time.Duration
+	// stopAfter is Options.StopAfter: set when the machine programs were not built.
+	stopAfter string
 }
 
 var passTableOnce = sync.OnceValue(func() error { return checkPassTable(passTable) })
@@ -50,7 +55,10 @@ func Compile(g *core.Graph, opts Options) (exe *Executable, err error) {
 	if err := c.run(passTable); err != nil {
 		return nil, err
 	}
-	return &Executable{chip: opts.Chip, graph: g, exec: c.exec, times: c.times, dumps: c.dumps, compile: time.Since(start)}, nil
+	if c.exec == nil {
+		return nil, core.Errorf(core.ValueError, "lower.Compile: StopAfter=%q ends before an execution graph exists", opts.StopAfter)
+	}
+	return &Executable{chip: opts.Chip, graph: g, exec: c.exec, times: c.times, dumps: c.dumps, compile: time.Since(start), stopAfter: opts.StopAfter}, nil
 }
 
 // TaskRun is what one task did in a run.
@@ -89,6 +97,9 @@ func (e *Executable) Run(inputs [][]byte) (outputs [][]byte, stats *RunStats, er
 	}
 	stats = &RunStats{}
 	for _, task := range e.exec.Tasks {
+		if len(task.Machine) != len(task.Programs) {
+			return nil, nil, core.Errorf(core.ValueError, "task %s has no machine programs: the program was compiled with StopAfter=%q", task.Name, e.stopAfter)
+		}
 		blocks := make([]device.Block, len(task.Machine))
 		for i, m := range task.Machine {
 			addrs := make([]int, len(task.Args))

@@ -42,13 +42,9 @@ func tolerance(dt dtype.DType, ref float64, k int) float64 {
 	return ulp*math.Abs(ref) + float64(k*k)*0x1p-24 + 1e-30
 }
 
-// compileAndCompare compiles g for chip, runs it on random inputs and checks every
-// output against the reference interpreter.
-func compileAndCompare(t *testing.T, chip *device.Chip, g *core.Graph, k int) *RunStats {
-	t.Helper()
+// randomInputs gives every param of g random values, as arrays and as bytes.
+func randomInputs(g *core.Graph) ([]*core.Array, [][]byte) {
 	rng := rand.New(rand.NewPCG(1, uint64(len(g.Nodes))))
-	exe, err := Compile(g, Options{Chip: chip, Verify: true})
-	require.NoError(t, err)
 	var ins []*core.Array
 	var raw [][]byte
 	for _, p := range g.Params {
@@ -56,6 +52,16 @@ func compileAndCompare(t *testing.T, chip *device.Chip, g *core.Graph, k int) *R
 		ins = append(ins, a)
 		raw = append(raw, a.Bytes())
 	}
+	return ins, raw
+}
+
+// compileAndCompare compiles g for chip, runs it on random inputs and checks every
+// output against the reference interpreter.
+func compileAndCompare(t *testing.T, chip *device.Chip, g *core.Graph, k int) *RunStats {
+	t.Helper()
+	exe, err := Compile(g, Options{Chip: chip, Verify: true})
+	require.NoError(t, err)
+	ins, raw := randomInputs(g)
 	want, err := core.Interpret(g, ins)
 	require.NoError(t, err)
 	got, stats, err := exe.Run(raw)

@@ -2,6 +2,7 @@ package lower
 
 import (
 	"pypto/core"
+	"pypto/device"
 	"pypto/isa"
 )
 
@@ -17,6 +18,33 @@ type lowering struct {
 	maps func(in []core.Shape, out core.Shape, attrs core.Attrs) []affineMap
 	// check refuses, with a clear error, cases of the op the lowering cannot handle.
 	check func(n *core.Node) *core.Error
+}
+
+// instructions lists every instruction the lowering of op may emit.
+func (l lowering) instructions(op string) []isa.Opcode {
+	switch l.kind {
+	case TileMatmul:
+		return []isa.Opcode{isa.TLOAD, isa.TMOV, isa.TMATMUL, isa.TMATMUL_ACC, isa.TSTORE}
+	case TileReduce:
+		r := reductions[op]
+		return []isa.Opcode{isa.TLOAD, isa.TCVT, r.row, r.col, r.combine, isa.TEXPANDS, isa.TSTORE}
+	}
+	ins := []isa.Opcode{isa.TLOAD, isa.TCVT, isa.TSTORE}
+	if l.vector != isa.OpInvalid {
+		ins = append(ins, l.vector)
+	}
+	return ins
+}
+
+// unsupported returns the first instruction op's lowering needs that the simulated
+// device does not implement yet, if any.
+func (l lowering) unsupported(op string) (isa.Opcode, bool) {
+	for _, in := range l.instructions(op) {
+		if !device.Supports(in) {
+			return in, true
+		}
+	}
+	return isa.OpInvalid, false
 }
 
 var lowerings = map[string]lowering{

@@ -32,7 +32,8 @@ type Pass struct {
 var passTable = []Pass{
 	{Name: "verify-tensor", Required: true, Produces: LevelTensor, Run: runVerifyTensor},
 	{Name: "decompose", Required: true, Produces: LevelTensor, After: []string{"verify-tensor"}, Run: runDecompose},
-	{Name: "tile", Required: true, Produces: LevelTile, After: []string{"decompose"}, Run: runTile},
+	{Name: "split-reductions", Required: true, Produces: LevelTensor, After: []string{"decompose"}, Run: runSplitReductions},
+	{Name: "tile", Required: true, Produces: LevelTile, After: []string{"split-reductions"}, Run: runTile},
 	{Name: "assign-cores", Required: true, Produces: LevelBlock, After: []string{"tile"}, Run: runAssignCores},
 	{Name: "plan-exec", Required: true, Produces: LevelExec, After: []string{"assign-cores"}, Run: runPlanExec},
 	{Name: "backend", Required: true, Produces: LevelMachine, After: []string{"plan-exec"}, Run: runBackend},
@@ -99,6 +100,9 @@ func (c *compilation) run(table []Pass) error {
 		}
 		if c.opts.Dump {
 			c.dumps = append(c.dumps, fmt.Sprintf("== after %s (%s) ==\n%s", p.Name, p.Produces, c.text(p.Produces)))
+		}
+		if p.Name == c.opts.StopAfter {
+			return nil
 		}
 	}
 	return nil
@@ -176,8 +180,15 @@ func runPlanExec(c *compilation) error {
 	return err
 }
 
-// runBackend compiles every PTO program into a machine program for the chip.
+// runBackend compiles every PTO program into a machine program for the chip. An op
+// whose lowering needs an instruction the simulator lacks is reported as such, at the
+// user's line, before any program is compiled.
 func runBackend(c *compilation) error {
+	for _, op := range c.tile.Ops {
+		if in, missing := lowerings[op.Op].unsupported(op.Op); missing {
+			return core.Errorf(core.CompileError, "op %s cannot run on the device yet: its lowering needs instruction %s, which the simulator does not implement", op.Op, in).WithLoc(op.Loc)
+		}
+	}
 	for _, t := range c.exec.Tasks {
 		t.Machine = make([]*device.MachineProgram, len(t.Programs))
 		for i, p := range t.Programs {

@@ -34,9 +34,14 @@ type TileKind uint8
 const (
 	TileMatmul      TileKind = iota // per batch index, output tiles [tm, tn], each a loop over K tiles of tk
 	TileElementwise                 // output tiles [tr, tc] over the last two axes, one per leading index
+	// TileReduce reduces the middle axis of a [outer, r, inner] view. With inner == 1
+	// each tile is tr output rows, a loop over column tiles of tc (row reduction);
+	// otherwise each tile is tc output columns of one outer index, a loop over row
+	// tiles of tr (column reduction).
+	TileReduce
 )
 
-func (k TileKind) String() string { return [...]string{"matmul", "elementwise"}[k] }
+func (k TileKind) String() string { return [...]string{"matmul", "elementwise", "reduce"}[k] }
 
 // TileOp is one tensor op expanded over a grid of output tiles.
 type TileOp struct {
@@ -138,6 +143,11 @@ func tileGrid(kind TileKind, problem, tile []int) []int {
 	switch kind {
 	case TileMatmul: // problem [batch, m, n, k], tile [tm, tn, tk]: grid over output tiles
 		return []int{problem[0], ceilDiv(problem[1], tile[0]), ceilDiv(problem[2], tile[1])}
+	case TileReduce: // problem [outer, r, inner], tile [tr, tc]
+		if problem[2] == 1 {
+			return []int{ceilDiv(problem[0], tile[0]), 1}
+		}
+		return []int{problem[0], ceilDiv(problem[2], tile[1])}
 	default: // problem [outer, rows, cols], tile [tr, tc]
 		return []int{problem[0], ceilDiv(problem[1], tile[0]), ceilDiv(problem[2], tile[1])}
 	}

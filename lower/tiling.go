@@ -61,3 +61,27 @@ func elementwiseTile(chip *device.Chip, minSize, maxSize, liveTiles, rows, cols 
 		budget, liveTiles, chip.Capacity(isa.Vec), chip.Name)
 	return []int{tr, tc}, reason, nil
 }
+
+// reduceTile picks [tr, tc] for a reduction of problem [outer, r, inner]: the loaded
+// tile, its converted copy (double-buffered) and the small accumulators must fit the
+// UB. Row reductions keep tr a multiple of 32 so the per-row results form whole 32-byte
+// blocks in a column (DN) tile of any dtype.
+func reduceTile(chip *device.Chip, red reduction, in, out dtype.DType, problem []int) ([]int, string, error) {
+	acc := red.accumulateType(in, out)
+	minSize := min(in.Size(), acc.Size(), out.Size())
+	maxSize := max(in.Size(), acc.Size(), out.Size())
+	outer, r, inner := problem[0], problem[1], problem[2]
+	if inner == 1 {
+		t, reason, err := elementwiseTile(chip, minSize, maxSize, 3, outer, r)
+		if err != nil {
+			return nil, "", err
+		}
+		t[0] = roundUp(t[0], 32)
+		for t[0]*t[1]*maxSize*2*3 > chip.Capacity(isa.Vec) && t[1] > 32/minSize { // rounding rows up may overflow the UB
+			t[1] = roundUp(t[1]/2, 32/minSize)
+		}
+		return t, "row reduction: " + reason, nil
+	}
+	t, reason, err := elementwiseTile(chip, minSize, maxSize, 3, r, inner)
+	return t, "column reduction: " + reason, err
+}

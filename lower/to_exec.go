@@ -122,6 +122,8 @@ func emitBlock(tg *TileGraph, op *TileOp, tiles []int, name string) (*isa.Progra
 		emitMatmul(e, tg, op, tiles)
 	case TileElementwise:
 		emitElementwise(e, tg, op, tiles)
+	case TileReduce:
+		emitReduce(e, tg, op, tiles)
 	default:
 		return nil, fmt.Errorf("no code generator for tile kind %s", op.Kind)
 	}

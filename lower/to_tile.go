@@ -71,6 +71,10 @@ func chooseTiling(op *TileOp, g *core.Graph, n *core.Node, chip *device.Chip) er
 		m, nn := out[len(out)-2], out[len(out)-1]
 		op.Problem = []int{out[:len(out)-2].NumElements(), m, nn, k}
 		op.Tile, op.Reason, err = matmulTile(chip, a.DType, m, nn, k)
+	case TileReduce:
+		in := g.Type(n.Inputs[0])
+		op.Problem = reduceProblem(in.Shape, reduceAxes(n.Attrs, len(in.Shape)))
+		op.Tile, op.Reason, err = reduceTile(chip, reductions[n.Op], in.DType, n.Type.DType, op.Problem)
 	case TileElementwise:
 		op.Problem = elementwiseProblem(n.Type.Shape)
 		minSize, maxSize := n.Type.DType.Size(), n.Type.DType.Size()

@@ -1,0 +1,79 @@
+package lower
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"pypto/core"
+	"pypto/dtype"
+)
+
+func reduceGraph(t *testing.T, op string, in core.TensorType, axes []int64, keepdims bool) *core.Graph {
+	t.Helper()
+	bl := core.NewBuilder("reduce")
+	x := bl.Param("x", in)
+	y, err := bl.Op(op, []core.Value{x}, core.Attrs{"axis": axes, "keepdims": keepdims}, core.Location{})
+	require.NoError(t, err)
+	bl.Output(y)
+	return bl.Graph()
+}
+
+// Reductions over every kind of axis set, checked through the ISA's reference
+// semantics. Sums of fp16/bf16 accumulate in fp32 on the device and exactly in the
+// reference, so they agree to the output's rounding plus fp32 summation error.
+func TestReductionsOnISA(t *testing.T) {
+	f := func(dt dtype.DType, s ...int) core.TensorType { return core.TensorType{DType: dt, Shape: s} }
+	cases := []struct {
+		op   string
+		in   core.TensorType
+		axes []int64
+		keep bool
+	}{
+		{"sum", f(dtype.Float32, 37, 300), []int64{-1}, false},
+		{"sum", f(dtype.Float16, 5, 70, 3), []int64{1}, true},
+		{"max", f(dtype.Float16, 37, 300), []int64{0}, false},
+		{"min", f(dtype.BFloat16, 4, 9, 33), []int64{1, 2}, false},
+		{"sum", f(dtype.Float32, 4, 9, 33), []int64{0, 2}, false}, // not contiguous: split in two
+		{"prod", f(dtype.Float32, 6, 5), []int64{}, false},
+		{"sum", f(dtype.Int32, 10, 20), []int64{1}, false},
+		{"sum", f(dtype.Float32, 1, 1), []int64{}, true},
+	}
+	for _, c := range cases {
+		t.Run(fmt.Sprintf("%s%v%s", c.op, c.axes, c.in), func(t *testing.T) {
+			rel := map[dtype.DType]float64{dtype.Float32: 1e-5, dtype.Float16: 2e-3, dtype.BFloat16: 1e-2, dtype.Int32: 0}[c.in.DType]
+			compareOnISA(t, reduceGraph(t, c.op, c.in, c.axes, c.keep), rel, rel)
+		})
+	}
+}
+
+func TestNonContiguousReductionIsSplit(t *testing.T) {
+	g := reduceGraph(t, "sum", core.TensorType{DType: dtype.Float32, Shape: core.Shape{4, 9, 33}}, []int64{0, 2}, false)
+	exe, err := Compile(g, Options{Chip: presets(t)[0], Verify: true, StopAfter: "plan-exec"})
+	require.NoError(t, err)
+	ops := exe.Exec().Blocks.Tiles.Ops
+	require.Len(t, ops, 3, "sum over axis 2, then over axis 0, then a reshape")
+	require.Equal(t, []int{36, 33, 1}, ops[0].Problem)
+	require.Equal(t, []int{1, 4, 9}, ops[1].Problem)
+}
+
+// An op whose lowering exists but needs an instruction the simulator does not
+// implement yet is refused with an error naming the op, the instruction and the line.
+func TestLoweringsNeedingMissingInstructionsAreRefusedClearly(t *testing.T) {
+	for name, l := range lowerings {
+		in, missing := l.unsupported(name)
+		if !missing || l.kind != TileReduce {
+			continue
+		}
+		g := reduceGraph(t, name, core.TensorType{DType: dtype.Float32, Shape: core.Shape{4, 8}}, []int64{-1}, false)
+		g.Nodes[1].Loc = core.Location{File: "m.py", Line: 9}
+		_, err := Compile(g, Options{Chip: presets(t)[0], Verify: true})
+		var ce *core.Error
+		require.ErrorAs(t, err, &ce)
+		require.Contains(t, ce.Message, name)
+		require.Contains(t, ce.Message, in.String())
+		require.Equal(t, 9, ce.Loc.Line)
+		require.NotContains(t, LoweredOps(), name)
+	}
+}
