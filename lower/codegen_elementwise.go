@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"pypto/core"
+	"pypto/dtype"
 	"pypto/isa"
 )
 
@@ -42,10 +43,11 @@ func (v flatView) window(o, r0, c0, rows, cols int) isa.GMView {
 	return isa.GMView{Param: v.param, Offset: off, Rows: rows, Cols: cols, RowStride: v.rowStride, ColStride: v.colStride}
 }
 
-// emitElementwise generates a vector block: per output tile, load each input window
-// (converting it to the output dtype if needed), apply the op and store the valid
-// window. Ops without a vector instruction are copies (view ops): the loaded tile is
-// stored as it is. Tiles alternate between two buffer sets so loads overlap compute.
+// emitElementwise generates a vector block: per output tile, load each input window,
+// convert it to the dtype the op computes in (if it differs), run the op's body and
+// store the valid window. Ops without a body are copies (view ops, casts): the loaded,
+// converted tile is stored as it is. Tiles alternate between two buffer sets so loads
+// overlap compute.
 func emitElementwise(e *emitter, tg *TileGraph, op *TileOp, tiles []int) {
 	out := tg.Tensors[op.Output].Type
 	tr, tc := op.Tile[0], op.Tile[1]
@@ -55,24 +57,29 @@ func emitElementwise(e *emitter, tg *TileGraph, op *TileOp, tiles []int) {
 	type operand struct {
 		view      flatView
 		loaded    [2]int
-		converted [2]int // -1 when the input already has the output dtype
+		converted [2]int // -1 when the input already has the dtype the op computes in
 	}
 	maps := inputMaps(tg, op)
+	inTypes := make([]dtype.DType, len(op.Inputs))
+	for i, t := range op.Inputs {
+		inTypes[i] = tg.Tensors[t].Type.DType
+	}
+	computeIn := low.operandTypes(inTypes, out.DType)
 	ins := make([]operand, len(op.Inputs))
 	for i, t := range op.Inputs {
-		typ := tg.Tensors[t].Type
 		ins[i].view = newFlatView(e.params[t], maps[i], out.Shape)
-		ins[i].loaded = e.pingPong(fmt.Sprintf("in%d", i), isa.Vec, typ.DType, tr, tc)
+		ins[i].loaded = e.pingPong(fmt.Sprintf("in%d", i), isa.Vec, inTypes[i], tr, tc)
 		ins[i].converted = [2]int{-1, -1}
-		if typ.DType != out.DType {
-			ins[i].converted = e.pingPong(fmt.Sprintf("in%d_cvt", i), isa.Vec, out.DType, tr, tc)
+		if inTypes[i] != computeIn[i] {
+			ins[i].converted = e.pingPong(fmt.Sprintf("in%d_cvt", i), isa.Vec, computeIn[i], tr, tc)
 		}
 	}
-	isCopy := low.vector == isa.OpInvalid
+	isCopy := low.body == nil
 	var res [2]int
 	if !isCopy {
 		res = e.pingPong("out", isa.Vec, out.DType, tr, tc)
 	}
+	body := &vecBody{e: e, tr: tr, tc: tc, scratch: map[string][2]int{}}
 	ov := newFlatView(e.params[op.Output], reshapeMap(out.Shape), out.Shape)
 
 	perOuter := op.Grid[1] * op.Grid[2]
@@ -81,7 +88,7 @@ func emitElementwise(e *emitter, tg *TileGraph, op *TileOp, tiles []int) {
 		o, rest := t/perOuter, t%perOuter
 		r0, c0 := (rest/op.Grid[2])*tr, (rest%op.Grid[2])*tc
 		vr, vc := min(tr, rows-r0), min(tc, cols-c0)
-		var args []isa.Operand
+		var srcs []int
 		for i := range ins {
 			in := &ins[i]
 			e.emit(isa.TLOAD, isa.TileOp(in.loaded[s]), isa.GMOp(in.view.window(o, r0, c0, vr, vc)))
@@ -90,11 +97,12 @@ func emitElementwise(e *emitter, tg *TileGraph, op *TileOp, tiles []int) {
 				e.emit(isa.TCVT, isa.TileOp(in.converted[s]), isa.TileOp(src))
 				src = in.converted[s]
 			}
-			args = append(args, isa.TileOp(src))
+			srcs = append(srcs, src)
 		}
-		result := args[0].Tile
+		result := srcs[0]
 		if !isCopy {
-			e.emit(low.vector, append([]isa.Operand{isa.TileOp(res[s])}, args...)...)
+			body.slot = s
+			low.body(body, res[s], srcs)
 			result = res[s]
 		}
 		e.emit(isa.TSTORE, isa.GMOp(ov.window(o, r0, c0, vr, vc)), isa.TileOp(result))

@@ -3,6 +3,7 @@ package lower
 import (
 	"pypto/core"
 	"pypto/device"
+	"pypto/dtype"
 	"pypto/isa"
 )
 
@@ -10,14 +11,36 @@ import (
 // cannot run on the device and are rejected at compile time (never silently run on
 // the host).
 type lowering struct {
-	kind   TileKind
-	core   isa.CoreKind
-	vector isa.Opcode // the vector instruction of an elementwise op; none for a copy
+	kind TileKind
+	core isa.CoreKind
+	// body emits an elementwise op's instructions from its (converted) input tiles into
+	// the output tile; nil makes the op a copy of its one converted input.
+	body func(b *vecBody, dst int, srcs []int)
+	// uses lists the instructions body may emit (for the device-support check).
+	uses []isa.Opcode
+	// computeIn gives the dtype each input is converted to before the body runs; nil
+	// means the output's dtype.
+	computeIn func(in []dtype.DType, out dtype.DType) []dtype.DType
+	// colAlign, when set, is the multiple tile widths must be (packed masks need whole
+	// 32-byte rows at one bit per element: 256).
+	colAlign int
 	// maps, for view ops, says how the output indexes each input (see affineMap);
 	// nil means numpy broadcasting.
 	maps func(in []core.Shape, out core.Shape, attrs core.Attrs) []affineMap
 	// check refuses, with a clear error, cases of the op the lowering cannot handle.
 	check func(n *core.Node) *core.Error
+}
+
+// operandTypes is computeIn with its default.
+func (l lowering) operandTypes(in []dtype.DType, out dtype.DType) []dtype.DType {
+	if l.computeIn != nil {
+		return l.computeIn(in, out)
+	}
+	ts := make([]dtype.DType, len(in))
+	for i := range ts {
+		ts[i] = out
+	}
+	return ts
 }
 
 // instructions lists every instruction the lowering of op may emit.
@@ -29,11 +52,7 @@ func (l lowering) instructions(op string) []isa.Opcode {
 		r := reductions[op]
 		return []isa.Opcode{isa.TLOAD, isa.TCVT, r.row, r.col, r.combine, isa.TEXPANDS, isa.TSTORE}
 	}
-	ins := []isa.Opcode{isa.TLOAD, isa.TCVT, isa.TSTORE}
-	if l.vector != isa.OpInvalid {
-		ins = append(ins, l.vector)
-	}
-	return ins
+	return append([]isa.Opcode{isa.TLOAD, isa.TCVT, isa.TSTORE}, l.uses...)
 }
 
 // unsupported returns the first instruction op's lowering needs that the simulated
@@ -47,10 +66,15 @@ func (l lowering) unsupported(op string) (isa.Opcode, bool) {
 	return isa.OpInvalid, false
 }
 
+// vectorOp is the lowering of an elementwise op that is one vector instruction.
+func vectorOp(op isa.Opcode) lowering {
+	return lowering{kind: TileElementwise, core: isa.Vector, body: single(op), uses: []isa.Opcode{op}}
+}
+
 var lowerings = map[string]lowering{
 	"matmul":       {kind: TileMatmul, core: isa.Cube},
 	"batch_matmul": {kind: TileMatmul, core: isa.Cube},
-	"add":          {kind: TileElementwise, core: isa.Vector, vector: isa.TADD},
-	"mul":          {kind: TileElementwise, core: isa.Vector, vector: isa.TMUL},
-	"relu":         {kind: TileElementwise, core: isa.Vector, vector: isa.TRELU},
+	"add":          vectorOp(isa.TADD),
+	"mul":          vectorOp(isa.TMUL),
+	"relu":         vectorOp(isa.TRELU),
 }

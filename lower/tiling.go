@@ -48,8 +48,8 @@ func matmulTile(chip *device.Chip, dt dtype.DType, m, n, k int) ([]int, string, 
 
 // elementwiseTile picks [tr, tc] for an output of rows x cols when liveTiles tiles of
 // at most maxSize bytes per element are live per iteration.
-func elementwiseTile(chip *device.Chip, minSize, maxSize, liveTiles, rows, cols int) ([]int, string, error) {
-	align := 32 / minSize                                        // tile rows must be whole 32-byte blocks for every dtype involved
+func elementwiseTile(chip *device.Chip, minSize, maxSize, liveTiles, colAlign, rows, cols int) ([]int, string, error) {
+	align := max(32/minSize, colAlign)                           // tile rows must be whole 32-byte blocks for every dtype involved
 	budget := chip.Capacity(isa.Vec) / (2 * liveTiles) / maxSize // elements per tile, double-buffered
 	budget = budget / align * align
 	if budget < align {
@@ -72,7 +72,7 @@ func reduceTile(chip *device.Chip, red reduction, in, out dtype.DType, problem [
 	maxSize := max(in.Size(), acc.Size(), out.Size())
 	outer, r, inner := problem[0], problem[1], problem[2]
 	if inner == 1 {
-		t, reason, err := elementwiseTile(chip, minSize, maxSize, 3, outer, r)
+		t, reason, err := elementwiseTile(chip, minSize, maxSize, 3, 0, outer, r)
 		if err != nil {
 			return nil, "", err
 		}
@@ -82,6 +82,6 @@ func reduceTile(chip *device.Chip, red reduction, in, out dtype.DType, problem [
 		}
 		return t, "row reduction: " + reason, nil
 	}
-	t, reason, err := elementwiseTile(chip, minSize, maxSize, 3, r, inner)
+	t, reason, err := elementwiseTile(chip, minSize, maxSize, 3, 0, r, inner)
 	return t, "column reduction: " + reason, err
 }

@@ -3,6 +3,7 @@ package lower
 import (
 	"pypto/core"
 	"pypto/device"
+	"pypto/dtype"
 )
 
 // buildTileGraph expands every node of the Tensor Graph over a grid of tiles. Each op is
@@ -77,17 +78,26 @@ func chooseTiling(op *TileOp, g *core.Graph, n *core.Node, chip *device.Chip) er
 		op.Tile, op.Reason, err = reduceTile(chip, reductions[n.Op], in.DType, n.Type.DType, op.Problem)
 	case TileElementwise:
 		op.Problem = elementwiseProblem(n.Type.Shape)
+		low := lowerings[n.Op]
+		ins := make([]dtype.DType, len(n.Inputs))
+		for i, in := range n.Inputs {
+			ins[i] = g.Type(in).DType
+		}
 		minSize, maxSize := n.Type.DType.Size(), n.Type.DType.Size()
 		live := 1 // the output tile
-		for _, in := range n.Inputs {
-			s := g.Type(in).DType.Size()
-			minSize, maxSize = min(minSize, s), max(maxSize, s)
+		for i, ct := range low.operandTypes(ins, n.Type.DType) {
+			for _, d := range []dtype.DType{ins[i], ct} {
+				minSize, maxSize = min(minSize, d.Size()), max(maxSize, d.Size())
+			}
 			live++
-			if g.Type(in).DType != n.Type.DType {
+			if ct != ins[i] {
 				live++ // the converted copy
 			}
 		}
-		op.Tile, op.Reason, err = elementwiseTile(chip, minSize, maxSize, live, op.Problem[1], op.Problem[2])
+		if low.colAlign > 0 {
+			live += 2 // the mask and a constant or scratch tile
+		}
+		op.Tile, op.Reason, err = elementwiseTile(chip, minSize, maxSize, live, low.colAlign, op.Problem[1], op.Problem[2])
 	}
 	if err != nil {
 		return err

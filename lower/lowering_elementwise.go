@@ -1,0 +1,67 @@
+package lower
+
+import (
+	"math"
+
+	"pypto/core"
+	"pypto/dtype"
+	"pypto/isa"
+)
+
+var posInf = math.Inf(1)
+
+// Elementwise ops whose meaning is one vector instruction on operands converted to
+// the result dtype. Each instruction rounds once, as the reference does, so results
+// agree bit for bit.
+var singleInstruction = map[string]isa.Opcode{
+	"sub": isa.TSUB, "div": isa.TDIV, "maximum": isa.TMAX, "minimum": isa.TMIN,
+	"neg": isa.TNEG, "abs": isa.TABS,
+	"exp": isa.TEXP, "log": isa.TLOG, "sqrt": isa.TSQRT, "rsqrt": isa.TRSQRT, "reciprocal": isa.TRECIP,
+	// bool operands are 0/1 after conversion (nonzero and NaN are true), so bitwise ops are
+	// the logical ones
+	"logical_and": isa.TAND, "logical_or": isa.TOR, "logical_xor": isa.TXOR, "logical_not": isa.TNOT,
+}
+
+var compareModes = map[string]isa.Mode{
+	"equal": isa.CmpEQ, "not_equal": isa.CmpNE, "less": isa.CmpLT,
+	"less_equal": isa.CmpLE, "greater": isa.CmpGT, "greater_equal": isa.CmpGE,
+}
+
+// promoted converts every operand to their common promoted dtype: comparisons are
+// exact in it, as numpy's are.
+func promoted(in []dtype.DType, _ dtype.DType) []dtype.DType {
+	p := in[0]
+	for _, d := range in[1:] {
+		p = core.PromoteTypes(p, d)
+	}
+	out := make([]dtype.DType, len(in))
+	for i := range out {
+		out[i] = p
+	}
+	return out
+}
+
+// own keeps each operand in its own dtype.
+func own(in []dtype.DType, _ dtype.DType) []dtype.DType { return in }
+
+// maskOps are the instructions of a comparison-like body.
+var maskOps = []isa.Opcode{isa.TEXPANDS, isa.TSELS}
+
+func init() {
+	for name, op := range singleInstruction {
+		lowerings[name] = vectorOp(op)
+	}
+	for name, mode := range compareModes {
+		lowerings[name] = lowering{kind: TileElementwise, core: isa.Vector, body: compare(mode), computeIn: promoted,
+			colAlign: 256, uses: append([]isa.Opcode{isa.TCMP}, maskOps...)}
+	}
+	lowerings["isnan"] = lowering{kind: TileElementwise, core: isa.Vector, body: isNaNBody, computeIn: own,
+		colAlign: 256, uses: append([]isa.Opcode{isa.TCMP}, maskOps...)}
+	lowerings["isfinite"] = lowering{kind: TileElementwise, core: isa.Vector, body: isFiniteBody, computeIn: own,
+		colAlign: 256, uses: append([]isa.Opcode{isa.TABS, isa.TCMPS}, maskOps...)}
+	lowerings["where"] = lowering{kind: TileElementwise, core: isa.Vector, body: whereBody, colAlign: 256,
+		uses: []isa.Opcode{isa.TCMPS, isa.TSEL},
+		computeIn: func(in []dtype.DType, out dtype.DType) []dtype.DType {
+			return []dtype.DType{dtype.Int8, out, out} // the condition is compared with 0 as int8
+		}}
+}
