@@ -79,7 +79,7 @@ func emitElementwise(e *emitter, tg *TileGraph, op *TileOp, tiles []int) {
 	if !isCopy {
 		res = e.pingPong("out", isa.Vec, out.DType, tr, tc)
 	}
-	body := &vecBody{e: e, tr: tr, tc: tc, scratch: map[string][2]int{}}
+	body := &vecBody{e: e, attrs: op.Attrs, tr: tr, tc: tc, scratch: map[string][2]int{}}
 	ov := newFlatView(e.params[op.Output], reshapeMap(out.Shape), out.Shape)
 
 	perOuter := op.Grid[1] * op.Grid[2]
@@ -99,8 +99,10 @@ func emitElementwise(e *emitter, tg *TileGraph, op *TileOp, tiles []int) {
 			}
 			srcs = append(srcs, src)
 		}
-		result := srcs[0]
-		if !isCopy {
+		var result int
+		if isCopy {
+			result = srcs[0]
+		} else {
 			body.slot = s
 			low.body(body, res[s], srcs)
 			result = res[s]

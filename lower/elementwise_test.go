@@ -54,3 +54,31 @@ func TestElementwiseLoweringsOnISA(t *testing.T) {
 		compareOnISA(t, bl.Graph(), 0, 0)
 	})
 }
+
+func TestFullOnISA(t *testing.T) {
+	bl := core.NewBuilder("full")
+	x := bl.Param("x", core.TensorType{DType: dtype.Float16, Shape: core.Shape{5, 70}})
+	c, err := bl.Op("full", nil, core.Attrs{"value": 2.5, "dtype": "float16", "shape": []int64{5, 70}}, core.Location{})
+	require.NoError(t, err)
+	y, err := bl.Op("mul", []core.Value{x, c}, nil, core.Location{})
+	require.NoError(t, err)
+	bl.Output(y)
+	compareOnISA(t, bl.Graph(), 0, 0)
+}
+
+// softmax and layer_norm decompose into reductions and elementwise ops, all lowered.
+func TestNormalisationsOnISA(t *testing.T) {
+	for _, op := range []struct {
+		name  string
+		attrs core.Attrs
+	}{{"softmax", core.Attrs{"axis": int64(-1)}}, {"log_softmax", core.Attrs{"axis": int64(-1)}}, {"layer_norm", nil}, {"rms_norm", nil}} {
+		t.Run(op.name, func(t *testing.T) {
+			bl := core.NewBuilder("norm")
+			x := bl.Param("x", core.TensorType{DType: dtype.Float32, Shape: core.Shape{37, 300}})
+			y, err := bl.Op(op.name, []core.Value{x}, op.attrs, core.Location{})
+			require.NoError(t, err)
+			bl.Output(y)
+			compareOnISA(t, bl.Graph(), 1e-5, 1e-6)
+		})
+	}
+}

@@ -59,6 +59,9 @@ func init() {
 		colAlign: 256, uses: append([]isa.Opcode{isa.TCMP}, maskOps...)}
 	lowerings["isfinite"] = lowering{kind: TileElementwise, core: isa.Vector, body: isFiniteBody, computeIn: own,
 		colAlign: 256, uses: append([]isa.Opcode{isa.TABS, isa.TCMPS}, maskOps...)}
+	// full has no inputs: each output tile is filled with the value, rounded to the dtype.
+	lowerings["full"] = lowering{kind: TileElementwise, core: isa.Vector, uses: []isa.Opcode{isa.TEXPANDS},
+		body: func(b *vecBody, dst int, _ []int) { b.emit(isa.TEXPANDS, isa.ModeNone, dst, b.attrs.Float("value", 0)) }}
 	lowerings["where"] = lowering{kind: TileElementwise, core: isa.Vector, body: whereBody, colAlign: 256,
 		uses: []isa.Opcode{isa.TCMPS, isa.TSEL},
 		computeIn: func(in []dtype.DType, out dtype.DType) []dtype.DType {

@@ -3,6 +3,7 @@ package lower
 import (
 	"fmt"
 
+	"pypto/core"
 	"pypto/dtype"
 	"pypto/isa"
 )
@@ -11,6 +12,7 @@ import (
 // current ping-pong slot, and scratch tiles declared on first use.
 type vecBody struct {
 	e       *emitter
+	attrs   core.Attrs // the op's attributes
 	tr, tc  int
 	slot    int
 	scratch map[string][2]int
