@@ -43,6 +43,11 @@ type Chip struct {
 	L1ToL0BBytesPerCycle int // MTE1, L1 -> L0B
 	UBToGMBytesPerCycle  int // MTE3, UB -> GM
 	FixpipeBytesPerCycle int // FIX, bytes of L0C read per cycle (L0C -> GM / UB)
+	// GatherElemsPerCycle is how many indexed UB elements (TGATHER, TGATHERB,
+	// TSCATTER) the vector pipe moves per cycle: each is its own access.
+	GatherElemsPerCycle int
+	// ScalarLoadCycles is what an SLD (a GM read by the scalar unit) stalls issue for.
+	ScalarLoadCycles int
 
 	// PipeStartup is the fixed latency every instruction of a pipe pays before its
 	// data-proportional part (queue dispatch, address generation, memory latency).
@@ -130,6 +135,7 @@ func (c *Chip) Validate() error {
 		{"VectorBytesPerCycle", c.VectorBytesPerCycle}, {"GMReadBytesPerCycle", c.GMReadBytesPerCycle},
 		{"L1ToL0ABytesPerCycle", c.L1ToL0ABytesPerCycle}, {"L1ToL0BBytesPerCycle", c.L1ToL0BBytesPerCycle},
 		{"UBToGMBytesPerCycle", c.UBToGMBytesPerCycle}, {"FixpipeBytesPerCycle", c.FixpipeBytesPerCycle},
+		{"GatherElemsPerCycle", c.GatherElemsPerCycle},
 		{"FlagEventIDs", c.FlagEventIDs},
 	}
 	for _, p := range positives {
@@ -143,7 +149,7 @@ func (c *Chip) Validate() error {
 	for _, n := range []struct {
 		name string
 		v    int
-	}{{"IssueCycles", c.IssueCycles}, {"FlagLatencyCycles", c.FlagLatencyCycles}, {"LaunchCycles", c.LaunchCycles}} {
+	}{{"IssueCycles", c.IssueCycles}, {"FlagLatencyCycles", c.FlagLatencyCycles}, {"LaunchCycles", c.LaunchCycles}, {"ScalarLoadCycles", c.ScalarLoadCycles}} {
 		if n.v < 0 {
 			return fmt.Errorf("device: chip %q: %s must not be negative, got %d", c.Name, n.name, n.v)
 		}

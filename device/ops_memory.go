@@ -3,16 +3,46 @@ package device
 import (
 	"fmt"
 
+	"pypto/dtype"
 	"pypto/isa"
 )
 
-// GM <-> buffer transfers: TLOAD on MTE2, TSTORE on MTE3 (from UB) or FIX (from L0C).
+// GM <-> buffer transfers: TLOAD on MTE2, TSTORE on MTE3 (from UB) or FIX (from L0C),
+// TSTORE_FP through the fixpipe, the indexed MGATHER / MSCATTER, TPREFETCH, and the
+// scalar unit's SLD.
 
 func init() {
 	defineOps(map[isa.Opcode]*opImpl{
-		isa.TLOAD:  {exec: execLoad, work: workLoad},
-		isa.TSTORE: {route: routeStore, exec: execStore, work: workStore},
+		isa.TLOAD:     {exec: execLoad, work: workLoad},
+		isa.TSTORE:    {route: routeStore, exec: execStore, work: workStore},
+		isa.TSTORE_FP: {exec: execStoreFP, work: workStore},
+		// A hint: no L2 is modelled, so it changes neither values nor time; the
+		// window is still checked.
+		isa.TPREFETCH: {access: noAccess, exec: execPrefetch},
+		isa.MGATHER:   {exec: execMGather, work: workIndexedGM},
+		isa.MSCATTER:  {exec: execMScatter, work: workIndexedGM},
+		isa.SLD:       {access: sldAccess, exec: execSLD, work: func(chip *Chip, _ *Instr) int64 { return int64(chip.ScalarLoadCycles) }},
 	})
+}
+
+// sldAccess: SLD reads its GM window (operand 0 is a register).
+func sldAccess(in *Instr) accessSet {
+	var s accessSet
+	s.add(in.Args[1], false)
+	return s
+}
+
+// workIndexedGM: each element of an indexed GM access is its own 32-byte transfer.
+func workIndexedGM(chip *Chip, in *Instr) int64 {
+	o := in.Args[0]
+	if in.Op == isa.MSCATTER {
+		o = in.Args[1]
+	}
+	rate := chip.GMReadBytesPerCycle
+	if in.Op == isa.MSCATTER {
+		rate = chip.UBToGMBytesPerCycle
+	}
+	return ceilDiv(int64(o.ValidRows*o.ValidCols)*32, rate)
 }
 
 // routeStore: UB is written out by MTE3, L0C by the fixpipe.
@@ -101,6 +131,18 @@ func execStore(c *coreSim, x *execCtx, in *Instr) error {
 	}
 	sd, dd := src.DType, dst.DType
 	ss, ds := sd.Size(), dd.Size()
+	if in.Mode == isa.AtomicAdd {
+		t := elems{o: src, b: s}
+		c.storeEach(dst, base, func(r, col int, old float64) float64 {
+			if dd.IsInt() {
+				return float64(int64(old) + t.atInt(r, col)) // exact; the store wraps
+			}
+			return old + t.at(r, col)
+		})
+		c.gmRead += int64(v.Rows * v.Cols * ds)
+		c.gmWritten += int64(v.Rows * v.Cols * ds)
+		return nil
+	}
 	for r := 0; r < v.Rows; r++ {
 		srow := s[r*src.Cols*ss:]
 		start := base + (v.Offset+r*v.RowStride)*ds
@@ -116,5 +158,130 @@ func execStore(c *coreSim, x *execCtx, in *Instr) error {
 		}
 	}
 	c.gmWritten += int64(v.Rows * v.Cols * ds)
+	return nil
+}
+
+// storeEach writes every element of a store's GM window with f(r, c, old value),
+// rounded to the GM dtype as dtype.Store rounds (integers wrap).
+func (c *coreSim) storeEach(dst Operand, base int, f func(r, c int, old float64) float64) {
+	v := dst.GM
+	size := dst.DType.Size()
+	for r := 0; r < v.Rows; r++ {
+		for col := 0; col < v.Cols; col++ {
+			i := base + (v.Offset+r*v.RowStride+col*v.ColStride)*size
+			elem := c.gm[i : i+size]
+			dtype.Store(dst.DType, elem, 0, f(r, col, dtype.Load(dst.DType, elem, 0)))
+		}
+	}
+}
+
+// execStoreFP stores an Acc tile through the fixpipe with a per-column scale:
+// integers saturate, floats round to nearest even.
+func execStoreFP(c *coreSim, x *execCtx, in *Instr) error {
+	dst := in.Args[0]
+	vs, err := c.views(in)
+	if err != nil {
+		return err
+	}
+	src, fp := vs[1], vs[2]
+	base, err := c.gmBase(x, dst)
+	if err != nil {
+		return err
+	}
+	if v := dst.GM; v.Rows > src.o.Rows || v.Cols > src.o.Cols || v.Cols > fp.o.Cols {
+		return fmt.Errorf("GM window %dx%d is larger than the tile (%dx%d) or its scales (%d)", v.Rows, v.Cols, src.o.Rows, src.o.Cols, fp.o.Cols)
+	}
+	c.storeEach(dst, base, func(r, col int, _ float64) float64 {
+		return quantise(dst.DType, src.at(r, col)*fp.at(0, col))
+	})
+	c.gmWritten += int64(dst.GM.Rows * dst.GM.Cols * dst.DType.Size())
+	return nil
+}
+
+// execPrefetch only checks that the window lies inside its param.
+func execPrefetch(c *coreSim, x *execCtx, in *Instr) error {
+	_, err := c.gmBase(x, in.Args[0])
+	return err
+}
+
+// gmIndex resolves an MGATHER / MSCATTER index against its window: flat index i
+// names window element (i / cols, i % cols). It returns the GM byte address.
+func gmIndex(v isa.GMView, base, size, i, r, col int) (int, error) {
+	if i < 0 || i >= v.Rows*v.Cols {
+		return 0, fmt.Errorf("index %d at (%d, %d) is outside the %dx%d window", i, r, col, v.Rows, v.Cols)
+	}
+	return base + (v.Offset+(i/v.Cols)*v.RowStride+(i%v.Cols)*v.ColStride)*size, nil
+}
+
+// execMGather: dst[r, c] = window.flat[idx[r, c]] over dst's valid region.
+func execMGather(c *coreSim, x *execCtx, in *Instr) error {
+	vs, err := c.views(in)
+	if err != nil {
+		return err
+	}
+	dst, idx, g := vs[0], vs[2], in.Args[1]
+	base, err := c.gmBase(x, g)
+	if err != nil {
+		return err
+	}
+	size := g.DType.Size()
+	for r := 0; r < dst.rows; r++ {
+		for col := 0; col < dst.cols; col++ {
+			a, err := gmIndex(g.GM, base, size, int(idx.atInt(r, col)), r, col)
+			if err != nil {
+				return err
+			}
+			dst.set(r, col, dtype.Load(g.DType, c.gm[a:a+size], 0))
+		}
+	}
+	c.gmRead += int64(dst.rows * dst.cols * size)
+	return nil
+}
+
+// execMScatter: window.flat[idx[r, c]] = src[r, c] over src's valid region in
+// row-major order (a later duplicate wins).
+func execMScatter(c *coreSim, x *execCtx, in *Instr) error {
+	vs, err := c.views(in)
+	if err != nil {
+		return err
+	}
+	src, idx, g := vs[1], vs[2], in.Args[0]
+	base, err := c.gmBase(x, g)
+	if err != nil {
+		return err
+	}
+	size := g.DType.Size()
+	for r := 0; r < src.rows; r++ {
+		for col := 0; col < src.cols; col++ {
+			a, err := gmIndex(g.GM, base, size, int(idx.atInt(r, col)), r, col)
+			if err != nil {
+				return err
+			}
+			dtype.Store(g.DType, c.gm[a:a+size], 0, src.at(r, col))
+		}
+	}
+	c.gmWritten += int64(src.rows * src.cols * size)
+	return nil
+}
+
+// execSLD reads the integer in a 1x1 GM window into a register.
+func execSLD(c *coreSim, x *execCtx, in *Instr) error {
+	g := in.Args[1]
+	base, err := c.gmBase(x, g)
+	if err != nil {
+		return err
+	}
+	if g.GM.Rows != 1 || g.GM.Cols != 1 || g.DType.IsFloat() {
+		return fmt.Errorf("sld reads one integer, not a %dx%d %s window", g.GM.Rows, g.GM.Cols, g.DType)
+	}
+	size := g.DType.Size()
+	a := base + g.GM.Offset*size
+	v := int64(dtype.Load(g.DType, c.gm[a:a+size], 0))
+	reg := in.Args[0].Reg
+	if reg < 0 || reg >= len(x.run.sc.regs) {
+		return fmt.Errorf("sld writes register %d; the program has %d", reg, len(x.run.sc.regs))
+	}
+	x.run.sc.regs[reg] = v
+	c.gmRead += int64(size)
 	return nil
 }

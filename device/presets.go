@@ -31,6 +31,12 @@ const (
 	// at 64 B per cycle, the same rate npu-facts gives for UB -> GM.
 	fixpipeBytesPerCycle = 128
 
+	// assumed: UB has 64 banks of 4 KB; indexed accesses rarely share a 32-byte block,
+	// and we take 8 of them per cycle.
+	gatherElemsPerCycle = 8
+	// assumed: the scalar unit's GM read waits the GM latency of the memory pipes.
+	scalarLoadCycles = 200
+
 	issueCycles       = 4    // assumed: scalar cost of dispatching one tile instruction
 	flagLatencyCycles = 10   // assumed: set_flag -> wait_flag visibility
 	launchCycles      = 2000 // assumed: about 1.1 us at 1.85 GHz to dispatch a task's blocks
@@ -91,6 +97,8 @@ func withRates(c *Chip) *Chip {
 	c.L1ToL0BBytesPerCycle = l1ToL0BBytesPerCycle
 	c.UBToGMBytesPerCycle = ubToGMBytesPerCycle
 	c.FixpipeBytesPerCycle = fixpipeBytesPerCycle
+	c.GatherElemsPerCycle = gatherElemsPerCycle
+	c.ScalarLoadCycles = scalarLoadCycles
 	c.PipeStartup = pipeStartup()
 	c.IssueCycles = issueCycles
 	c.FlagLatencyCycles = flagLatencyCycles

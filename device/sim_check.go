@@ -40,7 +40,7 @@ func checkMachine(chip *Chip, kind isa.CoreKind, m *MachineProgram) (map[isa.Loc
 			return nil, fail(pc, "%s takes %d operands, got %d", info.Name, len(info.Operands), len(in.Args))
 		}
 		for i, a := range in.Args {
-			if a.Kind != info.Operands[i] {
+			if !info.Operands[i].Accepts(a.Kind) {
 				return nil, fail(pc, "operand %d must be a %s, got a %s", i, info.Operands[i], a.Kind)
 			}
 			switch a.Kind {
@@ -104,21 +104,19 @@ func blockGM(gm []byte, core, bi int, blk *Block) ([]gmInterval, error) {
 	written := make([]bool, len(m.Params))
 	for pc := range m.Instrs {
 		in := &m.Instrs[pc]
-		if in.Op != isa.TLOAD && in.Op != isa.TSTORE {
-			continue
-		}
-		gi, write := 1, false
-		if in.Op == isa.TSTORE {
-			gi, write = 0, true
-		}
-		o := in.Args[gi]
-		if msg := checkView(m.Params, o.GM); msg != "" {
-			return nil, fail(pc, "%s", msg)
-		}
-		written[o.GM.Param] = written[o.GM.Param] || write
-		base := blk.ParamAddrs[o.GM.Param]
-		for _, r := range viewRuns(o.GM, o.DType.Size()) {
-			ivs = append(ivs, gmInterval{lo: base + r[0], hi: base + r[1], block: bi, pc: pc, write: write})
+		for gi, o := range in.Args {
+			if o.Kind != isa.KindGM || in.Op == isa.TPREFETCH {
+				continue
+			}
+			if msg := checkView(m.Params, o.GM); msg != "" {
+				return nil, fail(pc, "%s", msg)
+			}
+			write := writesGM(in.Op, gi)
+			written[o.GM.Param] = written[o.GM.Param] || write
+			if o.GM.OffsetReg != 0 {
+				continue // moved at run time: recorded as it runs (blockRun.resolve)
+			}
+			ivs = append(ivs, viewIntervals(o.GM, o.DType.Size(), blk.ParamAddrs[o.GM.Param], bi, pc, write)...)
 		}
 	}
 	// Hazards are tracked per param, so two params of one block must not share bytes
@@ -131,6 +129,21 @@ func blockGM(gm []byte, core, bi int, blk *Block) ([]gmInterval, error) {
 		}
 	}
 	return mergeIntervals(ivs), nil
+}
+
+// writesGM reports whether operand gi of an instruction with opcode op is a GM
+// window it writes (the stores' destinations; every other GM operand is read).
+func writesGM(op isa.Opcode, gi int) bool {
+	return gi == 0 && (op == isa.TSTORE || op == isa.TSTORE_FP || op == isa.MSCATTER)
+}
+
+// viewIntervals is the GM byte runs of a view for the cross-block check.
+func viewIntervals(v isa.GMView, size, base, bi, pc int, write bool) []gmInterval {
+	var ivs []gmInterval
+	for _, r := range viewRuns(v, size) {
+		ivs = append(ivs, gmInterval{lo: base + r[0], hi: base + r[1], block: bi, pc: pc, write: write})
+	}
+	return ivs
 }
 
 // viewRuns lists the contiguous byte runs (relative to the param) a view touches: a

@@ -28,6 +28,8 @@ type coreSim struct {
 	busy                      [numPipes]int64
 	gmRead, gmWritten, instrs int64
 	trace                     []TraceEvent
+	prints                    []PrintRecord
+	dynGM                     []gmInterval // GM windows moved by registers, as they ran
 }
 
 // semEntry is one pending SET_FLAG: when it becomes visible, where it was set, and
@@ -41,175 +43,222 @@ type semEntry struct {
 // dynInstr is one issued instruction: an execution of the static instruction at pc.
 type dynInstr struct {
 	pc    int    // index into the machine program's Instrs
-	in    *Instr // the instruction as issued
+	in    *Instr // the instruction as issued (register operands resolved)
 	issue int64  // when the scalar pipe issued it
 	seq   int    // its position among its pipe's issued instructions
+	sSeen int    // scalar-pipe instructions executed before it was issued
 	acc   accessSet
 }
 
-// runBlock simulates one block from the core's current time and advances it.
+// blockRun is the state of one block on one core: the scalar unit issuing
+// instructions, the pipes' queues, the flags and the race checker.
 //
-// It is a discrete-event simulation of the core's pipes. The scalar pipe issues
-// instructions in program order, IssueCycles apart, into per-pipe in-order queues
-// (unbounded: issue never stalls on a full queue), except that a TSYNC all stops issue
-// until everything issued before it has finished. Each step starts, among the
+// It is a discrete-event simulation of the core's pipes. The scalar unit (scalar.go)
+// runs the program's control flow and issues the other instructions in program
+// order, IssueCycles apart, into per-pipe in-order queues (unbounded: issue never
+// stalls on a full queue). Scalar-pipe instructions execute as they are issued; a
+// TSYNC all stops issue until everything issued before it has finished, and a
+// WAIT_FLAG on the scalar pipe until its event is visible. Each step starts, among the
 // instructions at the heads of the queues that can start, the one with the earliest
 // start time (ties by issue order): start = max(pipe free, issue time, and for a
-// WAIT_FLAG the time its event became visible). Values are computed at that moment, so
-// they follow the simulated order, not program order; the race checker (sim_race.go)
-// makes sure that is the same thing. Start times never decrease, so the order is a
-// valid execution of the pipes. When no head can start and work is left, the block is
+// WAIT_FLAG the time its event became visible, for queue instructions the time the
+// queue can serve them). Values are computed at that moment, so they follow the
+// simulated order, not program order; the race checker (sim_race.go) makes sure that
+// is the same thing. When no head can start and work is left, the block is
 // deadlocked, which is reported instead of hanging.
-func (c *coreSim) runBlock(bi int, blk *Block) error {
+type blockRun struct {
+	c   *coreSim
+	bi  int
+	blk *Block
+	m   *MachineProgram
+	x   execCtx
+	t0  int64 // task time at which the block starts
+
+	sc     scalarUnit
+	dyn    []dynInstr
+	races  raceChecker
+	queues [numPipes][]int // indices into dyn
+	heads  [numPipes]int
+	free   [numPipes]int64
+	sems   map[flagKey][]semEntry
+	done   int // issued instructions started (starting fixes their end)
+	maxEnd int64
+}
+
+func newBlockRun(c *coreSim, bi int, blk *Block, q *queueSet) *blockRun {
 	m := blk.Prog
-	n := len(m.Instrs)
-	fail := func(pc int, format string, args ...any) error {
-		e := &SimError{Core: c.index, Block: bi, PC: pc, Msg: fmt.Sprintf(format, args...)}
-		if pc >= 0 {
-			e.Instr = m.InstrString(pc)
-		}
-		return e
+	r := &blockRun{c: c, bi: bi, blk: blk, m: m, t0: c.start + c.cycles, sems: map[flagKey][]semEntry{}}
+	r.x = execCtx{m: m, blk: blk, queues: q, run: r}
+	r.sc = scalarUnit{regs: make([]int64, len(m.Regs))}
+	return r
+}
+
+func (r *blockRun) fail(pc int, format string, args ...any) error {
+	e := &SimError{Core: r.c.index, Block: r.bi, PC: pc, Msg: fmt.Sprintf(format, args...)}
+	if pc >= 0 {
+		e.Instr = r.m.InstrString(pc)
 	}
-	var (
-		dyn     []dynInstr // issued instructions, in issue order
-		races   raceChecker
-		queues  [numPipes][]int // indices into dyn
-		heads   [numPipes]int
-		free    [numPipes]int64
-		sems    = map[flagKey][]semEntry{}
-		next    int   // next pc to issue
-		scalarT int64 // scalar pipe's time
-		done    int   // instructions finished (or started: starting fixes the end)
-		maxEnd  int64
-	)
-	t0 := c.start + c.cycles
-	record := func(pc int, p isa.Pipe, start, end int64) {
-		c.instrs++
-		if c.opts.Trace {
-			c.trace = append(c.trace, TraceEvent{Core: c.index, Block: bi, PC: pc, Pipe: p, Op: m.Instrs[pc].Op, Start: t0 + start, End: t0 + end})
-		}
+	return e
+}
+
+func (r *blockRun) record(pc int, p isa.Pipe, start, end int64) {
+	r.c.instrs++
+	if r.c.opts.Trace {
+		r.c.trace = append(r.c.trace, TraceEvent{Core: r.c.index, Block: r.bi, PC: pc, Pipe: p, Op: r.m.Instrs[pc].Op, Start: r.t0 + start, End: r.t0 + end})
 	}
-	for next < n || done < len(dyn) {
-		for next < n {
-			in := &m.Instrs[next]
-			if in.Op == isa.TSYNC && in.Pipe == isa.PipeS {
-				if done < len(dyn) {
-					break // a full barrier waits for everything issued before it
-				}
-				scalarT = max(scalarT+int64(c.chip.IssueCycles), maxEnd)
-				races.barrier()
-				record(next, isa.PipeS, scalarT, scalarT)
-				next++
-				continue
-			}
-			if int(in.Pipe) <= 0 || int(in.Pipe) >= numPipes {
-				return fail(next, "instruction has no pipe")
-			}
-			scalarT += int64(c.chip.IssueCycles)
-			d := dynInstr{pc: next, in: in, issue: scalarT, acc: accesses(*in)}
-			d.seq = races.issue(in.Pipe, len(dyn), next, d.acc)
-			queues[in.Pipe] = append(queues[in.Pipe], len(dyn))
-			dyn = append(dyn, d)
-			next++
+}
+
+// finished reports whether the program has been issued to its end and every issued
+// instruction has started.
+func (r *blockRun) finished() bool { return r.sc.pc >= len(r.m.Instrs) && r.done == len(r.dyn) }
+
+// enqueue issues a pipe instruction at the scalar unit's current time.
+func (r *blockRun) enqueue(pc int, in *Instr) {
+	d := dynInstr{pc: pc, in: in, issue: r.sc.t, acc: accesses(*in), sSeen: r.races.issued[isa.PipeS]}
+	d.seq = r.races.issue(in.Pipe, len(r.dyn), pc, d.acc)
+	r.queues[in.Pipe] = append(r.queues[in.Pipe], len(r.dyn))
+	r.dyn = append(r.dyn, d)
+}
+
+// next finds the queued instruction that starts first, if any can start.
+func (r *blockRun) next() (di int, start int64, ok bool) {
+	best, bestStart := -1, int64(0)
+	for p := range r.queues {
+		if r.heads[p] >= len(r.queues[p]) {
+			continue
 		}
-		if done == len(dyn) {
-			continue // a barrier was waiting for the last issued instruction
-		}
-		best, bestStart := -1, int64(0)
-		for p := range queues {
-			if heads[p] >= len(queues[p]) {
-				continue
-			}
-			di := queues[p][heads[p]]
-			d := &dyn[di]
-			start := max(free[p], d.issue)
-			if d.in.Op == isa.WAIT_FLAG {
-				q := sems[flagKeyOf(d.in)]
-				if len(q) == 0 {
-					continue
-				}
-				start = max(start, q[0].at)
-			}
-			if best < 0 || start < bestStart || (start == bestStart && di < best) {
-				best, bestStart = di, start
-			}
-		}
-		if best < 0 {
-			return c.deadlock(m, dyn, queues, heads, fail)
-		}
-		d := &dyn[best]
-		in := d.in
-		if other, q, raced := races.start(in.Pipe, d.seq, best, d.acc); raced {
-			return fail(d.pc, "%s", raceMessage(m, other, q, in.Pipe))
-		}
-		if err := c.execRecovering(m, blk, in); err != nil {
-			return fail(d.pc, "%v", err)
-		}
-		end := bestStart + c.chip.duration(in)
-		switch in.Op {
-		case isa.SET_FLAG:
-			k := flagKeyOf(in)
-			sems[k] = append(sems[k], semEntry{at: bestStart + int64(c.chip.FlagLatencyCycles), pc: d.pc, known: races.snapshot(in.Pipe, d.seq)})
+		i := r.queues[p][r.heads[p]]
+		d := &r.dyn[i]
+		st := max(r.free[p], d.issue)
+		switch d.in.Op {
 		case isa.WAIT_FLAG:
-			k := flagKeyOf(in)
-			races.join(in.Pipe, sems[k][0].known)
-			sems[k] = sems[k][1:]
+			q := r.sems[flagKeyOf(d.in)]
+			if len(q) == 0 {
+				continue
+			}
+			st = max(st, q[0].at)
+		case isa.TPUSH, isa.TPOP:
+			at, ready := r.x.queues.ready(d.in)
+			if !ready {
+				continue
+			}
+			st = max(st, at-r.t0) // queue times are task times
 		}
-		p := in.Pipe
-		free[p] = end
-		c.busy[p] += end - bestStart
-		maxEnd = max(maxEnd, end)
-		heads[p]++
-		done++
-		record(d.pc, p, bestStart, end)
+		if best < 0 || st < bestStart || (st == bestStart && i < best) {
+			best, bestStart = i, st
+		}
 	}
+	return best, bestStart, best >= 0
+}
+
+// start runs queued instruction di at time st: the race check, its values, its pipe
+// time, and what it does to flags.
+func (r *blockRun) start(di int, st int64) error {
+	d := &r.dyn[di]
+	in := d.in
+	if other, q, raced := r.races.start(in.Pipe, d.seq, d.sSeen, di, d.acc); raced {
+		return r.fail(d.pc, "%s", raceMessage(r.m, other, q, in.Pipe))
+	}
+	end := st + r.c.chip.duration(in)
+	r.x.now, r.x.end = st, end
+	if err := r.c.execRecovering(&r.x, in); err != nil {
+		return r.fail(d.pc, "%v", err)
+	}
+	switch in.Op {
+	case isa.SET_FLAG:
+		k := flagKeyOf(in)
+		r.sems[k] = append(r.sems[k], semEntry{at: st + int64(r.c.chip.FlagLatencyCycles), pc: d.pc, known: r.races.snapshot(in.Pipe, d.seq)})
+	case isa.WAIT_FLAG:
+		k := flagKeyOf(in)
+		r.races.join(in.Pipe, r.sems[k][0].known)
+		r.sems[k] = r.sems[k][1:]
+	}
+	p := in.Pipe
+	r.free[p] = end
+	r.c.busy[p] += end - st
+	r.maxEnd = max(r.maxEnd, end)
+	r.heads[p]++
+	r.done++
+	r.record(d.pc, p, st, end)
+	return nil
+}
+
+// finish checks the block's end state and advances the core's time.
+func (r *blockRun) finish() error {
 	// A set nobody waited for would leak into the next block on real hardware.
 	var leaked []int
-	for _, q := range sems {
+	for _, q := range r.sems {
 		for _, e := range q {
 			leaked = append(leaked, e.pc)
 		}
 	}
 	if len(leaked) > 0 {
 		sort.Ints(leaked)
-		return fail(leaked[0], "set_flag is never consumed by a wait_flag (%d unconsumed set(s) at block end)", len(leaked))
+		return r.fail(leaked[0], "set_flag is never consumed by a wait_flag (%d unconsumed set(s) at block end)", len(leaked))
 	}
-	c.cycles += max(maxEnd, scalarT)
+	r.c.cycles += max(r.maxEnd, r.sc.t)
 	return nil
+}
+
+// runBlock simulates one block alone on the core from the core's current time.
+func (c *coreSim) runBlock(bi int, blk *Block) error {
+	r := newBlockRun(c, bi, blk, newQueueSet())
+	for {
+		if err := r.issue(); err != nil {
+			return err
+		}
+		if r.finished() {
+			return r.finish()
+		}
+		di, st, ok := r.next()
+		if !ok {
+			return r.deadlock()
+		}
+		if err := r.start(di, st); err != nil {
+			return err
+		}
+	}
 }
 
 // execRecovering runs the functional part of an instruction, turning a panic from a
 // malformed machine program into an error located at the instruction.
-func (c *coreSim) execRecovering(m *MachineProgram, blk *Block, in *Instr) (err error) {
+func (c *coreSim) execRecovering(x *execCtx, in *Instr) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("internal error: %v", r)
 		}
 	}()
-	return c.exec(&execCtx{m: m, blk: blk}, in)
+	return c.exec(x, in)
 }
 
-// deadlock reports every pipe stuck on a wait whose event cannot come any more.
-func (c *coreSim) deadlock(m *MachineProgram, dyn []dynInstr, queues [numPipes][]int, heads [numPipes]int, fail func(int, string, ...any) error) error {
+// deadlock reports every pipe stuck on a wait whose event cannot come any more (a
+// flag, a queue entry or a queue slot), and the scalar unit if it is stuck too.
+func (r *blockRun) deadlock() error {
 	var stuck []int
-	for p := range queues {
-		if heads[p] < len(queues[p]) {
-			stuck = append(stuck, dyn[queues[p][heads[p]]].pc)
+	for p := range r.queues {
+		if r.heads[p] < len(r.queues[p]) {
+			stuck = append(stuck, r.dyn[r.queues[p][r.heads[p]]].pc)
 		}
 	}
+	if r.sc.pc < len(r.m.Instrs) && r.m.Instrs[r.sc.pc].Op == isa.WAIT_FLAG {
+		stuck = append(stuck, r.sc.pc)
+	}
 	if len(stuck) == 0 {
-		return fail(-1, "deadlock: nothing can run but the block is not finished")
+		return r.fail(-1, "deadlock: nothing can run but the block is not finished")
 	}
 	sort.Ints(stuck)
 	others := make([]string, 0, len(stuck))
 	for _, pc := range stuck[1:] {
-		others = append(others, fmt.Sprintf("pc %d (%s)", pc, m.InstrString(pc)))
+		others = append(others, fmt.Sprintf("pc %d (%s)", pc, r.m.InstrString(pc)))
 	}
 	msg := "deadlock: wait_flag can never be satisfied (no set_flag for its event is left to run)"
+	if op := r.m.Instrs[stuck[0]].Op; op == isa.TPUSH || op == isa.TPOP {
+		msg = fmt.Sprintf("deadlock: %s waits on a queue no core will serve", op)
+	}
 	if len(others) > 0 {
 		msg += "; also blocked: " + strings.Join(others, ", ")
 	}
-	return fail(stuck[0], "%s", msg)
+	return r.fail(stuck[0], "%s", msg)
 }
 
 func flagKeyOf(in *Instr) flagKey {

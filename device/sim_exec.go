@@ -7,10 +7,14 @@ import (
 )
 
 // execCtx is what an exec function of opTable sees besides the core: the block's
-// program and GM bindings.
+// program and GM bindings, the queues it shares with the other cores of its group,
+// its scalar unit, and when the instruction runs (start and end, in block cycles).
 type execCtx struct {
-	m   *MachineProgram
-	blk *Block
+	m        *MachineProgram
+	blk      *Block
+	queues   *queueSet
+	run      *blockRun
+	now, end int64
 }
 
 // exec computes the values of one instruction with its opTable entry (flags and

@@ -117,17 +117,17 @@ func convert(sd dtype.DType, src []byte, dd dtype.DType, dst []byte, n int) {
 	}
 }
 
-// matmulF32 computes c (m x n) += a (m x k) @ b (k x n) in float32, adding one product
-// at a time in increasing k. Each product of two f16 or bf16 values is exact in
-// float32 (an fp32 x fp32 product is rounded to fp32 first); the explicit conversion
-// stops the compiler from fusing multiply and add, so results are the same on every
-// architecture.
-func matmulF32(c, a, b []float32, m, k, n int) {
+// matmulF32 computes c[:m, :n] += a[:m, :k] @ b[:k, :n] in float32 over row-major
+// matrices with leading dimensions ldc, lda and ldb, adding one product at a time in
+// increasing k. Each product of two f16 or bf16 values is exact in float32 (an fp32 x
+// fp32 product is rounded to fp32 first); the explicit conversion stops the compiler
+// from fusing multiply and add, so results are the same on every architecture.
+func matmulF32(c, a, b []float32, m, k, n, ldc, lda, ldb int) {
 	for i := 0; i < m; i++ {
-		crow := c[i*n : (i+1)*n]
-		arow := a[i*k : (i+1)*k]
+		crow := c[i*ldc : i*ldc+n]
+		arow := a[i*lda : i*lda+k]
 		for p, av := range arow {
-			brow := b[p*n : (p+1)*n]
+			brow := b[p*ldb : p*ldb+n]
 			for j, bv := range brow {
 				crow[j] += float32(av * bv)
 			}
@@ -135,13 +135,14 @@ func matmulF32(c, a, b []float32, m, k, n int) {
 	}
 }
 
-// matmulInt computes c += a @ b with int32 wrap-around accumulation (int8 x int8).
-func matmulInt(c []int32, a, b []int64, m, k, n int) {
+// matmulInt computes c[:m, :n] += a @ b with int32 wrap-around accumulation (int8 x
+// int8), leading dimensions as matmulF32's.
+func matmulInt(c []int32, a, b []int64, m, k, n, ldc, lda, ldb int) {
 	for i := 0; i < m; i++ {
-		crow := c[i*n : (i+1)*n]
-		arow := a[i*k : (i+1)*k]
+		crow := c[i*ldc : i*ldc+n]
+		arow := a[i*lda : i*lda+k]
 		for p, av := range arow {
-			brow := b[p*n : (p+1)*n]
+			brow := b[p*ldb : p*ldb+n]
 			x := int32(av)
 			for j, bv := range brow {
 				crow[j] += x * int32(bv)

@@ -16,7 +16,8 @@ import (
 //
 // Vector clocks over per-pipe sequence numbers: known[p][q] = k means the first k
 // instructions of pipe q (in issue order) happen before whatever pipe p starts next.
-// An instruction of pipe p knows every earlier instruction of p (pipes are in order);
+// An instruction of pipe p knows every earlier instruction of p (pipes are in order)
+// and every scalar-pipe instruction executed before it was issued;
 // a SET_FLAG carries its pipe's knowledge, the WAIT_FLAG that consumes it joins it;
 // a TSYNC all makes everything issued before it known to every pipe. When an
 // instruction starts, every conflicting instruction before it in issue order on
@@ -71,10 +72,12 @@ func (r *raceChecker) snapshot(p isa.Pipe, seq int) vclock {
 func (r *raceChecker) join(p isa.Pipe, k vclock) { r.known[p].join(k) }
 
 // start checks the instruction at sequence number seq of pipe p (position order in
-// issue order) as it starts. It returns the earlier conflicting instruction of
-// another pipe that is not known complete, if any.
-func (r *raceChecker) start(p isa.Pipe, seq, order int, acc accessSet) (other raceEntry, otherPipe isa.Pipe, raced bool) {
+// issue order) as it starts. sSeen is the number of scalar-pipe instructions executed
+// before it was issued: those execute at issue, so they are complete. It returns the
+// earlier conflicting instruction of another pipe that is not known complete, if any.
+func (r *raceChecker) start(p isa.Pipe, seq, sSeen, order int, acc accessSet) (other raceEntry, otherPipe isa.Pipe, raced bool) {
 	r.known[p][p] = max(r.known[p][p], seq)
+	r.known[p][isa.PipeS] = max(r.known[p][isa.PipeS], sSeen)
 	if acc.empty() {
 		return raceEntry{}, 0, false
 	}

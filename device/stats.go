@@ -33,6 +33,26 @@ type TaskStats struct {
 	// Trace has one event per executed instruction when RunOptions.Trace is set, in
 	// core order and, per core, in start-time order.
 	Trace []TraceEvent
+	// Prints is the output of the TPRINT instructions, in core order and, per core,
+	// in execution order.
+	Prints []PrintRecord
+}
+
+// PrintRecord is what one TPRINT printed: the tile's valid region in the reference
+// interpreter's format, and where and when it ran (task cycles).
+type PrintRecord struct {
+	Core, Block, PC int
+	Cycle           int64
+	Text            string
+}
+
+// Output is the text of every TPRINT of the task, concatenated in Prints order.
+func (s *TaskStats) Output() string {
+	var b strings.Builder
+	for _, p := range s.Prints {
+		b.WriteString(p.Text)
+	}
+	return b.String()
 }
 
 // TraceEvent is one instruction's execution: on which core, block and pipe, and when.

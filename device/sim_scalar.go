@@ -1,0 +1,250 @@
+package device
+
+import (
+	"fmt"
+
+	"pypto/isa"
+)
+
+// The scalar unit of a core: it runs the program's control flow (counted loops),
+// keeps the registers, executes the scalar-pipe instructions and issues the others to
+// their pipes, resolving the registers their operands name (GM offsets and sizes,
+// valid sizes) at the moment it issues them. Registers are written only by
+// scalar-pipe instructions, which execute in issue order, so the values an issued
+// instruction sees are those of program order.
+
+// defaultMaxInstructions bounds the instructions one block executes when RunOptions
+// sets no bound, so that a huge trip count fails instead of running for ever.
+const defaultMaxInstructions = 1 << 26
+
+type scalarUnit struct {
+	pc    int
+	t     int64 // the scalar pipe's time: when the next instruction issues
+	regs  []int64
+	loops []scalarLoop
+	steps int64
+}
+
+// scalarLoop is one open loop: its LOOP's pc, counter register, trip count and the
+// iterations done.
+type scalarLoop struct {
+	start, counter int
+	count, iter    int64
+}
+
+// issue runs the scalar unit until the program ends or issue must stop: at a TSYNC
+// all while issued instructions are unfinished, or at a WAIT_FLAG on the scalar pipe
+// whose event is not yet set.
+func (r *blockRun) issue() error {
+	limit := r.c.opts.MaxInstructions
+	if limit <= 0 {
+		limit = defaultMaxInstructions
+	}
+	for r.sc.pc < len(r.m.Instrs) {
+		pc := r.sc.pc
+		in := &r.m.Instrs[pc]
+		if r.sc.steps >= limit {
+			return r.fail(pc, "the block exceeds %d executed instructions (RunOptions.MaxInstructions)", limit)
+		}
+		if int(in.Pipe) <= 0 || int(in.Pipe) >= numPipes || in.Pipe == isa.PipeAll {
+			return r.fail(pc, "instruction has no pipe")
+		}
+		if in.Pipe != isa.PipeS {
+			res, err := r.resolve(in)
+			if err != nil {
+				return r.fail(pc, "%v", err)
+			}
+			r.sc.t += int64(r.c.chip.IssueCycles)
+			r.enqueue(pc, res)
+			r.sc.steps++
+			r.sc.pc++
+			continue
+		}
+		start := r.sc.t
+		next := pc + 1
+		switch in.Op {
+		case isa.TSYNC:
+			if r.done < len(r.dyn) {
+				return nil // a full barrier waits for everything issued before it
+			}
+			r.sc.t = max(r.sc.t+int64(r.c.chip.IssueCycles), r.maxEnd)
+			start = r.sc.t
+			r.races.barrier()
+		case isa.WAIT_FLAG:
+			k := flagKeyOf(in)
+			q := r.sems[k]
+			if len(q) == 0 {
+				return nil // the scalar unit stalls until the event is set
+			}
+			r.sc.t = max(r.sc.t+int64(r.c.chip.IssueCycles), q[0].at)
+			start = r.sc.t
+			seq := r.races.issue(isa.PipeS, len(r.dyn), pc, accessSet{})
+			r.races.start(isa.PipeS, seq, seq, len(r.dyn), accessSet{})
+			r.races.join(isa.PipeS, q[0].known)
+			r.sems[k] = q[1:]
+		case isa.SET_FLAG:
+			r.sc.t += int64(r.c.chip.IssueCycles)
+			seq := r.races.issue(isa.PipeS, len(r.dyn), pc, accessSet{})
+			r.races.start(isa.PipeS, seq, seq, len(r.dyn), accessSet{})
+			k := flagKeyOf(in)
+			r.sems[k] = append(r.sems[k], semEntry{at: r.sc.t + int64(r.c.chip.FlagLatencyCycles), pc: pc, known: r.races.snapshot(isa.PipeS, seq)})
+		case isa.LOOP, isa.ENDLOOP:
+			r.sc.t += int64(r.c.chip.IssueCycles)
+			var err error
+			if next, err = r.control(pc, in); err != nil {
+				return r.fail(pc, "%v", err)
+			}
+		default:
+			res, err := r.resolve(in)
+			if err != nil {
+				return r.fail(pc, "%v", err)
+			}
+			acc := accesses(*res)
+			seq := r.races.issue(isa.PipeS, len(r.dyn), pc, acc)
+			if other, q, raced := r.races.start(isa.PipeS, seq, seq, len(r.dyn), acc); raced {
+				return r.fail(pc, "%s", raceMessage(r.m, other, q, isa.PipeS))
+			}
+			r.sc.t += int64(r.c.chip.IssueCycles) + r.c.chip.duration(res)
+			r.x.now, r.x.end = start, r.sc.t
+			if err := r.c.execRecovering(&r.x, res); err != nil {
+				return r.fail(pc, "%v", err)
+			}
+		}
+		r.c.busy[isa.PipeS] += r.sc.t - start
+		r.record(pc, isa.PipeS, start, r.sc.t)
+		r.sc.steps++
+		r.sc.pc = next
+	}
+	return nil
+}
+
+// control executes LOOP and ENDLOOP and returns the next pc. A LOOP reads its count
+// once; a count of 0 skips the body; after the loop the counter equals the count.
+func (r *blockRun) control(pc int, in *Instr) (int, error) {
+	if in.Match < 0 || in.Match >= len(r.m.Instrs) {
+		return 0, fmt.Errorf("%s has no matching %s", in.Op, map[isa.Opcode]string{isa.LOOP: "endloop", isa.ENDLOOP: "loop"}[in.Op])
+	}
+	sc := &r.sc
+	if in.Op == isa.LOOP {
+		count, err := r.scalar(in.Args[1])
+		if err != nil {
+			return 0, err
+		}
+		if count < 0 {
+			return 0, fmt.Errorf("loop count %d is negative", count)
+		}
+		counter := in.Args[0].Reg
+		if counter < 0 || counter >= len(sc.regs) {
+			return 0, fmt.Errorf("loop counter names register %d; the program has %d", counter, len(sc.regs))
+		}
+		sc.regs[counter] = 0
+		if count == 0 {
+			return in.Match + 1, nil
+		}
+		sc.loops = append(sc.loops, scalarLoop{start: pc, counter: counter, count: count})
+		return pc + 1, nil
+	}
+	if len(sc.loops) == 0 || sc.loops[len(sc.loops)-1].start != in.Match {
+		return 0, fmt.Errorf("endloop does not close the innermost open loop")
+	}
+	f := &sc.loops[len(sc.loops)-1]
+	f.iter++
+	sc.regs[f.counter] = f.iter
+	if f.iter < f.count {
+		return f.start + 1, nil
+	}
+	sc.loops = sc.loops[:len(sc.loops)-1]
+	return pc + 1, nil
+}
+
+// scalar is the value of a register or integer-immediate operand.
+func (r *blockRun) scalar(o Operand) (int64, error) {
+	if o.Kind == isa.KindReg {
+		return r.reg(isa.UseReg(o.Reg))
+	}
+	return int64(o.Imm), nil
+}
+
+func (r *blockRun) reg(ref isa.RegRef) (int64, error) {
+	i, ok := ref.Index()
+	if !ok || i >= len(r.sc.regs) {
+		return 0, fmt.Errorf("names register %d; the program has %d", i, len(r.sc.regs))
+	}
+	return r.sc.regs[i], nil
+}
+
+// resolve returns in with the registers its operands name replaced by their current
+// values, or in itself when it names none.
+func (r *blockRun) resolve(in *Instr) (*Instr, error) {
+	dynamic := false
+	for _, a := range in.Args {
+		switch a.Kind {
+		case isa.KindTile:
+			dynamic = dynamic || a.ValidRowsReg != 0 || a.ValidColsReg != 0
+		case isa.KindGM:
+			dynamic = dynamic || a.GM.OffsetReg != 0 || a.GM.RowsReg != 0 || a.GM.ColsReg != 0
+		}
+	}
+	if !dynamic {
+		return in, nil
+	}
+	out := *in
+	out.Args = append([]Operand(nil), in.Args...)
+	for i := range out.Args {
+		a := &out.Args[i]
+		var err error
+		switch a.Kind {
+		case isa.KindTile:
+			if a.ValidRows, err = r.size(a.ValidRowsReg, a.ValidRows, a.Rows, "valid rows"); err != nil {
+				return nil, err
+			}
+			if a.ValidCols, err = r.size(a.ValidColsReg, a.ValidCols, a.Cols, "valid cols"); err != nil {
+				return nil, err
+			}
+			a.ValidRowsReg, a.ValidColsReg = 0, 0
+		case isa.KindGM:
+			v := &a.GM
+			moved := v.OffsetReg != 0
+			if moved {
+				off, err := r.reg(v.OffsetReg)
+				if err != nil {
+					return nil, err
+				}
+				v.Offset += int(off)
+				v.OffsetReg = 0
+			}
+			if v.Rows, err = r.size(v.RowsReg, v.Rows, v.Rows, "view rows"); err != nil {
+				return nil, err
+			}
+			if v.Cols, err = r.size(v.ColsReg, v.Cols, v.Cols, "view cols"); err != nil {
+				return nil, err
+			}
+			v.RowsReg, v.ColsReg = 0, 0
+			if moved && in.Op != isa.TPREFETCH {
+				// RunTask's cross-block check sees only static windows; this one is
+				// known now. Bounds are checked when it executes.
+				if msg := checkView(r.m.Params, *v); msg != "" {
+					return nil, fmt.Errorf("%s", msg)
+				}
+				r.c.dynGM = append(r.c.dynGM, viewIntervals(*v, a.DType.Size(), r.blk.ParamAddrs[v.Param], r.bi, r.sc.pc, writesGM(in.Op, i))...)
+			}
+		}
+	}
+	return &out, nil
+}
+
+// size is a dimension given by register ref (or n when none), which must lie in
+// [0, bound].
+func (r *blockRun) size(ref isa.RegRef, n, bound int, what string) (int, error) {
+	if ref == 0 {
+		return n, nil
+	}
+	v, err := r.reg(ref)
+	if err != nil {
+		return 0, err
+	}
+	if v < 0 || v > int64(bound) {
+		return 0, fmt.Errorf("%s %d from %s lie outside [0, %d]", what, v, r.m.regName(ref), bound)
+	}
+	return int(v), nil
+}

@@ -1,0 +1,139 @@
+package device
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+
+	"pypto/dtype"
+	"pypto/isa"
+)
+
+// Element access for the vector, layout and other kernels. Tiles hold their logical
+// elements in row-major order whatever their declared layout: instructions see
+// logical elements (r, c) in every layout, so the layout changes addresses on the
+// hardware but no value, and the simulator keeps one order. (Only TRESHAPE looks at
+// bytes, and the ISA requires ND tiles for it.)
+//
+// Values are computed in float64 and rounded once to the destination's dtype the way
+// dtype.Store rounds (the ISA's convention, and the reference interpreter's), or in
+// int64 for integer dtypes and wrapped to the dtype's width, as the hardware's integer
+// units do.
+
+// elems is a decoded tile operand: its bytes and valid region.
+type elems struct {
+	o          Operand
+	b          []byte
+	rows, cols int // the valid region
+}
+
+// at decodes element (r, c).
+func (v elems) at(r, c int) float64 { return dtype.Load(v.o.DType, v.b, r*v.o.Cols+c) }
+
+// atInt decodes element (r, c) of an integer or bool tile.
+func (v elems) atInt(r, c int) int64 {
+	i := r*v.o.Cols + c
+	switch v.o.DType {
+	case dtype.Int8:
+		return int64(int8(v.b[i]))
+	case dtype.Int32:
+		return int64(int32(binary.LittleEndian.Uint32(v.b[4*i:])))
+	}
+	return int64(dtype.Load(v.o.DType, v.b, i))
+}
+
+// set rounds x to the tile's dtype (dtype.Store) and writes element (r, c).
+func (v elems) set(r, c int, x float64) { dtype.Store(v.o.DType, v.b, r*v.o.Cols+c, x) }
+
+// setInt writes an exact integer result wrapped to the tile's width (bool: x != 0).
+func (v elems) setInt(r, c int, x int64) {
+	i := r*v.o.Cols + c
+	switch v.o.DType {
+	case dtype.Int8:
+		v.b[i] = byte(int8(x))
+	case dtype.Int32:
+		binary.LittleEndian.PutUint32(v.b[4*i:], uint32(int32(x)))
+	case dtype.Bool:
+		v.b[i] = 0
+		if x != 0 {
+			v.b[i] = 1
+		}
+	default:
+		v.set(r, c, float64(x))
+	}
+}
+
+// integer reports whether the tile's values compute as integers (bool included).
+func (v elems) integer() bool { return v.o.DType.IsInt() || v.o.DType == dtype.Bool }
+
+// bits is the width of an integer dtype.
+func (v elems) bits() uint { return uint(8 * v.o.DType.Size()) }
+
+// tileView returns the bytes and valid region of a tile operand.
+func (c *coreSim) tileView(o Operand) (elems, error) {
+	b, err := c.tile(o)
+	if err != nil {
+		return elems{}, err
+	}
+	if o.ValidRows < 0 || o.ValidRows > o.Rows || o.ValidCols < 0 || o.ValidCols > o.Cols {
+		return elems{}, fmt.Errorf("valid region %dx%d lies outside the %dx%d tile", o.ValidRows, o.ValidCols, o.Rows, o.Cols)
+	}
+	return elems{o: o, b: b, rows: o.ValidRows, cols: o.ValidCols}, nil
+}
+
+// views returns the views of the instruction's tile operands, in order (nil
+// entries for operands that are not tiles).
+func (c *coreSim) views(in *Instr) ([]elems, error) {
+	vs := make([]elems, len(in.Args))
+	for i, a := range in.Args {
+		if a.Kind != isa.KindTile {
+			continue
+		}
+		v, err := c.tileView(a)
+		if err != nil {
+			return nil, fmt.Errorf("operand %d: %w", i, err)
+		}
+		vs[i] = v
+	}
+	return vs, nil
+}
+
+// snapshot copies a tile's bytes, for kernels whose destination may be their source.
+func (v elems) snapshot() elems {
+	v.b = append([]byte(nil), v.b...)
+	return v
+}
+
+// within reports whether (r, c) lies in a tile's declared shape.
+func (v elems) within(r, c int) bool { return r >= 0 && c >= 0 && r < v.o.Rows && c < v.o.Cols }
+
+// intRange is the range of an integer dtype (bool: 0, 1).
+func intRange(d dtype.DType) (lo, hi float64) {
+	switch d {
+	case dtype.Int8:
+		return math.MinInt8, math.MaxInt8
+	case dtype.Int32:
+		return math.MinInt32, math.MaxInt32
+	case dtype.Bool:
+		return 0, 1
+	}
+	return math.Inf(-1), math.Inf(1)
+}
+
+// saturate converts v to an integer dtype, rounding to nearest even and clamping to
+// its range (NaN becomes 0): the fixpipe's and TQUANT's quantisation.
+func saturate(d dtype.DType, v float64) float64 {
+	if math.IsNaN(v) {
+		return 0
+	}
+	lo, hi := intRange(d)
+	return math.Max(lo, math.Min(hi, math.RoundToEven(v)))
+}
+
+// quantise is a fixpipe conversion: integers saturate, floats round to nearest even.
+func quantise(d dtype.DType, v float64) float64 {
+	if d.IsInt() {
+		return saturate(d, v)
+	}
+	return dtype.Round(d, v)
+}
