@@ -60,6 +60,7 @@ func emitElementwise(e *emitter, tg *TileGraph, op *TileOp, tiles []int) {
 		converted [2]int // -1 when the input already has the dtype the op computes in
 	}
 	maps := inputMaps(tg, op)
+	space := iterationType(tg.Tensors, op).Shape
 	inTypes := make([]dtype.DType, len(op.Inputs))
 	for i, t := range op.Inputs {
 		inTypes[i] = tg.Tensors[t].Type.DType
@@ -67,7 +68,7 @@ func emitElementwise(e *emitter, tg *TileGraph, op *TileOp, tiles []int) {
 	computeIn := low.operandTypes(inTypes, out.DType)
 	ins := make([]operand, len(op.Inputs))
 	for i, t := range op.Inputs {
-		ins[i].view = newFlatView(e.params[t], maps[i], out.Shape)
+		ins[i].view = newFlatView(e.params[t], maps[i], space)
 		ins[i].loaded = e.pingPong(fmt.Sprintf("in%d", i), isa.Vec, inTypes[i], tr, tc)
 		ins[i].converted = [2]int{-1, -1}
 		if inTypes[i] != computeIn[i] {
@@ -80,7 +81,7 @@ func emitElementwise(e *emitter, tg *TileGraph, op *TileOp, tiles []int) {
 		res = e.pingPong("out", isa.Vec, out.DType, tr, tc)
 	}
 	body := &vecBody{e: e, attrs: op.Attrs, tr: tr, tc: tc, scratch: map[string][2]int{}}
-	ov := newFlatView(e.params[op.Output], reshapeMap(out.Shape), out.Shape)
+	ov := newFlatView(e.params[op.Output], outputMap(tg, op), space)
 
 	perOuter := op.Grid[1] * op.Grid[2]
 	for step, t := range tiles {
@@ -114,7 +115,7 @@ func emitElementwise(e *emitter, tg *TileGraph, op *TileOp, tiles []int) {
 // inputMaps says how each input of an elementwise tile op is indexed from the output:
 // by the op's own map (view ops) or by numpy broadcasting.
 func inputMaps(tg *TileGraph, op *TileOp) []affineMap {
-	out := tg.Tensors[op.Output].Type.Shape
+	out := iterationType(tg.Tensors, op).Shape
 	ins := make([]core.Shape, len(op.Inputs))
 	for i, t := range op.Inputs {
 		ins[i] = tg.Tensors[t].Type.Shape
@@ -127,4 +128,26 @@ func inputMaps(tg *TileGraph, op *TileOp) []affineMap {
 		maps[i] = broadcastMap(in, out)
 	}
 	return maps
+}
+
+// outputMap says where each element of the iteration space goes in the output: its
+// row-major place, or, for ops that write a part of their output (concat), the map the
+// lowering gives.
+func outputMap(tg *TileGraph, op *TileOp) affineMap {
+	out := tg.Tensors[op.Output].Type.Shape
+	low := lowerings[op.Op]
+	if !low.partial {
+		return reshapeMap(out)
+	}
+	return low.outMap(tg.Tensors[op.Inputs[0]].Type.Shape, out, op.Attrs)
+}
+
+// iterationType is the type whose elements an elementwise tile op visits: its output's,
+// or, for ops writing a part of their output, their one input's.
+func iterationType(tensors []GMTensor, op *TileOp) core.TensorType {
+	t := tensors[op.Output].Type
+	if lowerings[op.Op].partial {
+		t.Shape = tensors[op.Inputs[0]].Type.Shape
+	}
+	return t
 }

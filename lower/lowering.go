@@ -27,6 +27,10 @@ type lowering struct {
 	// maps, for view ops, says how the output indexes each input (see affineMap);
 	// nil means numpy broadcasting.
 	maps func(in []core.Shape, out core.Shape, attrs core.Attrs) []affineMap
+	// partial ops are split into one tile op per input, each writing its part of the
+	// output through outMap (concat); consecutive partial writers may share an output.
+	partial bool
+	outMap  func(in core.Shape, out core.Shape, attrs core.Attrs) affineMap
 	// check refuses, with a clear error, cases of the op the lowering cannot handle.
 	check func(n *core.Node) *core.Error
 }

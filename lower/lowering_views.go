@@ -57,3 +57,13 @@ func init() {
 		lowerings[name] = l
 	}
 }
+
+// concat writes each input into its slab of the output: the input's index space,
+// shifted by the input's offset along the axis, in the output's row-major strides.
+func init() {
+	lowerings["concat"] = lowering{kind: TileElementwise, core: isa.Vector, partial: true,
+		outMap: func(_ core.Shape, out core.Shape, attrs core.Attrs) affineMap {
+			st := out.Strides()
+			return affineMap{offset: attrs.Int("offset", 0) * st[attrs.Int("axis", 0)], strides: st}
+		}}
+}

@@ -193,7 +193,7 @@ func (tp *tileParser) op() {
 		}
 		op.Inputs = append(op.Inputs, in.id)
 	}
-	if tp.produced[out.id] {
+	if tp.produced[out.id] && !(len(tp.g.Ops) > 0 && continuesPart(tp.g.Ops[len(tp.g.Ops)-1], op)) {
 		tp.fail(out.tok, "op%d writes t%d, which already has a producer", i, out.id)
 	}
 	tp.produced[out.id] = true
@@ -227,7 +227,7 @@ func (tp *tileParser) tiling(op *TileOp) {
 	op.Problem = tp.tilingList("problem", dims[0], op.Kind)
 	op.Tile = tp.tilingList("tile", dims[1], op.Kind)
 	op.Grid = tp.tilingList("grid", dims[2], op.Kind)
-	if err := verifyTiling(op, tp.g.Tensors[op.Output].Type); err != nil {
+	if err := verifyTiling(op, iterationType(tp.g.Tensors, op)); err != nil {
 		tp.fail(at, "%v", err)
 	}
 }

@@ -106,11 +106,11 @@ func (g *TileGraph) Verify() error {
 				return fmt.Errorf("tilegraph: op%d reads t%d before it is produced", i, in)
 			}
 		}
-		if produced[op.Output] {
+		if produced[op.Output] && !continuesPartialWrite(g.Ops, i) {
 			return fmt.Errorf("tilegraph: op%d writes t%d, which already has a producer", i, op.Output)
 		}
 		produced[op.Output] = true
-		if err := verifyTiling(op, g.Tensors[op.Output].Type); err != nil {
+		if err := verifyTiling(op, iterationType(g.Tensors, op)); err != nil {
 			return fmt.Errorf("tilegraph: op%d (%s): %v", i, op.Op, err)
 		}
 	}
@@ -122,6 +122,19 @@ func (g *TileGraph) Verify() error {
 	return nil
 }
 
+// continuesPartialWrite reports whether ops[i] is one more part of the output the
+// partial op before it writes (the pieces of one concat).
+func continuesPartialWrite(ops []*TileOp, i int) bool {
+	return i > 0 && continuesPart(ops[i-1], ops[i])
+}
+
+// continuesPart reports whether op writes another part of prev's output.
+func continuesPart(prev, op *TileOp) bool {
+	return lowerings[op.Op].partial && prev.Output == op.Output && prev.Op == op.Op
+}
+
+// verifyTiling checks a tile op's grid against its problem and, for elementwise ops,
+// the problem against the type it iterates over.
 func verifyTiling(op *TileOp, out core.TensorType) error {
 	for _, t := range op.Tile {
 		if t <= 0 {

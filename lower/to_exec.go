@@ -12,7 +12,7 @@ import (
 func buildExecGraph(bg *BlockGraph) (*ExecGraph, error) {
 	tg := bg.Tiles
 	eg := &ExecGraph{Blocks: bg}
-	producer := map[int]int{} // tensor -> task
+	producers := map[int][]int{} // tensor -> the tasks writing it (several for concat's parts)
 	for ki, k := range bg.Kernels {
 		if len(k.Blocks) == 0 {
 			continue
@@ -22,7 +22,7 @@ func buildExecGraph(bg *BlockGraph) (*ExecGraph, error) {
 		task.Args = kernelArgs(op)
 		deps := map[int]bool{}
 		for _, in := range op.Inputs {
-			if p, ok := producer[in]; ok {
+			for _, p := range producers[in] {
 				deps[p] = true
 			}
 		}
@@ -37,7 +37,7 @@ func buildExecGraph(bg *BlockGraph) (*ExecGraph, error) {
 			}
 			task.Programs = append(task.Programs, p)
 		}
-		producer[op.Output] = len(eg.Tasks)
+		producers[op.Output] = append(producers[op.Output], len(eg.Tasks))
 		eg.Tasks = append(eg.Tasks, task)
 	}
 	planMemory(eg)

@@ -42,15 +42,13 @@ func buildTileGraph(g *core.Graph, chip *device.Chip) (*TileGraph, error) {
 		if isOutput[v] {
 			role = RoleOutput
 		}
-		op := &TileOp{Node: v, Op: n.Op, Kind: low.kind, Core: low.core, Attrs: n.Attrs, Loc: n.Loc}
-		for _, in := range n.Inputs {
-			op.Inputs = append(op.Inputs, tensorOf[in])
+		out := addTensor(v, role)
+		for _, op := range tileOpsOf(g, n, v, low, tensorOf, out) {
+			if err := chooseTiling(op, tg.Tensors, chip); err != nil {
+				return nil, core.Errorf(core.CompileError, "%s: %v", n.Op, err).WithLoc(n.Loc)
+			}
+			tg.Ops = append(tg.Ops, op)
 		}
-		op.Output = addTensor(v, role)
-		if err := chooseTiling(op, g, n, chip); err != nil {
-			return nil, core.Errorf(core.CompileError, "%s: %v", n.Op, err).WithLoc(n.Loc)
-		}
-		tg.Ops = append(tg.Ops, op)
 	}
 	for _, o := range g.Outputs {
 		tg.Outputs = append(tg.Outputs, tensorOf[o])
@@ -59,12 +57,13 @@ func buildTileGraph(g *core.Graph, chip *device.Chip) (*TileGraph, error) {
 }
 
 // chooseTiling sets the problem size, tile shape and grid of a tile op.
-func chooseTiling(op *TileOp, g *core.Graph, n *core.Node, chip *device.Chip) error {
+func chooseTiling(op *TileOp, tensors []GMTensor, chip *device.Chip) error {
 	var err error
+	outT := tensors[op.Output].Type
 	switch op.Kind {
 	case TileMatmul:
-		a := g.Type(n.Inputs[0])
-		ra, out := len(a.Shape), n.Type.Shape
+		a := tensors[op.Inputs[0]].Type
+		ra, out := len(a.Shape), outT.Shape
 		k := a.Shape[ra-1]
 		if op.Attrs.Bool("transpose_a", false) {
 			k = a.Shape[ra-2]
@@ -73,19 +72,19 @@ func chooseTiling(op *TileOp, g *core.Graph, n *core.Node, chip *device.Chip) er
 		op.Problem = []int{out[:len(out)-2].NumElements(), m, nn, k}
 		op.Tile, op.Reason, err = matmulTile(chip, a.DType, m, nn, k)
 	case TileReduce:
-		in := g.Type(n.Inputs[0])
-		op.Problem = reduceProblem(in.Shape, reduceAxes(n.Attrs, len(in.Shape)))
-		op.Tile, op.Reason, err = reduceTile(chip, reductions[n.Op], in.DType, n.Type.DType, op.Problem)
+		in := tensors[op.Inputs[0]].Type
+		op.Problem = reduceProblem(in.Shape, reduceAxes(op.Attrs, len(in.Shape)))
+		op.Tile, op.Reason, err = reduceTile(chip, reductions[op.Op], in.DType, outT.DType, op.Problem)
 	case TileElementwise:
-		op.Problem = elementwiseProblem(n.Type.Shape)
-		low := lowerings[n.Op]
-		ins := make([]dtype.DType, len(n.Inputs))
-		for i, in := range n.Inputs {
-			ins[i] = g.Type(in).DType
+		op.Problem = elementwiseProblem(iterationType(tensors, op).Shape)
+		low := lowerings[op.Op]
+		ins := make([]dtype.DType, len(op.Inputs))
+		for i, in := range op.Inputs {
+			ins[i] = tensors[in].Type.DType
 		}
-		minSize, maxSize := n.Type.DType.Size(), n.Type.DType.Size()
+		minSize, maxSize := outT.DType.Size(), outT.DType.Size()
 		live := 1 // the output tile
-		for i, ct := range low.operandTypes(ins, n.Type.DType) {
+		for i, ct := range low.operandTypes(ins, outT.DType) {
 			for _, d := range []dtype.DType{ins[i], ct} {
 				minSize, maxSize = min(minSize, d.Size()), max(maxSize, d.Size())
 			}
@@ -104,4 +103,29 @@ func chooseTiling(op *TileOp, g *core.Graph, n *core.Node, chip *device.Chip) er
 	}
 	op.Grid = tileGrid(op.Kind, op.Problem, op.Tile)
 	return nil
+}
+
+// tileOpsOf gives the tile ops of node n: one, or for a partial lowering (concat) one
+// per input, each writing its part of the output, with its start along the axis in
+// the attribute "offset".
+func tileOpsOf(g *core.Graph, n *core.Node, v core.Value, low lowering, tensorOf map[core.Value]int, out int) []*TileOp {
+	if !low.partial {
+		op := &TileOp{Node: v, Op: n.Op, Kind: low.kind, Core: low.core, Attrs: n.Attrs, Loc: n.Loc, Output: out}
+		for _, in := range n.Inputs {
+			op.Inputs = append(op.Inputs, tensorOf[in])
+		}
+		return []*TileOp{op}
+	}
+	ops := make([]*TileOp, len(n.Inputs))
+	offset := int64(0)
+	axis := n.Attrs.Int("axis", 0)
+	if axis < 0 {
+		axis += len(n.Type.Shape)
+	}
+	for i, in := range n.Inputs {
+		attrs := core.Attrs{"axis": int64(axis), "offset": offset}
+		ops[i] = &TileOp{Node: v, Op: n.Op, Kind: low.kind, Core: low.core, Attrs: attrs, Loc: n.Loc, Inputs: []int{tensorOf[in]}, Output: out}
+		offset += int64(g.Type(in).Shape[axis])
+	}
+	return ops
 }

@@ -79,3 +79,32 @@ func TestCompositesRunThroughDecomposition(t *testing.T) {
 	}
 	compileAndCompare(t, chip, g, 40)
 }
+
+// concat writes each input into its part of the output (one task per input); stack is
+// its composite over unsqueeze.
+func TestConcatAndStackMatchReferenceExactly(t *testing.T) {
+	for _, chip := range presets(t) {
+		for _, axis := range []int64{0, 1, -1} {
+			t.Run(fmt.Sprintf("%s/concat_axis%d", chip.Name, axis), func(t *testing.T) {
+				bl := core.NewBuilder("concat")
+				a := bl.Param("a", core.TensorType{DType: dtype.Float16, Shape: core.Shape{3, 17, 40}})
+				b := bl.Param("b", core.TensorType{DType: dtype.Float32, Shape: core.Shape{3, 17, 40}})
+				c, err := bl.Op("concat", []core.Value{a, b, a}, core.Attrs{"axis": axis}, core.Location{})
+				require.NoError(t, err)
+				r, err := bl.Op("relu", []core.Value{c}, nil, core.Location{})
+				require.NoError(t, err)
+				bl.Output(r)
+				compileAndCompare(t, chip, bl.Graph(), 0)
+			})
+		}
+		t.Run(chip.Name+"/stack", func(t *testing.T) {
+			bl := core.NewBuilder("stack")
+			a := bl.Param("a", core.TensorType{DType: dtype.Float32, Shape: core.Shape{5, 9}})
+			b := bl.Param("b", core.TensorType{DType: dtype.Float32, Shape: core.Shape{5, 9}})
+			s, err := bl.Op("stack", []core.Value{a, b}, core.Attrs{"axis": int64(1)}, core.Location{})
+			require.NoError(t, err)
+			bl.Output(s)
+			compileAndCompare(t, chip, bl.Graph(), 0)
+		})
+	}
+}
