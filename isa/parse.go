@@ -482,7 +482,10 @@ func (p *asmParser) validDim(l *line, what string) (int, RegRef, *ParseError) {
 		d, err := p.lookup(l, declReg)
 		return 0, UseReg(d.index), err
 	}
-	n, err := l.integer(what + " (an integer, a register or '*')")
+	if l.atEnd() || !isDigit(l.text[l.pos]) && l.text[l.pos] != '-' {
+		return 0, 0, l.errorf(l.pos, "expected %s (an integer, a register or '*'), found %s", what, l.found())
+	}
+	n, err := l.integer(what)
 	return n, 0, err
 }
 
