@@ -142,16 +142,18 @@ func insertSyncs(chip *Chip, name string, core isa.CoreKind, ins []Instr) ([]Ins
 		}
 		inner := held
 		if loop >= 0 {
-			ls := &loopSyncs{}
+			ls := &loopSyncs{barrier: true}
 			loops[loop] = ls
 			if ids, ok := carriedIDs(chip, manual, held, carried); ok {
 				for k := range carried {
 					carried[k].id = ids[k]
 				}
-				ls.carried = carried
-				inner = withHeld(held, carried)
-			} else {
-				ls.barrier = true
+				withCarried := withHeld(held, carried)
+				// The per-iteration syncs must still find ids beside the carried ones;
+				// if they cannot, the loop falls back to the barrier.
+				if assignEventIDs(chip, union(manual, withCarried), slices.Clone(intra)) == nil {
+					ls.carried, ls.barrier, inner = carried, false, withCarried
+				}
 			}
 		}
 		if err := assignEventIDs(chip, union(manual, inner), intra); err != nil {

@@ -20,6 +20,18 @@ func dropFlags(m *MachineProgram, src, dst isa.Pipe) {
 		out = append(out, in)
 	}
 	m.Instrs = out
+	rematch(m)
+}
+
+// rematch recomputes the LOOP / ENDLOOP pairing of an edited machine program.
+func rematch(m *MachineProgram) {
+	match, err := matchLoops(m.Instrs)
+	if err != nil {
+		panic(err)
+	}
+	for i := range m.Instrs {
+		m.Instrs[i].Match = match[i]
+	}
 }
 
 func loadReluStore() *isa.Program {

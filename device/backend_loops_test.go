@@ -1,0 +1,234 @@
+package device
+
+import (
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"pypto/dtype"
+	"pypto/isa"
+)
+
+func parse(t testing.TB, src string) *isa.Program {
+	t.Helper()
+	p, err := isa.Parse(src)
+	require.NoError(t, err)
+	return p
+}
+
+// randParams fills every param with values representable in its dtype.
+func randParams(p *isa.Program, seed uint64) [][]byte {
+	rng := rand.New(rand.NewPCG(seed, 7))
+	out := make([][]byte, len(p.Params))
+	for i, prm := range p.Params {
+		out[i] = dtype.Encode(prm.DType, randValues(rng, prm.DType, prm.Elems, 4))
+	}
+	return out
+}
+
+// A loop over row blocks: each iteration loads a block, computes on it and stores
+// it. Iteration k+1's load overwrites the tile iteration k's relu reads (V -> MTE2)
+// and its relu overwrites the tile iteration k's store reads (MTE3 -> V): both are
+// loop-carried hazards.
+const reluLoop = `
+kernel relu_loop vector
+param %x: f32[2048]
+param %y: f32[2048]
+reg %i
+reg %off
+tile %a: vec f32[8x32]
+tile %b: vec f32[8x32]
+  loop %i, 8
+    smul %off, %i, 256
+    tload %a, %x[%off; 8x32; 32,1]
+    trelu %b, %a
+    tstore %y[%off; 8x32; 32,1], %b
+  endloop
+end
+`
+
+func TestLoopCarriedSyncsArePrimedAndDrained(t *testing.T) {
+	p := parse(t, reluLoop)
+	m := compile(t, preset(t, "tiny"), p)
+	ops := listingOps(m)
+	loop := indexOf(ops, "s loop")
+	end := indexOf(ops, "s endloop")
+	require.Positive(t, loop)
+	// Before the loop: a barrier, then one priming set per carried pair.
+	assert.Equal(t, "s tsync", ops[loop-3])
+	assert.ElementsMatch(t, []string{"v set_flag", "mte3 set_flag"}, ops[loop-2:loop])
+	// After it: the draining waits, then a barrier.
+	assert.ElementsMatch(t, []string{"mte2 wait_flag", "v wait_flag"}, ops[end+1:end+3])
+	assert.Equal(t, "s tsync", ops[end+3])
+	// In the body, each carried wait comes right before its consumer.
+	body := strings.Join(ops[loop:end], " | ")
+	assert.Contains(t, body, "mte2 wait_flag | mte2 tload")
+	assert.Contains(t, body, "v wait_flag | v trelu")
+
+	params := randParams(p, 1)
+	want := runReference(t, p, params)
+	got, _ := runDevice(t, preset(t, "tiny"), p, params)
+	compareOutputs(t, p, want, got)
+}
+
+func indexOf(s []string, x string) int {
+	for i, v := range s {
+		if v == x {
+			return i
+		}
+	}
+	return -1
+}
+
+func TestLoopCarriedSyncIsNeeded(t *testing.T) {
+	// Without the V -> MTE2 carried flag the second iteration's load overwrites what
+	// the first iteration's relu may still read: the race checker says so.
+	p := parse(t, reluLoop)
+	m := compile(t, preset(t, "tiny"), p)
+	dropFlags(m, isa.PipeV, isa.PipeMTE2)
+	l := layout(randParams(p, 2)...)
+	_, err := RunTask(preset(t, "tiny"), l.gm, isa.Vector, []Block{{Prog: m, ParamAddrs: l.addrs}}, RunOptions{})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "race")
+	assert.Contains(t, err.Error(), "tload")
+}
+
+func TestLoopZeroTripsAndNesting(t *testing.T) {
+	// A zero-trip loop still balances its primed and drained flags; nested loops
+	// accumulate into one tile across the inner loop's iterations.
+	src := `
+kernel nest vector
+param %x: f32[1024]
+param %y: f32[256]
+param %n: i32[1]
+reg %i
+reg %j
+reg %zero
+reg %off
+tile %acc: vec f32[8x32]
+tile %t: vec f32[8x32]
+  sld %zero, %n[0; 1x1; 1,1]
+  texpands %acc, 0
+  loop %i, %zero
+    tload %t, %x[0; 8x32; 32,1]
+    tadd %acc, %acc, %t
+  endloop
+  loop %i, 2
+    loop %j, 2
+      smul %off, %i, 2
+      sadd %off, %off, %j
+      smul %off, %off, 256
+      tload %t, %x[%off; 8x32; 32,1]
+      tadd %acc, %acc, %t
+    endloop
+    tmuls %acc, %acc, 0.5
+  endloop
+  tstore %y[0; 8x32; 32,1], %acc
+end
+`
+	p := parse(t, src)
+	params := randParams(p, 3)
+	params[2] = dtype.Encode(dtype.Int32, []float64{0})
+	want := runReference(t, p, params)
+	got, st := runDevice(t, preset(t, "tiny"), p, params)
+	compareOutputs(t, p, want, got)
+	assert.Positive(t, st.Instructions)
+}
+
+// A double-buffered loop: two tiles per iteration, so the next iteration's first
+// load only waits for this iteration's first relu, and MTE2 overlaps V. The same
+// kernel with a barrier at every iteration (what the flag inserter falls back to)
+// is slower.
+const doubleBuffered = `
+kernel db vector
+param %x: f32[16384]
+param %y: f32[16384]
+reg %i
+reg %off
+tile %a0: vec f32[16x64]
+tile %a1: vec f32[16x64]
+tile %b0: vec f32[16x64]
+tile %b1: vec f32[16x64]
+  loop %i, 8
+    smul %off, %i, 2048
+    tload %a0, %x[%off; 16x64; 64,1]
+    texp %b0, %a0
+    tstore %y[%off; 16x64; 64,1], %b0
+    tload %a1, %x[%off+1024; 16x64; 64,1]
+    texp %b1, %a1
+    tstore %y[%off+1024; 16x64; 64,1], %b1
+  endloop
+end
+`
+
+func TestLoopCarriedSyncsOverlapIterations(t *testing.T) {
+	p := parse(t, doubleBuffered)
+	chip := preset(t, "a2")
+	params := randParams(p, 4)
+	want := runReference(t, p, params)
+	got, st := runDevice(t, chip, p, params)
+	compareOutputs(t, p, want, got)
+
+	m := compile(t, chip, p)
+	m.Instrs = withIterationBarrier(m)
+	l := layout(params...)
+	slow, err := RunTask(chip, l.gm, isa.Vector, []Block{{Prog: m, ParamAddrs: l.addrs}}, RunOptions{})
+	require.NoError(t, err)
+	assert.Less(t, st.Cycles, slow.Cycles, "carried syncs let iterations overlap; a barrier per iteration does not")
+}
+
+// withIterationBarrier is the fallback form of a compiled one-loop program: its
+// carried flags (primes, drains and the ones in the body) replaced by a barrier at
+// the start of every iteration.
+func withIterationBarrier(m *MachineProgram) []Instr {
+	var out []Instr
+	loop := -1
+	for pc, in := range m.Instrs {
+		if in.Op == isa.LOOP {
+			loop = pc
+		}
+	}
+	carried := map[flagKey]bool{}
+	for _, in := range m.Instrs[:loop] {
+		if in.Op == isa.SET_FLAG {
+			carried[flagKeyOf(&in)] = true
+		}
+	}
+	for pc, in := range m.Instrs {
+		if (in.Op == isa.SET_FLAG || in.Op == isa.WAIT_FLAG) && carried[flagKeyOf(&in)] {
+			continue
+		}
+		out = append(out, in)
+		if pc == loop {
+			out = append(out, barrierInstr())
+		}
+	}
+	tmp := &MachineProgram{Instrs: out}
+	rematch(tmp)
+	return tmp.Instrs
+}
+
+func TestLoopFallsBackToBarrierWhenIDsRunOut(t *testing.T) {
+	// With one event id per pipe pair the carried syncs and the per-iteration ones
+	// cannot both have one: the loop gets a barrier per iteration and stays correct.
+	chip := preset(t, "tiny")
+	chip.FlagEventIDs = 1
+	p := parse(t, doubleBuffered)
+	params := randParams(p, 5)
+	want := runReference(t, p, params)
+	m := compile(t, chip, p)
+	ops := listingOps(m)
+	loop := indexOf(ops, "s loop")
+	assert.Equal(t, "s tsync", ops[loop+1], "barrier at the start of every iteration:\n%s", m)
+	l := layout(params...)
+	_, err := RunTask(chip, l.gm, isa.Vector, []Block{{Prog: m, ParamAddrs: l.addrs}}, RunOptions{})
+	require.NoError(t, err)
+	got := make([][]byte, len(params))
+	for i := range params {
+		got[i] = l.bytes(i, len(params[i]))
+	}
+	compareOutputs(t, p, want, got)
+}
