@@ -147,9 +147,7 @@ end
 	require.NoError(t, Interpret(p, [][]byte{dtype.Encode(dtype.Float32, x), y}))
 	got := dtype.Decode(dtype.Float32, y, 80)
 	for i, v := range got {
-		if i < 80 {
-			assert.Equal(t, float64(i)+100, v, "element %d", i)
-		}
+		assert.Equal(t, float64(i)+100, v, "element %d", i)
 	}
 
 	// A register outside its bound fails at run time, naming it.
