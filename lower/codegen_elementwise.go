@@ -92,8 +92,7 @@ func emitElementwise(e *emitter, tg *TileGraph, op *TileOp, tiles []int) {
 		var srcs []int
 		for i := range ins {
 			in := &ins[i]
-			e.emit(isa.TLOAD, isa.TileOp(in.loaded[s]), isa.GMOp(in.view.window(o, r0, c0, vr, vc)))
-			src := in.loaded[s]
+			src := loadWindow(e, s, in.loaded[s], in.view.window(o, r0, c0, vr, vc))
 			if in.converted[s] >= 0 {
 				e.emit(isa.TCVT, isa.TileOp(in.converted[s]), isa.TileOp(src))
 				src = in.converted[s]

@@ -31,8 +31,8 @@ type lowering struct {
 	// output through outMap (concat); consecutive partial writers may share an output.
 	partial bool
 	outMap  func(in core.Shape, out core.Shape, attrs core.Attrs) affineMap
-	// check refuses, with a clear error, cases of the op the lowering cannot handle.
-	check func(n *core.Node) *core.Error
+	// extraLive counts full-size scratch tiles the op keeps live besides its operands.
+	extraLive func(attrs core.Attrs) int
 }
 
 // operandTypes is computeIn with its default.

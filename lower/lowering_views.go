@@ -20,7 +20,7 @@ var viewLowerings = map[string]lowering{
 	// cast is a copy through the input's conversion to the output dtype (TCVT), which
 	// rounds exactly as core's cast does (dtype.Round).
 	"cast": {kind: TileElementwise, core: isa.Vector},
-	"slice": {kind: TileElementwise, core: isa.Vector, check: positiveSteps, maps: func(in []core.Shape, _ core.Shape, attrs core.Attrs) []affineMap {
+	"slice": {kind: TileElementwise, core: isa.Vector, extraLive: gatherTiles, uses: gatherOps, maps: func(in []core.Shape, _ core.Shape, attrs core.Attrs) []affineMap {
 		return []affineMap{sliceMap(in[0], attrs.Ints("starts"), attrs.Ints("steps"))}
 	}},
 }
@@ -39,17 +39,18 @@ func normalizePerm(perm []int, n int) []int {
 	return out
 }
 
-// positiveSteps refuses slices that walk backwards: GM windows have non-negative
-// strides in this version of the ISA.
-func positiveSteps(n *core.Node) *core.Error {
-	for ax, s := range n.Attrs.Ints("steps") {
+// gatherOps are the instructions a backwards window's gather uses.
+var gatherOps = []isa.Opcode{isa.TCI, isa.TCOLEXPAND, isa.TROWEXPANDADD, isa.MGATHER}
+
+// gatherTiles counts the extra full-size tiles a slice with a negative step keeps live
+// (the index, its spread, the gathered copy).
+func gatherTiles(attrs core.Attrs) int {
+	for _, s := range attrs.Ints("steps") {
 		if s < 0 {
-			return core.Errorf(core.CompileError, "slice with a negative step (axis %d, step %d) cannot run on the device yet", ax, s).
-				Because("GM windows of the PTO ISA have non-negative strides in this version").
-				Suggest("slice with a positive step, or reverse the data on the host before passing it in")
+			return 3
 		}
 	}
-	return nil
+	return 0
 }
 
 func init() {

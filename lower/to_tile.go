@@ -33,11 +33,6 @@ func buildTileGraph(g *core.Graph, chip *device.Chip) (*TileGraph, error) {
 			return nil, core.Errorf(core.CompileError, "op %s has no lowering to the device", n.Op).WithLoc(n.Loc).
 				Because("every op must run on the simulated NPU; there is no host fallback")
 		}
-		if low.check != nil {
-			if err := low.check(n); err != nil {
-				return nil, err.WithLoc(n.Loc)
-			}
-		}
 		role := RoleTemp
 		if isOutput[v] {
 			role = RoleOutput
@@ -95,6 +90,9 @@ func chooseTiling(op *TileOp, tensors []GMTensor, chip *device.Chip) error {
 		}
 		if low.colAlign > 0 {
 			live += 2 // the mask and a constant or scratch tile
+		}
+		if low.extraLive != nil {
+			live += low.extraLive(op.Attrs)
 		}
 		op.Tile, op.Reason, err = elementwiseTile(chip, minSize, maxSize, live, low.colAlign, op.Problem[1], op.Problem[2])
 	}

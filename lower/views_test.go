@@ -44,18 +44,29 @@ func TestViewOpsMatchReferenceExactly(t *testing.T) {
 	}
 }
 
-func TestNegativeStepSliceIsRefusedClearly(t *testing.T) {
-	bl := core.NewBuilder("rev")
-	x := bl.Param("x", core.TensorType{DType: dtype.Float32, Shape: core.Shape{8}})
-	y, err := bl.Op("slice", []core.Value{x}, core.Attrs{"starts": []int64{7}, "stops": []int64{-1}, "steps": []int64{-1}}, core.Location{File: "m.py", Line: 3})
-	require.NoError(t, err)
-	bl.Output(y)
-	_, err = Compile(bl.Graph(), Options{Chip: presets(t)[0], Verify: true})
-	var ce *core.Error
-	require.ErrorAs(t, err, &ce)
-	require.Equal(t, core.CompileError, ce.Kind)
-	require.Contains(t, ce.Message, "negative step")
-	require.Equal(t, 3, ce.Loc.Line)
+// Slices that walk backwards gather from the mirrored forward window.
+func TestNegativeStepSlicesMatchReferenceExactly(t *testing.T) {
+	cases := []struct {
+		in                   core.Shape
+		starts, stops, steps []int64
+	}{
+		{core.Shape{8}, []int64{7}, []int64{-1}, []int64{-1}},
+		{core.Shape{37, 70}, []int64{0, 69}, []int64{37, -1}, []int64{1, -2}},
+		{core.Shape{37, 70}, []int64{36, 3}, []int64{-1, 70}, []int64{-3, 1}},
+		{core.Shape{3, 9, 40}, []int64{2, 8, 39}, []int64{-1, -1, -1}, []int64{-1, -1, -1}},
+	}
+	for _, chip := range presets(t) {
+		for _, c := range cases {
+			t.Run(fmt.Sprintf("%s/%v%v", chip.Name, c.in, c.steps), func(t *testing.T) {
+				bl := core.NewBuilder("rev")
+				x := bl.Param("x", core.TensorType{DType: dtype.Float16, Shape: c.in})
+				y, err := bl.Op("slice", []core.Value{x}, core.Attrs{"starts": c.starts, "stops": c.stops, "steps": c.steps}, core.Location{})
+				require.NoError(t, err)
+				bl.Output(y)
+				compileAndCompare(t, chip, bl.Graph(), 0)
+			})
+		}
+	}
 }
 
 // Composite ops are decomposed into primitives before tiling, so a composite whose
