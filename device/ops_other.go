@@ -270,7 +270,7 @@ func execPrint(c *coreSim, x *execCtx, in *Instr) error {
 		}
 		b.WriteByte('\n')
 	}
-	c.prints = append(c.prints, PrintRecord{Core: c.index, Block: x.run.bi, PC: x.run.sc.pc, Cycle: x.run.t0 + x.now, Text: b.String()})
+	c.prints = append(c.prints, PrintRecord{Kind: c.kind, Core: c.index, Block: x.run.bi, PC: x.run.sc.pc, Cycle: x.run.t0 + x.now, Text: b.String()})
 	return nil
 }
 

@@ -70,7 +70,7 @@ func RunTask(chip *Chip, gm []byte, kind isa.CoreKind, blocks []Block, opts RunO
 		}
 	}
 	if len(blocks) > 1 {
-		if err := checkCrossBlock(chip, kind, blocks, per); err != nil {
+		if err := checkCrossBlock(func(b int) int { return b % cores }, blocks, per); err != nil {
 			return nil, err
 		}
 	}
@@ -80,7 +80,7 @@ func RunTask(chip *Chip, gm []byte, kind isa.CoreKind, blocks []Block, opts RunO
 	errs := make([]error, active)
 	var wg sync.WaitGroup
 	for ci := range active {
-		c := &coreSim{chip: chip, index: ci, gm: gm, opts: opts, start: int64(chip.LaunchCycles)}
+		c := newCoreSim(chip, kind, ci, gm, opts)
 		for bi := ci; bi < len(blocks); bi += cores {
 			for loc, n := range extents[blocks[bi].Prog] {
 				if n > len(c.bufs[loc]) {
@@ -97,7 +97,7 @@ func RunTask(chip *Chip, gm []byte, kind isa.CoreKind, blocks []Block, opts RunO
 			return nil, e // the lowest failing core, so the reported error does not depend on timing
 		}
 	}
-	if err := checkMovedWindows(chip, kind, blocks, per, sims); err != nil {
+	if err := checkMovedWindows(func(b int) int { return b % cores }, blocks, per, sims); err != nil {
 		return nil, err
 	}
 	return collect(chip, kind, blocks, sims, extents), nil
@@ -106,7 +106,7 @@ func RunTask(chip *Chip, gm []byte, kind isa.CoreKind, blocks []Block, opts RunO
 // checkMovedWindows repeats the cross-block check with the GM windows registers moved,
 // which are known only once the blocks have run. The results of such a task would
 // depend on scheduling, so it fails even though every block finished.
-func checkMovedWindows(chip *Chip, kind isa.CoreKind, blocks []Block, per [][]gmInterval, sims []*coreSim) error {
+func checkMovedWindows(coreOf func(block int) int, blocks []Block, per [][]gmInterval, sims []*coreSim) error {
 	if len(blocks) < 2 {
 		return nil
 	}
@@ -125,7 +125,7 @@ func checkMovedWindows(chip *Chip, kind isa.CoreKind, blocks []Block, per [][]gm
 	for i := range all {
 		all[i] = mergeIntervals(append([]gmInterval(nil), all[i]...))
 	}
-	return checkCrossBlock(chip, kind, blocks, all)
+	return checkCrossBlock(coreOf, blocks, all)
 }
 
 // run simulates the blocks of one core, recovering a panic as this core's error.
@@ -144,6 +144,23 @@ func (c *coreSim) run(blocks []Block, cores int) (err error) {
 	return nil
 }
 
+// addCounters sums the cores' pipe busy times, traffic, instruction counts, traces
+// and prints into st, in core order.
+func addCounters(st *TaskStats, sims []*coreSim) {
+	for _, c := range sims {
+		for p, b := range c.busy {
+			if b > 0 {
+				st.PipeBusy[isa.Pipe(p)] += b
+			}
+		}
+		st.GMBytesRead += c.gmRead
+		st.GMBytesWritten += c.gmWritten
+		st.Instructions += c.instrs
+		st.Trace = append(st.Trace, c.trace...)
+		st.Prints = append(st.Prints, c.prints...)
+	}
+}
+
 // collect sums the cores' counters into the task's stats.
 func collect(chip *Chip, kind isa.CoreKind, blocks []Block, sims []*coreSim, extents map[*MachineProgram]map[isa.Location]int) *TaskStats {
 	st := &TaskStats{
@@ -160,17 +177,8 @@ func collect(chip *Chip, kind isa.CoreKind, blocks []Block, sims []*coreSim, ext
 	for _, c := range sims {
 		st.CoreCycles[c.index] = c.cycles
 		longest = max(longest, c.cycles)
-		for p, b := range c.busy {
-			if b > 0 {
-				st.PipeBusy[isa.Pipe(p)] += b
-			}
-		}
-		st.GMBytesRead += c.gmRead
-		st.GMBytesWritten += c.gmWritten
-		st.Instructions += c.instrs
-		st.Trace = append(st.Trace, c.trace...)
-		st.Prints = append(st.Prints, c.prints...)
 	}
+	addCounters(st, sims)
 	st.Cycles = int64(chip.LaunchCycles) + longest
 	for _, b := range blocks {
 		for loc, n := range extents[b.Prog] {

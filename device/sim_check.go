@@ -239,7 +239,7 @@ func (t *top2) other(block int) gmInterval {
 // Blocks of a task run in parallel on different cores (or in an order that depends on
 // the core count), so such sharing would make results depend on scheduling; the
 // compiler hands data between cores through separate tasks instead.
-func checkCrossBlock(chip *Chip, kind isa.CoreKind, blocks []Block, per [][]gmInterval) error {
+func checkCrossBlock(coreOf func(block int) int, blocks []Block, per [][]gmInterval) error {
 	var all []gmInterval
 	for _, ivs := range per {
 		all = append(all, ivs...)
@@ -255,7 +255,6 @@ func checkCrossBlock(chip *Chip, kind isa.CoreKind, blocks []Block, per [][]gmIn
 		return a.pc < b.pc
 	})
 	writes, reads := newTop2(), newTop2()
-	cores := chip.Cores(kind)
 	for _, x := range all {
 		conflict := gmInterval{block: -1}
 		if w := writes.other(x.block); w.block >= 0 && w.hi > x.lo {
@@ -272,7 +271,7 @@ func checkCrossBlock(chip *Chip, kind isa.CoreKind, blocks []Block, per [][]gmIn
 			if conflict.write {
 				other = "writes"
 			}
-			return &SimError{Core: x.block % cores, Block: x.block, PC: x.pc, Instr: blocks[x.block].Prog.InstrString(x.pc),
+			return &SimError{Core: coreOf(x.block), Block: x.block, PC: x.pc, Instr: blocks[x.block].Prog.InstrString(x.pc),
 				Msg: fmt.Sprintf("%s GM bytes from %d that block %d (pc %d: %s) %s; blocks of one task must not share GM that one of them writes",
 					verb, max(x.lo, conflict.lo), conflict.block, conflict.pc, blocks[conflict.block].Prog.InstrString(conflict.pc), other)}
 		}

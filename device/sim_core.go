@@ -13,6 +13,7 @@ import (
 // parallel goroutines and share only GM (blocks of one task write disjoint GM).
 type coreSim struct {
 	chip  *Chip
+	kind  isa.CoreKind
 	index int
 	gm    []byte
 	bufs  [isa.NumLocations][]byte
@@ -104,7 +105,7 @@ func (r *blockRun) fail(pc int, format string, args ...any) error {
 func (r *blockRun) record(pc int, p isa.Pipe, start, end int64) {
 	r.c.instrs++
 	if r.c.opts.Trace {
-		r.c.trace = append(r.c.trace, TraceEvent{Core: r.c.index, Block: r.bi, PC: pc, Pipe: p, Op: r.m.Instrs[pc].Op, Start: r.t0 + start, End: r.t0 + end})
+		r.c.trace = append(r.c.trace, TraceEvent{Kind: r.c.kind, Core: r.c.index, Block: r.bi, PC: pc, Pipe: p, Op: r.m.Instrs[pc].Op, Start: r.t0 + start, End: r.t0 + end})
 	}
 }
 
@@ -183,7 +184,7 @@ func (r *blockRun) start(di int, st int64) error {
 	return nil
 }
 
-// finish checks the block's end state and advances the core's time.
+// finish checks the block's end state.
 func (r *blockRun) finish() error {
 	// A set nobody waited for would leak into the next block on real hardware.
 	var leaked []int
@@ -196,9 +197,11 @@ func (r *blockRun) finish() error {
 		sort.Ints(leaked)
 		return r.fail(leaked[0], "set_flag is never consumed by a wait_flag (%d unconsumed set(s) at block end)", len(leaked))
 	}
-	r.c.cycles += max(r.maxEnd, r.sc.t)
 	return nil
 }
+
+// length is the block's time: when its last pipe or its scalar unit finished.
+func (r *blockRun) length() int64 { return max(r.maxEnd, r.sc.t) }
 
 // runBlock simulates one block alone on the core from the core's current time.
 func (c *coreSim) runBlock(bi int, blk *Block) error {
@@ -208,6 +211,7 @@ func (c *coreSim) runBlock(bi int, blk *Block) error {
 			return err
 		}
 		if r.finished() {
+			c.cycles += r.length()
 			return r.finish()
 		}
 		di, st, ok := r.next()

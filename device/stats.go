@@ -11,7 +11,8 @@ import (
 // TaskStats is what one RunTask measured. Cycles are in the chip's clock.
 type TaskStats struct {
 	Chip    string
-	Kind    isa.CoreKind
+	Kind    isa.CoreKind // CoreInvalid for a mixed task
+	Mixed   bool         // a RunGroupTask: CoreCycles and ActiveCores count AI cores
 	ClockHz float64
 
 	// Cycles is the task's time: the launch overhead plus the busiest core's time.
@@ -41,6 +42,7 @@ type TaskStats struct {
 // PrintRecord is what one TPRINT printed: the tile's valid region in the reference
 // interpreter's format, and where and when it ran (task cycles).
 type PrintRecord struct {
+	Kind            isa.CoreKind
 	Core, Block, PC int
 	Cycle           int64
 	Text            string
@@ -58,6 +60,7 @@ func (s *TaskStats) Output() string {
 // TraceEvent is one instruction's execution: on which core, block and pipe, and when.
 // Times are task cycles (the launch overhead comes first).
 type TraceEvent struct {
+	Kind            isa.CoreKind // the kind of core (a mixed task has both)
 	Core, Block, PC int
 	Pipe            isa.Pipe
 	Op              isa.Opcode
@@ -84,8 +87,12 @@ func (s *TaskStats) Seconds() float64 {
 // String summarises the stats on a few lines (for logs and bench output).
 func (s *TaskStats) String() string {
 	var b strings.Builder
+	kind := s.Kind.String()
+	if s.Mixed {
+		kind = "mixed"
+	}
 	fmt.Fprintf(&b, "%s task on %s: %d cycles (%.3f us), %d blocks on %d cores, %d instructions\n",
-		s.Kind, s.Chip, s.Cycles, s.Seconds()*1e6, s.Blocks, s.ActiveCores, s.Instructions)
+		kind, s.Chip, s.Cycles, s.Seconds()*1e6, s.Blocks, s.ActiveCores, s.Instructions)
 	fmt.Fprintf(&b, "  GM read %d B, written %d B\n", s.GMBytesRead, s.GMBytesWritten)
 	pipes := make([]isa.Pipe, 0, len(s.PipeBusy))
 	for p := range s.PipeBusy {

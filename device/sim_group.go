@@ -1,0 +1,255 @@
+package device
+
+import (
+	"fmt"
+	"sync"
+
+	"pypto/isa"
+)
+
+// Mixed tasks: the cube core and the vector cores of one AI core (split A2/A3
+// architecture: one AIC and VectorCores/CubeCores AIVs) run one group of programs
+// together, exchanging tiles through the TPUSH / TPOP queues of the group.
+
+// Group is one block of a mixed task: the programs of an AI core's cube core (nil if
+// it has none) and of its vector cores, which share the group's queues.
+type Group struct {
+	Cube   *Block
+	Vector []Block
+}
+
+// RunGroupTask runs a mixed task and returns what it measured. Group i runs on AI
+// core i % chip.CubeCores: its cube block on that cube core, its vector blocks on the
+// AI core's vector cores. The cores of a group are simulated together in one
+// discrete-event loop (a TPUSH waits for a free slot, a TPOP for an entry, as the
+// reference interpreter's queues do), and they start and end each group together.
+// AI cores run in parallel goroutines. The checks of RunTask apply to the blocks of
+// all groups.
+func RunGroupTask(chip *Chip, gm []byte, groups []Group, opts RunOptions) (st *TaskStats, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			st, err = nil, &SimError{Core: -1, Block: -1, PC: -1, Msg: fmt.Sprintf("internal error: %v", r)}
+		}
+	}()
+	taskErr := func(format string, args ...any) error {
+		return &SimError{Core: -1, Block: -1, PC: -1, Msg: fmt.Sprintf(format, args...)}
+	}
+	if err := chip.Validate(); err != nil {
+		return nil, err
+	}
+	if len(groups) == 0 {
+		return nil, taskErr("task has no groups")
+	}
+	perAI := chip.VectorCores / chip.CubeCores
+	// Flatten the groups' blocks for the checks: flat[i] is a block, kinds[i] its core
+	// kind and cores[i] its core.
+	var (
+		flat  []Block
+		kinds []isa.CoreKind
+		cores []int
+	)
+	for gi, g := range groups {
+		ai := gi % chip.CubeCores
+		if len(g.Vector) > perAI {
+			return nil, taskErr("group %d has %d vector blocks; an AI core of chip %s has %d vector cores", gi, len(g.Vector), chip.Name, perAI)
+		}
+		if g.Cube == nil && len(g.Vector) == 0 {
+			return nil, taskErr("group %d has no program", gi)
+		}
+		if g.Cube != nil {
+			flat, kinds, cores = append(flat, *g.Cube), append(kinds, isa.Cube), append(cores, ai)
+		}
+		for vi, b := range g.Vector {
+			flat, kinds, cores = append(flat, b), append(kinds, isa.Vector), append(cores, ai*perAI+vi)
+		}
+	}
+	extents := map[*MachineProgram]map[isa.Location]int{}
+	per := make([][]gmInterval, len(flat))
+	for i := range flat {
+		m := flat[i].Prog
+		if m == nil {
+			return nil, &SimError{Core: cores[i], Block: i, PC: -1, Msg: "block has no program"}
+		}
+		if _, ok := extents[m]; !ok {
+			ext, err := checkMachine(chip, kinds[i], m)
+			if err != nil {
+				return nil, err
+			}
+			extents[m] = ext
+		}
+		if per[i], err = blockGM(gm, cores[i], i, &flat[i]); err != nil {
+			return nil, err
+		}
+	}
+	coreOf := func(b int) int { return cores[b] }
+	if len(flat) > 1 {
+		if err := checkCrossBlock(coreOf, flat, per); err != nil {
+			return nil, err
+		}
+	}
+
+	firsts := make([]int, len(groups)) // flat index of each group's first block
+	for gi := 1; gi < len(groups); gi++ {
+		firsts[gi] = firsts[gi-1] + groupSize(groups[gi-1])
+	}
+	active := min(chip.CubeCores, len(groups))
+	ais := make([]*aiCore, active)
+	errs := make([]error, active)
+	var wg sync.WaitGroup
+	for ai := range active {
+		a := &aiCore{cube: newCoreSim(chip, isa.Cube, ai, gm, opts)}
+		for v := range perAI {
+			a.vector = append(a.vector, newCoreSim(chip, isa.Vector, ai*perAI+v, gm, opts))
+		}
+		for gi := ai; gi < len(groups); gi += chip.CubeCores {
+			a.jobs = append(a.jobs, groupJob{g: groups[gi], first: firsts[gi]})
+		}
+		a.size(extents)
+		ais[ai] = a
+		wg.Go(func() { errs[ai] = a.run() })
+	}
+	wg.Wait()
+	for _, e := range errs {
+		if e != nil {
+			return nil, e // the lowest failing AI core
+		}
+	}
+	var sims []*coreSim
+	for _, a := range ais {
+		sims = append(sims, a.cube)
+		sims = append(sims, a.vector...)
+	}
+	if err := checkMovedWindows(coreOf, flat, per, sims); err != nil {
+		return nil, err
+	}
+	st = collect(chip, isa.Cube, flat, nil, extents)
+	st.Kind, st.Mixed, st.ActiveCores = isa.CoreInvalid, true, active
+	st.CoreCycles = make([]int64, chip.CubeCores)
+	var longest int64
+	for _, a := range ais {
+		st.CoreCycles[a.cube.index] = a.cube.cycles
+		longest = max(longest, a.cube.cycles)
+	}
+	addCounters(st, sims)
+	st.Cycles = int64(chip.LaunchCycles) + longest
+	return st, nil
+}
+
+func groupSize(g Group) int {
+	n := len(g.Vector)
+	if g.Cube != nil {
+		n++
+	}
+	return n
+}
+
+func newCoreSim(chip *Chip, kind isa.CoreKind, index int, gm []byte, opts RunOptions) *coreSim {
+	return &coreSim{chip: chip, kind: kind, index: index, gm: gm, opts: opts, start: int64(chip.LaunchCycles)}
+}
+
+// aiCore is one AI core: its cube core, its vector cores and the groups it runs.
+type aiCore struct {
+	cube   *coreSim
+	vector []*coreSim
+	jobs   []groupJob
+}
+
+// groupJob is a group and the flat index of its first block (for error locations).
+type groupJob struct {
+	g     Group
+	first int
+}
+
+// size gives each core buffers for the largest extent its programs use.
+func (a *aiCore) size(extents map[*MachineProgram]map[isa.Location]int) {
+	grow := func(c *coreSim, m *MachineProgram) {
+		for loc, n := range extents[m] {
+			if n > len(c.bufs[loc]) {
+				c.bufs[loc] = make([]byte, n)
+			}
+		}
+	}
+	for _, j := range a.jobs {
+		if j.g.Cube != nil {
+			grow(a.cube, j.g.Cube.Prog)
+		}
+		for v, b := range j.g.Vector {
+			grow(a.vector[v], b.Prog)
+		}
+	}
+}
+
+// run simulates the AI core's groups one after another.
+func (a *aiCore) run() (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = &SimError{Core: a.cube.index, Block: -1, PC: -1, Msg: fmt.Sprintf("internal error: %v", r)}
+		}
+	}()
+	for _, j := range a.jobs {
+		if err := a.runGroup(j); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// runGroup runs one group's blocks together: each step starts, over all its cores,
+// the instruction that can start first (ties by core order, cube first), so a queue
+// instruction waits exactly as long as its partner core makes it.
+func (a *aiCore) runGroup(j groupJob) error {
+	q := newQueueSet()
+	var runs []*blockRun
+	bi := j.first
+	if j.g.Cube != nil {
+		runs = append(runs, newBlockRun(a.cube, bi, j.g.Cube, q))
+		bi++
+	}
+	for v := range j.g.Vector {
+		runs = append(runs, newBlockRun(a.vector[v], bi, &j.g.Vector[v], q))
+		bi++
+	}
+	for {
+		done := true
+		for _, r := range runs {
+			if err := r.issue(); err != nil {
+				return err
+			}
+			done = done && r.finished()
+		}
+		if done {
+			break
+		}
+		var best *blockRun
+		var bestDI int
+		var bestStart int64
+		for _, r := range runs {
+			if di, st, ok := r.next(); ok && (best == nil || r.t0+st < best.t0+bestStart) {
+				best, bestDI, bestStart = r, di, st
+			}
+		}
+		if best == nil {
+			for _, r := range runs {
+				if !r.finished() {
+					return r.deadlock()
+				}
+			}
+		}
+		if err := best.start(bestDI, bestStart); err != nil {
+			return err
+		}
+	}
+	var length int64
+	for _, r := range runs {
+		if err := r.finish(); err != nil {
+			return err
+		}
+		length = max(length, r.length())
+	}
+	// The cores of an AI core start every group together.
+	a.cube.cycles += length
+	for _, v := range a.vector {
+		v.cycles += length
+	}
+	return nil
+}
