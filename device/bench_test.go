@@ -48,3 +48,25 @@ func BenchmarkCompileGEMMBlock(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkSoftmax runs the tiled row softmax of softmax_test.go over 1024 x 128 f32
+// (64 blocks on the a2's vector cores): the vector kernels' host speed.
+func BenchmarkSoftmax(b *testing.B) {
+	const rows = 1024
+	chip := preset(b, "a2")
+	rng := rand.New(rand.NewPCG(3, 4))
+	l := layout(dtype.Encode(dtype.Float32, randValues(rng, dtype.Float32, rows*128, 4)), make([]byte, rows*128*4))
+	var blocks []Block
+	for r0 := 0; r0 < rows; r0 += 16 {
+		blocks = append(blocks, Block{Prog: compile(b, chip, parse(b, softmaxBlock(rows, r0))), ParamAddrs: l.addrs})
+	}
+	b.SetBytes(int64(rows * 128 * 4))
+	b.ResetTimer()
+	var st *TaskStats
+	for b.Loop() {
+		var err error
+		st, err = RunTask(chip, l.gm, isa.Vector, blocks, RunOptions{})
+		require.NoError(b, err)
+	}
+	b.ReportMetric(float64(st.Cycles), "sim-cycles")
+}

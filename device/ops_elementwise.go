@@ -346,7 +346,7 @@ func compare(mode isa.Mode, a, b float64) (bool, error) {
 }
 
 // Masks are packed: bit c%8 of byte [r, c/8] of an i8 tile.
-func maskBit(mask elems, r, c int) bool { return mask.b[r*mask.o.Cols+c/8]>>(c%8)&1 == 1 }
+func maskBit(mask elems, r, c int) bool { return uint8(mask.atInt(r, c/8))>>(c%8)&1 == 1 }
 
 func setMaskBit(mask elems, r, c int, on bool) error {
 	if !mask.within(r, c/8) {

@@ -20,19 +20,29 @@ import (
 // int64 for integer dtypes and wrapped to the dtype's width, as the hardware's integer
 // units do.
 
-// elems is a decoded tile operand: its bytes and valid region.
+// elems is a tile operand: its bytes and valid region, and after snapshot its values
+// decoded once (the kernels read inputs from those).
 type elems struct {
 	o          Operand
 	b          []byte
-	rows, cols int // the valid region
+	rows, cols int       // the valid region
+	f          []float64 // decoded values (exact for every dtype), or nil
 }
 
 // at decodes element (r, c).
-func (v elems) at(r, c int) float64 { return dtype.Load(v.o.DType, v.b, r*v.o.Cols+c) }
+func (v elems) at(r, c int) float64 {
+	if v.f != nil {
+		return v.f[r*v.o.Cols+c]
+	}
+	return dtype.Load(v.o.DType, v.b, r*v.o.Cols+c)
+}
 
 // atInt decodes element (r, c) of an integer or bool tile.
 func (v elems) atInt(r, c int) int64 {
 	i := r*v.o.Cols + c
+	if v.f != nil {
+		return int64(v.f[i]) // integers are exact in float64
+	}
 	switch v.o.DType {
 	case dtype.Int8:
 		return int64(int8(v.b[i]))
@@ -42,8 +52,20 @@ func (v elems) atInt(r, c int) int64 {
 	return int64(dtype.Load(v.o.DType, v.b, i))
 }
 
-// set rounds x to the tile's dtype (dtype.Store) and writes element (r, c).
-func (v elems) set(r, c int, x float64) { dtype.Store(v.o.DType, v.b, r*v.o.Cols+c, x) }
+// set rounds x to the tile's dtype as dtype.Store does and writes element (r, c).
+func (v elems) set(r, c int, x float64) {
+	i := r*v.o.Cols + c
+	switch v.o.DType {
+	case dtype.Float32:
+		binary.LittleEndian.PutUint32(v.b[4*i:], math.Float32bits(float32(x)))
+	case dtype.Float16:
+		binary.LittleEndian.PutUint16(v.b[2*i:], dtype.Float32ToFloat16(float32(x)))
+	case dtype.BFloat16:
+		binary.LittleEndian.PutUint16(v.b[2*i:], dtype.Float32ToBFloat16(float32(x)))
+	default:
+		dtype.Store(v.o.DType, v.b, i, x)
+	}
+}
 
 // setInt writes an exact integer result wrapped to the tile's width (bool: x != 0).
 func (v elems) setInt(r, c int, x int64) {
@@ -98,9 +120,26 @@ func (c *coreSim) views(in *Instr) ([]elems, error) {
 	return vs, nil
 }
 
-// snapshot copies a tile's bytes, for kernels whose destination may be their source.
+// snapshot decodes a tile's values once: kernels read their inputs from the copy,
+// so a destination that is also a source is read as it was.
 func (v elems) snapshot() elems {
-	v.b = append([]byte(nil), v.b...)
+	n := v.o.Rows * v.o.Cols
+	v.f = make([]float64, n)
+	switch v.o.DType {
+	case dtype.Float32:
+		for i := range v.f {
+			v.f[i] = float64(math.Float32frombits(binary.LittleEndian.Uint32(v.b[4*i:])))
+		}
+	case dtype.Float16:
+		for i := range v.f {
+			v.f[i] = float64(f16Table[binary.LittleEndian.Uint16(v.b[2*i:])])
+		}
+	default:
+		for i := range v.f {
+			v.f[i] = dtype.Load(v.o.DType, v.b, i)
+		}
+	}
+	v.b = nil // reads come from f; a snapshot is never written
 	return v
 }
 
