@@ -82,3 +82,36 @@ func TestNormalisationsOnISA(t *testing.T) {
 		})
 	}
 }
+
+// Rounding to integers and numpy's floor division and remainder, exact against the
+// reference on values that include large, negative and fractional ones.
+func TestRoundingAndDivmodOnISA(t *testing.T) {
+	f := func(dt dtype.DType, s ...int) core.TensorType { return core.TensorType{DType: dt, Shape: s} }
+	for _, name := range []string{"floor", "ceil", "round"} {
+		for _, in := range []core.TensorType{f(dtype.Float32, 9, 70), f(dtype.Float16, 5, 33), f(dtype.Int32, 4, 8)} {
+			t.Run(name+in.String(), func(t *testing.T) {
+				bl := core.NewBuilder("r")
+				x := bl.Param("x", in)
+				s, err := bl.Op("mul", []core.Value{x, bl.Param("scale", f(in.DType))}, nil, core.Location{})
+				require.NoError(t, err)
+				y, err := bl.Op(name, []core.Value{s}, nil, core.Location{})
+				require.NoError(t, err)
+				bl.Output(y)
+				compareOnISA(t, bl.Graph(), 0, 0)
+			})
+		}
+	}
+	for _, name := range []string{"mod", "floor_divide"} {
+		for _, in := range []core.TensorType{f(dtype.Float32, 9, 70), f(dtype.Int32, 4, 8)} {
+			t.Run(name+in.String(), func(t *testing.T) {
+				bl := core.NewBuilder("d")
+				x := bl.Param("x", in)
+				y := bl.Param("y", f(in.DType, in.Shape[1]))
+				z, err := bl.Op(name, []core.Value{x, y}, nil, core.Location{})
+				require.NoError(t, err)
+				bl.Output(z)
+				compareOnISA(t, bl.Graph(), 0, 0)
+			})
+		}
+	}
+}

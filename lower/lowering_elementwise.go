@@ -41,6 +41,9 @@ func promoted(in []dtype.DType, _ dtype.DType) []dtype.DType {
 	return out
 }
 
+// scratch counts a fixed number of extra full-size tiles for the tiling budget.
+func scratch(n int) func(core.Attrs) int { return func(core.Attrs) int { return n } }
+
 // own keeps each operand in its own dtype.
 func own(in []dtype.DType, _ dtype.DType) []dtype.DType { return in }
 
@@ -59,6 +62,14 @@ func init() {
 		colAlign: 256, uses: append([]isa.Opcode{isa.TCMP}, maskOps...)}
 	lowerings["isfinite"] = lowering{kind: TileElementwise, core: isa.Vector, body: isFiniteBody, computeIn: own,
 		colAlign: 256, uses: append([]isa.Opcode{isa.TABS, isa.TCMPS}, maskOps...)}
+	roundOps := []isa.Opcode{isa.TCVT, isa.TABS, isa.TCMPS, isa.TSEL}
+	for name, mode := range map[string]isa.Mode{"floor": isa.RoundFloor, "ceil": isa.RoundCeil, "round": isa.RoundRint} {
+		lowerings[name] = lowering{kind: TileElementwise, core: isa.Vector, body: rounding(mode), colAlign: 256, extraLive: scratch(3), uses: roundOps}
+	}
+	lowerings["mod"] = lowering{kind: TileElementwise, core: isa.Vector, body: modBody, colAlign: 256, extraLive: scratch(2),
+		uses: []isa.Opcode{isa.TREM, isa.TCMPS, isa.TSELS}}
+	lowerings["floor_divide"] = lowering{kind: TileElementwise, core: isa.Vector, body: floorDivideBody, colAlign: 256, extraLive: scratch(8),
+		uses: append([]isa.Opcode{isa.TREM, isa.TSUB, isa.TDIV, isa.TSELS}, roundOps...)}
 	// full has no inputs: each output tile is filled with the value, rounded to the dtype.
 	lowerings["full"] = lowering{kind: TileElementwise, core: isa.Vector, uses: []isa.Opcode{isa.TEXPANDS},
 		body: func(b *vecBody, dst int, _ []int) { b.emit(isa.TEXPANDS, isa.ModeNone, dst, b.attrs.Float("value", 0)) }}

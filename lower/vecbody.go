@@ -98,3 +98,95 @@ func whereBody(b *vecBody, dst int, srcs []int) {
 	b.emit(isa.TCMPS, isa.CmpNE, m, srcs[0], 0.0)
 	b.emit(isa.TSEL, isa.ModeNone, dst, m, srcs[1], srcs[2])
 }
+
+// exactIntegerBound is the magnitude from which every value of dt is an integer:
+// 2^(significand bits). Integers are always integral.
+func exactIntegerBound(dt dtype.DType) float64 {
+	switch dt {
+	case dtype.Float32:
+		return 1 << 23
+	case dtype.Float16:
+		return 1 << 10
+	case dtype.BFloat16:
+		return 1 << 7
+	}
+	return 1 << 31
+}
+
+// roundToInteger writes x rounded to an integral value by mode (floor, ceil, rint) into
+// dst, both of x's dtype: through int32 with the rounding mode, then back. Values too
+// large for that are already integral, and NaN and the infinities must stay as they
+// are, so those (|x| not below the bound; NaN compares false) keep x.
+func (b *vecBody) roundToInteger(dst, x int, mode isa.Mode) {
+	dt := b.e.prog.Tiles[x].DType
+	i := b.tile("as_int", dtype.Int32, b.tr, b.tc)
+	y := b.tile("rounded", dt, b.tr, b.tc)
+	a := b.tile("magnitude", dt, b.tr, b.tc)
+	b.emit(isa.TCVT, mode, i, x)
+	b.emit(isa.TCVT, isa.ModeNone, y, i)
+	b.emit(isa.TABS, isa.ModeNone, a, x)
+	m := b.mask()
+	b.emit(isa.TCMPS, isa.CmpLT, m, a, exactIntegerBound(dt))
+	b.emit(isa.TSEL, isa.ModeNone, dst, m, y, x)
+}
+
+// rounding is the body of floor, ceil and round (half to even, as numpy's).
+func rounding(mode isa.Mode) func(b *vecBody, dst int, srcs []int) {
+	return func(b *vecBody, dst int, srcs []int) { b.roundToInteger(dst, srcs[0], mode) }
+}
+
+// floorDivideBody follows numpy's divmod: r = a mod b (sign of b), then (a - r) / b,
+// which is exact for integers and for floats is rounded to the nearest integer; a
+// float division by zero gives a / b (±inf or NaN) as numpy's does.
+func floorDivideBody(b *vecBody, dst int, srcs []int) {
+	x, y := srcs[0], srcs[1]
+	dt := b.e.prog.Tiles[dst].DType
+	r := b.tile("rem", dt, b.tr, b.tc)
+	t := b.tile("diff", dt, b.tr, b.tc)
+	if !dt.IsFloat() {
+		nz, y1 := b.nonZeroDivisor(y)
+		q := b.tile("quot", dt, b.tr, b.tc)
+		b.emit(isa.TREM, isa.ModeNone, r, x, y1)
+		b.emit(isa.TSUB, isa.ModeNone, t, x, r)
+		b.emit(isa.TDIV, isa.ModeNone, q, t, y1)
+		b.emit(isa.TSELS, isa.ModeNone, dst, nz, q, 0.0)
+		return
+	}
+	b.emit(isa.TREM, isa.ModeNone, r, x, y)
+	b.emit(isa.TSUB, isa.ModeNone, t, x, r)
+	q := b.tile("quot", dt, b.tr, b.tc)
+	b.emit(isa.TDIV, isa.ModeNone, q, t, y)
+	rq := b.tile("quot_int", dt, b.tr, b.tc)
+	b.roundToInteger(rq, q, isa.RoundRint)
+	byZero := b.tile("by_zero", dt, b.tr, b.tc)
+	b.emit(isa.TDIV, isa.ModeNone, byZero, x, y)
+	zm := b.tile("zero_mask", dtype.Int8, b.tr, b.tc/8)
+	b.emit(isa.TCMPS, isa.CmpEQ, zm, y, 0.0)
+	b.emit(isa.TSEL, isa.ModeNone, dst, zm, byZero, rq)
+}
+
+// nonZeroDivisor returns a mask of the nonzero elements of an integer divisor y and a
+// copy of y with its zeros replaced by 1: integer division by zero is an error on the
+// vector unit, and zeros also fill the padding of edge tiles. Results where y was 0
+// are then set to 0, numpy's (and the reference's) value.
+func (b *vecBody) nonZeroDivisor(y int) (mask, safe int) {
+	dt := b.e.prog.Tiles[y].DType
+	mask = b.mask()
+	safe = b.tile("divisor", dt, b.tr, b.tc)
+	b.emit(isa.TCMPS, isa.CmpNE, mask, y, 0.0)
+	b.emit(isa.TSELS, isa.ModeNone, safe, mask, y, 1.0)
+	return mask, safe
+}
+
+// modBody is numpy's remainder (the sign of b), which TREM computes; integer modulo 0
+// gives 0.
+func modBody(b *vecBody, dst int, srcs []int) {
+	if b.e.prog.Tiles[dst].DType.IsFloat() {
+		b.emit(isa.TREM, isa.ModeNone, dst, srcs[0], srcs[1])
+		return
+	}
+	nz, y1 := b.nonZeroDivisor(srcs[1])
+	r := b.tile("rem", b.e.prog.Tiles[dst].DType, b.tr, b.tc)
+	b.emit(isa.TREM, isa.ModeNone, r, srcs[0], y1)
+	b.emit(isa.TSELS, isa.ModeNone, dst, nz, r, 0.0)
+}
