@@ -189,3 +189,15 @@ func joinAll(s []string) string {
 	}
 	return out
 }
+
+func TestIota(t *testing.T) {
+	b := NewBuilder("iota")
+	v, err := b.Op("iota", nil, Attrs{"shape": []int64{2, 3}, "axis": int64(-1)}, Location{})
+	require.NoError(t, err)
+	b.Output(v)
+	out, err := Interpret(b.Graph(), nil)
+	require.NoError(t, err)
+	require.Equal(t, []float64{0, 1, 2, 0, 1, 2}, out[0].Data)
+	_, err = b.Op("iota", nil, Attrs{"shape": []int64{}}, Location{})
+	require.ErrorContains(t, err, "no axis")
+}

@@ -80,7 +80,7 @@ func emitElementwise(e *emitter, tg *TileGraph, op *TileOp, tiles []int) {
 	if !isCopy {
 		res = e.pingPong("out", isa.Vec, out.DType, tr, tc)
 	}
-	body := &vecBody{e: e, attrs: op.Attrs, tr: tr, tc: tc, scratch: map[string][2]int{}}
+	body := &vecBody{e: e, attrs: op.Attrs, tr: tr, tc: tc, scratch: map[string][2]int{}, space: space}
 	ov := newFlatView(e.params[op.Output], outputMap(tg, op), space)
 
 	perOuter := op.Grid[1] * op.Grid[2]
@@ -103,7 +103,7 @@ func emitElementwise(e *emitter, tg *TileGraph, op *TileOp, tiles []int) {
 		if isCopy {
 			result = srcs[0]
 		} else {
-			body.slot = s
+			body.slot, body.o, body.r0, body.c0 = s, o, r0, c0
 			low.body(body, res[s], srcs)
 			result = res[s]
 		}

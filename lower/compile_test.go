@@ -182,6 +182,9 @@ func TestOpsWithoutLoweringAreRefusedClearly(t *testing.T) {
 		if _, ok := lowerings[name]; ok {
 			continue
 		}
+		if _, ok := expandedOps[name]; ok {
+			continue // rewritten into lowered ops; tested with them
+		}
 		def, _ := core.LookupOp(name)
 		bl := core.NewBuilder("unlowered")
 		var ins []core.Value

@@ -70,6 +70,8 @@ func init() {
 		uses: []isa.Opcode{isa.TREM, isa.TCMPS, isa.TSELS}}
 	lowerings["floor_divide"] = lowering{kind: TileElementwise, core: isa.Vector, body: floorDivideBody, colAlign: 256, extraLive: scratch(8),
 		uses: append([]isa.Opcode{isa.TREM, isa.TSUB, isa.TDIV, isa.TSELS}, roundOps...)}
+	lowerings["iota"] = lowering{kind: TileElementwise, core: isa.Vector, body: iotaBody, extraLive: scratch(1),
+		uses: []isa.Opcode{isa.TCI, isa.TCOLEXPAND, isa.TCVT, isa.TROWEXPAND, isa.TEXPANDS}}
 	// full has no inputs: each output tile is filled with the value, rounded to the dtype.
 	lowerings["full"] = lowering{kind: TileElementwise, core: isa.Vector, uses: []isa.Opcode{isa.TEXPANDS},
 		body: func(b *vecBody, dst int, _ []int) { b.emit(isa.TEXPANDS, isa.ModeNone, dst, b.attrs.Float("value", 0)) }}

@@ -54,65 +54,27 @@ func axisRuns(axes []int) [][]int {
 // The device kernel reduces the middle axis of an [outer, r, inner] view, which a
 // contiguous run always is.
 func runSplitReductions(c *compilation) error {
-	g := c.graph
-	needs := false
-	for _, n := range g.Nodes {
-		if reductionOps[n.Op] && len(axisRuns(reduceAxes(n.Attrs, len(g.Type(n.Inputs[0]).Shape)))) > 1 {
-			needs = true
+	g, err := rewriteGraph(c.graph, func(b *core.Builder, n *core.Node, ins []core.Value) (core.Value, bool, error) {
+		if !reductionOps[n.Op] {
+			return -1, false, nil
 		}
-	}
-	if !needs {
-		return nil
-	}
-	b := core.NewBuilder(g.Name)
-	vals := make([]core.Value, len(g.Nodes))
-	for _, p := range g.Params {
-		vals[p] = b.Param(g.Nodes[p].Name, g.Nodes[p].Type)
-	}
-	for i, n := range g.Nodes {
-		if n.Op == core.OpParam {
-			continue
-		}
-		ins := make([]core.Value, len(n.Inputs))
-		for j, in := range n.Inputs {
-			ins[j] = vals[in]
-		}
-		var runs [][]int
-		if reductionOps[n.Op] {
-			runs = axisRuns(reduceAxes(n.Attrs, len(g.Type(n.Inputs[0]).Shape)))
-		}
+		runs := axisRuns(reduceAxes(n.Attrs, len(b.Type(ins[0]).Shape)))
 		if len(runs) <= 1 {
-			v, err := b.Op(n.Op, ins, n.Attrs, n.Loc)
-			if err != nil {
-				return err
-			}
-			vals[i] = v
-			continue
+			return -1, false, nil
 		}
 		v := ins[0]
 		for r := len(runs) - 1; r >= 0; r-- {
-			axes := make([]int64, len(runs[r]))
-			for j, a := range runs[r] {
-				axes[j] = int64(a)
-			}
 			var err error
-			if v, err = b.Op(n.Op, []core.Value{v}, core.Attrs{"axis": axes, "keepdims": true}, n.Loc); err != nil {
-				return err
+			if v, err = b.Op(n.Op, []core.Value{v}, core.Attrs{"axis": int64s(runs[r]), "keepdims": true}, n.Loc); err != nil {
+				return -1, false, err
 			}
 		}
-		shape := make([]int64, len(n.Type.Shape))
-		for j, d := range n.Type.Shape {
-			shape[j] = int64(d)
-		}
-		v, err := b.Op("reshape", []core.Value{v}, core.Attrs{"shape": shape}, n.Loc)
-		if err != nil {
-			return err
-		}
-		vals[i] = v
+		v, err := b.Op("reshape", []core.Value{v}, core.Attrs{"shape": int64s(n.Type.Shape)}, n.Loc)
+		return v, true, err
+	})
+	if err != nil {
+		return err
 	}
-	for _, o := range g.Outputs {
-		b.Output(vals[o])
-	}
-	c.graph = b.Graph()
+	c.graph = g
 	return nil
 }

@@ -77,3 +77,37 @@ func TestLoweringsNeedingMissingInstructionsAreRefusedClearly(t *testing.T) {
 		require.NotContains(t, LoweredOps(), name)
 	}
 }
+
+func TestIotaOnISA(t *testing.T) {
+	for _, axis := range []int64{0, 1, 2, -1} {
+		t.Run(fmt.Sprint(axis), func(t *testing.T) {
+			bl := core.NewBuilder("iota")
+			v, err := bl.Op("iota", nil, core.Attrs{"shape": []int64{3, 37, 70}, "axis": axis}, core.Location{})
+			require.NoError(t, err)
+			bl.Output(v)
+			compareOnISA(t, bl.Graph(), 0, 0)
+		})
+	}
+}
+
+// argmax and argmin find the first extreme (the first NaN when there is one), along
+// any axis; inputs are rounded to few values so that ties occur.
+func TestArgReductionsOnISA(t *testing.T) {
+	for _, op := range []string{"argmax", "argmin"} {
+		for _, c := range []struct {
+			shape core.Shape
+			axis  int64
+		}{{core.Shape{37, 70}, -1}, {core.Shape{37, 70}, 0}, {core.Shape{3, 9, 40}, 1}} {
+			t.Run(fmt.Sprintf("%s%v/%d", op, c.shape, c.axis), func(t *testing.T) {
+				bl := core.NewBuilder("arg")
+				x := bl.Param("x", core.TensorType{DType: dtype.BFloat16, Shape: c.shape})
+				coarse, err := bl.Op("round", []core.Value{x}, nil, core.Location{}) // values in {-1, 0, 1}: many ties
+				require.NoError(t, err)
+				v, err := bl.Op(op, []core.Value{coarse}, core.Attrs{"axis": c.axis}, core.Location{})
+				require.NoError(t, err)
+				bl.Output(v)
+				compareOnISA(t, bl.Graph(), 0, 0)
+			})
+		}
+	}
+}

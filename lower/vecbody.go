@@ -11,11 +11,15 @@ import (
 // vecBody is what an elementwise op's body sees: the emitter, the tile shape and the
 // current ping-pong slot, and scratch tiles declared on first use.
 type vecBody struct {
-	e       *emitter
-	attrs   core.Attrs // the op's attributes
-	tr, tc  int
-	slot    int
-	scratch map[string][2]int
+	e      *emitter
+	attrs  core.Attrs // the op's attributes
+	tr, tc int
+	slot   int
+	// the current tile: its outer index and first row and column in the [outer, rows,
+	// cols] flattening of the iteration space, whose shape is space
+	o, r0, c0 int
+	space     core.Shape
+	scratch   map[string][2]int
 }
 
 // tile returns the current slot's scratch tile called name (rows x cols of dt).
@@ -189,4 +193,35 @@ func modBody(b *vecBody, dst int, srcs []int) {
 	r := b.tile("rem", b.e.prog.Tiles[dst].DType, b.tr, b.tc)
 	b.emit(isa.TREM, isa.ModeNone, r, srcs[0], y1)
 	b.emit(isa.TSELS, isa.ModeNone, dst, nz, r, 0.0)
+}
+
+// iotaBody fills the tile with each element's index along the attribute axis of the
+// iteration space: the column index (a sequence along one row, broadcast down), the row
+// index (a sequence down a column, broadcast along the rows; made in fp32 on a tile 8
+// wide whose first column steps by one per row, then converted), or, for a leading
+// axis, the tile's one value.
+func iotaBody(b *vecBody, dst int, _ []int) {
+	n := len(b.space)
+	axis := b.attrs.Int("axis", 0)
+	if axis < 0 {
+		axis += n
+	}
+	switch {
+	case axis == n-1:
+		col := b.tile("iota_col", dtype.Int32, 1, b.tc)
+		b.emit(isa.TCI, isa.ModeNone, col, float64(b.c0), 1.0)
+		b.emit(isa.TCOLEXPAND, isa.ModeNone, dst, col)
+	case axis == n-2:
+		rowF := b.tile("iota_rowf", dtype.Float32, b.tr, 8)
+		row := b.tile("iota_row", dtype.Int32, b.tr, 8)
+		b.emit(isa.TCI, isa.ModeNone, rowF, float64(b.r0), 1.0/8)
+		b.emit(isa.TCVT, isa.ModeNone, row, rowF)
+		b.emit(isa.TROWEXPAND, isa.ModeNone, dst, row)
+	default: // a leading axis: the same index over the whole tile
+		idx := b.o
+		for ax := n - 3; ax > axis; ax-- {
+			idx /= b.space[ax]
+		}
+		b.emit(isa.TEXPANDS, isa.ModeNone, dst, float64(idx%b.space[axis]))
+	}
 }
