@@ -3,10 +3,11 @@ package lower
 import "sort"
 
 // expandedOps are ops a compiler pass rewrites into others before tiling (see
-// arg_reduce.go), with the ops they become.
+// arg_reduce.go, pad.go), with the ops they become.
 var expandedOps = map[string][]string{
 	"argmax": {"max", "equal", "isnan", "logical_or", "iota", "full", "where", "min"},
 	"argmin": {"min", "equal", "isnan", "logical_or", "iota", "full", "where"},
+	"pad":    {"full", "concat", "reshape"},
 }
 
 // LoweredOps lists, sorted, the Tensor Graph ops this compiler can lower to the

@@ -119,3 +119,16 @@ func TestConcatAndStackMatchReferenceExactly(t *testing.T) {
 		})
 	}
 }
+
+func TestPadMatchesReferenceExactly(t *testing.T) {
+	for _, pads := range [][]int64{{1, 2, 0, 3}, {0, 0, 0, 0}, {0, 0, 5, 0}} {
+		t.Run(fmt.Sprint(pads), func(t *testing.T) {
+			bl := core.NewBuilder("pad")
+			x := bl.Param("x", core.TensorType{DType: dtype.Float16, Shape: core.Shape{17, 33}})
+			y, err := bl.Op("pad", []core.Value{x}, core.Attrs{"pads": pads, "value": -1.5}, core.Location{})
+			require.NoError(t, err)
+			bl.Output(y)
+			compileAndCompare(t, presets(t)[0], bl.Graph(), 0)
+		})
+	}
+}
