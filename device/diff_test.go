@@ -2,6 +2,7 @@ package device
 
 import (
 	"math"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
@@ -179,6 +180,80 @@ func TestDifferentialGolden(t *testing.T) {
 			want := runReference(t, p, params)
 			got, _ := runDevice(t, chip, p, params)
 			compareOutputs(t, p, want, got)
+		})
+	}
+}
+
+// specialValues are the float inputs where implementations tend to differ.
+var specialValues = []float64{0, math.Copysign(0, -1), math.Inf(1), math.Inf(-1), math.NaN(), 1, -1, 0.5,
+	65504, -65504, 6.1e-5, 5.96e-8, 3.4e38, 1.18e-38, 1e-45, 0.1, 2.5, -2.5, 3.5}
+
+// randomInputs fills every param with random values of its dtype: floats mixing
+// ordinary numbers and special values (unless the program multiplies on the cube,
+// where cancellation would swamp the tolerance), integers small enough that products
+// and shifts stay exact in float64 (see "Known difference" in docs/device.md).
+func randomInputs(p *isa.Program, seed uint64) [][]byte {
+	rng := rand.New(rand.NewPCG(seed, 11))
+	cube := usesCube(p)
+	intRange := 1 << 16
+	for _, in := range p.Body {
+		if in.Op == isa.TROWPROD || in.Op == isa.TCOLPROD {
+			intRange = 5 // products of a row or column stay exact
+		}
+	}
+	out := make([][]byte, len(p.Params))
+	for i, prm := range p.Params {
+		vals := make([]float64, prm.Elems)
+		for j := range vals {
+			switch {
+			case prm.DType.IsFloat() && !cube && rng.IntN(4) == 0:
+				vals[j] = specialValues[rng.IntN(len(specialValues))]
+			case prm.DType.IsFloat():
+				vals[j] = (rng.Float64()*2 - 1) * math.Pow(2, float64(rng.IntN(12)-4))
+			case prm.DType == dtype.Int8:
+				vals[j] = float64(rng.IntN(min(256, intRange)) - min(256, intRange)/2)
+			default:
+				vals[j] = float64(rng.IntN(intRange) - intRange/2)
+			}
+			vals[j] = dtype.Round(prm.DType, vals[j])
+		}
+		out[i] = dtype.Encode(prm.DType, vals)
+	}
+	return out
+}
+
+// TestDifferentialGoldenRandomInputs runs the golden programs on random inputs rich in
+// special values: both sides fail (an index out of range, an integer division by
+// zero) or both succeed with the same bytes.
+func TestDifferentialGoldenRandomInputs(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join(goldenDir, "CASES"))
+	require.NoError(t, err)
+	chip := preset(t, "a2")
+	for _, name := range strings.Fields(string(data)) {
+		if _, ok := deviceCannot[name]; ok {
+			continue
+		}
+		t.Run(name, func(t *testing.T) {
+			p, _ := goldenInputs(t, name)
+			m, err := Compile(chip, p)
+			require.NoError(t, err)
+			for seed := range uint64(3) {
+				params := randomInputs(p, seed)
+				want := cloneAll(params)
+				refErr := isa.Interpret(p, want)
+				l := layout(params...)
+				_, devErr := RunTask(chip, l.gm, p.Core, []Block{{Prog: m, ParamAddrs: l.addrs}}, RunOptions{})
+				if refErr != nil {
+					assert.Error(t, devErr, "seed %d: the reference fails (%v), the device does not", seed, refErr)
+					continue
+				}
+				require.NoError(t, devErr, "seed %d", seed)
+				got := make([][]byte, len(params))
+				for i := range params {
+					got[i] = l.bytes(i, len(params[i]))
+				}
+				compareOutputs(t, p, want, got)
+			}
 		})
 	}
 }
