@@ -69,6 +69,9 @@ func emitElementwise(e *emitter, tg *TileGraph, op *TileOp, tiles []int) {
 	ins := make([]operand, len(op.Inputs))
 	for i, t := range op.Inputs {
 		ins[i].view = newFlatView(e.params[t], maps[i], space)
+		if low.indirect && i == 0 {
+			continue // read by the body's gather
+		}
 		ins[i].loaded = e.pingPong(fmt.Sprintf("in%d", i), isa.Vec, inTypes[i], tr, tc)
 		ins[i].converted = [2]int{-1, -1}
 		if inTypes[i] != computeIn[i] {
@@ -81,6 +84,13 @@ func emitElementwise(e *emitter, tg *TileGraph, op *TileOp, tiles []int) {
 		res = e.pingPong("out", isa.Vec, out.DType, tr, tc)
 	}
 	body := &vecBody{e: e, attrs: op.Attrs, tr: tr, tc: tc, scratch: map[string][2]int{}, space: space}
+	if low.indirect {
+		src := tg.Tensors[op.Inputs[0]].Type
+		body.source = ins[0].view
+		body.sourceElems = src.Shape.NumElements()
+		axis := gatherAxis(op.Attrs, 0, len(src.Shape)) // the attribute is always set (registry defaults)
+		body.gatherLen, body.gatherStride = src.Shape[axis], src.Shape.Strides()[axis]
+	}
 	ov := newFlatView(e.params[op.Output], outputMap(tg, op), space)
 
 	perOuter := op.Grid[1] * op.Grid[2]
@@ -92,6 +102,10 @@ func emitElementwise(e *emitter, tg *TileGraph, op *TileOp, tiles []int) {
 		var srcs []int
 		for i := range ins {
 			in := &ins[i]
+			if low.indirect && i == 0 {
+				srcs = append(srcs, -1)
+				continue
+			}
 			src := loadWindow(e, s, in.loaded[s], in.view.window(o, r0, c0, vr, vc))
 			if in.converted[s] >= 0 {
 				e.emit(isa.TCVT, isa.TileOp(in.converted[s]), isa.TileOp(src))
@@ -103,7 +117,7 @@ func emitElementwise(e *emitter, tg *TileGraph, op *TileOp, tiles []int) {
 		if isCopy {
 			result = srcs[0]
 		} else {
-			body.slot, body.o, body.r0, body.c0 = s, o, r0, c0
+			body.slot, body.o, body.r0, body.c0, body.vr, body.vc = s, o, r0, c0, vr, vc
 			low.body(body, res[s], srcs)
 			result = res[s]
 		}

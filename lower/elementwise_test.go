@@ -115,3 +115,71 @@ func TestRoundingAndDivmodOnISA(t *testing.T) {
 		}
 	}
 }
+
+// gatherCase compiles one gather and compares it bit for bit with the reference, with
+// indices spread over [-n, n) (negative ones count from the end).
+func gatherCase(t *testing.T, op string, x, idx core.TensorType, axis int64, n int) {
+	t.Helper()
+	bl := core.NewBuilder("gather")
+	xv := bl.Param("x", x)
+	iv := bl.Param("idx", idx)
+	y, err := bl.Op(op, []core.Value{xv, iv}, core.Attrs{"axis": axis}, core.Location{})
+	require.NoError(t, err)
+	bl.Output(y)
+	g := bl.Graph()
+	for _, chip := range presets(t) {
+		exe, err := Compile(g, Options{Chip: chip, Verify: true})
+		require.NoError(t, err)
+		ins, raw := randomInputs(g)
+		for i := range ins[1].Data { // indices spread over [-n, n)
+			ins[1].Data[i] = float64((i*7+3)%(2*n) - n)
+		}
+		raw[1] = ins[1].Bytes()
+		want, err := core.Interpret(g, ins)
+		require.NoError(t, err)
+		got, _, err := exe.Run(raw)
+		require.NoError(t, err)
+		require.Equal(t, want[0].Bytes(), got[0], "%s on %s", op, chip.Name)
+	}
+}
+
+func TestGathersMatchReferenceExactly(t *testing.T) {
+	f := func(dt dtype.DType, s ...int) core.TensorType { return core.TensorType{DType: dt, Shape: s} }
+	t.Run("index_select rows (embedding lookup)", func(t *testing.T) {
+		gatherCase(t, "index_select", f(dtype.Float16, 50, 70), f(dtype.Int32, 33), 0, 50)
+	})
+	t.Run("index_select columns", func(t *testing.T) {
+		gatherCase(t, "index_select", f(dtype.Float32, 9, 40), f(dtype.Int8, 17), -1, 40)
+	})
+	t.Run("index_select middle axis", func(t *testing.T) {
+		gatherCase(t, "index_select", f(dtype.BFloat16, 3, 20, 11), f(dtype.Int32, 5), 1, 20)
+	})
+	t.Run("take_along_axis last", func(t *testing.T) {
+		gatherCase(t, "take_along_axis", f(dtype.Float32, 9, 40), f(dtype.Int32, 9, 6), -1, 40)
+	})
+	t.Run("take_along_axis first, broadcast", func(t *testing.T) {
+		gatherCase(t, "take_along_axis", f(dtype.Float16, 30, 1, 8), f(dtype.Int32, 4, 5, 8), 0, 30)
+	})
+}
+
+// An index outside [-n, n) is a device error, never a wrong element.
+func TestGatherOutOfRangeIsAnError(t *testing.T) {
+	bl := core.NewBuilder("oob")
+	x := bl.Param("x", core.TensorType{DType: dtype.Float32, Shape: core.Shape{10, 8}})
+	idx := bl.Param("idx", core.TensorType{DType: dtype.Int32, Shape: core.Shape{3}})
+	y, err := bl.Op("index_select", []core.Value{x, idx}, nil, core.Location{})
+	require.NoError(t, err)
+	bl.Output(y)
+	exe, err := Compile(bl.Graph(), Options{Chip: presets(t)[0], Verify: true})
+	require.NoError(t, err)
+	for _, bad := range []float64{10, -11} {
+		raw := [][]byte{make([]byte, 320), core.ArrayFromBytes(core.TensorType{DType: dtype.Int32, Shape: core.Shape{3}}, make([]byte, 12)).Bytes()}
+		ia := core.NewArray(core.TensorType{DType: dtype.Int32, Shape: core.Shape{3}})
+		ia.Data[1] = bad
+		raw[1] = ia.Bytes()
+		_, _, err = exe.Run(raw)
+		var ce *core.Error
+		require.ErrorAs(t, err, &ce, "index %v", bad)
+		require.Equal(t, core.DeviceError, ce.Kind)
+	}
+}

@@ -31,6 +31,11 @@ type lowering struct {
 	// output through outMap (concat); consecutive partial writers may share an output.
 	partial bool
 	outMap  func(in core.Shape, out core.Shape, attrs core.Attrs) affineMap
+	// indirect ops read input 0 through addresses the body computes (gathers): it is not
+	// loaded, and the body sees its GM view through vecBody.source.
+	indirect bool
+	// check refuses, with a clear error, cases of the op the lowering cannot handle.
+	check func(in []core.TensorType, out core.TensorType) *core.Error
 	// extraLive counts full-size scratch tiles the op keeps live besides its operands.
 	extraLive func(attrs core.Attrs) int
 }

@@ -20,7 +20,7 @@ var viewLowerings = map[string]lowering{
 	// cast is a copy through the input's conversion to the output dtype (TCVT), which
 	// rounds exactly as core's cast does (dtype.Round).
 	"cast": {kind: TileElementwise, core: isa.Vector},
-	"slice": {kind: TileElementwise, core: isa.Vector, extraLive: gatherTiles, uses: gatherOps, maps: func(in []core.Shape, _ core.Shape, attrs core.Attrs) []affineMap {
+	"slice": {kind: TileElementwise, core: isa.Vector, extraLive: gatherTiles, uses: windowGatherOps, maps: func(in []core.Shape, _ core.Shape, attrs core.Attrs) []affineMap {
 		return []affineMap{sliceMap(in[0], attrs.Ints("starts"), attrs.Ints("steps"))}
 	}},
 }
@@ -39,8 +39,8 @@ func normalizePerm(perm []int, n int) []int {
 	return out
 }
 
-// gatherOps are the instructions a backwards window's gather uses.
-var gatherOps = []isa.Opcode{isa.TCI, isa.TCOLEXPAND, isa.TROWEXPANDADD, isa.MGATHER}
+// windowGatherOps are the instructions a backwards window's gather uses.
+var windowGatherOps = []isa.Opcode{isa.TCI, isa.TCOLEXPAND, isa.TROWEXPANDADD, isa.MGATHER}
 
 // gatherTiles counts the extra full-size tiles a slice with a negative step keeps live
 // (the index, its spread, the gathered copy).

@@ -33,6 +33,15 @@ func buildTileGraph(g *core.Graph, chip *device.Chip) (*TileGraph, error) {
 			return nil, core.Errorf(core.CompileError, "op %s has no lowering to the device", n.Op).WithLoc(n.Loc).
 				Because("every op must run on the simulated NPU; there is no host fallback")
 		}
+		if low.check != nil {
+			ins := make([]core.TensorType, len(n.Inputs))
+			for i, in := range n.Inputs {
+				ins[i] = g.Type(in)
+			}
+			if err := low.check(ins, n.Type); err != nil {
+				return nil, err.WithLoc(n.Loc)
+			}
+		}
 		role := RoleTemp
 		if isOutput[v] {
 			role = RoleOutput

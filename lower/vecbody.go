@@ -18,8 +18,14 @@ type vecBody struct {
 	// the current tile: its outer index and first row and column in the [outer, rows,
 	// cols] flattening of the iteration space, whose shape is space
 	o, r0, c0 int
+	vr, vc    int // its valid rows and columns
 	space     core.Shape
-	scratch   map[string][2]int
+	// source is input 0 of an indirect op, seen through the affine part of its
+	// addresses, and sourceElems its size (see gatherBody)
+	source                  flatView
+	sourceElems             int
+	gatherLen, gatherStride int // x's length and stride along the gathered axis
+	scratch                 map[string][2]int
 }
 
 // tile returns the current slot's scratch tile called name (rows x cols of dt).
