@@ -57,6 +57,8 @@ func (l lowering) instructions(op string) []isa.Opcode {
 	switch l.kind {
 	case TileMatmul:
 		return []isa.Opcode{isa.TLOAD, isa.TMOV, isa.TMATMUL, isa.TMATMUL_ACC, isa.TSTORE}
+	case TileScan:
+		return []isa.Opcode{isa.TLOAD, isa.TCVT, isa.TADD, isa.TEXPANDS, isa.TSTORE}
 	case TileReduce:
 		r := reductions[op]
 		return []isa.Opcode{isa.TLOAD, isa.TCVT, r.row, r.col, r.combine, isa.TEXPANDS, isa.TSTORE}
@@ -86,4 +88,5 @@ var lowerings = map[string]lowering{
 	"add":          vectorOp(isa.TADD),
 	"mul":          vectorOp(isa.TMUL),
 	"relu":         vectorOp(isa.TRELU),
+	"cumsum":       {kind: TileScan, core: isa.Vector},
 }

@@ -111,3 +111,32 @@ func TestArgReductionsOnISA(t *testing.T) {
 		}
 	}
 }
+
+// cumsum along each kind of axis; floats accumulate in fp32 (as numpy's float32
+// cumsum), integers exactly in int32.
+func TestCumsumMatchesReference(t *testing.T) {
+	f := func(dt dtype.DType, s ...int) core.TensorType { return core.TensorType{DType: dt, Shape: s} }
+	cases := []struct {
+		in   core.TensorType
+		axis int64
+		k    int
+	}{
+		{f(dtype.Float32, 9, 70), -1, 70},
+		{f(dtype.Float16, 40, 33), 0, 40},
+		{f(dtype.Float32, 3, 20, 11), 1, 20},
+		{f(dtype.Int32, 5, 300), 1, 0},
+		{f(dtype.Int8, 300), 0, 0},
+	}
+	for _, chip := range presets(t) {
+		for _, c := range cases {
+			t.Run(fmt.Sprintf("%s/%s/%d", chip.Name, c.in, c.axis), func(t *testing.T) {
+				bl := core.NewBuilder("cumsum")
+				x := bl.Param("x", c.in)
+				y, err := bl.Op("cumsum", []core.Value{x}, core.Attrs{"axis": c.axis}, core.Location{})
+				require.NoError(t, err)
+				bl.Output(y)
+				compileAndCompare(t, chip, bl.Graph(), c.k)
+			})
+		}
+	}
+}

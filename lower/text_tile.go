@@ -214,6 +214,7 @@ var tilingDims = map[TileKind][3]string{
 	TileMatmul:      {"[batch,m,n,k]", "[tm,tn,tk]", "[batch,m/tm,n/tn]"},
 	TileElementwise: {"[outer,rows,cols]", "[tr,tc]", "[outer,rows/tr,cols/tc]"},
 	TileReduce:      {"[outer,r,inner]", "[tr,tc]", "[outer/tr,1] or [outer,inner/tc]"},
+	TileScan:        {"[outer,a,inner]", "[1,tc]", "[outer/tc,1] or [outer,inner/tc]"},
 }
 
 // tiling := 'kind=' kind 'core=' core 'problem=' ints 'tile=' ints 'grid=' ints

@@ -39,9 +39,14 @@ const (
 	// otherwise each tile is tc output columns of one outer index, a loop over row
 	// tiles of tr (column reduction).
 	TileReduce
+	// TileScan runs a running sum along the middle axis of a [outer, a, inner] view.
+	// Lanes are the positions across it: inner ones (tiles of tc along inner, per outer
+	// index) or, when inner == 1, outer ones (tiles of tc along outer); each tile steps
+	// through the a positions of its lanes in order.
+	TileScan
 )
 
-func (k TileKind) String() string { return [...]string{"matmul", "elementwise", "reduce"}[k] }
+func (k TileKind) String() string { return [...]string{"matmul", "elementwise", "reduce", "scan"}[k] }
 
 // TileOp is one tensor op expanded over a grid of output tiles.
 type TileOp struct {
@@ -156,6 +161,11 @@ func tileGrid(kind TileKind, problem, tile []int) []int {
 	switch kind {
 	case TileMatmul: // problem [batch, m, n, k], tile [tm, tn, tk]: grid over output tiles
 		return []int{problem[0], ceilDiv(problem[1], tile[0]), ceilDiv(problem[2], tile[1])}
+	case TileScan: // problem [outer, a, inner], tile [1, tc]
+		if problem[2] == 1 {
+			return []int{ceilDiv(problem[0], tile[1]), 1}
+		}
+		return []int{problem[0], ceilDiv(problem[2], tile[1])}
 	case TileReduce: // problem [outer, r, inner], tile [tr, tc]
 		if problem[2] == 1 {
 			return []int{ceilDiv(problem[0], tile[0]), 1}

@@ -85,3 +85,17 @@ func reduceTile(chip *device.Chip, red reduction, in, out dtype.DType, problem [
 	t, reason, err := elementwiseTile(chip, minSize, maxSize, 3, 0, r, inner)
 	return t, "column reduction: " + reason, err
 }
+
+// scanTile picks [1, tc] for a running sum: each step keeps a loaded row, its
+// converted copy, two accumulators and the converted result, double-buffered.
+func scanTile(chip *device.Chip, in, out dtype.DType, problem []int) ([]int, string, error) {
+	acc := scanAccumulator(in, out)
+	minSize := min(in.Size(), acc.Size(), out.Size())
+	maxSize := max(in.Size(), acc.Size(), out.Size())
+	lanes := problem[2]
+	if lanes == 1 {
+		lanes = problem[0]
+	}
+	t, reason, err := elementwiseTile(chip, minSize, maxSize, 5, 0, 1, lanes)
+	return t, "scan lanes: " + reason, err
+}

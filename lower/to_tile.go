@@ -75,6 +75,11 @@ func chooseTiling(op *TileOp, tensors []GMTensor, chip *device.Chip) error {
 		m, nn := out[len(out)-2], out[len(out)-1]
 		op.Problem = []int{out[:len(out)-2].NumElements(), m, nn, k}
 		op.Tile, op.Reason, err = matmulTile(chip, a.DType, m, nn, k)
+	case TileScan:
+		in := tensors[op.Inputs[0]].Type
+		axis := gatherAxis(op.Attrs, -1, len(in.Shape))
+		op.Problem = reduceProblem(in.Shape, []int{axis})
+		op.Tile, op.Reason, err = scanTile(chip, in.DType, outT.DType, op.Problem)
 	case TileReduce:
 		in := tensors[op.Inputs[0]].Type
 		op.Problem = reduceProblem(in.Shape, reduceAxes(op.Attrs, len(in.Shape)))
