@@ -83,7 +83,7 @@ func emitElementwise(e *emitter, tg *TileGraph, op *TileOp, tiles []int) {
 	if !isCopy {
 		res = e.pingPong("out", isa.Vec, out.DType, tr, tc)
 	}
-	body := &vecBody{e: e, attrs: op.Attrs, tr: tr, tc: tc, scratch: map[string][2]int{}, space: space}
+	body := &vecBody{e: e, attrs: op.Attrs, tr: tr, tc: tc, scratch: map[string]int{}, space: space}
 	if low.indirect {
 		src := tg.Tensors[op.Inputs[0]].Type
 		body.source = ins[0].view
@@ -117,7 +117,7 @@ func emitElementwise(e *emitter, tg *TileGraph, op *TileOp, tiles []int) {
 		if isCopy {
 			result = srcs[0]
 		} else {
-			body.slot, body.o, body.r0, body.c0, body.vr, body.vc = s, o, r0, c0, vr, vc
+			body.o, body.r0, body.c0, body.vr, body.vc = o, r0, c0, vr, vc
 			low.body(body, res[s], srcs)
 			result = res[s]
 		}

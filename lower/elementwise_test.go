@@ -183,3 +183,24 @@ func TestGatherOutOfRangeIsAnError(t *testing.T) {
 		require.Equal(t, core.DeviceError, ce.Kind)
 	}
 }
+
+// tanh and erf are evaluated from exp and polynomials in fp32: within a few fp32 ulps
+// of the correctly rounded reference, over small, medium and large arguments.
+func TestTranscendentalsOnISA(t *testing.T) {
+	for _, name := range []string{"tanh", "erf"} {
+		for _, scale := range []float64{0.01, 1, 6} {
+			t.Run(fmt.Sprintf("%s/x%v", name, scale), func(t *testing.T) {
+				bl := core.NewBuilder("m")
+				x := bl.Param("x", core.TensorType{DType: dtype.Float32, Shape: core.Shape{9, 70}})
+				s, err := bl.Op("full", nil, core.Attrs{"value": scale, "dtype": "float32", "shape": []int64{}}, core.Location{})
+				require.NoError(t, err)
+				xs, err := bl.Op("mul", []core.Value{x, s}, nil, core.Location{})
+				require.NoError(t, err)
+				y, err := bl.Op(name, []core.Value{xs}, nil, core.Location{})
+				require.NoError(t, err)
+				bl.Output(y)
+				compareOnISA(t, bl.Graph(), 2e-6, 2e-7)
+			})
+		}
+	}
+}

@@ -41,7 +41,8 @@ func promoted(in []dtype.DType, _ dtype.DType) []dtype.DType {
 	return out
 }
 
-// scratch counts a fixed number of extra full-size tiles for the tiling budget.
+// scratch counts extra full-size tiles for the tiling budget, in units of a
+// double-buffered pair (two single scratch tiles make one).
 func scratch(n int) func(core.Attrs) int { return func(core.Attrs) int { return n } }
 
 // own keeps each operand in its own dtype.
@@ -72,6 +73,10 @@ func init() {
 		uses: append([]isa.Opcode{isa.TREM, isa.TSUB, isa.TDIV, isa.TSELS}, roundOps...)}
 	lowerings["iota"] = lowering{kind: TileElementwise, core: isa.Vector, body: iotaBody, extraLive: scratch(1),
 		uses: []isa.Opcode{isa.TCI, isa.TCOLEXPAND, isa.TCVT, isa.TROWEXPAND, isa.TEXPANDS}}
+	mathOps := []isa.Opcode{isa.TABS, isa.TMULS, isa.TEXP, isa.TSUBS, isa.TADDS, isa.TDIV, isa.TMUL, isa.TRECIP, isa.TEXPANDS, isa.TCMPS, isa.TSEL, isa.TCVT}
+	inF32 := func(in []dtype.DType, _ dtype.DType) []dtype.DType { return []dtype.DType{dtype.Float32} }
+	lowerings["tanh"] = lowering{kind: TileElementwise, core: isa.Vector, body: tanhBody, computeIn: inF32, colAlign: 256, extraLive: scratch(9), uses: mathOps}
+	lowerings["erf"] = lowering{kind: TileElementwise, core: isa.Vector, body: erfBody, computeIn: inF32, colAlign: 256, extraLive: scratch(9), uses: mathOps}
 	// full has no inputs: each output tile is filled with the value, rounded to the dtype.
 	lowerings["full"] = lowering{kind: TileElementwise, core: isa.Vector, uses: []isa.Opcode{isa.TEXPANDS},
 		body: func(b *vecBody, dst int, _ []int) { b.emit(isa.TEXPANDS, isa.ModeNone, dst, b.attrs.Float("value", 0)) }}

@@ -9,12 +9,11 @@ import (
 )
 
 // vecBody is what an elementwise op's body sees: the emitter, the tile shape and the
-// current ping-pong slot, and scratch tiles declared on first use.
+// current tile's place, and scratch tiles declared on first use.
 type vecBody struct {
 	e      *emitter
 	attrs  core.Attrs // the op's attributes
 	tr, tc int
-	slot   int
 	// the current tile: its outer index and first row and column in the [outer, rows,
 	// cols] flattening of the iteration space, whose shape is space
 	o, r0, c0 int
@@ -25,18 +24,20 @@ type vecBody struct {
 	source                  flatView
 	sourceElems             int
 	gatherLen, gatherStride int // x's length and stride along the gathered axis
-	scratch                 map[string][2]int
+	scratch                 map[string]int
 }
 
-// tile returns the current slot's scratch tile called name (rows x cols of dt).
+// tile returns the scratch tile called name (rows x cols of dt). Scratch tiles are
+// written and read by the vector pipe alone, which runs in order, so one copy serves
+// every iteration: only tiles that loads or stores touch are double-buffered.
 func (b *vecBody) tile(name string, dt dtype.DType, rows, cols int) int {
 	key := fmt.Sprintf("%s_%s_%dx%d", name, dt, rows, cols)
 	t, ok := b.scratch[key]
 	if !ok {
-		t = b.e.pingPong(name, isa.Vec, dt, rows, cols)
+		t = b.e.tile(name, isa.Vec, dt, rows, cols)
 		b.scratch[key] = t
 	}
-	return t[b.slot]
+	return t
 }
 
 // emit appends an instruction with a mode and operands given as tiles or immediates.

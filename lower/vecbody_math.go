@@ -1,0 +1,95 @@
+package lower
+
+import (
+	"math"
+
+	"pypto/dtype"
+	"pypto/isa"
+)
+
+// The vector unit has no instructions for tanh, erf, sin and cos; like the vendor's
+// math libraries, the compiler evaluates them from exp, division and polynomials in
+// fp32, then rounds once to the result dtype. Their error (documented in docs/api.md)
+// is a few fp32 ulps, not the reference's correctly rounded value.
+
+// f32 returns a fresh fp32 scratch tile of the body's shape.
+func (b *vecBody) f32(name string) int { return b.tile(name, dtype.Float32, b.tr, b.tc) }
+
+// horner evaluates c[0] + x*(c[1] + x*(c[2] + ...)) into a scratch tile and returns it.
+func (b *vecBody) horner(name string, x int, c []float64) int {
+	acc, tmp := b.f32(name+"_a"), b.f32(name+"_b")
+	b.emit(isa.TEXPANDS, isa.ModeNone, acc, c[len(c)-1])
+	for i := len(c) - 2; i >= 0; i-- {
+		b.emit(isa.TMUL, isa.ModeNone, tmp, acc, x)
+		b.emit(isa.TADDS, isa.ModeNone, acc, tmp, c[i])
+	}
+	return acc
+}
+
+// withSignOf returns v with the sign of x (v >= 0): -v where x < 0.
+func (b *vecBody) withSignOf(v, x int) int {
+	neg, out := b.f32("neg"), b.f32("signed")
+	m := b.mask()
+	b.emit(isa.TMULS, isa.ModeNone, neg, v, -1.0)
+	b.emit(isa.TCMPS, isa.CmpLT, m, x, 0.0)
+	b.emit(isa.TSEL, isa.ModeNone, out, m, neg, v)
+	return out
+}
+
+// finish rounds the fp32 result into dst (whose dtype may be narrower), where small
+// |x| < cut takes the small-argument result and others the large-argument one.
+func (b *vecBody) finish(dst, x, small, large int, cut float64) {
+	a, res := b.f32("abs_x"), b.f32("result")
+	m := b.mask()
+	b.emit(isa.TABS, isa.ModeNone, a, x)
+	b.emit(isa.TCMPS, isa.CmpLT, m, a, cut)
+	b.emit(isa.TSEL, isa.ModeNone, res, m, small, large)
+	b.emit(isa.TCVT, isa.ModeNone, dst, res)
+}
+
+// tanhBody: for |x| >= 1/16, (1 - e)/(1 + e) with e = exp(-2|x|), sign restored (the
+// subtraction is exact there, as e > 1/2 only where it is small); below, the odd Taylor
+// series to x^7, whose next term is under 2^-30 relative.
+func tanhBody(b *vecBody, dst int, srcs []int) {
+	x := srcs[0]
+	a, m2, e, num, den, q := b.f32("a"), b.f32("m2"), b.f32("e"), b.f32("num"), b.f32("den"), b.f32("q")
+	b.emit(isa.TABS, isa.ModeNone, a, x)
+	b.emit(isa.TMULS, isa.ModeNone, m2, a, -2.0)
+	b.emit(isa.TEXP, isa.ModeNone, e, m2)
+	b.emit(isa.TSUBS, isa.ModeNone, m2, e, 1.0) // e - 1
+	b.emit(isa.TMULS, isa.ModeNone, num, m2, -1.0)
+	b.emit(isa.TADDS, isa.ModeNone, den, e, 1.0)
+	b.emit(isa.TDIV, isa.ModeNone, q, num, den)
+	large := b.withSignOf(q, x)
+	x2, small := b.f32("x2"), b.f32("small")
+	b.emit(isa.TMUL, isa.ModeNone, x2, x, x)
+	p := b.horner("tanh_p", x2, []float64{1, -1.0 / 3, 2.0 / 15, -17.0 / 315})
+	b.emit(isa.TMUL, isa.ModeNone, small, p, x)
+	b.finish(dst, x, small, large, 1.0/16)
+}
+
+// erfBody: for |x| < 1/2 the Taylor series to x^11 (next term under 2^-26 relative);
+// above, Abramowitz and Stegun 7.1.26, 1 - t*P(t)*exp(-x^2) with t = 1/(1 + p|x|),
+// absolute error under 1.5e-7, sign restored.
+func erfBody(b *vecBody, dst int, srcs []int) {
+	x := srcs[0]
+	a, t, u, e, y := b.f32("a"), b.f32("t"), b.f32("u"), b.f32("e"), b.f32("y")
+	b.emit(isa.TABS, isa.ModeNone, a, x)
+	b.emit(isa.TMULS, isa.ModeNone, u, a, 0.3275911)
+	b.emit(isa.TADDS, isa.ModeNone, t, u, 1.0)
+	b.emit(isa.TRECIP, isa.ModeNone, u, t)
+	p := b.horner("erf_p", u, []float64{0, 0.254829592, -0.284496736, 1.421413741, -1.453152027, 1.061405429})
+	b.emit(isa.TMUL, isa.ModeNone, t, a, a)
+	b.emit(isa.TMULS, isa.ModeNone, y, t, -1.0)
+	b.emit(isa.TEXP, isa.ModeNone, e, y)
+	b.emit(isa.TMUL, isa.ModeNone, y, p, e)
+	b.emit(isa.TMULS, isa.ModeNone, t, y, -1.0)
+	b.emit(isa.TADDS, isa.ModeNone, y, t, 1.0)
+	large := b.withSignOf(y, x)
+	x2, small := b.f32("x2"), b.f32("small")
+	b.emit(isa.TMUL, isa.ModeNone, x2, x, x)
+	c := 2 / math.Sqrt(math.Pi)
+	s := b.horner("erf_s", x2, []float64{c, -c / 3, c / 10, -c / 42, c / 216, -c / 1320})
+	b.emit(isa.TMUL, isa.ModeNone, small, s, x)
+	b.finish(dst, x, small, large, 0.5)
+}
