@@ -55,6 +55,11 @@ type Chip struct {
 	// IssueCycles is what the scalar pipe spends dispatching one instruction; it bounds
 	// how fast short instructions can follow each other.
 	IssueCycles int
+	// IssueQueueDepth is how many issued instructions a pipe's queue holds before it
+	// starts them; when the queue of the next instruction's pipe is full, the scalar
+	// unit waits until its head starts. It bounds how far issue runs ahead of a slow
+	// pipe.
+	IssueQueueDepth int
 	// FlagLatencyCycles is the time from a SET_FLAG completing on its pipe until a
 	// WAIT_FLAG on the destination pipe can see it.
 	FlagLatencyCycles int
@@ -135,7 +140,7 @@ func (c *Chip) Validate() error {
 		{"VectorBytesPerCycle", c.VectorBytesPerCycle}, {"GMReadBytesPerCycle", c.GMReadBytesPerCycle},
 		{"L1ToL0ABytesPerCycle", c.L1ToL0ABytesPerCycle}, {"L1ToL0BBytesPerCycle", c.L1ToL0BBytesPerCycle},
 		{"UBToGMBytesPerCycle", c.UBToGMBytesPerCycle}, {"FixpipeBytesPerCycle", c.FixpipeBytesPerCycle},
-		{"GatherElemsPerCycle", c.GatherElemsPerCycle},
+		{"GatherElemsPerCycle", c.GatherElemsPerCycle}, {"IssueQueueDepth", c.IssueQueueDepth},
 		{"FlagEventIDs", c.FlagEventIDs},
 	}
 	for _, p := range positives {

@@ -37,7 +37,10 @@ const (
 	// assumed: the scalar unit's GM read waits the GM latency of the memory pipes.
 	scalarLoadCycles = 200
 
-	issueCycles       = 4    // assumed: scalar cost of dispatching one tile instruction
+	issueCycles = 4 // assumed: scalar cost of dispatching one tile instruction
+	// assumed: no public figure for the per-pipe instruction queues; deep enough that
+	// the scalar unit rarely waits on a pipe in the kernels we run.
+	issueQueueDepth   = 32
 	flagLatencyCycles = 10   // assumed: set_flag -> wait_flag visibility
 	launchCycles      = 2000 // assumed: about 1.1 us at 1.85 GHz to dispatch a task's blocks
 	// AscendC exposes EVENT_ID0..EVENT_ID7 per pipe pair.
@@ -101,6 +104,7 @@ func withRates(c *Chip) *Chip {
 	c.ScalarLoadCycles = scalarLoadCycles
 	c.PipeStartup = pipeStartup()
 	c.IssueCycles = issueCycles
+	c.IssueQueueDepth = issueQueueDepth
 	c.FlagLatencyCycles = flagLatencyCycles
 	c.LaunchCycles = launchCycles
 	c.FlagEventIDs = flagEventIDs

@@ -54,10 +54,11 @@ type dynInstr struct {
 // blockRun is the state of one block on one core: the scalar unit issuing
 // instructions, the pipes' queues, the flags and the race checker.
 //
-// It is a discrete-event simulation of the core's pipes. The scalar unit (scalar.go)
-// runs the program's control flow and issues the other instructions in program
-// order, IssueCycles apart, into per-pipe in-order queues (unbounded: issue never
-// stalls on a full queue). Scalar-pipe instructions execute as they are issued; a
+// It is a discrete-event simulation of the core's pipes. The scalar unit
+// (sim_scalar.go) runs the program's control flow and issues the other instructions
+// in program order, IssueCycles apart, into per-pipe in-order queues (unbounded:
+// issue never stalls on a full queue; the simulator issues lazily, just far enough
+// ahead, which gives the same times). Scalar-pipe instructions execute as they are issued; a
 // TSYNC all stops issue until everything issued before it has finished, and a
 // WAIT_FLAG on the scalar pipe until its event is visible. Each step starts, among the
 // instructions at the heads of the queues that can start, the one with the earliest
@@ -75,15 +76,48 @@ type blockRun struct {
 	x   execCtx
 	t0  int64 // task time at which the block starts
 
-	sc     scalarUnit
-	dyn    []dynInstr
-	races  raceChecker
-	queues [numPipes][]int // indices into dyn
-	heads  [numPipes]int
-	free   [numPipes]int64
-	sems   map[flagKey][]semEntry
-	done   int // issued instructions started (starting fixes their end)
-	maxEnd int64
+	sc      scalarUnit
+	dyn     []dynInstr // issued instructions from dynBase on (started ones are dropped)
+	dynBase int
+	issued  int // instructions issued to pipes so far (the next one's index)
+	races   raceChecker
+	queues  [numPipes][]int // issue indices, per pipe, from its oldest unstarted one
+	heads   [numPipes]int
+	free    [numPipes]int64
+	// lastStart is when each pipe last started an instruction: a full queue's slot
+	// frees then.
+	lastStart [numPipes]int64
+	sems      map[flagKey][]semEntry
+	done      int // issued instructions started (starting fixes their end)
+	maxEnd    int64
+}
+
+// d is the issued instruction with index i.
+func (r *blockRun) d(i int) *dynInstr { return &r.dyn[i-r.dynBase] }
+
+// compact drops the started instructions at the front of the issued list and of the
+// pipe queues, so a long loop keeps only what is in flight.
+func (r *blockRun) compact() {
+	const slack = 1024
+	for p := range r.queues {
+		if r.heads[p] > slack {
+			r.queues[p] = append(r.queues[p][:0], r.queues[p][r.heads[p]:]...)
+			r.heads[p] = 0
+		}
+	}
+	if len(r.dyn) < 2*slack {
+		return
+	}
+	oldest := r.issued
+	for p := range r.queues {
+		if r.heads[p] < len(r.queues[p]) {
+			oldest = min(oldest, r.queues[p][r.heads[p]])
+		}
+	}
+	if drop := oldest - r.dynBase; drop > len(r.dyn)/2 {
+		r.dyn = append(r.dyn[:0], r.dyn[drop:]...)
+		r.dynBase = oldest
+	}
 }
 
 func newBlockRun(c *coreSim, bi int, blk *Block, q *queueSet) *blockRun {
@@ -111,14 +145,15 @@ func (r *blockRun) record(pc int, p isa.Pipe, start, end int64) {
 
 // finished reports whether the program has been issued to its end and every issued
 // instruction has started.
-func (r *blockRun) finished() bool { return r.sc.pc >= len(r.m.Instrs) && r.done == len(r.dyn) }
+func (r *blockRun) finished() bool { return r.sc.pc >= len(r.m.Instrs) && r.done == r.issued }
 
 // enqueue issues a pipe instruction at the scalar unit's current time.
 func (r *blockRun) enqueue(pc int, in *Instr) {
 	d := dynInstr{pc: pc, in: in, issue: r.sc.t, acc: accesses(*in), sSeen: r.races.issued[isa.PipeS]}
-	d.seq = r.races.issue(in.Pipe, len(r.dyn), pc, d.acc)
-	r.queues[in.Pipe] = append(r.queues[in.Pipe], len(r.dyn))
+	d.seq = r.races.issue(in.Pipe, r.issued, pc, d.acc)
+	r.queues[in.Pipe] = append(r.queues[in.Pipe], r.issued)
 	r.dyn = append(r.dyn, d)
+	r.issued++
 }
 
 // next finds the queued instruction that starts first, if any can start.
@@ -129,7 +164,7 @@ func (r *blockRun) next() (di int, start int64, ok bool) {
 			continue
 		}
 		i := r.queues[p][r.heads[p]]
-		d := &r.dyn[i]
+		d := r.d(i)
 		st := max(r.free[p], d.issue)
 		switch d.in.Op {
 		case isa.WAIT_FLAG:
@@ -155,7 +190,7 @@ func (r *blockRun) next() (di int, start int64, ok bool) {
 // start runs queued instruction di at time st: the race check, its values, its pipe
 // time, and what it does to flags.
 func (r *blockRun) start(di int, st int64) error {
-	d := &r.dyn[di]
+	d := r.d(di)
 	in := d.in
 	if other, q, raced := r.races.start(in.Pipe, d.seq, d.sSeen, di, d.acc); raced {
 		return r.fail(d.pc, "%s", raceMessage(r.m, other, q, in.Pipe))
@@ -176,11 +211,13 @@ func (r *blockRun) start(di int, st int64) error {
 	}
 	p := in.Pipe
 	r.free[p] = end
+	r.lastStart[p] = max(r.lastStart[p], st)
 	r.c.busy[p] += end - st
 	r.maxEnd = max(r.maxEnd, end)
 	r.heads[p]++
 	r.done++
 	r.record(d.pc, p, st, end)
+	r.compact()
 	return nil
 }
 
@@ -207,7 +244,7 @@ func (r *blockRun) length() int64 { return max(r.maxEnd, r.sc.t) }
 func (c *coreSim) runBlock(bi int, blk *Block) error {
 	r := newBlockRun(c, bi, blk, newQueueSet())
 	for {
-		if err := r.issue(); err != nil {
+		if err := r.issueAhead(); err != nil {
 			return err
 		}
 		if r.finished() {
@@ -241,7 +278,7 @@ func (r *blockRun) deadlock() error {
 	var stuck []int
 	for p := range r.queues {
 		if r.heads[p] < len(r.queues[p]) {
-			stuck = append(stuck, r.dyn[r.queues[p][r.heads[p]]].pc)
+			stuck = append(stuck, r.d(r.queues[p][r.heads[p]]).pc)
 		}
 	}
 	if r.sc.pc < len(r.m.Instrs) && r.m.Instrs[r.sc.pc].Op == isa.WAIT_FLAG {

@@ -212,7 +212,7 @@ func (a *aiCore) runGroup(j groupJob) error {
 	for {
 		done := true
 		for _, r := range runs {
-			if err := r.issue(); err != nil {
+			if err := r.issueAhead(); err != nil {
 				return err
 			}
 			done = done && r.finished()

@@ -32,10 +32,18 @@ type raceEntry struct {
 }
 
 type raceChecker struct {
-	known  [numPipes]vclock
-	issued [numPipes]int         // instructions issued per pipe so far
-	hist   [numPipes][]raceEntry // per pipe, data instructions in issue order not yet known to every pipe
+	known    [numPipes]vclock
+	issued   [numPipes]int         // instructions issued per pipe so far
+	accessed [numPipes]bool        // whether the pipe has issued an instruction that touches memory
+	hist     [numPipes][]raceEntry // per pipe, data instructions in issue order not yet known to every pipe
 }
+
+// maxHistory bounds the remembered accesses of one pipe. A pipe that keeps accessing
+// memory while another never synchronises with it (or has not accessed memory yet)
+// would otherwise make the history grow with the trip count of a loop; beyond the
+// bound the oldest accesses are forgotten, so a race with an access that long ago can
+// go unreported.
+const maxHistory = 1 << 16
 
 // issue assigns the next sequence number of pipe p to an instruction and, for a data
 // instruction, remembers what it accesses.
@@ -44,6 +52,7 @@ func (r *raceChecker) issue(p isa.Pipe, order, pc int, acc accessSet) int {
 	r.issued[p]++
 	if !acc.empty() {
 		r.hist[p] = append(r.hist[p], raceEntry{seq: seq, order: order, pc: pc, acc: acc})
+		r.accessed[p] = true
 	}
 	return seq
 }
@@ -108,15 +117,19 @@ func (r *raceChecker) trim() {
 		if len(h) < 64 {
 			continue
 		}
-		// Issue runs ahead of execution, so a pipe that has issued nothing yet will
-		// issue nothing before the next barrier, which clears the history anyway.
+		// Only pipes that touch memory can conflict; one that has not yet is assumed
+		// to synchronise before it does (the flag inserter makes it).
 		least := r.issued[q]
 		for p := range r.known {
-			if p != q && r.issued[p] > 0 {
+			if p != q && r.accessed[p] {
 				least = min(least, r.known[p][q])
 			}
 		}
-		if i := firstSeq(h, least); i > len(h)/2 {
+		i := firstSeq(h, least)
+		if len(h)-i > maxHistory {
+			i = len(h) - maxHistory/2
+		}
+		if i > len(h)/2 {
 			r.hist[q] = append(h[:0], h[i:]...)
 		}
 	}

@@ -32,90 +32,114 @@ type scalarLoop struct {
 	count, iter    int64
 }
 
-// issue runs the scalar unit until the program ends or issue must stop: at a TSYNC
+// issueOne runs the scalar unit for one instruction: it issues it to its pipe's
+// queue or, for a scalar-pipe instruction, executes it. It reports false when the
+// program has ended or issue must wait: for a slot in a full pipe queue, at a TSYNC
 // all while issued instructions are unfinished, or at a WAIT_FLAG on the scalar pipe
 // whose event is not yet set.
-func (r *blockRun) issue() error {
+func (r *blockRun) issueOne() (bool, error) {
+	if r.sc.pc >= len(r.m.Instrs) {
+		return false, nil
+	}
 	limit := r.c.opts.MaxInstructions
 	if limit <= 0 {
 		limit = defaultMaxInstructions
 	}
-	for r.sc.pc < len(r.m.Instrs) {
-		pc := r.sc.pc
-		in := &r.m.Instrs[pc]
-		if r.sc.steps >= limit {
-			return r.fail(pc, "the block exceeds %d executed instructions (RunOptions.MaxInstructions)", limit)
-		}
-		if int(in.Pipe) <= 0 || int(in.Pipe) >= numPipes || in.Pipe == isa.PipeAll {
-			return r.fail(pc, "instruction has no pipe")
-		}
-		if in.Pipe != isa.PipeS {
-			res, err := r.resolve(in)
-			if err != nil {
-				return r.fail(pc, "%v", err)
-			}
-			r.sc.t += int64(r.c.chip.IssueCycles)
-			r.enqueue(pc, res)
-			r.sc.steps++
-			r.sc.pc++
-			continue
-		}
-		start := r.sc.t
-		next := pc + 1
-		switch in.Op {
-		case isa.TSYNC:
-			if r.done < len(r.dyn) {
-				return nil // a full barrier waits for everything issued before it
-			}
-			r.sc.t = max(r.sc.t+int64(r.c.chip.IssueCycles), r.maxEnd)
-			start = r.sc.t
-			r.races.barrier()
-		case isa.WAIT_FLAG:
-			k := flagKeyOf(in)
-			q := r.sems[k]
-			if len(q) == 0 {
-				return nil // the scalar unit stalls until the event is set
-			}
-			r.sc.t = max(r.sc.t+int64(r.c.chip.IssueCycles), q[0].at)
-			start = r.sc.t
-			seq := r.races.issue(isa.PipeS, len(r.dyn), pc, accessSet{})
-			r.races.start(isa.PipeS, seq, seq, len(r.dyn), accessSet{})
-			r.races.join(isa.PipeS, q[0].known)
-			r.sems[k] = q[1:]
-		case isa.SET_FLAG:
-			r.sc.t += int64(r.c.chip.IssueCycles)
-			seq := r.races.issue(isa.PipeS, len(r.dyn), pc, accessSet{})
-			r.races.start(isa.PipeS, seq, seq, len(r.dyn), accessSet{})
-			k := flagKeyOf(in)
-			r.sems[k] = append(r.sems[k], semEntry{at: r.sc.t + int64(r.c.chip.FlagLatencyCycles), pc: pc, known: r.races.snapshot(isa.PipeS, seq)})
-		case isa.LOOP, isa.ENDLOOP:
-			r.sc.t += int64(r.c.chip.IssueCycles)
-			var err error
-			if next, err = r.control(pc, in); err != nil {
-				return r.fail(pc, "%v", err)
-			}
-		default:
-			res, err := r.resolve(in)
-			if err != nil {
-				return r.fail(pc, "%v", err)
-			}
-			acc := accesses(*res)
-			seq := r.races.issue(isa.PipeS, len(r.dyn), pc, acc)
-			if other, q, raced := r.races.start(isa.PipeS, seq, seq, len(r.dyn), acc); raced {
-				return r.fail(pc, "%s", raceMessage(r.m, other, q, isa.PipeS))
-			}
-			r.sc.t += int64(r.c.chip.IssueCycles) + r.c.chip.duration(res)
-			r.x.now, r.x.end = start, r.sc.t
-			if err := r.c.execRecovering(&r.x, res); err != nil {
-				return r.fail(pc, "%v", err)
-			}
-		}
-		r.c.busy[isa.PipeS] += r.sc.t - start
-		r.record(pc, isa.PipeS, start, r.sc.t)
-		r.sc.steps++
-		r.sc.pc = next
+	pc := r.sc.pc
+	in := &r.m.Instrs[pc]
+	if r.sc.steps >= limit {
+		return false, r.fail(pc, "the block exceeds %d executed instructions (RunOptions.MaxInstructions)", limit)
 	}
-	return nil
+	if int(in.Pipe) <= 0 || int(in.Pipe) >= numPipes || in.Pipe == isa.PipeAll {
+		return false, r.fail(pc, "instruction has no pipe")
+	}
+	if in.Pipe != isa.PipeS {
+		if q := r.queues[in.Pipe]; len(q)-r.heads[in.Pipe] >= r.c.chip.IssueQueueDepth {
+			return false, nil // the pipe's queue is full: wait until its head starts
+		}
+		res, err := r.resolve(in)
+		if err != nil {
+			return false, r.fail(pc, "%v", err)
+		}
+		// A slot freed when the instruction that held it started.
+		r.sc.t = max(r.sc.t, r.lastStart[in.Pipe]) + int64(r.c.chip.IssueCycles)
+		r.enqueue(pc, res)
+		r.sc.steps++
+		r.sc.pc++
+		return true, nil
+	}
+	start := r.sc.t
+	next := pc + 1
+	switch in.Op {
+	case isa.TSYNC:
+		if r.done < r.issued {
+			return false, nil // a full barrier waits for everything issued before it
+		}
+		r.sc.t = max(r.sc.t+int64(r.c.chip.IssueCycles), r.maxEnd)
+		start = r.sc.t
+		r.races.barrier()
+	case isa.WAIT_FLAG:
+		k := flagKeyOf(in)
+		q := r.sems[k]
+		if len(q) == 0 {
+			return false, nil // the scalar unit stalls until the event is set
+		}
+		r.sc.t = max(r.sc.t+int64(r.c.chip.IssueCycles), q[0].at)
+		start = r.sc.t
+		seq := r.races.issue(isa.PipeS, r.issued, pc, accessSet{})
+		r.races.start(isa.PipeS, seq, seq, r.issued, accessSet{})
+		r.races.join(isa.PipeS, q[0].known)
+		r.sems[k] = q[1:]
+	case isa.SET_FLAG:
+		r.sc.t += int64(r.c.chip.IssueCycles)
+		seq := r.races.issue(isa.PipeS, r.issued, pc, accessSet{})
+		r.races.start(isa.PipeS, seq, seq, r.issued, accessSet{})
+		k := flagKeyOf(in)
+		r.sems[k] = append(r.sems[k], semEntry{at: r.sc.t + int64(r.c.chip.FlagLatencyCycles), pc: pc, known: r.races.snapshot(isa.PipeS, seq)})
+	case isa.LOOP, isa.ENDLOOP:
+		r.sc.t += int64(r.c.chip.IssueCycles)
+		var err error
+		if next, err = r.control(pc, in); err != nil {
+			return false, r.fail(pc, "%v", err)
+		}
+	default:
+		res, err := r.resolve(in)
+		if err != nil {
+			return false, r.fail(pc, "%v", err)
+		}
+		acc := accesses(*res)
+		seq := r.races.issue(isa.PipeS, r.issued, pc, acc)
+		if other, q, raced := r.races.start(isa.PipeS, seq, seq, r.issued, acc); raced {
+			return false, r.fail(pc, "%s", raceMessage(r.m, other, q, isa.PipeS))
+		}
+		r.sc.t += int64(r.c.chip.IssueCycles) + r.c.chip.duration(res)
+		r.x.now, r.x.end = start, r.sc.t
+		if err := r.c.execRecovering(&r.x, res); err != nil {
+			return false, r.fail(pc, "%v", err)
+		}
+	}
+	r.c.busy[isa.PipeS] += r.sc.t - start
+	r.record(pc, isa.PipeS, start, r.sc.t)
+	r.sc.steps++
+	r.sc.pc = next
+	return true, nil
+}
+
+// issueAhead issues until the scalar unit's time passes the earliest start any
+// issued instruction can have, or issue cannot go on. Instructions issued later start
+// later than that (no earlier than their issue), so the next instruction to start is
+// among the issued ones: issuing lazily gives the same times as issuing everything at
+// once, and keeps only the instructions in flight in memory.
+func (r *blockRun) issueAhead() error {
+	for {
+		if _, st, ok := r.next(); ok && r.sc.t > st {
+			return nil
+		}
+		progressed, err := r.issueOne()
+		if err != nil || !progressed {
+			return err
+		}
+	}
 }
 
 // control executes LOOP and ENDLOOP and returns the next pc. A LOOP reads its count
