@@ -1,17 +1,15 @@
 package device
 
-import (
-	"pypto/isa"
-)
+import "pypto/isa"
 
 // opImpl is everything the device knows about one opcode, so that supporting a new
 // instruction is one entry in opTable: how the backend checks and routes it, which
 // bytes it touches (flag insertion and the race checks depend on this), what it
 // computes on a core and how long it occupies its pipe.
 type opImpl struct {
-	// route applies the device's rules to an instruction whose operand kinds and
-	// indices are already checked, and returns the pipe that runs it, or a message
-	// saying why the chip cannot run it.
+	// route returns the pipe that runs a verified instruction, or a message saying
+	// why the chip cannot run it. nil means the pipe of the ISA table's row (which
+	// must then be fixed, not chosen by the operands).
 	route func(ck *checkCtx, in isa.Instr) (isa.Pipe, string)
 	// access lists the bytes it reads and writes. nil means the table's convention:
 	// operand 0 is written, every other tile or GM operand is read.
@@ -19,7 +17,8 @@ type opImpl struct {
 	// exec computes its values on a core. nil means it has none (flags, barriers).
 	exec func(c *coreSim, x *execCtx, in *Instr) error
 	// work is its data-proportional pipe time in cycles; the pipe's startup latency is
-	// added by the caller. nil means it takes no pipe time (flags, barriers).
+	// added by the caller. nil means it takes no pipe time (flags, barriers, and the
+	// scalar-pipe instructions, which cost their issue slot).
 	work func(chip *Chip, in *Instr) int64
 }
 

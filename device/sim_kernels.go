@@ -150,14 +150,3 @@ func matmulInt(c []int32, a, b []int64, m, k, n, ldc, lda, ldb int) {
 		}
 	}
 }
-
-// relu keeps positive values and NaN, and turns everything else into +0.
-func reluF32(dst, src []float32) {
-	for i, v := range src {
-		if v > 0 || v != v {
-			dst[i] = v
-		} else {
-			dst[i] = 0
-		}
-	}
-}
