@@ -187,8 +187,8 @@ func TestGatherOutOfRangeIsAnError(t *testing.T) {
 // tanh and erf are evaluated from exp and polynomials in fp32: within a few fp32 ulps
 // of the correctly rounded reference, over small, medium and large arguments.
 func TestTranscendentalsOnISA(t *testing.T) {
-	for _, name := range []string{"tanh", "erf"} {
-		for _, scale := range []float64{0.01, 1, 6} {
+	for _, name := range []string{"tanh", "erf", "sin", "cos"} {
+		for _, scale := range []float64{0.01, 1, 6, 300} {
 			t.Run(fmt.Sprintf("%s/x%v", name, scale), func(t *testing.T) {
 				bl := core.NewBuilder("m")
 				x := bl.Param("x", core.TensorType{DType: dtype.Float32, Shape: core.Shape{9, 70}})

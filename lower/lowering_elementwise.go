@@ -77,6 +77,9 @@ func init() {
 	inF32 := func(in []dtype.DType, _ dtype.DType) []dtype.DType { return []dtype.DType{dtype.Float32} }
 	lowerings["tanh"] = lowering{kind: TileElementwise, core: isa.Vector, body: tanhBody, computeIn: inF32, colAlign: 256, extraLive: scratch(9), uses: mathOps}
 	lowerings["erf"] = lowering{kind: TileElementwise, core: isa.Vector, body: erfBody, computeIn: inF32, colAlign: 256, extraLive: scratch(9), uses: mathOps}
+	trigOps := append([]isa.Opcode{isa.TSUB, isa.TADD, isa.TANDS, isa.TCMPS, isa.TSEL}, mathOps...)
+	lowerings["sin"] = lowering{kind: TileElementwise, core: isa.Vector, body: sinCosBody(false), computeIn: inF32, colAlign: 256, extraLive: scratch(9), uses: trigOps}
+	lowerings["cos"] = lowering{kind: TileElementwise, core: isa.Vector, body: sinCosBody(true), computeIn: inF32, colAlign: 256, extraLive: scratch(9), uses: trigOps}
 	// full has no inputs: each output tile is filled with the value, rounded to the dtype.
 	lowerings["full"] = lowering{kind: TileElementwise, core: isa.Vector, uses: []isa.Opcode{isa.TEXPANDS},
 		body: func(b *vecBody, dst int, _ []int) { b.emit(isa.TEXPANDS, isa.ModeNone, dst, b.attrs.Float("value", 0)) }}

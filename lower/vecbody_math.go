@@ -93,3 +93,61 @@ func erfBody(b *vecBody, dst int, srcs []int) {
 	b.emit(isa.TMUL, isa.ModeNone, small, s, x)
 	b.finish(dst, x, small, large, 0.5)
 }
+
+// sinCosBody evaluates sin (cos when cosine) in fp32: x = k*pi/2 + r with k the nearest
+// integer to x*2/pi and r reduced with pi/2 split into three parts (Cody and Waite; the
+// first has 8 significant bits, so k*part is exact for |k| < 2^16, i.e. |x| below about
+// 1e5), then the minimax polynomials of sin and cos on [-pi/4, pi/4] (Cephes' sinf and
+// cosf), the pair chosen and signed by k mod 4.
+func sinCosBody(cosine bool) func(b *vecBody, dst int, srcs []int) {
+	return func(b *vecBody, dst int, srcs []int) {
+		x := srcs[0]
+		kf, ki, r, t := b.f32("k"), b.tile("k_int", dtype.Int32, b.tr, b.tc), b.f32("r"), b.f32("t")
+		b.emit(isa.TMULS, isa.ModeNone, t, x, 2/math.Pi)
+		b.emit(isa.TCVT, isa.RoundRint, ki, t)
+		b.emit(isa.TCVT, isa.ModeNone, kf, ki)
+		src := x
+		for _, part := range []float64{1.5703125, 4.837512969970703125e-4, 7.54978995489188216e-8} {
+			b.emit(isa.TMULS, isa.ModeNone, t, kf, part)
+			b.emit(isa.TSUB, isa.ModeNone, r, src, t)
+			src = r
+		}
+		z := b.f32("z")
+		b.emit(isa.TMUL, isa.ModeNone, z, r, r)
+		ps := b.horner("sin_p", z, []float64{-1.6666654611e-1, 8.3321608736e-3, -1.9515295891e-4})
+		s, u := b.f32("s"), b.f32("u")
+		b.emit(isa.TMUL, isa.ModeNone, u, ps, z)
+		b.emit(isa.TMUL, isa.ModeNone, t, u, r)
+		b.emit(isa.TADD, isa.ModeNone, s, t, r) // r + r*z*P(z)
+		pc := b.horner("cos_p", z, []float64{4.166664568298827e-2, -1.388731625493765e-3, 2.443315711809948e-5})
+		c := b.f32("c")
+		b.emit(isa.TMUL, isa.ModeNone, u, pc, z)
+		b.emit(isa.TMUL, isa.ModeNone, t, u, z)
+		b.emit(isa.TMULS, isa.ModeNone, u, z, -0.5)
+		b.emit(isa.TADD, isa.ModeNone, c, t, u)
+		b.emit(isa.TADDS, isa.ModeNone, t, c, 1.0) // 1 - z/2 + z^2*Q(z)
+
+		// sin x = s, c, -s, -c and cos x = c, -s, -c, s for k mod 4 = 0..3: odd k swaps
+		// the pair, and bit 1 of k (of k+1 for cos) negates.
+		bit, m := b.tile("k_bit", dtype.Int32, b.tr, b.tc), b.mask()
+		first, second := s, t
+		if cosine {
+			first, second = t, s
+		}
+		pick := b.f32("pick")
+		b.emit(isa.TANDS, isa.ModeNone, bit, ki, 1.0)
+		b.emit(isa.TCMPS, isa.CmpNE, m, bit, 0.0)
+		b.emit(isa.TSEL, isa.ModeNone, pick, m, second, first)
+		if cosine {
+			b.emit(isa.TADDS, isa.ModeNone, bit, ki, 1.0)
+			b.emit(isa.TANDS, isa.ModeNone, bit, bit, 2.0)
+		} else {
+			b.emit(isa.TANDS, isa.ModeNone, bit, ki, 2.0)
+		}
+		neg, res := b.f32("neg"), b.f32("result")
+		b.emit(isa.TCMPS, isa.CmpNE, m, bit, 0.0)
+		b.emit(isa.TMULS, isa.ModeNone, neg, pick, -1.0)
+		b.emit(isa.TSEL, isa.ModeNone, res, m, neg, pick)
+		b.emit(isa.TCVT, isa.ModeNone, dst, res)
+	}
+}
