@@ -1,5 +1,7 @@
 package device
 
+import "math"
+
 // span is a half-open byte range in one address space: an on-chip buffer (space =
 // its Location) or one GM param (space = gmSpace + param index, offsets relative to
 // the param's start). Distinct params of one program are assumed not to overlap in GM;
@@ -51,8 +53,12 @@ func tileSpan(o Operand) span {
 
 // gmViewSpan is the byte range of a param a view touches (its bounding range: a
 // strided view is treated as touching everything between its first and last element,
-// which can only add hazards, never miss one).
+// which can only add hazards, never miss one). A view a register moves may touch any
+// of its param until it runs; the simulator sees it resolved.
 func gmViewSpan(o Operand) (span, bool) {
+	if o.GM.OffsetReg != 0 {
+		return span{space: gmSpace + o.GM.Param, lo: 0, hi: math.MaxInt}, true
+	}
 	lo, hi, empty := viewSpan(o.GM)
 	if empty {
 		return span{}, false

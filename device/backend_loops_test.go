@@ -304,3 +304,42 @@ func TestLongLoopRunsInBoundedMemory(t *testing.T) {
 	_, err = RunTask(chip, l.gm, isa.Vector, []Block{{Prog: m, ParamAddrs: l.addrs}}, RunOptions{MaxInstructions: 1000})
 	assert.ErrorContains(t, err, "exceeds 1000 executed instructions")
 }
+
+func TestRegisterMovedViewsAreOrdered(t *testing.T) {
+	// Each iteration stores row i of y and loads it back through a view whose static
+	// offset differs from the store's: only the registers make them the same row, so
+	// the backend must treat both as touching all of y.
+	src := `
+kernel rw vector
+param %x: f32[512]
+param %y: f32[512]
+param %z: f32[512]
+reg %i
+reg %a
+reg %b
+tile %t: vec f32[1x64]
+tile %u: vec f32[1x64]
+  loop %i, 8
+    smul %a, %i, 64
+    ssub %b, %a, 64
+    tload %t, %x[%a; 1x64; 64,1]
+    tstore %y[%a; 1x64; 64,1], %t
+    tload %u, %y[%b+64; 1x64; 64,1]
+    tadds %u, %u, 1
+    tstore %z[%a; 1x64; 64,1], %u
+  endloop
+end
+`
+	p := parse(t, src)
+	m := compile(t, preset(t, "tiny"), p)
+	assert.Positive(t, countFlags(m)["mte3->mte2"], "%s", m)
+	params := randParams(p, 6)
+	want := runReference(t, p, params)
+	got, _ := runDevice(t, preset(t, "tiny"), p, params)
+	compareOutputs(t, p, want, got)
+
+	dropFlags(m, isa.PipeMTE3, isa.PipeMTE2)
+	l := layout(params...)
+	_, err := RunTask(preset(t, "tiny"), l.gm, isa.Vector, []Block{{Prog: m, ParamAddrs: l.addrs}}, RunOptions{})
+	assert.ErrorContains(t, err, "race")
+}
