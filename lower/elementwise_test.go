@@ -186,6 +186,24 @@ func TestGatherOutOfRangeIsAnError(t *testing.T) {
 
 // tanh and erf are evaluated from exp and polynomials in fp32: within a few fp32 ulps
 // of the correctly rounded reference, over small, medium and large arguments.
+func TestPowOnISA(t *testing.T) {
+	bl := core.NewBuilder("pow")
+	a := bl.Param("a", core.TensorType{DType: dtype.Float32, Shape: core.Shape{9, 40}})
+	e := bl.Param("e", core.TensorType{DType: dtype.Float32, Shape: core.Shape{9, 40}})
+	four, err := bl.Op("full", nil, core.Attrs{"value": 4.0, "dtype": "float32", "shape": []int64{}}, core.Location{})
+	require.NoError(t, err)
+	scaled, err := bl.Op("mul", []core.Value{e, four}, nil, core.Location{})
+	require.NoError(t, err)
+	whole, err := bl.Op("round", []core.Value{scaled}, nil, core.Location{}) // integer exponents -4..4 (negative bases stay real)
+	require.NoError(t, err)
+	for _, exp := range []core.Value{whole, scaled} {
+		y, err := bl.Op("pow", []core.Value{a, exp}, nil, core.Location{})
+		require.NoError(t, err)
+		bl.Output(y)
+	}
+	compareOnISA(t, bl.Graph(), 2e-6, 2e-7)
+}
+
 func TestTranscendentalsOnISA(t *testing.T) {
 	for _, name := range []string{"tanh", "erf", "sin", "cos"} {
 		for _, scale := range []float64{0.01, 1, 6, 300} {

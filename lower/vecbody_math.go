@@ -151,3 +151,41 @@ func sinCosBody(cosine bool) func(b *vecBody, dst int, srcs []int) {
 		b.emit(isa.TCVT, isa.ModeNone, dst, res)
 	}
 }
+
+// powBody evaluates a**b in fp32 as numpy does for floats: |a|**b = exp(b*log|a|); a
+// negative base gives -|a|**b for odd integer b, |a|**b for even b and NaN otherwise;
+// b == 0 and a == 1 give 1 whatever the other operand (NaN included). The error grows
+// with |b*log|a|| (about that many fp32 ulps).
+func powBody(b *vecBody, dst int, srcs []int) {
+	x, y := srcs[0], srcs[1]
+	a, t, r := b.f32("abs_a"), b.f32("t"), b.f32("r")
+	b.emit(isa.TABS, isa.ModeNone, a, x)
+	b.emit(isa.TLOG, isa.ModeNone, t, a)
+	b.emit(isa.TMUL, isa.ModeNone, a, t, y)
+	b.emit(isa.TEXP, isa.ModeNone, r, a) // |a|**b
+
+	// integer and odd exponents: b == rint(b), and b/2 not an integer
+	yr, half, hr := b.f32("y_round"), b.f32("half"), b.f32("half_round")
+	b.roundToInteger(yr, y, isa.RoundRint)
+	b.emit(isa.TMULS, isa.ModeNone, half, y, 0.5)
+	b.roundToInteger(hr, half, isa.RoundRint)
+	isInt := b.tile("is_int", dtype.Int8, b.tr, b.tc/8)
+	isEven := b.tile("is_even", dtype.Int8, b.tr, b.tc/8)
+	neg := b.tile("neg_base", dtype.Int8, b.tr, b.tc/8)
+	b.emit(isa.TCMP, isa.CmpEQ, isInt, yr, y)
+	b.emit(isa.TCMP, isa.CmpEQ, isEven, hr, half)
+
+	negR, v := b.f32("neg_r"), b.f32("v")
+	b.emit(isa.TMULS, isa.ModeNone, negR, r, -1.0)
+	b.emit(isa.TSEL, isa.ModeNone, v, isEven, r, negR) // the value for a negative base and integer b
+	b.emit(isa.TSELS, isa.ModeNone, t, isInt, v, math.NaN())
+	b.emit(isa.TCMPS, isa.CmpLT, neg, x, 0.0)
+	b.emit(isa.TSEL, isa.ModeNone, v, neg, t, r)
+
+	one := b.tile("is_one", dtype.Int8, b.tr, b.tc/8)
+	b.emit(isa.TCMPS, isa.CmpNE, one, y, 0.0) // b != 0 keeps the value
+	b.emit(isa.TSELS, isa.ModeNone, t, one, v, 1.0)
+	b.emit(isa.TCMPS, isa.CmpNE, one, x, 1.0) // a != 1 keeps it
+	b.emit(isa.TSELS, isa.ModeNone, v, one, t, 1.0)
+	b.emit(isa.TCVT, isa.ModeNone, dst, v)
+}

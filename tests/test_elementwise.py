@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import pypto as p
-from conftest import FLOAT_DTYPES, assert_elementwise_close, compute, rand
+from conftest import FLOAT_DTYPES, ULP, assert_elementwise_close, compute, rand
 
 BINARY = {
     "sub": (p.sub, np.subtract),
@@ -53,7 +53,14 @@ def test_binary_against_numpy(device, name, dt):
     got = compute(fn(p.from_numpy(a), p.from_numpy(b)), name)
     if got is not None:
         with np.errstate(all="ignore"):
-            assert_elementwise_close(got, ref(a.astype(np.float64), b.astype(np.float64)), dt)
+            want = ref(a.astype(np.float64), b.astype(np.float64))
+            if name == "pow" and p.get_device() != "reference":
+                # exp(b*log|a|) in float32 on the device (docs/lowering.md): a few float32
+                # ulps, then rounded once to the result dtype
+                ulp = ULP[np.dtype(p.dtypes.as_dtype(dt).numpy)]
+                np.testing.assert_allclose(got.astype(np.float64), want, rtol=ulp + 2e-6, atol=1e-7)
+            else:
+                assert_elementwise_close(got, want, dt)
 
 
 @pytest.mark.parametrize("dt", FLOAT_DTYPES)
