@@ -17,7 +17,7 @@ func execCvt(c *coreSim, _ *execCtx, in *Instr) error {
 	if err != nil {
 		return err
 	}
-	dst, src := vs[0], vs[1].snapshot()
+	dst, src := vs[0], c.snap(vs[1], 1)
 	for r := 0; r < dst.rows; r++ {
 		for col := 0; col < dst.cols; col++ {
 			v, err := roundTo(dst.o.DType, src.at(r, col), in.Mode)

@@ -193,10 +193,14 @@ func execBinary(c *coreSim, _ *execCtx, in *Instr) error {
 	}
 	k, dst := binaryKernels[in.Op], vs[0]
 	a, b := operand{v: vs[1], kind: 't'}, secondOperand(in, vs)
-	if b.kind == 't' {
-		b.v = b.v.snapshot() // dst may alias an input; read inputs as they were
+	if b.kind != 's' {
+		b.v = c.snap(b.v, 2) // dst may alias an input; read inputs as they were
 	}
-	a.v = a.v.snapshot()
+	a.v = c.snap(a.v, 1)
+	if !dst.o.DType.IsInt() && k.f != nil {
+		floatRows(dst, a.v, b, k.f)
+		return nil
+	}
 	for r := 0; r < dst.rows; r++ {
 		for col := 0; col < dst.cols; col++ {
 			af, ai := a.at(r, col)
@@ -217,7 +221,7 @@ func execPart(c *coreSim, _ *execCtx, in *Instr) error {
 		return err
 	}
 	k, dst := binaryKernels[in.Op], vs[0]
-	a, b := operand{v: vs[1].snapshot(), kind: 't'}, operand{v: vs[2].snapshot(), kind: 't'}
+	a, b := operand{v: c.snap(vs[1], 1), kind: 't'}, operand{v: c.snap(vs[2], 2), kind: 't'}
 	for r := 0; r < dst.rows; r++ {
 		for col := 0; col < dst.cols; col++ {
 			inA, inB := r < a.v.rows && col < a.v.cols, r < b.v.rows && col < b.v.cols
@@ -236,6 +240,33 @@ func execPart(c *coreSim, _ *execCtx, in *Instr) error {
 		}
 	}
 	return nil
+}
+
+// floatRows is execBinary's path for float (and bool) results: whole rows of decoded
+// values through k, then rounded and written row by row.
+func floatRows(dst, a elems, b operand, f func(x, y float64) float64) {
+	out := make([]float64, dst.cols)
+	for r := 0; r < dst.rows; r++ {
+		arow := a.f[r*a.o.Cols : r*a.o.Cols+dst.cols]
+		switch b.kind {
+		case 't':
+			brow := b.v.f[r*b.v.o.Cols : r*b.v.o.Cols+dst.cols]
+			for c, x := range arow {
+				out[c] = f(x, brow[c])
+			}
+		case 'c':
+			brow := b.v.f[:dst.cols]
+			for c, x := range arow {
+				out[c] = f(x, brow[c])
+			}
+		default: // 'r' and 's': one value per row
+			y, _ := b.at(r, 0)
+			for c, x := range arow {
+				out[c] = f(x, y)
+			}
+		}
+		dst.setRow(r, out)
+	}
 }
 
 var unaryKernels = map[isa.Opcode]func(float64) float64{
@@ -259,8 +290,18 @@ func execUnary(c *coreSim, _ *execCtx, in *Instr) error {
 	if err != nil {
 		return err
 	}
-	k, dst, a := unaryKernels[in.Op], vs[0], vs[1].snapshot()
+	k, dst, a := unaryKernels[in.Op], vs[0], c.snap(vs[1], 1)
 	intWrap := dst.o.DType.IsInt() && (in.Op == isa.TABS || in.Op == isa.TNEG)
+	if !intWrap {
+		out := make([]float64, dst.cols)
+		for r := 0; r < dst.rows; r++ {
+			for c, x := range a.f[r*a.o.Cols : r*a.o.Cols+dst.cols] {
+				out[c] = k(x)
+			}
+			dst.setRow(r, out)
+		}
+		return nil
+	}
 	for r := 0; r < dst.rows; r++ {
 		for col := 0; col < dst.cols; col++ {
 			if intWrap {
@@ -283,7 +324,7 @@ func execNot(c *coreSim, _ *execCtx, in *Instr) error {
 	if err != nil {
 		return err
 	}
-	dst, a := vs[0], vs[1].snapshot()
+	dst, a := vs[0], c.snap(vs[1], 1)
 	for r := 0; r < dst.rows; r++ {
 		for col := 0; col < dst.cols; col++ {
 			if dst.o.DType == dtype.Bool {
@@ -309,7 +350,7 @@ func execTernary(c *coreSim, _ *execCtx, in *Instr) error {
 	if err != nil {
 		return err
 	}
-	dst, a, b, x := vs[0], vs[1].snapshot(), vs[2].snapshot(), vs[3].snapshot()
+	dst, a, b, x := vs[0], c.snap(vs[1], 1), c.snap(vs[2], 2), c.snap(vs[3], 3)
 	sign := int64(1)
 	if in.Op == isa.TSUBC {
 		sign = -1
@@ -367,10 +408,10 @@ func execCompare(c *coreSim, _ *execCtx, in *Instr) error {
 	if err != nil {
 		return err
 	}
-	mask, a := vs[0], vs[1].snapshot()
+	mask, a := vs[0], c.snap(vs[1], 1)
 	b := operand{kind: 's', scalar: in.Args[2].Imm}
 	if in.Op == isa.TCMP {
-		b = operand{v: vs[2].snapshot(), kind: 't'}
+		b = operand{v: c.snap(vs[2], 2), kind: 't'}
 	}
 	for r := 0; r < a.rows; r++ {
 		for col := 0; col < a.cols; col++ {
@@ -393,10 +434,10 @@ func execSelect(c *coreSim, _ *execCtx, in *Instr) error {
 	if err != nil {
 		return err
 	}
-	dst, mask, a := vs[0], vs[1].snapshot(), vs[2].snapshot()
+	dst, mask, a := vs[0], c.snap(vs[1], 1), c.snap(vs[2], 2)
 	b := operand{kind: 's', scalar: in.Args[3].Imm}
 	if in.Op == isa.TSEL {
-		b = operand{v: vs[3].snapshot(), kind: 't'}
+		b = operand{v: c.snap(vs[3], 3), kind: 't'}
 	}
 	for r := 0; r < dst.rows; r++ {
 		for col := 0; col < dst.cols; col++ {
@@ -434,7 +475,7 @@ func execExpand(c *coreSim, _ *execCtx, in *Instr) error {
 	if err != nil {
 		return err
 	}
-	dst, src := vs[0], vs[1].snapshot()
+	dst, src := vs[0], c.snap(vs[1], 1)
 	for r := 0; r < dst.rows; r++ {
 		for col := 0; col < dst.cols; col++ {
 			if in.Op == isa.TROWEXPAND {

@@ -69,7 +69,7 @@ func execInsert(c *coreSim, _ *execCtx, in *Instr) error {
 	if err != nil {
 		return err
 	}
-	dst, src := vs[0], vs[1].snapshot()
+	dst, src := vs[0], c.snap(vs[1], 1)
 	r0, c0 := int(in.Args[2].Imm), int(in.Args[3].Imm)
 	if !dst.within(r0, c0) || !dst.within(r0+src.o.Rows-1, c0+src.o.Cols-1) {
 		return fmt.Errorf("window %dx%d at (%d, %d) leaves the %dx%d destination", src.o.Rows, src.o.Cols, r0, c0, dst.o.Rows, dst.o.Cols)
@@ -88,7 +88,7 @@ func execTrans(c *coreSim, _ *execCtx, in *Instr) error {
 	if err != nil {
 		return err
 	}
-	dst, src := vs[0], vs[1].snapshot()
+	dst, src := vs[0], c.snap(vs[1], 1)
 	for r := 0; r < dst.rows; r++ {
 		for col := 0; col < dst.cols; col++ {
 			if !src.within(col, r) {
@@ -107,7 +107,7 @@ func execFillPad(c *coreSim, _ *execCtx, in *Instr) error {
 	if err != nil {
 		return err
 	}
-	dst, src := vs[0], vs[1].snapshot()
+	dst, src := vs[0], c.snap(vs[1], 1)
 	for r := 0; r < dst.o.Rows; r++ {
 		for col := 0; col < dst.o.Cols; col++ {
 			if r < src.rows && col < src.cols {
@@ -170,7 +170,7 @@ func execImg2col(c *coreSim, _ *execCtx, in *Instr) error {
 	if err != nil {
 		return err
 	}
-	dst, src := vs[0], vs[1].snapshot()
+	dst, src := vs[0], c.snap(vs[1], 1)
 	if g.oh*g.ow > dst.o.Rows || g.kh*g.kw*g.c > dst.o.Cols {
 		return fmt.Errorf("%d patches of %d values do not fit the %dx%d destination", g.oh*g.ow, g.kh*g.kw*g.c, dst.o.Rows, dst.o.Cols)
 	}

@@ -68,7 +68,7 @@ func execGather(c *coreSim, _ *execCtx, in *Instr) error {
 	if err != nil {
 		return err
 	}
-	dst, src, idx := vs[0], vs[1].snapshot(), vs[2].snapshot()
+	dst, src, idx := vs[0], c.snap(vs[1], 1), c.snap(vs[2], 2)
 	n, size := src.o.Rows*src.o.Cols, src.o.DType.Size()
 	for r := 0; r < dst.rows; r++ {
 		for col := 0; col < dst.cols; col++ {
@@ -95,7 +95,7 @@ func execScatter(c *coreSim, _ *execCtx, in *Instr) error {
 	if err != nil {
 		return err
 	}
-	dst, src, idx := vs[0], vs[1].snapshot(), vs[2].snapshot()
+	dst, src, idx := vs[0], c.snap(vs[1], 1), c.snap(vs[2], 2)
 	n := dst.o.Rows * dst.o.Cols
 	for r := 0; r < src.rows; r++ {
 		for col := 0; col < src.cols; col++ {
@@ -134,7 +134,7 @@ func execSort32(c *coreSim, _ *execCtx, in *Instr) error {
 	if err != nil {
 		return err
 	}
-	dst, src, idx := vs[0], vs[1].snapshot(), vs[2].snapshot()
+	dst, src, idx := vs[0], c.snap(vs[1], 1), c.snap(vs[2], 2)
 	if src.o.Cols%32 != 0 || dst.o.Cols < 2*src.o.Cols || dst.o.Rows < src.o.Rows {
 		return fmt.Errorf("tsort32 of a %dx%d source into a %dx%d destination", src.o.Rows, src.o.Cols, dst.o.Rows, dst.o.Cols)
 	}
@@ -162,7 +162,7 @@ func execMrgSort(c *coreSim, _ *execCtx, in *Instr) error {
 	if err != nil {
 		return err
 	}
-	dst, src := vs[0], vs[1].snapshot()
+	dst, src := vs[0], c.snap(vs[1], 1)
 	n := int(in.Args[2].Imm)
 	pairs := src.o.Cols / 2
 	if n < 1 || dst.o.Rows != src.o.Rows || dst.o.Cols != src.o.Cols {
@@ -224,7 +224,7 @@ func execQuant(c *coreSim, _ *execCtx, in *Instr) error {
 	if err != nil {
 		return err
 	}
-	dst, src, scale, off := vs[0], vs[1].snapshot(), vs[2], vs[3]
+	dst, src, scale, off := vs[0], c.snap(vs[1], 1), vs[2], vs[3]
 	for r := 0; r < dst.rows; r++ {
 		for col := 0; col < dst.cols; col++ {
 			dst.set(r, col, saturate(dst.o.DType, src.at(r, col)*scale.at(r, 0)+off.at(r, 0)))
@@ -239,7 +239,7 @@ func execDequant(c *coreSim, _ *execCtx, in *Instr) error {
 	if err != nil {
 		return err
 	}
-	dst, src, scale, off := vs[0], vs[1].snapshot(), vs[2], vs[3]
+	dst, src, scale, off := vs[0], c.snap(vs[1], 1), vs[2], vs[3]
 	for r := 0; r < dst.rows; r++ {
 		for col := 0; col < dst.cols; col++ {
 			dst.set(r, col, (src.at(r, col)-off.at(r, 0))*scale.at(r, 0))

@@ -74,6 +74,33 @@ func (r *reduction) store(dst elems, row, col int) {
 	dst.set(row, col, r.f)
 }
 
+// reduceRow is a float row reduction in float64 in index order.
+func reduceRow(kind byte, xs []float64) float64 {
+	var acc float64
+	switch kind {
+	case '+':
+		for _, x := range xs {
+			acc += x
+		}
+	case '*':
+		acc = 1
+		for _, x := range xs {
+			acc *= x
+		}
+	case '>':
+		acc = math.Inf(-1)
+		for _, x := range xs {
+			acc = math.Max(acc, x)
+		}
+	default:
+		acc = math.Inf(1)
+		for _, x := range xs {
+			acc = math.Min(acc, x)
+		}
+	}
+	return acc
+}
+
 // execReduce writes dst[r, 0] for each valid row of src (row forms) or dst[0, c] for
 // each valid column (column forms).
 func execReduce(c *coreSim, _ *execCtx, in *Instr) error {
@@ -81,8 +108,14 @@ func execReduce(c *coreSim, _ *execCtx, in *Instr) error {
 	if err != nil {
 		return err
 	}
-	dst, src := vs[0], vs[1].snapshot()
+	dst, src := vs[0], c.snap(vs[1], 1)
 	kind := reductionKind(in.Op)
+	if in.Op <= isa.TROWMIN && !dst.o.DType.IsInt() {
+		for r := 0; r < src.rows; r++ {
+			dst.set(r, 0, reduceRow(kind, src.f[r*src.o.Cols:r*src.o.Cols+src.cols]))
+		}
+		return nil
+	}
 	read := func(r, col int) (float64, int64) {
 		if src.o.DType.IsInt() {
 			x := src.atInt(r, col)

@@ -24,6 +24,7 @@ type coreSim struct {
 	ia, ib, id []int64
 	ic         []int32
 	tmp        []byte
+	scratch    [maxOperands][]float64 // decoded inputs of the vector kernels, per operand
 
 	cycles                    int64
 	busy                      [numPipes]int64
@@ -32,6 +33,9 @@ type coreSim struct {
 	prints                    []PrintRecord
 	dynGM                     []gmInterval // GM windows moved by registers, as they ran
 }
+
+// maxOperands bounds the operands of any instruction (TMATMUL_MX has five).
+const maxOperands = 8
 
 // semEntry is one pending SET_FLAG: when it becomes visible, where it was set, and
 // the knowledge it carries for the race checker.

@@ -85,6 +85,27 @@ func (v elems) setInt(r, c int, x int64) {
 	}
 }
 
+// setRow rounds and writes xs to row r from column 0, as set does element by element.
+func (v elems) setRow(r int, xs []float64) {
+	i := r * v.o.Cols
+	switch v.o.DType {
+	case dtype.Float32:
+		b := v.b[4*i : 4*(i+len(xs))]
+		for j, x := range xs {
+			binary.LittleEndian.PutUint32(b[4*j:], math.Float32bits(float32(x)))
+		}
+	case dtype.Float16:
+		b := v.b[2*i : 2*(i+len(xs))]
+		for j, x := range xs {
+			binary.LittleEndian.PutUint16(b[2*j:], dtype.Float32ToFloat16(float32(x)))
+		}
+	default:
+		for j, x := range xs {
+			v.set(r, j, x)
+		}
+	}
+}
+
 // integer reports whether the tile's values compute as integers (bool included).
 func (v elems) integer() bool { return v.o.DType.IsInt() || v.o.DType == dtype.Bool }
 
@@ -120,11 +141,13 @@ func (c *coreSim) views(in *Instr) ([]elems, error) {
 	return vs, nil
 }
 
-// snapshot decodes a tile's values once: kernels read their inputs from the copy,
-// so a destination that is also a source is read as it was.
-func (v elems) snapshot() elems {
+// snap decodes a tile's values once into the core's scratch slot k (one per operand
+// position, reused from instruction to instruction): kernels read their inputs from
+// the copy, so a destination that is also a source is read as it was.
+func (c *coreSim) snap(v elems, k int) elems {
 	n := v.o.Rows * v.o.Cols
-	v.f = make([]float64, n)
+	c.scratch[k] = grow(c.scratch[k], n)
+	v.f = c.scratch[k]
 	switch v.o.DType {
 	case dtype.Float32:
 		for i := range v.f {
