@@ -263,6 +263,9 @@ func checkVectorSameType(v *verifier, in Instr) string {
 	}
 	dst := v.tileOf(in.Args[0])
 	for _, a := range in.Args[1:] {
+		if a.Kind != KindTile {
+			continue // an immediate (tfillpad's pad value)
+		}
 		if t := v.tileOf(a); t.DType != dst.DType {
 			return fmt.Sprintf("%s does not convert: %s is %s, %s is %s (tcvt first)", in.Op, tileRef(dst), dst.DType, tileRef(t), t.DType)
 		}
@@ -273,6 +276,9 @@ func checkVectorSameType(v *verifier, in Instr) string {
 func checkVectorShapes(v *verifier, in Instr) string {
 	dst := v.tileOf(in.Args[0])
 	for _, a := range in.Args {
+		if a.Kind != KindTile {
+			continue
+		}
 		t := v.tileOf(a)
 		switch {
 		case t.Loc != Vec:

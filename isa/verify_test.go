@@ -361,3 +361,13 @@ func TestVerifyWithCapacity(t *testing.T) {
 	require.Error(t, err)
 	assert.True(t, strings.HasPrefix(err.Error(), "kernel mm_0: tile %a_l0: left f16[64x64]: tile needs 8192 bytes, the left buffer holds 4096"), err.Error())
 }
+
+// An immediate operand is not a tile: tfillpad's pad value must not be checked as
+// tile 0 (which here has another shape).
+func TestVerifyTFillPadIgnoresItsImmediate(t *testing.T) {
+	p := &Program{Name: "pad", Core: Vector,
+		Tiles: []TileDecl{{Name: "other", Loc: Vec, DType: dtype.Int32, Rows: 1, Cols: 8}, {Name: "dst", Loc: Vec, DType: dtype.Float32, Rows: 4, Cols: 8},
+			{Name: "src", Loc: Vec, DType: dtype.Float32, Rows: 4, Cols: 8, ValidRows: 2, ValidCols: 5}},
+		Body: []Instr{{Op: TFILLPAD, Args: []Operand{TileOp(1), TileOp(2), ImmOp(-1)}}}}
+	require.NoError(t, Verify(p, nil))
+}

@@ -59,6 +59,9 @@ func (l lowering) instructions(op string) []isa.Opcode {
 		return []isa.Opcode{isa.TLOAD, isa.TMOV, isa.TMATMUL, isa.TMATMUL_ACC, isa.TSTORE}
 	case TileScan:
 		return []isa.Opcode{isa.TLOAD, isa.TCVT, isa.TADD, isa.TEXPANDS, isa.TSTORE}
+	case TileSort:
+		return append([]isa.Opcode{isa.TLOAD, isa.TCVT, isa.TFILLPAD, isa.TCI, isa.TCOLEXPAND, isa.TSORT32, isa.TMRGSORT,
+			isa.TROWEXPANDADD, isa.TMAXS, isa.TGATHER, isa.TSTORE}, gatherOps...)
 	case TileReduce:
 		r := reductions[op]
 		return []isa.Opcode{isa.TLOAD, isa.TCVT, r.row, r.col, r.combine, isa.TEXPANDS, isa.TSTORE}
@@ -89,4 +92,6 @@ var lowerings = map[string]lowering{
 	"mul":          vectorOp(isa.TMUL),
 	"relu":         vectorOp(isa.TRELU),
 	"cumsum":       {kind: TileScan, core: isa.Vector},
+	"sort":         {kind: TileSort, core: isa.Vector, check: checkSortable},
+	"argsort":      {kind: TileSort, core: isa.Vector, check: checkSortable},
 }

@@ -34,6 +34,7 @@ var passTable = []Pass{
 	{Name: "decompose", Required: true, Produces: LevelTensor, After: []string{"verify-tensor"}, Run: runDecompose},
 	{Name: "expand-arg-reductions", Required: true, Produces: LevelTensor, After: []string{"decompose"}, Run: runExpandArgReductions},
 	{Name: "expand-pad", Required: true, Produces: LevelTensor, After: []string{"decompose"}, Run: runExpandPad},
+	{Name: "sort-last-axis", Required: true, Produces: LevelTensor, After: []string{"decompose"}, Run: runSortLastAxis},
 	{Name: "split-reductions", Required: true, Produces: LevelTensor, After: []string{"expand-arg-reductions"}, Run: runSplitReductions},
 	{Name: "tile", Required: true, Produces: LevelTile, After: []string{"split-reductions"}, Run: runTile},
 	{Name: "assign-cores", Required: true, Produces: LevelBlock, After: []string{"tile"}, Run: runAssignCores},

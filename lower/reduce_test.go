@@ -140,3 +140,45 @@ func TestCumsumMatchesReference(t *testing.T) {
 		}
 	}
 }
+
+// sort and argsort along any axis, ascending and descending, against the reference
+// bit for bit (values are moved, not computed); inputs rounded to few values so that
+// ties test stability.
+func TestSortMatchesReferenceExactly(t *testing.T) {
+	f := func(dt dtype.DType, s ...int) core.TensorType { return core.TensorType{DType: dt, Shape: s} }
+	cases := []struct {
+		in   core.TensorType
+		axis int64
+	}{
+		{f(dtype.Float32, 5, 20), -1},
+		{f(dtype.Float16, 9, 70), -1},  // runs merged once
+		{f(dtype.Float32, 3, 200), -1}, // merged twice
+		{f(dtype.BFloat16, 40, 6), 0},  // along the first axis
+		{f(dtype.Int8, 7, 33), 1},
+	}
+	for _, chip := range presets(t) {
+		for _, c := range cases {
+			for _, desc := range []bool{false, true} {
+				for _, op := range []string{"sort", "argsort"} {
+					t.Run(fmt.Sprintf("%s/%s%s/%d/desc=%v", chip.Name, op, c.in, c.axis, desc), func(t *testing.T) {
+						bl := core.NewBuilder("sort")
+						x := bl.Param("x", c.in)
+						in := x
+						if c.in.DType.IsFloat() {
+							ten, err := bl.Op("full", nil, core.Attrs{"value": 10.0, "dtype": c.in.DType.LongName(), "shape": []int64{}}, core.Location{})
+							require.NoError(t, err)
+							s, err := bl.Op("mul", []core.Value{x, ten}, nil, core.Location{})
+							require.NoError(t, err)
+							in, err = bl.Op("round", []core.Value{s}, nil, core.Location{})
+							require.NoError(t, err)
+						}
+						y, err := bl.Op(op, []core.Value{in}, core.Attrs{"axis": c.axis, "descending": desc}, core.Location{})
+						require.NoError(t, err)
+						bl.Output(y)
+						compileAndCompare(t, chip, bl.Graph(), 0)
+					})
+				}
+			}
+		}
+	}
+}

@@ -215,6 +215,7 @@ var tilingDims = map[TileKind][3]string{
 	TileElementwise: {"[outer,rows,cols]", "[tr,tc]", "[outer,rows/tr,cols/tc]"},
 	TileReduce:      {"[outer,r,inner]", "[tr,tc]", "[outer/tr,1] or [outer,inner/tc]"},
 	TileScan:        {"[outer,a,inner]", "[1,tc]", "[outer/tc,1] or [outer,inner/tc]"},
+	TileSort:        {"[rows,n,l]", "[tr,l]", "[rows/tr,1]"},
 }
 
 // tiling := 'kind=' kind 'core=' core 'problem=' ints 'tile=' ints 'grid=' ints

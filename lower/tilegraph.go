@@ -44,9 +44,14 @@ const (
 	// index) or, when inner == 1, outer ones (tiles of tc along outer); each tile steps
 	// through the a positions of its lanes in order.
 	TileScan
+	// TileSort sorts the rows of a [rows, n] view (the sorted axis last), padded to a
+	// run length l = 32*4^m: tiles of tr rows, each sorted whole on chip.
+	TileSort
 )
 
-func (k TileKind) String() string { return [...]string{"matmul", "elementwise", "reduce", "scan"}[k] }
+func (k TileKind) String() string {
+	return [...]string{"matmul", "elementwise", "reduce", "scan", "sort"}[k]
+}
 
 // TileOp is one tensor op expanded over a grid of output tiles.
 type TileOp struct {
@@ -161,6 +166,8 @@ func tileGrid(kind TileKind, problem, tile []int) []int {
 	switch kind {
 	case TileMatmul: // problem [batch, m, n, k], tile [tm, tn, tk]: grid over output tiles
 		return []int{problem[0], ceilDiv(problem[1], tile[0]), ceilDiv(problem[2], tile[1])}
+	case TileSort: // problem [rows, n, l], tile [tr, l]
+		return []int{ceilDiv(problem[0], tile[0]), 1}
 	case TileScan: // problem [outer, a, inner], tile [1, tc]
 		if problem[2] == 1 {
 			return []int{ceilDiv(problem[0], tile[1]), 1}

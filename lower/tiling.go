@@ -99,3 +99,37 @@ func scanTile(chip *device.Chip, in, out dtype.DType, problem []int) ([]int, str
 	t, reason, err := elementwiseTile(chip, minSize, maxSize, 5, 0, 1, lanes)
 	return t, "scan lanes: " + reason, err
 }
+
+// sortRunLength is the padded row length of an on-chip sort: TSORT32 sorts runs of 32
+// and each TMRGSORT merges four runs, so rows are padded to 32*4^m >= n.
+func sortRunLength(n int) int {
+	l := 32
+	for l < n {
+		l *= 4
+	}
+	return l
+}
+
+// sortTile picks [tr, l]: every row of the tile is sorted on chip, and a row needs its
+// loaded and padded copies, the index tiles, two (value, index) pair buffers of 2l and
+// the extracted result, about l*(44 + the input size) bytes.
+func sortTile(chip *device.Chip, in dtype.DType, problem []int) ([]int, string, error) {
+	l := problem[2]
+	perRow := l*(44+2*in.Size()) + 64
+	tr := chip.Capacity(isa.Vec) / perRow
+	if tr < 1 {
+		return nil, "", fmt.Errorf("sorting rows of %d elements needs %d bytes of UB per row; chip %s has %d (at most %d elements per row)",
+			problem[1], perRow, chip.Name, chip.Capacity(isa.Vec), maxSortLength(chip, in))
+	}
+	tr = min(tr, max(problem[0], 1))
+	return []int{tr, l}, fmt.Sprintf("rows padded to %d (runs of 32 merged by 4); %d rows fit the %d-byte UB of %s", l, tr, chip.Capacity(isa.Vec), chip.Name), nil
+}
+
+// maxSortLength is the longest row an on-chip sort handles on chip.
+func maxSortLength(chip *device.Chip, in dtype.DType) int {
+	l := 32
+	for (4*l)*(44+2*in.Size())+64 <= chip.Capacity(isa.Vec) {
+		l *= 4
+	}
+	return l
+}

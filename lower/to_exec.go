@@ -126,6 +126,8 @@ func emitBlock(tg *TileGraph, op *TileOp, tiles []int, name string) (*isa.Progra
 		emitReduce(e, tg, op, tiles)
 	case TileScan:
 		emitScan(e, tg, op, tiles)
+	case TileSort:
+		emitSort(e, tg, op, tiles)
 	default:
 		return nil, fmt.Errorf("no code generator for tile kind %s", op.Kind)
 	}

@@ -75,6 +75,14 @@ func chooseTiling(op *TileOp, tensors []GMTensor, chip *device.Chip) error {
 		m, nn := out[len(out)-2], out[len(out)-1]
 		op.Problem = []int{out[:len(out)-2].NumElements(), m, nn, k}
 		op.Tile, op.Reason, err = matmulTile(chip, a.DType, m, nn, k)
+	case TileSort:
+		in := tensors[op.Inputs[0]].Type
+		n := 1
+		if len(in.Shape) > 0 {
+			n = in.Shape[len(in.Shape)-1]
+		}
+		op.Problem = []int{in.Shape.NumElements() / max(n, 1), n, sortRunLength(n)}
+		op.Tile, op.Reason, err = sortTile(chip, in.DType, op.Problem)
 	case TileScan:
 		in := tensors[op.Inputs[0]].Type
 		axis := gatherAxis(op.Attrs, -1, len(in.Shape))
