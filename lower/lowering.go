@@ -82,7 +82,11 @@ func (l lowering) unsupported(op string) (isa.Opcode, bool) {
 
 // vectorOp is the lowering of an elementwise op that is one vector instruction.
 func vectorOp(op isa.Opcode) lowering {
-	return lowering{kind: TileElementwise, core: isa.Vector, body: single(op), uses: []isa.Opcode{op}}
+	uses := []isa.Opcode{op}
+	if alt, ok := onBools[op]; ok {
+		uses = append(uses, alt)
+	}
+	return lowering{kind: TileElementwise, core: isa.Vector, body: single(op), uses: uses}
 }
 
 var lowerings = map[string]lowering{

@@ -36,17 +36,31 @@ func promoted(in []dtype.DType, _ dtype.DType) []dtype.DType {
 	}
 	out := make([]dtype.DType, len(in))
 	for i := range out {
-		out[i] = p
+		out[i] = numeric(p)
 	}
 	return out
+}
+
+// numeric is the dtype the vector unit compares d in: itself, or int8 for bool.
+func numeric(d dtype.DType) dtype.DType {
+	if d == dtype.Bool {
+		return dtype.Int8
+	}
+	return d
 }
 
 // scratch counts extra full-size tiles for the tiling budget, in units of a
 // double-buffered pair (two single scratch tiles make one).
 func scratch(n int) func(core.Attrs) int { return func(core.Attrs) int { return n } }
 
-// own keeps each operand in its own dtype.
-func own(in []dtype.DType, _ dtype.DType) []dtype.DType { return in }
+// own keeps each operand in its own dtype (bool as int8).
+func own(in []dtype.DType, _ dtype.DType) []dtype.DType {
+	out := make([]dtype.DType, len(in))
+	for i, d := range in {
+		out[i] = numeric(d)
+	}
+	return out
+}
 
 // maskOps are the instructions of a comparison-like body.
 var maskOps = []isa.Opcode{isa.TEXPANDS, isa.TSELS}

@@ -24,9 +24,12 @@ var reductions = map[string]reduction{
 }
 
 // accumulateType is the dtype a reduction computes in: fp32 for float sums and
-// products, int32 for integer and bool ones (core's rule), the input's own for max/min.
+// products, int32 for integer and bool ones (core's rule), the input's own for max/min
+// (int8 for bool).
 func (r reduction) accumulateType(in, out dtype.DType) dtype.DType {
 	switch {
+	case in == dtype.Bool && !r.accumulateWide:
+		return dtype.Int8 // the vector unit compares numbers, not bools
 	case !r.accumulateWide:
 		return in
 	case in.IsFloat():

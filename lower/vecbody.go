@@ -56,12 +56,19 @@ func (b *vecBody) emit(op isa.Opcode, mode isa.Mode, args ...any) {
 	b.e.prog.Body = append(b.e.prog.Body, isa.Instr{Op: op, Mode: mode, Args: ops})
 }
 
+// onBools is what an arithmetic instruction means on 0/1 values, which the vector
+// unit's arithmetic does not take: max is or, min is and.
+var onBools = map[isa.Opcode]isa.Opcode{isa.TMAX: isa.TOR, isa.TMIN: isa.TAND}
+
 // single is the body of an op that is one instruction.
 func single(op isa.Opcode) func(b *vecBody, dst int, srcs []int) {
 	return func(b *vecBody, dst int, srcs []int) {
 		args := []any{dst}
 		for _, s := range srcs {
 			args = append(args, s)
+		}
+		if alt, ok := onBools[op]; ok && b.e.prog.Tiles[dst].DType == dtype.Bool {
+			op = alt
 		}
 		b.emit(op, isa.ModeNone, args...)
 	}
