@@ -222,3 +222,16 @@ func TestTranscendentalsOnISA(t *testing.T) {
 		}
 	}
 }
+
+// Integer powers: exact, wrapping like the reference, negative exponents included.
+func TestIntPowMatchesReferenceExactly(t *testing.T) {
+	for _, dt := range []dtype.DType{dtype.Int32, dtype.Int8} {
+		bl := core.NewBuilder("ipow")
+		a := bl.Param("a", core.TensorType{DType: dt, Shape: core.Shape{7, 40}})
+		e := bl.Param("e", core.TensorType{DType: dt, Shape: core.Shape{7, 40}})
+		y, err := bl.Op("pow", []core.Value{a, e}, nil, core.Location{})
+		require.NoError(t, err)
+		bl.Output(y)
+		compileAndCompare(t, presets(t)[0], bl.Graph(), 0)
+	}
+}

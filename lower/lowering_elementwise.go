@@ -94,18 +94,14 @@ func init() {
 	trigOps := append([]isa.Opcode{isa.TSUB, isa.TADD, isa.TANDS, isa.TCMPS, isa.TSEL}, mathOps...)
 	lowerings["sin"] = lowering{kind: TileElementwise, core: isa.Vector, body: sinCosBody(false), computeIn: inF32, colAlign: 256, extraLive: scratch(9), uses: trigOps}
 	lowerings["cos"] = lowering{kind: TileElementwise, core: isa.Vector, body: sinCosBody(true), computeIn: inF32, colAlign: 256, extraLive: scratch(9), uses: trigOps}
-	lowerings["pow"] = lowering{kind: TileElementwise, core: isa.Vector, body: powBody, colAlign: 256, extraLive: scratch(6),
-		computeIn: func(in []dtype.DType, _ dtype.DType) []dtype.DType {
-			return []dtype.DType{dtype.Float32, dtype.Float32}
-		},
-		uses: append([]isa.Opcode{isa.TLOG, isa.TCMP, isa.TSELS}, mathOps...),
-		check: func(_ []core.TensorType, out core.TensorType) *core.Error {
-			if !out.DType.IsFloat() {
-				return core.Errorf(core.CompileError, "pow of %s tensors cannot run on the device yet (integer powers are not lowered)", out.DType.LongName()).
-					Suggest("cast the base to float32 first, or compute the power on the reference device")
+	lowerings["pow"] = lowering{kind: TileElementwise, core: isa.Vector, body: powDispatch, colAlign: 256, extraLive: scratch(6),
+		computeIn: func(_ []dtype.DType, out dtype.DType) []dtype.DType {
+			if out.IsFloat() {
+				return []dtype.DType{dtype.Float32, dtype.Float32}
 			}
-			return nil
-		}}
+			return []dtype.DType{dtype.Int32, dtype.Int32}
+		},
+		uses: append([]isa.Opcode{isa.TLOG, isa.TCMP, isa.TSELS, isa.TSHRS, isa.TANDS}, mathOps...)}
 	// full has no inputs: each output tile is filled with the value, rounded to the dtype.
 	lowerings["full"] = lowering{kind: TileElementwise, core: isa.Vector, uses: []isa.Opcode{isa.TEXPANDS},
 		body: func(b *vecBody, dst int, _ []int) { b.emit(isa.TEXPANDS, isa.ModeNone, dst, b.attrs.Float("value", 0)) }}

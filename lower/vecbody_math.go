@@ -189,3 +189,54 @@ func powBody(b *vecBody, dst int, srcs []int) {
 	b.emit(isa.TSELS, isa.ModeNone, v, one, t, 1.0)
 	b.emit(isa.TCVT, isa.ModeNone, dst, v)
 }
+
+// intPowBody evaluates a**b for integers as the reference does: square-and-multiply
+// over the 31 exponent bits in int32 (products wrap, and wrapping to int8 afterwards
+// gives the exact result modulo 2^8, as the reference's); a negative exponent gives 1
+// for a == 1, ±1 for a == -1 by the exponent's parity, and 0 otherwise.
+func intPowBody(b *vecBody, dst int, srcs []int) {
+	a, e := srcs[0], srcs[1]
+	i32 := func(name string) int { return b.tile(name, dtype.Int32, b.tr, b.tc) }
+	rs := [2]int{i32("pow_r0"), i32("pow_r1")}
+	bases := [2]int{i32("pow_b0"), i32("pow_b1")}
+	bit, prod := i32("pow_bit"), i32("pow_prod")
+	m := b.mask()
+	b.emit(isa.TEXPANDS, isa.ModeNone, rs[0], 1.0)
+	b.emit(isa.TADDS, isa.ModeNone, bases[0], a, 0.0)
+	for k := 0; k < 31; k++ {
+		r, base := rs[k%2], bases[k%2]
+		b.emit(isa.TSHRS, isa.ModeNone, bit, e, float64(k))
+		b.emit(isa.TANDS, isa.ModeNone, prod, bit, 1.0)
+		b.emit(isa.TCMPS, isa.CmpNE, m, prod, 0.0)
+		b.emit(isa.TMUL, isa.ModeNone, prod, r, base)
+		b.emit(isa.TSEL, isa.ModeNone, rs[(k+1)%2], m, prod, r)
+		b.emit(isa.TMUL, isa.ModeNone, bases[(k+1)%2], base, base)
+	}
+	r := rs[1] // after 31 steps the result is in rs[31 % 2]
+
+	ones, minus, zeros := i32("pow_ones"), i32("pow_minus"), i32("pow_zeros")
+	b.emit(isa.TEXPANDS, isa.ModeNone, ones, 1.0)
+	b.emit(isa.TEXPANDS, isa.ModeNone, minus, -1.0)
+	b.emit(isa.TEXPANDS, isa.ModeNone, zeros, 0.0)
+	neg := i32("pow_neg")
+	b.emit(isa.TANDS, isa.ModeNone, bit, e, 1.0)
+	b.emit(isa.TCMPS, isa.CmpNE, m, bit, 0.0)
+	b.emit(isa.TSEL, isa.ModeNone, neg, m, minus, ones) // (-1)**b
+	b.emit(isa.TCMPS, isa.CmpEQ, m, a, -1.0)
+	b.emit(isa.TSEL, isa.ModeNone, prod, m, neg, zeros)
+	b.emit(isa.TCMPS, isa.CmpEQ, m, a, 1.0)
+	b.emit(isa.TSEL, isa.ModeNone, neg, m, ones, prod) // the value for a negative exponent
+	b.emit(isa.TCMPS, isa.CmpLT, m, e, 0.0)
+	res := i32("pow_res")
+	b.emit(isa.TSEL, isa.ModeNone, res, m, neg, r)
+	b.emit(isa.TCVT, isa.ModeNone, dst, res)
+}
+
+// powDispatch picks the float or the integer evaluation by the result dtype.
+func powDispatch(b *vecBody, dst int, srcs []int) {
+	if b.e.prog.Tiles[dst].DType.IsFloat() {
+		powBody(b, dst, srcs)
+		return
+	}
+	intPowBody(b, dst, srcs)
+}
