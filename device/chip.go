@@ -67,6 +67,23 @@ type Chip struct {
 	LaunchCycles int
 	// FlagEventIDs is the number of event ids per (source pipe, destination pipe).
 	FlagEventIDs int
+
+	// Memory system shared by the cores (sim_memsys.go). With L2Bytes == 0 there is
+	// none: every core reads GM at GMReadBytesPerCycle whatever the others do.
+	// Otherwise TLOADs go through an LRU L2 of L2Bytes in L2LineBytes lines, shared
+	// by all cores of a task: lines that hit stream at L2ReadBytesPerCycle per core,
+	// lines that miss at the core's share of HBMBytesPerCycle (the total HBM rate
+	// divided among the cores with a missing load in flight, at most
+	// L2ReadBytesPerCycle), after L2HitCycles or, if any line misses, L2MissCycles of
+	// latency (these replace MTE2's PipeStartup for TLOAD). Stores write their lines
+	// into L2 (write-allocate) at no extra cost.
+	L2Bytes              int
+	L2LineBytes          int
+	L2HitCycles          int
+	L2MissCycles         int
+	L2ReadBytesPerCycle  int
+	L2WriteBytesPerCycle int
+	HBMBytesPerCycle     int
 }
 
 // Cores is the number of cores of a kind (0 for an invalid kind).
@@ -157,6 +174,22 @@ func (c *Chip) Validate() error {
 	}{{"IssueCycles", c.IssueCycles}, {"FlagLatencyCycles", c.FlagLatencyCycles}, {"LaunchCycles", c.LaunchCycles}, {"ScalarLoadCycles", c.ScalarLoadCycles}} {
 		if n.v < 0 {
 			return fmt.Errorf("device: chip %q: %s must not be negative, got %d", c.Name, n.name, n.v)
+		}
+	}
+	if c.L2Bytes < 0 {
+		return fmt.Errorf("device: chip %q: L2Bytes must not be negative, got %d", c.Name, c.L2Bytes)
+	}
+	if c.L2Bytes > 0 {
+		for _, p := range []struct {
+			name string
+			v    int
+		}{{"L2LineBytes", c.L2LineBytes}, {"L2ReadBytesPerCycle", c.L2ReadBytesPerCycle}, {"L2WriteBytesPerCycle", c.L2WriteBytesPerCycle}, {"HBMBytesPerCycle", c.HBMBytesPerCycle}} {
+			if p.v <= 0 {
+				return bad(p.name+" (with an L2)", p.v)
+			}
+		}
+		if c.L2HitCycles < 0 || c.L2MissCycles < 0 {
+			return fmt.Errorf("device: chip %q: L2 latencies must not be negative, got %d / %d", c.Name, c.L2HitCycles, c.L2MissCycles)
 		}
 	}
 	for p, v := range c.PipeStartup {

@@ -45,6 +45,19 @@ const (
 	launchCycles      = 2000 // assumed: about 1.1 us at 1.85 GHz to dispatch a task's blocks
 	// AscendC exposes EVENT_ID0..EVENT_ID7 per pipe pair.
 	flagEventIDs = 8
+
+	// The shared memory system (a2, a5; tiny has none so that its per-core costs stay
+	// the plain formulas of the tests).
+	l2Bytes = 192 * kib * kib // npu-facts: 192 MB L2 on 910B1
+	// assumed: no public figure; 512 B is the GM transfer granule MTE2 is tuned for.
+	l2LineBytes          = 512
+	l2ReadBytesPerCycle  = 110 // npu-facts: L2 read 110 B per cycle per core
+	l2WriteBytesPerCycle = 86  // npu-facts: L2 write 86 B per cycle per core
+	// derived: 1.6 TB/s of HBM (npu-facts) at 1.85 GHz is 865 B per cycle for the
+	// whole chip, shared by the cores that miss.
+	hbmBytesPerCycle = 865
+	l2HitCycles      = 200 // assumed: the GM latency MTE2 pays without the model
+	l2MissCycles     = 500 // assumed: L2 hit latency plus an HBM access
 )
 
 // pipeStartup is the assumed fixed latency per instruction of each pipe: the memory
@@ -112,19 +125,29 @@ func withRates(c *Chip) *Chip {
 	return c
 }
 
+// withL2 adds the shared memory system of the 910B-class part; a5 assumes the same
+// (no public L2 figures for it).
+func withL2(c *Chip) *Chip {
+	c.L2Bytes, c.L2LineBytes = l2Bytes, l2LineBytes
+	c.L2HitCycles, c.L2MissCycles = l2HitCycles, l2MissCycles
+	c.L2ReadBytesPerCycle, c.L2WriteBytesPerCycle = l2ReadBytesPerCycle, l2WriteBytesPerCycle
+	c.HBMBytesPerCycle = hbmBytesPerCycle
+	return c
+}
+
 // presets builds a fresh Chip per call so callers may modify what they get.
 var presets = map[string]func() *Chip{
 	// 910B1-class (npu-facts): 24 AIC + 48 AIV at 1850 MHz, L1 512 KB, L0A/L0B 64 KB,
 	// L0C 128 KB, UB 192 KB, BT 1 KB.
 	"a2": func() *Chip {
-		return withRates(&Chip{Name: "a2", CubeCores: 24, VectorCores: 48, ClockHz: 1.85e9,
-			Buffers: buffers(512*kib, 64*kib, 64*kib, 128*kib, 192*kib, 1*kib)})
+		return withL2(withRates(&Chip{Name: "a2", CubeCores: 24, VectorCores: 48, ClockHz: 1.85e9,
+			Buffers: buffers(512*kib, 64*kib, 64*kib, 128*kib, 192*kib, 1*kib)}))
 	},
 	// 950-class (npu-facts): 32 AIC + 64 AIV at 1650 MHz, L0C 256 KB, UB 248 KB. L1,
 	// L0A/L0B, BT and all rates are assumed equal to the A2's.
 	"a5": func() *Chip {
-		return withRates(&Chip{Name: "a5", CubeCores: 32, VectorCores: 64, ClockHz: 1.65e9,
-			Buffers: buffers(512*kib, 64*kib, 64*kib, 256*kib, 248*kib, 1*kib)})
+		return withL2(withRates(&Chip{Name: "a5", CubeCores: 32, VectorCores: 64, ClockHz: 1.65e9,
+			Buffers: buffers(512*kib, 64*kib, 64*kib, 256*kib, 248*kib, 1*kib)}))
 	},
 	// A deliberately small part (ours): few cores and small buffers so tests exercise
 	// tiling and multi-block tasks quickly. Rates and clock are the A2's.

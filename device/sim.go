@@ -21,6 +21,12 @@ type RunOptions struct {
 	// MaxInstructions bounds the instructions one block executes (loops included);
 	// 0 means 1<<26. A block that exceeds it fails.
 	MaxInstructions int64
+	// NoValues runs the timing model only: tile instructions take their time but
+	// compute nothing (queue and scalar instructions still run, so control flow and
+	// TPUSH / TPOP are exact). GM keeps its contents and run-time bounds checks of
+	// the skipped instructions do not happen. Times never depend on values, so they
+	// are those of a full run.
+	NoValues bool
 }
 
 // RunTask runs the blocks of one task on the cores of one kind and returns what it
@@ -77,10 +83,13 @@ func RunTask(chip *Chip, gm []byte, kind isa.CoreKind, blocks []Block, opts RunO
 
 	active := min(cores, len(blocks))
 	sims := make([]*coreSim, active)
-	errs := make([]error, active)
-	var wg sync.WaitGroup
+	var mem *memSystem
+	if chip.L2Bytes > 0 {
+		mem = newMemSystem(chip, len(gm))
+	}
 	for ci := range active {
 		c := newCoreSim(chip, kind, ci, gm, opts)
+		c.mem = mem
 		for bi := ci; bi < len(blocks); bi += cores {
 			for loc, n := range extents[blocks[bi].Prog] {
 				if n > len(c.bufs[loc]) {
@@ -89,18 +98,32 @@ func RunTask(chip *Chip, gm []byte, kind isa.CoreKind, blocks []Block, opts RunO
 			}
 		}
 		sims[ci] = c
-		wg.Go(func() { errs[ci] = c.run(blocks, cores) })
 	}
-	wg.Wait()
-	for _, e := range errs {
-		if e != nil {
-			return nil, e // the lowest failing core, so the reported error does not depend on timing
+	if mem != nil {
+		if err := runShared(sims, blocks, cores); err != nil {
+			return nil, err
+		}
+	} else {
+		errs := make([]error, active)
+		var wg sync.WaitGroup
+		for ci, c := range sims {
+			wg.Go(func() { errs[ci] = c.run(blocks, cores) })
+		}
+		wg.Wait()
+		for _, e := range errs {
+			if e != nil {
+				return nil, e // the lowest failing core, so the reported error does not depend on timing
+			}
 		}
 	}
 	if err := checkMovedWindows(func(b int) int { return b % cores }, blocks, per, sims); err != nil {
 		return nil, err
 	}
-	return collect(chip, kind, blocks, sims, extents), nil
+	st = collect(chip, kind, blocks, sims, extents)
+	if mem != nil {
+		st.L2Hits, st.L2Misses = mem.hits, mem.misses
+	}
+	return st, nil
 }
 
 // checkMovedWindows repeats the cross-block check with the GM windows registers moved,

@@ -18,7 +18,8 @@ type coreSim struct {
 	gm    []byte
 	bufs  [isa.NumLocations][]byte
 	opts  RunOptions
-	start int64 // task time at which this core starts (after the launch overhead)
+	start int64      // task time at which this core starts (after the launch overhead)
+	mem   *memSystem // the task's shared L2 and HBM, nil without one
 
 	fa, fb, fc []float32
 	ia, ib, id []int64
@@ -199,10 +200,18 @@ func (r *blockRun) start(di int, st int64) error {
 	if other, q, raced := r.races.start(in.Pipe, d.seq, d.sSeen, di, d.acc); raced {
 		return r.fail(d.pc, "%s", raceMessage(r.m, other, q, in.Pipe))
 	}
-	end := st + r.c.chip.duration(in)
+	var dur int64
+	if r.c.mem != nil {
+		dur = r.c.mem.duration(r, in, r.t0+st)
+	} else {
+		dur = r.c.chip.duration(in)
+	}
+	end := st + dur
 	r.x.now, r.x.end = st, end
-	if err := r.c.execRecovering(&r.x, in); err != nil {
-		return r.fail(d.pc, "%v", err)
+	if !r.c.opts.NoValues || computesControl(in) {
+		if err := r.c.execRecovering(&r.x, in); err != nil {
+			return r.fail(d.pc, "%v", err)
+		}
 	}
 	switch in.Op {
 	case isa.SET_FLAG:
@@ -223,6 +232,17 @@ func (r *blockRun) start(di int, st int64) error {
 	r.record(d.pc, p, st, end)
 	r.compact()
 	return nil
+}
+
+// computesControl reports whether an instruction's execution matters to control or
+// timing, so that it runs even with RunOptions.NoValues: the queue instructions (their
+// slots and entries) and everything on the scalar pipe.
+func computesControl(in *Instr) bool {
+	switch in.Op {
+	case isa.TPUSH, isa.TPOP, isa.TFREE:
+		return true
+	}
+	return in.Pipe == isa.PipeS
 }
 
 // finish checks the block's end state.

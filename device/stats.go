@@ -28,6 +28,9 @@ type TaskStats struct {
 	GMBytesRead    int64
 	GMBytesWritten int64
 	Instructions   int64 // machine instructions executed, flags included
+	// L2Hits and L2Misses count the L2 lines TLOADs found and missed (both 0 on a
+	// chip without an L2 model and in mixed tasks).
+	L2Hits, L2Misses int64
 	// HighWater is the highest buffer byte any block of the task used, per location.
 	HighWater map[isa.Location]int
 
@@ -76,6 +79,14 @@ func (s *TaskStats) BusyRatio(p isa.Pipe) float64 {
 	return float64(s.PipeBusy[p]) / (float64(s.Cycles) * float64(s.ActiveCores))
 }
 
+// L2HitRate is the fraction of the lines TLOADs read that hit in L2 (0 with none).
+func (s *TaskStats) L2HitRate() float64 {
+	if n := s.L2Hits + s.L2Misses; n > 0 {
+		return float64(s.L2Hits) / float64(n)
+	}
+	return 0
+}
+
 // Seconds is Cycles at the chip's clock.
 func (s *TaskStats) Seconds() float64 {
 	if s.ClockHz <= 0 {
@@ -93,7 +104,11 @@ func (s *TaskStats) String() string {
 	}
 	fmt.Fprintf(&b, "%s task on %s: %d cycles (%.3f us), %d blocks on %d cores, %d instructions\n",
 		kind, s.Chip, s.Cycles, s.Seconds()*1e6, s.Blocks, s.ActiveCores, s.Instructions)
-	fmt.Fprintf(&b, "  GM read %d B, written %d B\n", s.GMBytesRead, s.GMBytesWritten)
+	fmt.Fprintf(&b, "  GM read %d B, written %d B", s.GMBytesRead, s.GMBytesWritten)
+	if s.L2Hits+s.L2Misses > 0 {
+		fmt.Fprintf(&b, ", L2 hit rate %.1f%%", 100*s.L2HitRate())
+	}
+	b.WriteString("\n")
 	pipes := make([]isa.Pipe, 0, len(s.PipeBusy))
 	for p := range s.PipeBusy {
 		pipes = append(pipes, p)

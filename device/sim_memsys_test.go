@@ -1,0 +1,115 @@
+package device
+
+import (
+	"fmt"
+	"runtime"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"pypto/isa"
+)
+
+// loadTwice loads the same 64 x 128 f32 window (32 KB) twice, then another window.
+func loadTwice(off int) string {
+	return fmt.Sprintf(`
+kernel l2 vector
+param %%x: f32[262144]
+tile %%t: vec f32[64x128]
+tile %%u: vec f32[64x128]
+  tload %%t, %%x[%[1]d; 64x128; 128,1]
+  tload %%u, %%x[%[1]d; 64x128; 128,1]
+  tload %%t, %%x[%[2]d; 64x128; 128,1]
+end
+`, off, off+8192)
+}
+
+// loadDurations runs the blocks and returns each block's TLOAD durations.
+func loadDurations(t *testing.T, chip *Chip, blocks int) ([][]int64, *TaskStats) {
+	t.Helper()
+	gm := make([]byte, 262144*4)
+	var bs []Block
+	for i := range blocks {
+		bs = append(bs, Block{Prog: compile(t, chip, parse(t, loadTwice(i*16384))), ParamAddrs: []int{0}})
+	}
+	st, err := RunTask(chip, gm, isa.Vector, bs, RunOptions{Trace: true, NoValues: true})
+	require.NoError(t, err)
+	out := make([][]int64, blocks)
+	for _, e := range st.Trace {
+		if e.Op == isa.TLOAD {
+			out[e.Block] = append(out[e.Block], e.End-e.Start)
+		}
+	}
+	return out, st
+}
+
+func TestL2HitsAreFasterThanMisses(t *testing.T) {
+	chip := preset(t, "a2")
+	d, st := loadDurations(t, chip, 1)
+	const bytes = 64 * 128 * 4
+	// The first load misses every line: alone on the chip it streams at the L2 port
+	// rate (HBM's whole rate exceeds one core's port) after the miss latency.
+	assert.Equal(t, int64(chip.L2MissCycles)+ceilDiv(bytes, chip.L2ReadBytesPerCycle), d[0][0])
+	assert.Equal(t, int64(chip.L2HitCycles)+ceilDiv(bytes, chip.L2ReadBytesPerCycle), d[0][1])
+	assert.Greater(t, d[0][0], d[0][1])
+	assert.Equal(t, int64(bytes/chip.L2LineBytes), st.L2Hits)
+	assert.Equal(t, int64(2*bytes/chip.L2LineBytes), st.L2Misses)
+	assert.InDelta(t, 1.0/3, st.L2HitRate(), 1e-9)
+}
+
+func TestL2EvictsTheLeastRecentLine(t *testing.T) {
+	chip := preset(t, "a2")
+	chip.L2Bytes = 32 * 1024 // one window: the second load still hits, nothing else fits
+	m := newMemSystem(chip, 1<<20)
+	assert.False(t, m.touch(0))
+	assert.False(t, m.touch(1))
+	assert.True(t, m.touch(0))
+	for l := 2; l < 64; l++ {
+		m.touch(l) // 64 lines fill the 32 KB L2 exactly
+	}
+	assert.True(t, m.touch(1), "64 distinct lines fit")
+	assert.False(t, m.touch(64), "the 65th line evicts line 0, the least recent")
+	assert.False(t, m.touch(0))
+	assert.Equal(t, 64, m.held)
+}
+
+func TestHBMIsSharedByTheCoresThatMiss(t *testing.T) {
+	chip := preset(t, "a2")
+	chip.HBMBytesPerCycle = 64 // below one core's port: two missing cores halve it
+	alone, _ := loadDurations(t, chip, 1)
+	both, _ := loadDurations(t, chip, 2)
+	const bytes = 64 * 128 * 4
+	assert.Equal(t, int64(chip.L2MissCycles)+ceilDiv(bytes, 64), alone[0][0])
+	// Core 1 starts its first load while core 0's is in flight: it gets half.
+	assert.Equal(t, int64(chip.L2MissCycles)+ceilDiv(bytes, 32), both[1][0])
+	assert.Greater(t, both[1][0], alone[0][0])
+}
+
+func TestSharedMemoryRunIsDeterministic(t *testing.T) {
+	chip := preset(t, "a2")
+	prev := runtime.GOMAXPROCS(1)
+	d1, st1 := loadDurations(t, chip, 8)
+	runtime.GOMAXPROCS(4)
+	d4, st4 := loadDurations(t, chip, 8)
+	runtime.GOMAXPROCS(prev)
+	assert.Equal(t, d1, d4)
+	assert.Equal(t, st1.Cycles, st4.Cycles)
+	assert.Equal(t, st1.Trace, st4.Trace)
+}
+
+func TestChipWithoutL2KeepsPerCoreRates(t *testing.T) {
+	chip := preset(t, "tiny")
+	require.Zero(t, chip.L2Bytes)
+	m := compile(t, chip, parse(t, `
+kernel one vector
+param %x: f32[1024]
+tile %t: vec f32[8x128]
+  tload %t, %x[0; 8x128; 128,1]
+end
+`))
+	st, err := RunTask(chip, make([]byte, 4096), isa.Vector, []Block{{Prog: m, ParamAddrs: []int{0}}}, RunOptions{Trace: true})
+	require.NoError(t, err)
+	assert.Equal(t, int64(chip.PipeStartup[isa.PipeMTE2])+4096/int64(chip.GMReadBytesPerCycle), st.Trace[0].End-st.Trace[0].Start)
+	assert.Zero(t, st.L2HitRate())
+}
