@@ -61,7 +61,7 @@ func (l lowering) instructions(op string) []isa.Opcode {
 		return []isa.Opcode{isa.TLOAD, isa.TCVT, isa.TADD, isa.TEXPANDS, isa.TSTORE}
 	case TileSort:
 		return append([]isa.Opcode{isa.TLOAD, isa.TCVT, isa.TFILLPAD, isa.TCI, isa.TCOLEXPAND, isa.TSORT32, isa.TMRGSORT,
-			isa.TROWEXPANDADD, isa.TMAXS, isa.TGATHER, isa.TSTORE}, gatherOps...)
+			isa.TROWEXPANDADD, isa.TMAXS, isa.TGATHER, isa.TSTORE, isa.TANDS, isa.TSHRS, isa.TMINS}, gatherOps...)
 	case TileReduce:
 		r := reductions[op]
 		return []isa.Opcode{isa.TLOAD, isa.TCVT, r.row, r.col, r.combine, isa.TEXPANDS, isa.TSTORE}
@@ -96,6 +96,6 @@ var lowerings = map[string]lowering{
 	"mul":          vectorOp(isa.TMUL),
 	"relu":         vectorOp(isa.TRELU),
 	"cumsum":       {kind: TileScan, core: isa.Vector},
-	"sort":         {kind: TileSort, core: isa.Vector, check: checkSortable},
-	"argsort":      {kind: TileSort, core: isa.Vector, check: checkSortable},
+	"sort":         {kind: TileSort, core: isa.Vector},
+	"argsort":      {kind: TileSort, core: isa.Vector},
 }

@@ -2,6 +2,7 @@ package lower
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -179,6 +180,34 @@ func TestSortMatchesReferenceExactly(t *testing.T) {
 					})
 				}
 			}
+		}
+	}
+}
+
+// int32 sorts are exact beyond 2^24: two 16-bit digit passes.
+func TestInt32SortIsExact(t *testing.T) {
+	for _, desc := range []bool{false, true} {
+		for _, op := range []string{"sort", "argsort"} {
+			t.Run(fmt.Sprintf("%s/desc=%v", op, desc), func(t *testing.T) {
+				bl := core.NewBuilder("isort")
+				x := bl.Param("x", core.TensorType{DType: dtype.Int32, Shape: core.Shape{3, 70}})
+				y, err := bl.Op(op, []core.Value{x}, core.Attrs{"descending": desc}, core.Location{})
+				require.NoError(t, err)
+				bl.Output(y)
+				g := bl.Graph()
+				exe, err := Compile(g, Options{Chip: presets(t)[0], Verify: true})
+				require.NoError(t, err)
+				in := core.NewArray(g.Type(x))
+				rng := rand.New(rand.NewPCG(3, 4))
+				for i := range in.Data { // large values differing in low bits, ties, negatives
+					in.Data[i] = float64(int32(rng.IntN(5)-2)*(1<<28) + int32(rng.IntN(3)))
+				}
+				want, err := core.Interpret(g, []*core.Array{in})
+				require.NoError(t, err)
+				got, _, err := exe.Run([][]byte{in.Bytes()})
+				require.NoError(t, err)
+				require.Equal(t, want[0].Bytes(), got[0])
+			})
 		}
 	}
 }

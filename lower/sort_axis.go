@@ -1,9 +1,6 @@
 package lower
 
-import (
-	"pypto/core"
-	"pypto/dtype"
-)
+import "pypto/core"
 
 // runSortLastAxis moves the axis of every sort and argsort to the end (a transpose
 // before and after), since the device sorts rows.
@@ -37,14 +34,5 @@ func runSortLastAxis(c *compilation) error {
 		return err
 	}
 	c.graph = g
-	return nil
-}
-
-// checkSortable refuses int32 sorts: values are sorted as fp32, exact only below 2^24.
-func checkSortable(in []core.TensorType, _ core.TensorType) *core.Error {
-	if in[0].DType == dtype.Int32 {
-		return core.Errorf(core.CompileError, "sorting int32 values cannot run on the device yet: the sort unit compares fp32, exact only below 2^24").
-			Suggest("cast to float32 if the values are small, or sort on the reference device")
-	}
 	return nil
 }

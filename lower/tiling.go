@@ -115,7 +115,7 @@ func sortRunLength(n int) int {
 // the extracted result, about l*(44 + the input size) bytes.
 func sortTile(chip *device.Chip, in dtype.DType, problem []int) ([]int, string, error) {
 	l := problem[2]
-	perRow := l*(44+2*in.Size()) + 64
+	perRow := sortBytesPerRow(in, l)
 	tr := chip.Capacity(isa.Vec) / perRow
 	if tr < 1 {
 		return nil, "", fmt.Errorf("sorting rows of %d elements needs %d bytes of UB per row; chip %s has %d (at most %d elements per row)",
@@ -128,8 +128,19 @@ func sortTile(chip *device.Chip, in dtype.DType, problem []int) ([]int, string, 
 // maxSortLength is the longest row an on-chip sort handles on chip.
 func maxSortLength(chip *device.Chip, in dtype.DType) int {
 	l := 32
-	for (4*l)*(44+2*in.Size())+64 <= chip.Capacity(isa.Vec) {
+	for sortBytesPerRow(in, 4*l) <= chip.Capacity(isa.Vec) {
 		l *= 4
 	}
 	return l
+}
+
+// sortBytesPerRow is the UB one row of an on-chip sort of l (padded) elements uses:
+// its loaded and padded copies, index tiles, two pair buffers of 2l and the result;
+// int32 rows, sorted by two 16-bit digits, keep about twice as many tiles.
+func sortBytesPerRow(in dtype.DType, l int) int {
+	per := 44 + 2*in.Size()
+	if in == dtype.Int32 {
+		per = 100
+	}
+	return l*per + 256
 }
