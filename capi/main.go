@@ -42,7 +42,7 @@ import (
 )
 
 // abiVersion changes whenever an export's signature or meaning changes.
-const abiVersion = 1
+const abiVersion = 2
 
 func main() {}
 

@@ -183,21 +183,41 @@ func attrValue(v any) (any, error) {
 	case json.Number:
 		return number(x)
 	case []any:
-		out := make([]int64, len(x))
-		for i, e := range x {
-			n, ok := e.(json.Number)
-			if !ok {
-				return nil, fmt.Errorf("list element %d is %T; lists hold integers only", i, e)
-			}
-			iv, err := n.Int64()
-			if err != nil {
-				return nil, fmt.Errorf("list element %d (%s) is not an integer", i, n)
-			}
-			out[i] = iv
-		}
-		return out, nil
+		return intOrDimList(x)
 	}
 	return nil, fmt.Errorf("unsupported value %v (want bool, number, string or list of integers)", v)
+}
+
+// intOrDimList reads a list of integers, where strings are symbolic dims
+// ("batch*seq"): the result is []int64, or []core.Dim when some element is symbolic.
+func intOrDimList(x []any) (any, error) {
+	ints := make([]int64, len(x))
+	dims := make([]core.Dim, len(x))
+	symbolic := false
+	for i, e := range x {
+		switch v := e.(type) {
+		case json.Number:
+			iv, err := v.Int64()
+			if err != nil {
+				return nil, fmt.Errorf("list element %d (%s) is not an integer", i, v)
+			}
+			ints[i], dims[i] = iv, core.DimConst(int(iv))
+		case string:
+			d, err := core.ParseDim(v)
+			if err != nil {
+				return nil, fmt.Errorf("list element %d: %v", i, err)
+			}
+			c, isConst := d.Const()
+			ints[i], dims[i] = int64(c), d
+			symbolic = symbolic || !isConst
+		default:
+			return nil, fmt.Errorf("list element %d is %T; lists hold integers (or symbolic dims as strings) only", i, e)
+		}
+	}
+	if symbolic {
+		return dims, nil
+	}
+	return ints, nil
 }
 
 func number(n json.Number) (any, error) {

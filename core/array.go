@@ -11,12 +11,12 @@ type Array struct {
 
 // NewArray returns a zero-filled array.
 func NewArray(t TensorType) *Array {
-	return &Array{Type: TensorType{DType: t.DType, Shape: t.Shape.Clone()}, Data: make([]float64, t.Shape.NumElements())}
+	return &Array{Type: t.clone(), Data: make([]float64, t.Shape.NumElements())}
 }
 
 // ArrayFromBytes decodes a contiguous little-endian buffer.
 func ArrayFromBytes(t TensorType, buf []byte) *Array {
-	return &Array{Type: TensorType{DType: t.DType, Shape: t.Shape.Clone()}, Data: dtype.Decode(t.DType, buf, t.Shape.NumElements())}
+	return &Array{Type: t.clone(), Data: dtype.Decode(t.DType, buf, t.Shape.NumElements())}
 }
 
 // Bytes encodes the array as a contiguous little-endian buffer.

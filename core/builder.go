@@ -12,7 +12,7 @@ func NewBuilder(name string) *Builder { return &Builder{g: &Graph{Name: name}} }
 // Param adds a graph input.
 func (b *Builder) Param(name string, t TensorType) Value {
 	v := Value(len(b.g.Nodes))
-	b.g.Nodes = append(b.g.Nodes, &Node{Op: OpParam, Type: TensorType{DType: t.DType, Shape: t.Shape.Clone()}, Name: name})
+	b.g.Nodes = append(b.g.Nodes, &Node{Op: OpParam, Type: t.clone(), Name: name})
 	b.g.Params = append(b.g.Params, v)
 	return v
 }

@@ -5,13 +5,21 @@ package core
 // so that the device needs lowerings for primitives only. Each replacement must have
 // exactly the type of the node it replaces, and keeps its location, so errors in later
 // stages still point at the user's line. g itself is not modified.
+//
+// The result is the physical graph: every layout tag is dropped (each value's data is
+// row-major over its shape whatever its layout, and layout_transform has become the
+// pads, reshapes, transposes and slices that move the data), so types match up to
+// layout. g must be concrete: the compiler takes the graphs Specialize makes.
 func DecomposeGraph(g *Graph) (*Graph, error) {
 	if err := Verify(g); err != nil {
 		return nil, err
 	}
+	if syms := GraphSymbols(g); len(syms) > 0 {
+		return nil, Errorf(InternalError, "graph %s has symbolic dims (%v); specialise it (core.Specialize) before compiling", quoteName(g.Name), syms)
+	}
 	const maxRounds = 16 // composites of composites nest a few levels deep, never this many
 	for round := 0; round < maxRounds; round++ {
-		if !hasComposite(g) {
+		if !hasComposite(g) && !hasLayouts(g) {
 			return g, nil
 		}
 		next, err := decomposeOnce(g)
@@ -42,7 +50,7 @@ func decomposeOnce(g *Graph) (*Graph, error) {
 	b := NewBuilder(g.Name)
 	vals := make([]Value, len(g.Nodes))
 	for _, p := range g.Params {
-		vals[p] = b.Param(g.Nodes[p].Name, g.Nodes[p].Type)
+		vals[p] = b.Param(g.Nodes[p].Name, g.Nodes[p].Type.withoutLayout())
 	}
 	names := indexNames(g)
 	for i, n := range g.Nodes {
@@ -56,9 +64,17 @@ func decomposeOnce(g *Graph) (*Graph, error) {
 		def, _ := LookupOp(n.Op)
 		var v Value
 		var err error
-		if def.Decompose != nil {
+		if typed, ok := typedDecompositions[n.Op]; ok {
+			types := make([]TensorType, len(n.Inputs))
+			for k, in := range n.Inputs {
+				types[k] = g.Nodes[in].Type
+			}
+			v, err = typed(b, ins, types, printedAttrs(n), n.Loc)
+		} else if def.Decompose != nil {
 			v, err = def.Decompose(b, ins, printedAttrs(n), n.Loc)
-			if err == nil && !b.Type(v).Equal(n.Type) {
+		}
+		if def.Decompose != nil {
+			if err == nil && !b.Type(v).Equal(n.Type.withoutLayout()) {
 				err = Errorf(InternalError, "graph %s: %s: the decomposition of %s gives %s", quoteName(g.Name), formatNodeWith(g, names, i), n.Op, b.Type(v))
 			}
 		} else {

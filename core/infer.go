@@ -5,28 +5,49 @@ import "pypto/dtype"
 // InferOp checks inputs and attributes of a registered op and returns the result type
 // and the attributes completed with defaults. It is what Builder.Op and the Python
 // front end's eager mode use, so an error is reported at the call that caused it.
+// Symbolic inputs (or attributes) get a symbolic result; the constraints that only
+// symbol values can decide are dropped here (InferOpConstraints returns them).
 func InferOp(name string, in []TensorType, attrs Attrs) (TensorType, Attrs, *Error) {
+	t, full, _, err := InferOpConstraints(name, in, attrs)
+	return t, full, err
+}
+
+// InferOpConstraints is InferOp that also returns the constraints a symbolic result
+// needs (see Constraint); none for concrete inputs.
+func InferOpConstraints(name string, in []TensorType, attrs Attrs) (TensorType, Attrs, []Constraint, *Error) {
 	def, ok := LookupOp(name)
 	if !ok {
-		return TensorType{}, nil, Errorf(ValueError, "unknown op %q", name).Suggest("known ops: %v", OpNames())
+		return TensorType{}, nil, nil, Errorf(ValueError, "unknown op %q", name).Suggest("known ops: %v", OpNames())
 	}
 	if !def.AcceptsArity(len(in)) {
-		return TensorType{}, nil, Errorf(ValueError, "%s takes %s tensor inputs, got %d", name, def.ArityString(), len(in))
+		return TensorType{}, nil, nil, Errorf(ValueError, "%s takes %s tensor inputs, got %d", name, def.ArityString(), len(in))
 	}
 	for i, t := range in {
 		if !t.DType.Valid() {
-			return TensorType{}, nil, Errorf(DTypeError, "%s: input %d has invalid dtype", name, i)
+			return TensorType{}, nil, nil, Errorf(DTypeError, "%s: input %d has invalid dtype", name, i)
 		}
 	}
 	full, err := def.withDefaults(attrs)
 	if err != nil {
-		return TensorType{}, nil, err
+		return TensorType{}, nil, nil, err
 	}
-	t, err := def.Infer(in, full)
+	if err := checkLayouts(def.Name, in); err != nil {
+		return TensorType{}, nil, nil, err
+	}
+	var t TensorType
+	var cons []Constraint
+	if isSymbolicCall(in, full) {
+		t, cons, err = inferSymbolic(def, in, full)
+	} else {
+		t, err = def.Infer(in, full)
+	}
 	if err != nil {
-		return TensorType{}, nil, err
+		return TensorType{}, nil, nil, err
 	}
-	return t, full, nil
+	if t.Layout, err = resultLayout(def.Name, in, t, full); err != nil {
+		return TensorType{}, nil, nil, err
+	}
+	return t, full, cons, nil
 }
 
 // BroadcastShapes applies numpy broadcasting to two shapes.

@@ -1,6 +1,11 @@
 package core
 
-import "pypto/dtype"
+import (
+	"runtime"
+	"sync"
+
+	"pypto/dtype"
+)
 
 func init() {
 	Register(&OpDef{
@@ -86,25 +91,63 @@ func evalMatmul(in []*Array, attrs Attrs, out *Array) {
 	if ta {
 		k = a.Type.Shape[0]
 	}
-	aAt := func(i, p int) float64 {
-		if ta {
-			return a.Data[p*m+i]
-		}
-		return a.Data[i*k+p]
-	}
-	bAt := func(p, j int) float64 {
-		if tb {
-			return b.Data[j*k+p]
-		}
-		return b.Data[p*n+j]
-	}
-	for i := 0; i < m; i++ {
+	// Rows of op(a) and columns of op(b) are packed contiguous, and row blocks run in
+	// parallel; every output still sums its k products in order, so the result does not
+	// depend on the packing or the scheduling.
+	rows := packRows(a.Data, m, k, ta)
+	cols := packRows(b.Data, n, k, !tb)
+	parallelRows(m, n*k, func(i int) {
+		ra := rows[i*k : i*k+k]
 		for j := 0; j < n; j++ {
+			cb := cols[j*k : j*k+k]
 			s := 0.0
-			for p := 0; p < k; p++ {
-				s += aAt(i, p) * bAt(p, j)
+			for p, x := range ra {
+				s += x * cb[p]
 			}
 			out.Data[i*n+j] = dtype.Round(out.Type.DType, s)
 		}
+	})
+}
+
+// packRows returns the r x k matrix that data holds as r x k (transposed false) or as
+// k x r (transposed true), row-major.
+func packRows(data []float64, r, k int, transposed bool) []float64 {
+	if !transposed {
+		return data[:r*k]
 	}
+	out := make([]float64, r*k)
+	for p := 0; p < k; p++ {
+		for i := 0; i < r; i++ {
+			out[i*k+p] = data[p*r+i]
+		}
+	}
+	return out
+}
+
+// parallelRows calls f for every row in [0, m), spreading rows over the CPUs when
+// there is enough work (perRow operations each) to be worth it.
+func parallelRows(m, perRow int, f func(i int)) {
+	workers := min(runtime.GOMAXPROCS(0), m)
+	if workers < 2 || m*perRow < 1<<16 {
+		for i := 0; i < m; i++ {
+			f(i)
+		}
+		return
+	}
+	var wg sync.WaitGroup
+	next := make(chan int, m)
+	for i := 0; i < m; i++ {
+		next <- i
+	}
+	close(next)
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				f(i)
+			}
+		}()
+	}
+	wg.Wait()
 }

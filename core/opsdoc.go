@@ -37,11 +37,12 @@ func OpsMarkdown() string {
 
 // probeAttrs are attributes that make an op accept 2x2 inputs when its defaults do not.
 var probeAttrs = map[string]Attrs{
-	"reshape":      {"shape": []int64{4}},
-	"broadcast_to": {"shape": []int64{2, 2}},
-	"unsqueeze":    {"axis": []int64{0}},
-	"pad":          {"pads": []int64{0, 0, 0, 0}},
-	"slice":        {"starts": []int64{0, 0}, "stops": []int64{2, 2}, "steps": []int64{1, 1}},
+	"reshape":          {"shape": []int64{4}},
+	"broadcast_to":     {"shape": []int64{2, 2}},
+	"unsqueeze":        {"axis": []int64{0}},
+	"pad":              {"pads": []int64{0, 0, 0, 0}},
+	"slice":            {"starts": []int64{0, 0}, "stops": []int64{2, 2}, "steps": []int64{1, 1}},
+	"layout_transform": {"layout": "NZ"},
 }
 
 // indexOperands are the ops whose later inputs are int32 indices.

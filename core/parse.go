@@ -416,7 +416,9 @@ func (p *parser) attrValue() any {
 	return v
 }
 
-// tensorType := dtype '[' [int {',' int}] ']', with dtypes in their short spelling.
+// tensorType := dtype '[' [dim {',' dim}] ']' ['@' layout], with dtypes in their short
+// spelling and dims in Dim syntax. The shape is read as raw text up to the ']' on the
+// same line, because a dim may hold "//", which elsewhere starts a comment.
 func (p *parser) tensorType() TensorType {
 	t := p.next()
 	dt := dtype.Invalid
@@ -431,24 +433,37 @@ func (p *parser) tensorType() TensorType {
 		p.fail(t, "expected dtype (f32, f16, bf16, i8, i32, bool), found %s", t)
 	}
 	p.expectPunct("[", " after the dtype")
-	shape := Shape{}
-	if !p.isPunct(p.peek(), "]") {
-		for {
-			d := p.next()
-			n, err := strconv.Atoi(d.text)
-			if d.kind != tokInt || err != nil {
-				p.fail(d, "expected dimension (a non-negative integer), found %s", d)
-			}
-			shape = append(shape, n)
-			if !p.isPunct(p.peek(), ",") {
-				break
-			}
-			p.next()
-		}
+	at := token{line: p.sc.line, col: p.sc.col}
+	line, _, _ := strings.Cut(p.sc.src[p.sc.pos:], "\n")
+	end := strings.IndexByte(line, ']')
+	if end < 0 {
+		p.fail(at, "expected ']' closing the shape on the same line")
 	}
-	p.expectPunct("]", " closing the shape")
-	tt := TensorType{DType: dt, Shape: shape}
-	if msg := checkType(tt); msg != "" { // what Verify would reject, so parsed graphs verify
+	body := line[:end]
+	p.sc.advance(end + 1)
+	suffix := ""
+	if rest := p.sc.src[p.sc.pos:]; strings.HasPrefix(rest, "@") {
+		n := 1
+		for n < len(rest) && (isLetter(rest[n]) || isDigit(rest[n])) {
+			n++
+		}
+		if n < len(rest) && rest[n] == '(' {
+			if c := strings.IndexByte(rest[n:], ')'); c >= 0 {
+				n += c + 1
+			}
+		}
+		suffix = rest[:n]
+		p.sc.advance(n)
+	}
+	dims, off, err := parseDimsAt(body, true)
+	if err != nil {
+		p.fail(token{line: at.line, col: at.col + off}, "%v", err)
+	}
+	tt, msg := typeWithLayout(dt, dims, suffix)
+	if msg == "" {
+		msg = checkType(tt) // what Verify would reject, so parsed graphs verify
+	}
+	if msg != "" {
 		p.fail(t, "%s", msg)
 	}
 	return tt

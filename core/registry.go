@@ -99,13 +99,16 @@ func (d *OpDef) withDefaults(attrs Attrs) (Attrs, *Error) {
 		for _, spec := range d.Attrs {
 			if spec.Name == k {
 				found = true
-				if fmt.Sprintf("%T", v) != fmt.Sprintf("%T", spec.Default) {
+				if !attrTypeMatches(v, spec.Default) {
 					return nil, Errorf(ValueError, "%s: attribute %s has type %T, want %T", d.Name, k, v, spec.Default)
 				}
 			}
 		}
 		if !found {
 			return nil, Errorf(ValueError, "%s: unknown attribute %q", d.Name, k)
+		}
+		if dims, ok := v.([]Dim); ok {
+			v = normalizeDimList(dims)
 		}
 		out[k] = v
 	}

@@ -153,7 +153,7 @@ func (v *verifier) attrs(i int, def *OpDef) *Error {
 		if spec == nil {
 			return v.nodeErrorf(i, "attribute %s is not one %s declares", k, def.Name)
 		}
-		if fmt.Sprintf("%T", val) != fmt.Sprintf("%T", spec.Default) {
+		if !attrTypeMatches(val, spec.Default) {
 			return v.nodeErrorf(i, "attribute %s has type %T, want %T", k, val, spec.Default)
 		}
 	}
@@ -165,6 +165,12 @@ func (v *verifier) attrs(i int, def *OpDef) *Error {
 func checkType(t TensorType) string {
 	if !t.DType.Valid() {
 		return fmt.Sprintf("invalid dtype %s", t.DType)
+	}
+	if msg := checkLayout(t); msg != "" {
+		return msg
+	}
+	if t.Dims != nil {
+		return checkSymbolicShape(t)
 	}
 	for _, d := range t.Shape {
 		if d < 0 {
@@ -181,6 +187,29 @@ func checkType(t TensorType) string {
 			return fmt.Sprintf("shape %s has too many elements", t.Shape)
 		}
 		n *= d
+	}
+	return ""
+}
+
+// checkSymbolicShape checks that Shape and Dims of a symbolic type agree: Shape holds
+// each constant dim (non-negative) and -1 for each symbolic one.
+func checkSymbolicShape(t TensorType) string {
+	if len(t.Dims) != len(t.Shape) {
+		return fmt.Sprintf("symbolic type has %d dims but a rank-%d shape", len(t.Dims), len(t.Shape))
+	}
+	symbolic := false
+	for i, d := range t.Dims {
+		v, isConst := d.Const()
+		switch {
+		case isConst && v < 0:
+			return fmt.Sprintf("negative dimension in shape %s", DimsString(t.Dims))
+		case isConst && t.Shape[i] != v, !isConst && t.Shape[i] != -1:
+			return fmt.Sprintf("shape %s does not match its dims %s", t.Shape, DimsString(t.Dims))
+		}
+		symbolic = symbolic || !isConst
+	}
+	if !symbolic {
+		return fmt.Sprintf("type %s lists dims but none is symbolic (build it with SymbolicType)", t)
 	}
 	return ""
 }

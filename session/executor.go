@@ -6,15 +6,24 @@ import (
 	"pypto/core"
 )
 
-// Executor is a traced function compiled once: its params are placeholders, and the
-// concrete tensors the trace captured are bound as extra params to their data.
+// Executor is a traced function compiled for one device: its params are placeholders,
+// and the concrete tensors the trace captured are bound as extra params to their data.
+//
+// A trace over symbolic placeholders gives a symbolic Tensor Graph, which the compiler
+// cannot take: the executor keeps it with the constraints its ops need, and each Run
+// binds the symbols from the inputs' shapes, checks the constraints, and specialises
+// the graph to concrete shapes, compiling it once per binding (see specializations).
 type Executor struct {
 	s      *Session
 	inputs []core.TensorType
-	prog   Program // nil when no output needs computing
+	graph  *core.Graph // what the trace built; nil when no output needs computing
+	cons   []core.Constraint
+	prog   Program // the compiled graph when it is concrete
 	bound  [][]byte
+	boundT []core.TensorType
 	outs   []outSource
 	device string
+	specs  *specializations
 
 	mu      sync.Mutex // guards last, hasLast
 	last    Stats
@@ -23,14 +32,14 @@ type Executor struct {
 
 // outSource says where one result of the executor comes from.
 type outSource struct {
-	typ   core.TensorType
-	graph int    // index among the graph outputs, or -1
-	input int    // index of the input returned as is, or -1
-	data  []byte // a captured constant returned as is
+	typ   core.TensorType // symbolic when the executor is
+	graph int             // index among the graph outputs, or -1
+	input int             // index of the input returned as is, or -1
+	data  []byte          // a captured constant returned as is
 }
 
 // NewExecutor compiles the computation from inputs (placeholders from NewPlaceholder)
-// to outputs for the current device.
+// to outputs for the current device; a symbolic one is compiled per binding by Run.
 func (s *Session) NewExecutor(name string, inputs []*Tensor, outputs []*Tensor) (*Executor, error) {
 	if name == "" {
 		name = "main"
@@ -43,7 +52,7 @@ func (s *Session) NewExecutor(name string, inputs []*Tensor, outputs []*Tensor) 
 	if err != nil {
 		return nil, err
 	}
-	ex := &Executor{s: s, device: s.Device()}
+	ex := &Executor{s: s, device: s.Device(), specs: newSpecializations(maxSpecializations)}
 	for _, in := range inputs {
 		ex.inputs = append(ex.inputs, in.typ)
 	}
@@ -89,14 +98,69 @@ func (s *Session) NewExecutor(name string, inputs []*Tensor, outputs []*Tensor) 
 		ex.outs = append(ex.outs, src)
 	}
 	ex.bound = gb.bound
-	if nGraph > 0 {
-		prog, err := s.compile(gb.b.Graph())
-		if err != nil {
+	for _, t := range gb.boundT {
+		ex.boundT = append(ex.boundT, t.typ)
+	}
+	if nGraph == 0 {
+		return ex, nil
+	}
+	ex.graph = gb.b.Graph()
+	if syms := core.GraphSymbols(ex.graph); len(syms) > 0 {
+		if err := checkBindable(ex.graph, syms); err != nil {
+			return nil, err
+		}
+		if ex.cons, err = core.GraphConstraints(ex.graph); err != nil {
 			return nil, withLoc(err, firstLoc)
 		}
-		ex.prog = prog
+		return ex, nil
 	}
+	prog, err := s.compile(ex.graph)
+	if err != nil {
+		return nil, withLoc(err, firstLoc)
+	}
+	ex.prog = prog
 	return ex, nil
+}
+
+// checkBindable refuses a symbolic graph with a symbol that no input's shape has: no
+// run could give it a value.
+func checkBindable(g *core.Graph, syms []string) error {
+	have := map[string]bool{}
+	for _, p := range g.Params {
+		for _, s := range g.Nodes[p].Type.Symbols() {
+			have[s] = true
+		}
+	}
+	for _, s := range syms {
+		if !have[s] {
+			return core.Errorf(core.ShapeError, "symbol %s appears in the traced program but in no input's shape, so no run can give it a value", s).
+				Suggest("use only symbols that size some input of the compiled function")
+		}
+	}
+	return nil
+}
+
+// IsSymbolic reports whether the executor was traced with symbolic shapes.
+func (e *Executor) IsSymbolic() bool { return e.graph != nil && e.prog == nil }
+
+// GraphText is the text form of the traced Tensor Graph ("" when nothing is computed).
+func (e *Executor) GraphText() string {
+	if e.graph == nil {
+		return ""
+	}
+	return core.Format(e.graph)
+}
+
+// Constraints are what a run's binding must satisfy (none for a concrete executor).
+func (e *Executor) Constraints() []core.Constraint { return e.cons }
+
+// NumCompiled is the number of programs the executor holds: 1 for a concrete one, the
+// number of specialisations for a symbolic one.
+func (e *Executor) NumCompiled() int {
+	if e.prog != nil {
+		return 1
+	}
+	return e.specs.len()
 }
 
 // InputTypes are the types Run expects.
@@ -108,12 +172,20 @@ func (e *Executor) NumOutputs() int { return len(e.outs) }
 // Device is the device preset the executor was compiled for.
 func (e *Executor) Device() string { return e.device }
 
-// Dump is the compiler's text of every graph level and the PTO programs.
+// Dump is the compiler's text of every graph level and the PTO programs; for a
+// symbolic executor, those of the most recent specialisation (or the symbolic Tensor
+// Graph before the first run).
 func (e *Executor) Dump() string {
-	if e.prog == nil {
+	switch {
+	case e.graph == nil:
 		return "(nothing to compute: every output is an input or a constant)\n"
+	case e.prog != nil:
+		return e.prog.Dump()
 	}
-	return e.prog.Dump()
+	if sp := e.specs.latest(); sp != nil {
+		return "specialised for " + sp.binding.Key() + ":\n" + sp.prog.Dump()
+	}
+	return "symbolic Tensor Graph (specialised for each binding of its symbols when it runs):\n" + core.Format(e.graph)
 }
 
 // LastStats returns the statistics of this executor's most recent run.
@@ -123,33 +195,48 @@ func (e *Executor) LastStats() (Stats, bool) {
 	return e.last, e.hasLast
 }
 
-// Run executes the compiled program on inputs (realising pending ones first) and
-// returns new concrete tensors.
+// Run executes the program on inputs (realising pending ones first) and returns new
+// concrete tensors. A symbolic executor first binds its symbols from the inputs' shapes,
+// checks its constraints and specialises (once per binding).
 func (e *Executor) Run(inputs []*Tensor) ([]*Tensor, error) {
 	if len(inputs) != len(e.inputs) {
 		return nil, core.Errorf(core.ValueError, "executor takes %d inputs, got %d", len(e.inputs), len(inputs))
 	}
 	bufs := make([][]byte, 0, len(inputs)+len(e.bound))
+	shapes := make([]core.Shape, 0, len(inputs)+len(e.bound))
 	for i, in := range inputs {
 		if in == nil {
 			return nil, core.Errorf(core.ValueError, "input %d is missing (nil tensor)", i)
 		}
-		want := e.inputs[i]
-		if in.typ.DType != want.DType {
-			return nil, core.Errorf(core.DTypeError, "input %d has dtype %s, the executor was compiled for %s", i, in.typ.DType.LongName(), want.DType.LongName())
-		}
-		if !in.typ.Shape.Equal(want.Shape) {
-			return nil, core.Errorf(core.ShapeError, "input %d has shape %v, the executor was compiled for %v", i, in.typ.Shape, want.Shape)
+		if err := checkInput(i, in.typ, e.inputs[i]); err != nil {
+			return nil, err
 		}
 		if err := e.s.Realize(in); err != nil {
 			return nil, err
 		}
 		bufs = append(bufs, in.Data())
+		shapes = append(shapes, in.typ.Shape)
 	}
 	bufs = append(bufs, e.bound...)
+	for _, t := range e.boundT {
+		shapes = append(shapes, t.Shape)
+	}
+	prog, binding := e.prog, core.Binding(nil)
+	if e.graph != nil && prog == nil {
+		var err error
+		if binding, err = core.BindSymbols(e.graph, shapes); err != nil {
+			return nil, err
+		}
+		if err := core.CheckConstraints(e.cons, binding); err != nil {
+			return nil, err
+		}
+		if prog, err = e.specialize(binding); err != nil {
+			return nil, err
+		}
+	}
 	var results [][]byte
-	if e.prog != nil {
-		outs, st, err := e.prog.Run(bufs)
+	if prog != nil {
+		outs, st, err := prog.Run(bufs)
 		if err != nil {
 			return nil, AsError(core.DeviceError, err)
 		}
@@ -161,20 +248,62 @@ func (e *Executor) Run(inputs []*Tensor) ([]*Tensor, error) {
 	}
 	out := make([]*Tensor, len(e.outs))
 	for i, src := range e.outs {
+		typ := src.typ.Substitute(binding)
 		var data []byte
 		switch {
 		case src.graph >= 0:
-			if src.graph >= len(results) || len(results[src.graph]) != src.typ.Bytes() {
-				return nil, core.Errorf(core.InternalError, "program returned %d outputs; output %d should be %v", len(results), src.graph, src.typ)
+			if src.graph >= len(results) || len(results[src.graph]) != typ.Bytes() {
+				return nil, core.Errorf(core.InternalError, "program returned %d outputs; output %d should be %v", len(results), src.graph, typ)
 			}
 			data = results[src.graph]
 		case src.input >= 0:
 			data = bufs[src.input]
+			typ = inputs[src.input].typ.Clone()
 		default:
 			data = src.data
 		}
 		// Buffers are never written after creation, so results may share them.
-		out[i] = &Tensor{typ: cloneType(src.typ), kind: concrete, data: data}
+		out[i] = &Tensor{typ: typ, kind: concrete, data: data}
 	}
 	return out, nil
+}
+
+// checkInput compares a run's input with the traced one: same dtype and rank, the same
+// dims where the trace had constants, and the same layout unless the input is ND (the
+// data of every layout is row-major over its shape, so an untagged input is taken as
+// it is).
+func checkInput(i int, got, want core.TensorType) error {
+	if got.DType != want.DType {
+		return core.Errorf(core.DTypeError, "input %d has dtype %s, the executor was compiled for %s", i, got.DType.LongName(), want.DType.LongName())
+	}
+	if got.IsSymbolic() {
+		return core.Errorf(core.ValueError, "input %d has the symbolic shape %s; a run needs data", i, got.ShapeString())
+	}
+	if !want.IsSymbolic() && !got.Shape.Equal(want.Shape) {
+		return core.Errorf(core.ShapeError, "input %d has shape %v, the executor was compiled for %v", i, got.Shape, want.Shape)
+	}
+	if !got.Layout.IsND() && got.Layout != want.Layout {
+		return core.Errorf(core.ShapeError, "input %d has layout %s, the executor was traced for %s", i, got.Layout, want.Layout).
+			Suggest("convert it first: p.layout_transform(x, p.%s)", want.Layout.Kind)
+	}
+	return nil
+}
+
+// specialize returns the program of the graph specialised for b, compiling it once.
+func (e *Executor) specialize(b core.Binding) (Program, error) {
+	sp := e.specs.get(b)
+	sp.once.Do(func() {
+		g, err := core.Specialize(e.graph, b)
+		if err != nil {
+			sp.err = err
+			return
+		}
+		sp.prog, sp.err = e.s.compileOn(g, e.device)
+	})
+	if sp.err != nil {
+		e.specs.drop(sp) // errors carry the location of the run that hit them: not cached
+		return nil, sp.err
+	}
+	e.specs.markLatest(sp)
+	return sp.prog, nil
 }

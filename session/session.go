@@ -3,6 +3,7 @@ package session
 import (
 	"container/list"
 	"errors"
+	"strings"
 	"sync"
 
 	"pypto/core"
@@ -87,6 +88,14 @@ func (s *Session) Realize(t *Tensor) error {
 	t.realizing.Lock()
 	defer t.realizing.Unlock()
 	k, _, o := t.state()
+	if o == nil {
+		o = &op{}
+	}
+	if k != concrete && t.typ.IsSymbolic() {
+		return core.Errorf(core.ValueError, "this value has the symbolic shape %s, so it has no data", t.typ.ShapeString()).WithLoc(o.loc).
+			Because("symbolic dims (%s) get values only when a compiled executor runs", strings.Join(t.typ.Symbols(), ", ")).
+			Suggest("compute it inside a function compiled with p.compile and run the executor on concrete inputs")
+	}
 	switch k {
 	case concrete: // another thread finished it while we waited
 		return nil
@@ -125,8 +134,10 @@ func firstLen(b [][]byte) int {
 }
 
 // compile returns the cached program for g on the current device, compiling it once.
-func (s *Session) compile(g *core.Graph) (Program, error) {
-	device := s.Device()
+func (s *Session) compile(g *core.Graph) (Program, error) { return s.compileOn(g, s.Device()) }
+
+// compileOn returns the cached program for g on device, compiling it once.
+func (s *Session) compileOn(g *core.Graph, device string) (Program, error) {
 	key := graphKey(g) + "\x00device=" + device
 	return s.cache.get(key, func() (Program, error) { return s.compiler.Compile(g, device) })
 }

@@ -89,6 +89,9 @@ func FromBytes(t core.TensorType, data []byte) (*Tensor, error) {
 	if err := checkType(t); err != nil {
 		return nil, err
 	}
+	if t.IsSymbolic() {
+		return nil, symbolicDataError(t)
+	}
 	if len(data) != t.Bytes() {
 		return nil, core.Errorf(core.ValueError, "buffer of %d bytes for a tensor of type %v (%d bytes)", len(data), t, t.Bytes())
 	}
@@ -100,10 +103,15 @@ func Zeros(t core.TensorType) (*Tensor, error) {
 	if err := checkType(t); err != nil {
 		return nil, err
 	}
+	if t.IsSymbolic() {
+		return nil, symbolicDataError(t)
+	}
 	return &Tensor{typ: cloneType(t), kind: concrete, data: make([]byte, t.Bytes())}, nil
 }
 
-// NewPlaceholder returns a traced input of the given type for building an Executor.
+// NewPlaceholder returns a traced input of the given type for building an Executor. A
+// symbolic type (dims over p.symbol names) makes the executor symbolic: traced once,
+// specialised per binding of the symbols when it runs.
 func NewPlaceholder(t core.TensorType) (*Tensor, error) {
 	if err := checkType(t); err != nil {
 		return nil, err
@@ -169,6 +177,14 @@ func checkType(t core.TensorType) error {
 		return core.Errorf(core.DTypeError, "invalid dtype code %d", uint8(t.DType)).
 			Suggest("use one of float32, float16, bfloat16, int8, int32, bool")
 	}
+	if t.IsSymbolic() || !t.Layout.IsND() {
+		if msg := t.Check(); msg != "" {
+			return core.Errorf(core.ShapeError, "%s", msg)
+		}
+		if t.IsSymbolic() {
+			return nil
+		}
+	}
 	n := 1
 	for i, d := range t.Shape {
 		if d < 0 {
@@ -185,6 +201,28 @@ func checkType(t core.TensorType) error {
 // maxElements bounds tensor sizes so size arithmetic never overflows.
 const maxElements = 1 << 40
 
-func cloneType(t core.TensorType) core.TensorType {
-	return core.TensorType{DType: t.DType, Shape: t.Shape.Clone()}
+func cloneType(t core.TensorType) core.TensorType { return t.Clone() }
+
+func symbolicDataError(t core.TensorType) error {
+	return core.Errorf(core.ValueError, "a tensor of symbolic shape %s cannot hold data", t.ShapeString()).
+		Suggest("symbolic shapes describe the inputs of p.compile; give concrete sizes to create data")
+}
+
+// WithLayout returns a tensor of the same data (or the same placeholder role) whose
+// type is tagged with layout l, which must fit its shape (see core.Layout). Pending
+// tensors are realised first.
+func (s *Session) WithLayout(t *Tensor, l core.Layout) (*Tensor, error) {
+	typ := t.typ.Clone()
+	typ.Layout = l
+	if msg := typ.Check(); msg != "" {
+		return nil, core.Errorf(core.ShapeError, "%s", msg).
+			Suggest("give the shape in the layout's axis order (see docs/api.md, Layouts)")
+	}
+	if t.IsPlaceholder() {
+		return &Tensor{typ: typ, kind: placeholder}, nil
+	}
+	if err := s.Realize(t); err != nil {
+		return nil, err
+	}
+	return &Tensor{typ: typ, kind: concrete, data: t.Data()}, nil
 }

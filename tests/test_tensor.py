@@ -37,9 +37,11 @@ def test_tensor_with_data_converts_and_broadcasts():
         p.Tensor([2, 2], data=[1, 2, 3])
 
 
-def test_tensor_rejects_layouts_and_bad_shapes():
-    with pytest.raises(NotImplementedError):
+def test_tensor_rejects_bad_layouts_and_shapes():
+    with pytest.raises(p.ShapeError, match="NCHW needs a 4-D shape"):
         p.Tensor([2], layout="NCHW")
+    with pytest.raises(ValueError, match="unknown layout"):
+        p.Tensor([2], layout="NWHC")
     with pytest.raises(p.ShapeError):
         p.Tensor([2, -1])
     with pytest.raises(TypeError):

@@ -24,8 +24,11 @@ from .errors import (
     PyptoError,
     PyptoValueError,
     ShapeError,
+    SymbolicShapeError,
 )
 from .tensor import Tensor, from_numpy, promote_types
+from .symbolic import Dim, symbol
+from .layouts import CHWN, NCHW, ND, NHWC, NZ, Layout, layout_transform
 from . import creation as _creation, nn as _nn, ops as _ops, reductions as _reductions, shape_ops as _shape_ops
 from . import methods as _methods  # noqa: F401  (attaches the Tensor methods)
 from .creation import *  # noqa: F401,F403
@@ -42,6 +45,15 @@ __all__ = [
     "Tensor",
     "from_numpy",
     "promote_types",
+    "symbol",
+    "Dim",
+    "Layout",
+    "ND",
+    "NCHW",
+    "NHWC",
+    "CHWN",
+    "NZ",
+    "layout_transform",
     "lowered_ops",
     "composite_ops",
     *_creation.__all__,
@@ -66,6 +78,7 @@ __all__ = [
     "PyptoError",
     "CompileError",
     "ShapeError",
+    "SymbolicShapeError",
     "DTypeError",
     "PyptoValueError",
     "DeviceError",

@@ -16,7 +16,7 @@ import os
 from . import errors
 
 #: The C ABI version this Python package was written against (capi/main.go abiVersion).
-ABI_VERSION = 1
+ABI_VERSION = 2
 
 LIB_NAME = "libpypto.so"
 
@@ -53,6 +53,11 @@ _SIGNATURES = {
     "pypto_op_names_json": _str_out,
     "pypto_lowered_ops_json": _str_out,
     "pypto_composite_ops_json": _str_out,
+    "pypto_placeholder_type": (_cp, _P(_handle)),
+    "pypto_tensor_type_json": (_handle, *_str_out),
+    "pypto_with_layout": (_handle, _cp, _P(_handle)),
+    "pypto_dim_canonical": (_cp, *_str_out),
+    "pypto_executor_info_json": (_handle, *_str_out),
 }
 _RESTYPES = {"pypto_abi_version": _i32, "pypto_string_free": None}
 

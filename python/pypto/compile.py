@@ -1,9 +1,18 @@
-"""p.compile: trace a Python function once per input signature and run it compiled."""
+"""p.compile: trace a Python function once, with symbolic shapes, and run it compiled.
+
+Tracing calls the function once on placeholder tensors (Python control flow unrolls).
+With symbolic shapes the traced Tensor Graph serves every input size: each run binds
+the symbols from the inputs' shapes, checks what the ops need of them, and specialises
+the graph to concrete shapes, compiled once per binding (docs/api.md, "Symbolic
+shapes").
+"""
 
 from __future__ import annotations
 
 import ctypes
+import inspect
 import json
+import re
 import threading
 import weakref
 
@@ -11,21 +20,31 @@ import numpy as np
 
 from . import _lib
 from .device import get_device
-from .tensor import Tensor, from_numpy
+from .errors import CompileError, PyptoError, ShapeError, SymbolicShapeError
+from .symbolic import Dim, symbol
+from .tensor import Tensor, _type_text, from_numpy
 
 __all__ = ["compile", "Executor"]
 
 
-def compile(fn, config=None) -> "Executor":
+def compile(fn, config=None, *, inputs=None, dynamic=None) -> "Executor":
     """Returns an :class:`Executor` for ``fn``, a function of p.Tensors returning a
-    p.Tensor or a tuple/list of them.
+    p.Tensor or a tuple/list of them. Tensors the function captures from outside become
+    constants of the compiled program. Inside the function values have no data:
+    realising them (``.numpy()``, ``print``, ``bool()``) raises an error.
 
-    On ``run(*inputs)`` the function is traced with placeholder tensors of the inputs'
-    shapes and dtypes (Python control flow unrolls at trace time), compiled once for the
-    current device, and cached per (shapes, dtypes, device) signature. Tensors the
-    function captures from outside become constants of the compiled program. Inside the
-    function, values have no data: realising them (``.numpy()``, ``print``, ``bool()``)
-    raises an error.
+    - ``inputs=[x, ...]``: placeholders to trace with, now, once: p.Tensors whose shapes
+      may hold ``p.symbol`` dims (``p.Tensor([batch, seq, 1024], dtype=p.float16)``).
+      Every run binds the symbols from its inputs' shapes; a symbol that gets two values
+      ("batch is 4 from input 0 but 8 from input 1"), or a size an op needs otherwise,
+      is a ShapeError naming the symbol and both values.
+    - otherwise the function is traced at its first run with **automatic symbols**:
+      every dim of every input becomes a symbol named ``<parameter>.<axis>`` (dims of
+      size 0 or 1 stay concrete, as they change how broadcasting works), so one trace
+      serves later sizes too. When the function needs a concrete size (``int(dim)``,
+      ``range(x.shape[0])``), or a run's sizes break what the trace assumed, that input
+      signature is traced again with concrete shapes. ``dynamic=False`` traces every
+      signature with concrete shapes; ``dynamic=True`` never falls back (errors raise).
 
     ``config`` is reserved for compile options; only None is supported so far.
     """
@@ -33,67 +52,57 @@ def compile(fn, config=None) -> "Executor":
         raise TypeError(f"p.compile needs a function, got {type(fn).__name__}")
     if config is not None:
         raise NotImplementedError("p.compile: config is not supported yet; pass config=None")
-    return Executor(fn)
+    if dynamic not in (None, True, False):
+        raise ValueError(f"p.compile: dynamic must be None, True or False, got {dynamic!r}")
+    ex = Executor(fn, dynamic)
+    if inputs is not None:
+        ex._trace_given(list(inputs))
+    return ex
 
 
 class _Compiled:
-    """One traced and compiled signature of an Executor."""
+    """One traced Go executor (symbolic or for one concrete signature)."""
 
-    __slots__ = ("handle", "n_out", "structure", "_finalizer", "__weakref__")
+    __slots__ = ("handle", "n_out", "structure", "symbolic", "_finalizer", "__weakref__")
 
-    def __init__(self, handle: int, n_out: int, structure):
-        self.handle, self.n_out, self.structure = handle, n_out, structure
+    def __init__(self, handle: int, n_out: int, structure, symbolic: bool):
+        self.handle, self.n_out, self.structure, self.symbolic = handle, n_out, structure, symbolic
         self._finalizer = weakref.finalize(self, _lib.free_handle, handle)
         self._finalizer.atexit = False
+
+    def info(self) -> dict:
+        return json.loads(_lib.call_string(_lib.lib.pypto_executor_info_json, self.handle))
 
 
 class Executor:
     """A function compiled for the simulated NPU. Call ``run(*inputs)`` (or the executor
     itself) with p.Tensors or numpy arrays."""
 
-    def __init__(self, fn):
+    def __init__(self, fn, dynamic=None):
         self._fn = fn
         self._name = getattr(fn, "__name__", "main")
-        self._compiled: dict = {}
+        self._dynamic = dynamic
+        self._given = None  # the executor traced from inputs=, per device
+        self._given_inputs = None
+        self._symbolic: dict = {}  # (ranks, dtypes, layouts, device) -> _Compiled or None (gave up)
+        self._static: dict = {}  # (shapes, dtypes, layouts, device) -> _Compiled
         self._lock = threading.Lock()
         self._last: _Compiled | None = None
 
-    # --- running --------------------------------------------------------------------------
+    # --- tracing --------------------------------------------------------------------------
 
-    def run(self, *inputs):
-        tensors = [x if isinstance(x, Tensor) else from_numpy(_require_array(x, i)) for i, x in enumerate(inputs)]
-        sig = (tuple((t.shape, t.dtype.code) for t in tensors), get_device())
-        compiled = self._compiled.get(sig)
-        if compiled is None:
-            with self._lock:  # trace each signature once, even from several threads
-                compiled = self._compiled.get(sig)
-                if compiled is None:
-                    compiled = self._trace([(t.shape, t.dtype) for t in tensors])
-                    self._compiled[sig] = compiled
-        outs = (_lib.Handle * max(compiled.n_out, 1))()
-        _lib.call(
-            _lib.lib.pypto_executor_run,
-            compiled.handle,
-            _lib.handle_array(t._handle for t in tensors),
-            len(tensors),
-            outs,
-            compiled.n_out,
-        )
-        self._last = compiled
-        results = [Tensor._wrap(outs[i]) for i in range(compiled.n_out)]
-        kind = compiled.structure
-        if kind == "single":
-            return results[0]
-        return tuple(results) if kind == "tuple" else results
-
-    __call__ = run
-
-    def _trace(self, sig) -> _Compiled:
+    def _trace_given(self, inputs):
         placeholders = []
-        for shape, dt in sig:
-            h = _lib.Handle()
-            _lib.call(_lib.lib.pypto_placeholder, dt.code, len(shape), _lib.int64_array(shape), ctypes.byref(h))
-            placeholders.append(Tensor._wrap(h.value))
+        for i, x in enumerate(inputs):
+            if isinstance(x, tuple) and len(x) == 2:
+                x = Tensor(x[0], dtype=x[1]) if any(isinstance(d, Dim) for d in x[0]) else _placeholder(x[0], x[1])
+            if not isinstance(x, Tensor):
+                raise TypeError(f"p.compile: inputs[{i}] must be a p.Tensor (or a (shape, dtype) pair), not {type(x).__name__}")
+            placeholders.append(x if _is_placeholder(x) else _placeholder(x.shape, x.dtype, x.layout))
+        self._given_inputs = placeholders
+        self._given = {get_device(): self._trace(placeholders)}
+
+    def _trace(self, placeholders) -> _Compiled:
         result = self._fn(*placeholders)
         if isinstance(result, Tensor):
             outs, structure = [result], "single"
@@ -114,13 +123,131 @@ class Executor:
             len(outs),
             ctypes.byref(h),
         )
-        compiled = _Compiled(h.value, 0, structure)
+        compiled = _Compiled(h.value, 0, structure, False)
         n = ctypes.c_int32()
         _lib.call(_lib.lib.pypto_executor_num_outputs, compiled.handle, ctypes.byref(n))
         compiled.n_out = n.value
+        compiled.symbolic = compiled.info()["symbolic"]
         return compiled
 
-    # --- results of the last run ----------------------------------------------------------
+    def _auto_placeholders(self, tensors):
+        """Placeholders whose dims are automatic symbols named <parameter>.<axis>."""
+        names = _param_names(self._fn, len(tensors))
+        out = []
+        for name, t in zip(names, tensors):
+            keep = t.layout.name == "NZ"  # NZ types carry concrete fractal counts
+            dims = [d if keep or d in (0, 1) else symbol(f"{name}.{ax}") for ax, d in enumerate(t.shape)]
+            out.append(_placeholder(dims, t.dtype, t.layout))
+        return out
+
+    # --- running --------------------------------------------------------------------------
+
+    def run(self, *inputs):
+        tensors = [x if isinstance(x, Tensor) else from_numpy(_require_array(x, i)) for i, x in enumerate(inputs)]
+        device = get_device()
+        if self._given is not None:
+            compiled = self._given.get(device)
+            if compiled is None:
+                with self._lock:
+                    compiled = self._given.get(device) or self._trace(self._given_inputs)
+                    self._given[device] = compiled
+            return self._run(compiled, tensors)
+        sig = (tuple((t.shape, t.dtype.code, t.layout.name) for t in tensors), device)
+        if sig in self._static:  # traced concretely before (e.g. after a fallback)
+            return self._run(self._static[sig], tensors)
+        if self._dynamic is not False:
+            key = (tuple((t.ndim, t.dtype.code, t.layout.name) for t in tensors), device)
+            compiled = self._symbolic_for(key, tensors)
+            if compiled is not None:
+                try:
+                    return self._run(compiled, tensors)
+                except (ShapeError, CompileError):
+                    if self._dynamic:
+                        raise
+                    # This run's sizes break what the symbolic trace assumed (a size-1
+                    # broadcast, an unlowered op only the symbolic form uses): trace
+                    # this signature with its concrete shapes instead.
+        return self._run(self._static_for(tensors, sig), tensors)
+
+    __call__ = run
+
+    def _symbolic_for(self, key, tensors):
+        if key in self._symbolic:
+            return self._symbolic[key]
+        with self._lock:  # trace each signature once, even from several threads
+            if key not in self._symbolic:
+                try:
+                    self._symbolic[key] = self._trace(self._auto_placeholders(tensors))
+                except (PyptoError, SymbolicShapeError):
+                    if self._dynamic:
+                        raise
+                    self._symbolic[key] = None  # the function needs concrete sizes
+            return self._symbolic[key]
+
+    def _static_for(self, tensors, sig):
+        compiled = self._static.get(sig)
+        if compiled is None:
+            with self._lock:
+                compiled = self._static.get(sig)
+                if compiled is None:
+                    compiled = self._trace([_placeholder(t.shape, t.dtype, t.layout) for t in tensors])
+                    self._static[sig] = compiled
+        return compiled
+
+    def _run(self, compiled: _Compiled, tensors):
+        outs = (_lib.Handle * max(compiled.n_out, 1))()
+        _lib.call(
+            _lib.lib.pypto_executor_run,
+            compiled.handle,
+            _lib.handle_array(t._handle for t in tensors),
+            len(tensors),
+            outs,
+            compiled.n_out,
+        )
+        self._last = compiled
+        results = [Tensor._wrap(outs[i]) for i in range(compiled.n_out)]
+        kind = compiled.structure
+        if kind == "single":
+            return results[0]
+        return tuple(results) if kind == "tuple" else results
+
+    # --- introspection --------------------------------------------------------------------
+
+    def _all(self):
+        out = list(self._static.values()) + [c for c in self._symbolic.values() if c is not None]
+        if self._given:
+            out += list(self._given.values())
+        return out
+
+    @property
+    def num_compiled(self) -> int:
+        """How many programs are compiled: one per concrete trace, and one per binding
+        of its symbols that a symbolic trace has run with."""
+        return sum(c.info()["compiled"] for c in self._all())
+
+    @property
+    def num_traced(self) -> int:
+        """How many times the function has been traced."""
+        return len(self._all())
+
+    @property
+    def is_symbolic(self) -> bool:
+        """Whether the last run (or, before any, the trace) used a symbolic trace."""
+        c = self._last or (next(iter(self._given.values())) if self._given else None)
+        return bool(c and c.symbolic)
+
+    def graph(self) -> str:
+        """The text of the traced Tensor Graph of the last run (symbolic dims print as
+        expressions, e.g. f16[batch,seq_len,1024])."""
+        c = self._last or (next(iter(self._given.values())) if self._given else None)
+        if c is None:
+            raise RuntimeError("graph(): the executor has not been traced yet")
+        return c.info()["graph"]
+
+    def constraints(self) -> list:
+        """What a run's sizes must satisfy, as texts like "seq_len >= 4" (symbolic traces)."""
+        c = self._last or (next(iter(self._given.values())) if self._given else None)
+        return [] if c is None else c.info()["constraints"]
 
     def _last_stats(self):
         c = self._last
@@ -155,25 +282,62 @@ class Executor:
         return json.loads(_lib.call_string(_lib.lib.pypto_executor_stats_json, c.handle))
 
     def dump(self) -> str:
-        """Text of every graph level and the PTO programs of the last-run signature."""
+        """Text of every graph level and the PTO programs of the last run (for a
+        symbolic trace, of its last specialisation)."""
         c = self._last
         if c is None:
-            if not self._compiled:
+            traced = self._all()
+            if not traced:
                 raise RuntimeError("dump(): the executor has not been run yet, so nothing is compiled")
-            c = next(iter(self._compiled.values()))
+            c = traced[0]
         return _lib.call_string(_lib.lib.pypto_executor_dump, c.handle)
 
-    @property
-    def num_compiled(self) -> int:
-        """How many input signatures have been traced and compiled."""
-        return len(self._compiled)
-
     def __repr__(self) -> str:
-        return f"<pypto.Executor {self._name}: {len(self._compiled)} compiled signature(s)>"
+        return f"<pypto.Executor {self._name}: {self.num_traced} trace(s), {self.num_compiled} compiled program(s)>"
+
+
+def _placeholder(shape, dtype, layout=None) -> Tensor:
+    from .dtypes import as_dtype
+    from .layouts import as_layout
+
+    h = _lib.Handle()
+    text = _type_text(as_dtype(dtype), tuple(shape), as_layout(layout))
+    _lib.call(_lib.lib.pypto_placeholder_type, text.encode(), ctypes.byref(h))
+    return Tensor._wrap(h.value)
+
+
+def _is_placeholder(t: Tensor) -> bool:
+    """A symbolic p.Tensor is a placeholder already; others are used for their type."""
+    return any(isinstance(d, Dim) for d in t.shape)
+
+
+_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+
+
+def _param_names(fn, n: int) -> list:
+    """Names for the automatic symbols of n inputs: the function's parameter names where
+    they are plain identifiers, else in<i>."""
+    names = []
+    try:
+        params = [
+            p for p in inspect.signature(fn).parameters.values()
+            if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD, p.VAR_POSITIONAL)
+        ]  # fmt: skip
+    except (TypeError, ValueError):
+        params = []
+    for i in range(n):
+        name = f"in{i}"
+        if i < len(params) and params[i].kind != params[i].VAR_POSITIONAL and _IDENT.match(params[i].name):
+            name = params[i].name
+        elif params and params[-1].kind == params[-1].VAR_POSITIONAL and _IDENT.match(params[-1].name):
+            name = f"{params[-1].name}{i - len(params) + 1}"
+        names.append(name)
+    if len(set(names)) != len(names):
+        names = [f"in{i}" for i in range(n)]
+    return names
 
 
 def _require_array(x, i):
     if isinstance(x, np.ndarray):
         return x
     raise TypeError(f"Executor.run: input {i} must be a p.Tensor or a numpy array, not {type(x).__name__}")
-

@@ -1,7 +1,9 @@
 """Creation ops: zeros, ones, full, the *_like forms, constant, arange, eye, and seeded
 random tensors (p.manual_seed, randn, rand, randint). They produce concrete tensors
 directly on the host (there is nothing to compute lazily), which enter compiled
-graphs as bound inputs."""
+graphs as bound inputs. With a symbolic shape (``p.zeros([batch, 4])``, ``zeros_like``
+of a traced tensor) zeros, ones and full give a ``full`` op of the graph instead,
+sized when the compiled program runs."""
 
 from __future__ import annotations
 
@@ -12,7 +14,8 @@ import threading
 import numpy as np
 
 from .dtypes import DType, as_dtype, bool_, float32, int32
-from .tensor import Tensor, _as_shape, from_numpy
+from .symbolic import Dim
+from .tensor import Tensor, _as_shape, apply, from_numpy
 
 __all__ = [
     "zeros", "ones", "full", "zeros_like", "ones_like", "full_like", "empty", "constant", "arange", "eye",
@@ -21,7 +24,7 @@ __all__ = [
 
 
 def _shape_args(shape) -> tuple:
-    if len(shape) == 1 and not isinstance(shape[0], numbers.Integral) and not isinstance(shape[0], Tensor):
+    if len(shape) == 1 and not isinstance(shape[0], (numbers.Integral, Tensor, Dim)):
         shape = shape[0]
     return _as_shape(shape)
 
@@ -39,9 +42,17 @@ def _default_dtype(value) -> DType:
     return float32
 
 
+def _symbolic_full(shape, value, dt: DType) -> Tensor:
+    """A graph op filling a tensor of symbolic shape."""
+    return apply("full", [], {"shape": list(shape), "value": float(value), "dtype": dt.name})
+
+
 def zeros(*shape, dtype=float32) -> Tensor:
     """A tensor of zeros: ``zeros([2, 3])`` or ``zeros(2, 3)``."""
-    return Tensor(_shape_args(shape), dtype=dtype)
+    shape = _shape_args(shape)
+    if any(isinstance(d, Dim) for d in shape):
+        return _symbolic_full(shape, 0, as_dtype(dtype))
+    return Tensor(shape, dtype=dtype)
 
 
 empty = zeros  # PyPTO has no uninitialised memory: empty is zeros.
@@ -56,7 +67,10 @@ def full(shape, fill_value, dtype=None) -> Tensor:
     """A tensor of shape filled with fill_value; dtype defaults to float32 for floats,
     int32 for ints and bool for bools."""
     dt = as_dtype(dtype) if dtype is not None else _default_dtype(fill_value)
-    return _host(np.full(_as_shape(shape), fill_value, dtype=np.float64 if dt != bool_ else np.bool_), dt)
+    shape = _as_shape(shape)
+    if any(isinstance(d, Dim) for d in shape):
+        return _symbolic_full(shape, fill_value, dt)
+    return _host(np.full(shape, fill_value, dtype=np.float64 if dt != bool_ else np.bool_), dt)
 
 
 def _like(x, dtype):

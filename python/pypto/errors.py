@@ -5,6 +5,7 @@ Every error the Go core reports arrives as one of these classes, chosen by its k
     PyptoError                      base of everything below
     ├── CompileError                the program cannot be compiled as written
     │   ├── ShapeError              (also a ValueError) shapes do not fit together
+    │   │   └── SymbolicShapeError  (also a TypeError) a symbolic dim's value is needed
     │   └── DTypeError              (also a TypeError) element types do not fit together
     ├── PyptoValueError             (also a ValueError) a bad argument
     ├── DeviceError                 the simulated device failed or cannot be used
@@ -26,6 +27,7 @@ __all__ = [
     "PyptoError",
     "CompileError",
     "ShapeError",
+    "SymbolicShapeError",
     "DTypeError",
     "PyptoValueError",
     "DeviceError",
@@ -118,6 +120,13 @@ class ShapeError(CompileError, ValueError):
     kind = "ShapeError"
 
 
+class SymbolicShapeError(ShapeError, TypeError):
+    """Tracing needed the value of a symbolic dimension (``int(batch)``,
+    ``range(x.shape[0])``), which exists only when the compiled program runs."""
+
+    kind = "SymbolicShapeError"
+
+
 class DTypeError(CompileError, TypeError):
     """Operand element types do not fit together or are not supported."""
 
@@ -145,6 +154,7 @@ class InternalError(PyptoError):
 _BY_KIND = {
     "CompileError": CompileError,
     "ShapeError": ShapeError,
+    "SymbolicShapeError": SymbolicShapeError,
     "DTypeError": DTypeError,
     "ValueError": PyptoValueError,
     "DeviceError": DeviceError,

@@ -33,7 +33,9 @@ def _norm_inputs(op, x, normalized_shape, weight, bias, axis):
     x = _t(x, op)
     if normalized_shape is not None:
         ns = [normalized_shape] if isinstance(normalized_shape, int) else list(normalized_shape)
-        if list(x.shape[len(x.shape) - len(ns) :]) != ns:
+        last = list(x.shape[len(x.shape) - len(ns) :])
+        # A symbolic dim is checked by the weight's shape when the program runs.
+        if len(last) != len(ns) or any(isinstance(d, int) and d != n for d, n in zip(last, ns)):
             from ._location import user_location
             from .errors import ShapeError
 

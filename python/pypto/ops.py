@@ -155,16 +155,17 @@ def linear(x, weight, bias=None, out_features=None, *, dtype=None) -> Tensor:
     - ``linear(x, in_features, out_features)`` (the guide's form): creates the
       parameters, weight ~ U(-1/sqrt(in), 1/sqrt(in)) and bias likewise (torch's
       initialisation, from the p.manual_seed stream), in x's dtype, and applies them.
+      The sizes are ints or ``p.constant`` integers (``p.linear(x, hidden, hidden * 4)``).
     """
-    if isinstance(weight, int) and not isinstance(weight, bool):
+    in_features = _feature_count(weight)
+    if in_features is not None:
         import numpy as np
 
         from .creation import generator
         from .tensor import from_numpy
 
-        in_features = weight
-        out_features = bias if out_features is None else out_features
-        if not isinstance(out_features, int):
+        out_features = _feature_count(bias if out_features is None else out_features)
+        if out_features is None:
             raise TypeError("linear(x, in_features, out_features): out_features must be an int")
         x = _as_tensor(x, "linear")
         dt = dtype or x.dtype
@@ -177,6 +178,19 @@ def linear(x, weight, bias=None, out_features=None, *, dtype=None) -> Tensor:
         return apply("linear", [x, w, b])
     ins = [x, weight] if bias is None else [x, weight, bias]
     return apply("linear", ins)
+
+
+def _feature_count(v):
+    """v as a layer size when it is one: an int or a 0-d integer tensor (p.constant)."""
+    import numbers
+
+    if isinstance(v, bool):
+        return None
+    if isinstance(v, numbers.Integral):
+        return int(v)
+    if isinstance(v, Tensor) and v.ndim == 0 and not v.dtype.is_floating and v.dtype.name != "bool":
+        return int(v)
+    return None
 
 
 def _as_tensor(x, op):

@@ -8,7 +8,8 @@ import numbers
 import numpy as np
 
 from ._location import user_location
-from .errors import PyptoValueError, ShapeError
+from .errors import PyptoValueError, ShapeError, SymbolicShapeError
+from .symbolic import Dim
 from .tensor import Tensor, apply
 
 __all__ = [
@@ -24,10 +25,15 @@ def _t(x, op):
     return _as_tensor(x, op)
 
 
+def _int_or_dim(d):
+    return d if isinstance(d, Dim) else int(d)
+
+
 def _ints(v):
-    if isinstance(v, numbers.Integral) or isinstance(v, Tensor):
-        return [int(v)]
-    return [int(d) for d in v]
+    """A shape or axis list: ints, with symbolic dims kept as they are."""
+    if isinstance(v, (numbers.Integral, Tensor, Dim)):
+        return [_int_or_dim(v)]
+    return [_int_or_dim(d) for d in v]
 
 
 def reshape(x, *shape) -> Tensor:
@@ -69,9 +75,9 @@ def expand(x, *sizes) -> Tensor:
     x = _t(x, "expand")
     if len(sizes) == 1 and not isinstance(sizes[0], numbers.Integral):
         sizes = tuple(sizes[0])
-    sizes = [int(s) for s in sizes]
+    sizes = [_int_or_dim(s) for s in sizes]
     off = len(sizes) - x.ndim
-    shape = [x.shape[i - off] if s == -1 and i >= off else s for i, s in enumerate(sizes)]
+    shape = [x.shape[i - off] if isinstance(s, int) and s == -1 and i >= off else s for i, s in enumerate(sizes)]
     return broadcast_to(x, shape)
 
 
@@ -94,8 +100,10 @@ def flatten(x, start_dim: int = 0, end_dim: int = -1) -> Tensor:
     if x.ndim == 0:
         return x.reshape([1])
     s, e = start_dim % x.ndim, end_dim % x.ndim
-    shape = list(x.shape[:s]) + [int(np.prod(x.shape[s : e + 1], dtype=np.int64))] + list(x.shape[e + 1 :])
-    return x.reshape(shape)
+    n = 1
+    for d in x.shape[s : e + 1]:
+        n = n * d
+    return x.reshape(list(x.shape[:s]) + [n] + list(x.shape[e + 1 :]))
 
 
 def concat(tensors, axis: int = 0) -> Tensor:
@@ -182,6 +190,28 @@ def take(x, indices, axis: int = None) -> Tensor:
     return out.reshape(list(x.shape[:ax]) + list(idx.shape) + list(x.shape[ax + 1 :]))
 
 
+def _symbolic_slice(k: slice, size: Dim):
+    """A slice of an axis of symbolic size as (start, stop, step): negative bounds count
+    from the end and None means the whole axis, as in Python; bounds are not clamped
+    (each run checks 0 <= start <= stop <= size instead); steps must be positive."""
+    step = 1 if k.step is None else int(k.step)
+    if step <= 0:
+        raise SymbolicShapeError(
+            f"slicing the axis of symbolic size {size} needs a positive step, not {step}",
+            suggestions=["slice forwards, or compile with concrete shapes (dynamic=False)"],
+        )
+
+    def bound(v, default):
+        if v is None:
+            return default
+        if isinstance(v, Dim):
+            return v
+        v = int(v)
+        return v if v >= 0 else size + v
+
+    return bound(k.start, 0), bound(k.stop, size), step
+
+
 def _norm_axis(axis, ndim, op):
     axis = int(axis)
     if not -ndim <= axis < ndim:
@@ -219,10 +249,18 @@ def getitem(x, key) -> Tensor:
             out_shape.append(1)
             continue
         size = x.shape[dim]
-        if isinstance(k, slice):
+        if isinstance(k, slice) and isinstance(size, Dim):
+            a, b, s = _symbolic_slice(k, size)
+            starts.append(a), stops.append(b), steps.append(s)
+            out_shape.append((b - a + s - 1) // s)
+        elif isinstance(k, slice):
             a, b, s = k.indices(size)
             starts.append(a), stops.append(b), steps.append(s)
             out_shape.append(len(range(a, b, s)))
+        elif isinstance(size, Dim) and (isinstance(k, (numbers.Integral, np.integer)) or isinstance(k, Tensor) and k.ndim == 0):
+            i = int(k)
+            a = i if i >= 0 else size + i  # the run checks that it lies inside the axis
+            starts.append(a), stops.append(a + 1), steps.append(1)
         elif isinstance(k, (numbers.Integral, np.integer)) or (isinstance(k, Tensor) and k.ndim == 0 and not k.dtype.is_floating):
             i = int(k)
             if not -size <= i < size:

@@ -17,7 +17,8 @@ import numpy as np
 from . import _lib
 from ._location import user_location, user_location_json
 from .dtypes import DType, as_dtype, float32, from_code
-from .errors import PyptoValueError, ShapeError
+from .errors import PyptoError, PyptoValueError, ShapeError
+from .symbolic import Dim, dim_text
 
 __all__ = ["Tensor", "from_numpy"]
 
@@ -33,34 +34,58 @@ class Tensor:
     - ``data`` may be a numpy array, anything ``numpy.asarray`` accepts, a scalar
       (filled in) or another ``p.Tensor``; it is converted to ``dtype`` and must
       broadcast to ``shape``;
-    - ``layout`` is reserved: only ``None`` (row-major) is supported so far.
+    - a ``shape`` with symbolic dims (``p.symbol``) gives a **symbolic placeholder**:
+      a traced input without data, on which ops infer symbolic shapes (the input of
+      ``p.compile(fn, inputs=[x])``);
+    - ``layout`` (``p.ND`` by default, ``p.NCHW``, ``p.NHWC``, ``p.CHWN``, ``p.NZ``)
+      names the axes; ``shape`` is given in the layout's order (for NZ, the fractal
+      shape ``[..., K1, M1, 16, C0]``). See :mod:`pypto.layouts`.
     """
 
-    __slots__ = ("_handle", "_shape", "_dtype", "_finalizer", "__weakref__")
+    __slots__ = ("_handle", "_shape", "_dtype", "_type_info", "_finalizer", "__weakref__")
 
     # numpy must defer to our reflected operators (ndarray + Tensor -> Tensor.__radd__).
     __array_ufunc__ = None
 
     def __init__(self, shape, dtype=float32, data=None, layout=None):
-        if layout is not None:
-            raise NotImplementedError(f"layout={layout!r}: only the default row-major layout is supported so far")
+        from .layouts import ND, as_layout
+
         dt = as_dtype(dtype)
+        lay = as_layout(layout)
         shape = _as_shape(shape)
+        if any(isinstance(d, Dim) for d in shape):
+            if data is not None:
+                raise ShapeError(
+                    f"a tensor of symbolic shape {list(shape)} cannot hold data",
+                    location=user_location(),
+                    suggestions=["symbolic shapes describe inputs of p.compile; give concrete sizes to create data"],
+                )
+            h = _lib.Handle()
+            _lib.call(_lib.lib.pypto_placeholder_type, _type_text(dt, shape, lay).encode(), ctypes.byref(h))
+            self._adopt(h.value)
+            return
         if data is None:
             h = _lib.Handle()
             _lib.call(_lib.lib.pypto_zeros, dt.code, len(shape), _lib.int64_array(shape), ctypes.byref(h))
-            self._adopt(h.value)
-            return
-        if isinstance(data, Tensor):
-            data = data.numpy()
-        try:
-            arr = np.broadcast_to(np.asarray(data, dtype=dt.numpy), shape)
-        except ValueError as e:
-            raise ShapeError(
-                f"data of shape {np.shape(data)} does not fit a tensor of shape {list(shape)}: {e}",
-                location=user_location(),
-            ) from None
-        self._adopt(_from_host(arr, dt))
+            handle = h.value
+        else:
+            if isinstance(data, Tensor):
+                data = data.numpy()
+            try:
+                arr = np.broadcast_to(np.asarray(data, dtype=dt.numpy), shape)
+            except ValueError as e:
+                raise ShapeError(
+                    f"data of shape {np.shape(data)} does not fit a tensor of shape {list(shape)}: {e}",
+                    location=user_location(),
+                ) from None
+            handle = _from_host(arr, dt)
+        if lay != ND:
+            try:
+                handle = _with_layout(handle, _layout_text(lay, shape, dt))
+            except BaseException:
+                _lib.free_handle(handle)
+                raise
+        self._adopt(handle)
 
     # --- construction helpers -----------------------------------------------------------
 
@@ -80,8 +105,13 @@ class Tensor:
         _lib.call(
             _lib.lib.pypto_tensor_info, handle, ctypes.byref(code), ctypes.byref(ndim), shape, _MAX_NDIM, None
         )
-        self._shape = tuple(shape[: ndim.value])
+        dims = tuple(shape[: ndim.value])
         self._dtype = from_code(code.value)
+        self._type_info = None
+        if any(d < 0 for d in dims):  # symbolic: the Go core marks those dims -1
+            info = self._info()
+            dims = tuple(d if isinstance(d, int) else Dim(d) for d in info["shape"])
+        self._shape = dims
 
     # --- properties -------------------------------------------------------------------------
 
@@ -98,8 +128,38 @@ class Tensor:
         return len(self._shape)
 
     @property
-    def size(self) -> int:
+    def size(self):
+        """The number of elements (a Dim when the shape is symbolic)."""
+        if any(isinstance(d, Dim) for d in self._shape):
+            n = 1
+            for d in self._shape:
+                n = n * d
+            return n
         return int(np.prod(self._shape, dtype=np.int64))
+
+    @property
+    def layout(self):
+        """The tensor's layout: p.ND, p.NCHW, p.NHWC, p.CHWN or p.NZ."""
+        from .layouts import as_layout
+
+        return as_layout(self._info()["layout"])
+
+    @property
+    def nd_shape(self) -> tuple:
+        """The shape ``p.layout_transform(x, p.ND)`` gives: for NZ, the matrix
+        ``[..., M, K]`` the fractals hold; otherwise ``shape``."""
+        info = self._info()
+        if info["layout"] != "NZ":
+            return self._shape
+        return tuple(self._shape[:-4]) + (info.get("rows", 0), info.get("cols", 0))
+
+    def _info(self) -> dict:
+        """The Go core's description of the type (dtype, dims, layout); it never changes."""
+        if self._type_info is None:
+            import json
+
+            self._type_info = json.loads(_lib.call_string(_lib.lib.pypto_tensor_type_json, self._handle))
+        return self._type_info
 
     @property
     def is_pending(self) -> bool:
@@ -120,7 +180,7 @@ class Tensor:
     def __len__(self) -> int:
         if not self._shape:
             raise TypeError("len() of a 0-d tensor")
-        return self._shape[0]
+        return operator.index(self._shape[0])
 
     # --- realisation ----------------------------------------------------------------------
 
@@ -131,6 +191,8 @@ class Tensor:
 
     def numpy(self) -> np.ndarray:
         """The value as a new numpy array (bfloat16 as ``ml_dtypes.bfloat16``)."""
+        if any(isinstance(d, Dim) for d in self._shape):
+            self.realize()  # raises: a symbolic tensor has no data
         out = np.empty(self._shape, dtype=self._dtype.numpy)
         _lib.call(_lib.lib.pypto_copy_out, self._handle, out.ctypes.data, out.ndim, _lib.int64_array(out.strides))
         return out
@@ -314,20 +376,53 @@ class Tensor:
 
 
 def _as_shape(shape) -> tuple:
-    if isinstance(shape, numbers.Integral):
+    """shape as a tuple of ints and symbolic Dims (p.constant 0-d tensors become ints)."""
+    if isinstance(shape, (numbers.Integral, Dim)):
         shape = (shape,)
     try:
         if isinstance(shape, (str, bytes)):
             raise TypeError
-        dims = tuple(operator.index(d) for d in shape)
+        dims = tuple(d if isinstance(d, Dim) else operator.index(d) for d in shape)
     except TypeError:
-        raise TypeError(f"shape must be a list of integers, got {shape!r}") from None
+        raise TypeError(f"shape must be a list of integers or p.symbol dims, got {shape!r}") from None
     for d in dims:
-        if d < 0:
+        if isinstance(d, int) and d < 0:
             raise ShapeError(f"shape {list(dims)} has a negative dimension", location=user_location())
     if len(dims) > _MAX_NDIM:
         raise ShapeError(f"shape {list(dims)} has more than {_MAX_NDIM} dimensions", location=user_location())
     return dims
+
+
+_SHORT = {"float32": "f32", "float16": "f16", "bfloat16": "bf16", "int8": "i8", "int32": "i32", "bool": "bool"}
+
+
+def _type_text(dt: DType, shape, layout) -> str:
+    """A type in the Go core's text syntax: f16[batch,seq*2,1024]@NHWC."""
+    text = _SHORT[dt.name] + "[" + ",".join(dim_text(d) for d in shape) + "]"
+    if layout.name != "ND":
+        text += "@" + _layout_text(layout, shape, dt)
+    return text
+
+
+def _layout_text(layout, shape, dt: DType) -> str:
+    """A layout's text; NZ carries the matrix size its fractal shape holds in full."""
+    if layout.name != "NZ":
+        return layout.name
+    if len(shape) < 4 or any(isinstance(d, Dim) for d in shape[-4:-2]):
+        return "NZ(0,0)"  # the Go core explains the shape NZ needs
+    c0 = 32 // dt.itemsize
+    return f"NZ({shape[-3] * 16},{shape[-4] * c0})"
+
+
+def _with_layout(handle: int, layout_text: str) -> int:
+    h = _lib.Handle()
+    try:
+        _lib.call(_lib.lib.pypto_with_layout, handle, layout_text.encode(), ctypes.byref(h))
+    except PyptoError as e:
+        e.location = e.location or user_location()
+        raise
+    _lib.free_handle(handle)
+    return h.value
 
 
 def _from_host(arr: np.ndarray, dt: DType) -> int:
@@ -483,7 +578,7 @@ def _json_attrs(attrs: dict) -> bytes:
         if isinstance(v, numbers.Real):
             return float(v)
         if isinstance(v, (list, tuple)):
-            return [int(e) for e in v]
+            return [e._text if isinstance(e, Dim) else int(e) for e in v]
         return v
 
     return json.dumps({k: conv(v) for k, v in attrs.items()}).encode()
