@@ -83,7 +83,8 @@ func pypto_dim_canonical(text *C.char, out **C.char, n *C.size_t) C.uintptr_t {
 }
 
 // pypto_executor_info_json describes an executor as JSON: {"symbolic", "compiled"
-// (programs held), "graph" (the traced Tensor Graph's text), "constraints" (texts)}.
+// (programs held), "graph" (the traced Tensor Graph's text), "constraints" (distinct
+// texts)}.
 //
 //export pypto_executor_info_json
 func pypto_executor_info_json(h C.uintptr_t, out **C.char, n *C.size_t) C.uintptr_t {
@@ -93,8 +94,12 @@ func pypto_executor_info_json(h C.uintptr_t, out **C.char, n *C.size_t) C.uintpt
 			return err
 		}
 		cons := []string{}
+		seen := map[string]bool{} // ops at several lines may need the same thing
 		for _, c := range ex.Constraints() {
-			cons = append(cons, c.String())
+			if s := c.String(); !seen[s] {
+				seen[s] = true
+				cons = append(cons, s)
+			}
 		}
 		return putString(out, n, mustJSON(map[string]any{
 			"symbolic": ex.IsSymbolic(), "compiled": ex.NumCompiled(), "graph": ex.GraphText(), "constraints": cons,

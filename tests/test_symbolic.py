@@ -21,7 +21,11 @@ def test_dims_are_canonical_expressions():
     assert seq - seq == 0 and isinstance(seq - seq, int)
     assert str(seq // 2) == "seq//2" and str((seq + 1) % 4) == "(seq+1)%4"
     assert str(-seq + 3) == "-seq+3"
-    assert seq != seq + 1 and seq != 4
+    assert seq != seq + 1 and seq + 2 == 2 + seq
+    with pytest.raises(p.SymbolicShapeError, match="comparing it with 4"):
+        seq == 4  # holds for some sizes only
+    with pytest.raises(p.SymbolicShapeError):
+        batch != seq
     assert {batch * seq: 1}[seq * batch] == 1  # hashable by canonical form
     assert (batch * 2).symbols == ("batch",)
     assert batch * p.constant(4) == 4 * batch
@@ -190,6 +194,18 @@ def test_automatic_symbols_fall_back_to_concrete_shapes():
     np.testing.assert_array_equal(g.run(x, y).numpy(), x + y)
     x2 = rand((4, 5), p.float32, 3)
     np.testing.assert_array_equal(g.run(x2, y).numpy(), x2 + y)
+
+    # A branch on a size needs its value: traced per size, so each size takes its branch.
+    def branches(x):
+        return x.sum(axis=0) if x.shape[0] == 1 else x * 2
+
+    h = p.compile(branches)
+    for n in (3, 1):
+        c = rand((n, 4), p.float32, n)
+        want = c.sum(axis=0) if n == 1 else c * 2
+        np.testing.assert_allclose(h.run(c).numpy(), want, rtol=1e-6)
+    with pytest.raises(p.SymbolicShapeError, match="comparing it with 1"):
+        p.compile(branches, inputs=[p.Tensor([batch, 4])])
 
     strict = p.compile(needs_ints, dynamic=True)
     with pytest.raises(p.SymbolicShapeError):

@@ -9,7 +9,7 @@ import numpy as np
 
 from ._location import user_location
 from .errors import PyptoValueError, ShapeError, SymbolicShapeError
-from .symbolic import Dim
+from .symbolic import Dim, same_dim
 from .tensor import Tensor, apply
 
 __all__ = [
@@ -284,9 +284,9 @@ def getitem(x, key) -> Tensor:
             raise TypeError(f"unsupported index {k!r} of type {type(k).__name__}")
         dim += 1
     y = x
-    if any(a != 0 or b != d or s != 1 for a, b, s, d in zip(starts, stops, steps, x.shape)):
+    if not all(same_dim(a, 0) and same_dim(b, d) and s == 1 for a, b, s, d in zip(starts, stops, steps, x.shape)):
         y = apply("slice", [x], {"starts": starts, "stops": stops, "steps": steps})
-    if tuple(out_shape) != y.shape:
+    if len(out_shape) != y.ndim or not all(same_dim(a, b) for a, b in zip(out_shape, y.shape)):
         y = y.reshape(out_shape)
     if array_at is not None:
         pos, idx = array_at

@@ -10,8 +10,11 @@ A :class:`Dim` stands for a size that is known only when a compiled program runs
 Dims combine with ``+ - * // %`` and integers (or ``p.constant`` 0-d integer tensors).
 The Go core keeps every expression in one canonical form, so ``batch * seq == seq *
 batch`` and ``(seq + 1) - 1`` is ``seq``; an expression without symbols is a plain int.
-A Dim has no value while tracing: ``int()``, ``bool()``, ``range()`` or comparisons with
-``<`` raise :class:`SymbolicShapeError` (a ``TypeError`` and a ``p.ShapeError``).
+A Dim has no value while tracing: ``int()``, ``bool()``, ``range()``, ``<`` and any
+``==`` whose answer depends on the values (``seq == 4``, ``batch == seq``) raise
+:class:`SymbolicShapeError` (a ``TypeError`` and a ``p.ShapeError``), so traced code
+never takes a branch that holds for some sizes only. ``==`` is answered when it is
+certain: the same expression, or two that differ by a constant (``seq`` and ``seq+1``).
 """
 
 from __future__ import annotations
@@ -97,12 +100,16 @@ class Dim:
     # --- identity -----------------------------------------------------------------------
 
     def __eq__(self, o):
-        """Structural equality: the same canonical expression (never equal to an int)."""
-        if isinstance(o, Dim):
-            return self._text == o._text
-        if isinstance(o, numbers.Integral):
-            return False
-        return NotImplemented
+        """True for the same expression, False for two that differ by a constant; any
+        other answer depends on the sizes, so asking raises SymbolicShapeError."""
+        if isinstance(o, Dim) and o._text == self._text:
+            return True
+        if _operand(o) is None:
+            return NotImplemented
+        diff = self - o
+        if isinstance(diff, int):
+            return diff == 0
+        self._no_value(f"comparing it with {o} (==)")
 
     def __ne__(self, o):
         eq = self.__eq__(o)
@@ -179,8 +186,12 @@ def symbol(name: str) -> Dim:
     return Dim(name)
 
 
-def is_dim(x) -> bool:
-    return isinstance(x, Dim)
+def same_dim(a, b) -> bool:
+    """Whether two sizes (ints or Dims) are the same expression, without asking for
+    values: what library code uses to compare shapes structurally."""
+    if isinstance(a, Dim) or isinstance(b, Dim):
+        return isinstance(a, Dim) and isinstance(b, Dim) and a._text == b._text
+    return a == b
 
 
 def dim_text(d) -> str:
