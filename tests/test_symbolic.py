@@ -285,3 +285,32 @@ def test_guide_dynamic_shapes_example(device):
     # the values involved (|ref| up to ~4).
     np.testing.assert_allclose(got, ref, rtol=2e-2, atol=3e-2)
     assert executor.num_traced == 1
+
+
+# --- property: one symbolic trace computes what numpy does for every size ------------------
+
+_PROGRAMS = {
+    "broadcast": (lambda x, y: x * y.T + x[:1], lambda a, b: a * b.T + a[:1]),
+    "reduce": (lambda x, y: p.sum(x, axis=0) + p.max(y, axis=1), lambda a, b: a.sum(axis=0) + b.max(axis=1)),
+    "reshape": (lambda x, y: x.reshape([-1]) * 2, lambda a, b: a.reshape(-1) * 2),
+    "transpose": (lambda x, y: x.T @ y.T, lambda a, b: a.T @ b.T),
+    "slices": (lambda x, y: x[1:, ::2] - y[0, :1], lambda a, b: a[1:, ::2] - b[0, :1]),
+    "concat": (lambda x, y: p.concat([x, y.T], axis=0), lambda a, b: np.concatenate([a, b.T], axis=0)),
+}
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.sampled_from(sorted(_PROGRAMS)), st.lists(st.tuples(st.integers(2, 6), st.integers(2, 6)), min_size=1, max_size=3))
+def test_one_symbolic_trace_serves_every_size(name, sizes):
+    fn, model = _PROGRAMS[name]
+    m, n = p.symbol("m"), p.symbol("n")
+    prev = p.get_device()
+    p.set_device("reference")
+    try:
+        f = p.compile(fn, inputs=[p.Tensor([m, n]), p.Tensor([n, m])])
+        for i, (a_m, a_n) in enumerate(sizes):
+            a, b = rand((a_m, a_n), p.float32, i), rand((a_n, a_m), p.float32, i + 7)
+            np.testing.assert_allclose(f.run(a, b).numpy(), model(a, b), rtol=1e-5, atol=1e-6)
+        assert f.num_traced == 1 and f.num_compiled == len(set(sizes))
+    finally:
+        p.set_device(prev)
