@@ -70,15 +70,17 @@ type Chip struct {
 
 	// Memory system shared by the cores (sim_memsys.go). With L2Bytes == 0 there is
 	// none: every core reads GM at GMReadBytesPerCycle whatever the others do.
-	// Otherwise TLOADs go through an LRU L2 of L2Bytes in L2LineBytes lines, shared
-	// by all cores of a task: lines that hit stream at L2ReadBytesPerCycle per core,
-	// lines that miss at the core's share of HBMBytesPerCycle (the total HBM rate
-	// divided among the cores with a missing load in flight, at most
-	// L2ReadBytesPerCycle), after L2HitCycles or, if any line misses, L2MissCycles of
-	// latency (these replace MTE2's PipeStartup for TLOAD). Stores write their lines
-	// into L2 (write-allocate) at no extra cost.
+	// Otherwise TLOADs go through an L2 of L2Bytes in L2LineBytes lines, L2Ways-way
+	// set-associative with LRU sets, shared by all cores of a task: lines that hit
+	// stream at L2ReadBytesPerCycle per core, lines that miss at the core's share of
+	// HBMBytesPerCycle (the total HBM rate divided among the cores with a missing
+	// load in flight, at most GMReadBytesPerCycle, the per-core HBM path), after
+	// L2HitCycles or, if any line misses, L2MissCycles of latency (these replace
+	// MTE2's PipeStartup for TLOAD). Stores write their lines into L2
+	// (write-allocate) at no extra cost.
 	L2Bytes              int
 	L2LineBytes          int
+	L2Ways               int
 	L2HitCycles          int
 	L2MissCycles         int
 	L2ReadBytesPerCycle  int
@@ -183,7 +185,7 @@ func (c *Chip) Validate() error {
 		for _, p := range []struct {
 			name string
 			v    int
-		}{{"L2LineBytes", c.L2LineBytes}, {"L2ReadBytesPerCycle", c.L2ReadBytesPerCycle}, {"L2WriteBytesPerCycle", c.L2WriteBytesPerCycle}, {"HBMBytesPerCycle", c.HBMBytesPerCycle}} {
+		}{{"L2LineBytes", c.L2LineBytes}, {"L2Ways", c.L2Ways}, {"L2ReadBytesPerCycle", c.L2ReadBytesPerCycle}, {"L2WriteBytesPerCycle", c.L2WriteBytesPerCycle}, {"HBMBytesPerCycle", c.HBMBytesPerCycle}} {
 			if p.v <= 0 {
 				return bad(p.name+" (with an L2)", p.v)
 			}

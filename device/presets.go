@@ -51,6 +51,7 @@ const (
 	l2Bytes = 192 * kib * kib // npu-facts: 192 MB L2 on 910B1
 	// assumed: no public figure; 512 B is the GM transfer granule MTE2 is tuned for.
 	l2LineBytes          = 512
+	l2Ways               = 16 // assumed: no public figure; a common L2 associativity
 	l2ReadBytesPerCycle  = 110 // npu-facts: L2 read 110 B per cycle per core
 	l2WriteBytesPerCycle = 86  // npu-facts: L2 write 86 B per cycle per core
 	// derived: 1.6 TB/s of HBM (npu-facts) at 1.85 GHz is 865 B per cycle for the
@@ -128,7 +129,7 @@ func withRates(c *Chip) *Chip {
 // withL2 adds the shared memory system of the 910B-class part; a5 assumes the same
 // (no public L2 figures for it).
 func withL2(c *Chip) *Chip {
-	c.L2Bytes, c.L2LineBytes = l2Bytes, l2LineBytes
+	c.L2Bytes, c.L2LineBytes, c.L2Ways = l2Bytes, l2LineBytes, l2Ways
 	c.L2HitCycles, c.L2MissCycles = l2HitCycles, l2MissCycles
 	c.L2ReadBytesPerCycle, c.L2WriteBytesPerCycle = l2ReadBytesPerCycle, l2WriteBytesPerCycle
 	c.HBMBytesPerCycle = hbmBytesPerCycle

@@ -9,12 +9,11 @@ import "pypto/isa"
 // the result is deterministic.
 type memSystem struct {
 	chip *Chip
-	// The LRU list over lines, in dense arrays indexed by line (GM byte / line
-	// size); index lines is the list's head sentinel. Most recent first.
-	prev, next []int32
-	in         []bool
+	// L2 is set-associative: line l lives in set l % sets, whose ways hold line
+	// numbers most recent first (-1: empty); a miss evicts the set's least recent.
+	tags       []int32
+	sets, ways int
 	lines      int // lines in GM
-	held, cap  int // lines in L2, and how many fit
 	// missEnds holds the end time (task cycles) of every load with a missing line
 	// still in flight: the cores that share HBM with a new miss.
 	missEnds     []int64
@@ -22,36 +21,29 @@ type memSystem struct {
 }
 
 func newMemSystem(chip *Chip, gmBytes int) *memSystem {
-	n := (gmBytes + chip.L2LineBytes - 1) / chip.L2LineBytes
-	m := &memSystem{chip: chip, lines: n, cap: max(1, chip.L2Bytes/chip.L2LineBytes),
-		prev: make([]int32, n+1), next: make([]int32, n+1), in: make([]bool, n)}
-	m.prev[n], m.next[n] = int32(n), int32(n)
+	ways := max(1, chip.L2Ways)
+	sets := max(1, chip.L2Bytes/(chip.L2LineBytes*ways))
+	m := &memSystem{chip: chip, lines: (gmBytes + chip.L2LineBytes - 1) / chip.L2LineBytes,
+		sets: sets, ways: ways, tags: make([]int32, sets*ways)}
+	for i := range m.tags {
+		m.tags[i] = -1
+	}
 	return m
 }
 
-// touch makes line l the most recent, inserting it (and evicting the least recent
-// line when L2 is full) if it was absent; it reports whether it was present.
+// touch makes line l the most recent of its set, inserting it (and evicting the
+// set's least recent line when the set is full) if it was absent; it reports whether
+// it was present.
 func (m *memSystem) touch(l int) bool {
-	h := int32(m.lines)
+	set := m.tags[l%m.sets*m.ways:][:m.ways]
 	li := int32(l)
-	hit := m.in[l]
-	if hit {
-		if m.next[h] == li {
-			return true
-		}
-		m.next[m.prev[li]], m.prev[m.next[li]] = m.next[li], m.prev[li]
-	} else {
-		m.in[l] = true
-		m.held++
-		if m.held > m.cap {
-			old := m.prev[h]
-			m.next[m.prev[old]], m.prev[h] = h, m.prev[old]
-			m.in[old] = false
-			m.held--
-		}
+	w := 0
+	for w < len(set)-1 && set[w] != li {
+		w++
 	}
-	m.next[li], m.prev[li] = m.next[h], h
-	m.prev[m.next[h]], m.next[h] = li, li
+	hit := set[w] == li
+	copy(set[1:w+1], set[:w]) // on a miss w is the last way: its line is evicted
+	set[0] = li
 	return hit
 }
 
@@ -105,7 +97,7 @@ func (m *memSystem) load(base int, o Operand, now int64) int64 {
 			}
 		}
 		m.missEnds = live
-		share := min(c.L2ReadBytesPerCycle, max(1, c.HBMBytesPerCycle/(len(live)+1)))
+		share := min(c.GMReadBytesPerCycle, max(1, c.HBMBytesPerCycle/(len(live)+1)))
 		d = int64(c.L2MissCycles) + ceilDiv(hitB, c.L2ReadBytesPerCycle) + ceilDiv(missB, share)
 		m.missEnds = append(m.missEnds, now+d)
 	}

@@ -48,9 +48,9 @@ func TestL2HitsAreFasterThanMisses(t *testing.T) {
 	chip := preset(t, "a2")
 	d, st := loadDurations(t, chip, 1)
 	const bytes = 64 * 128 * 4
-	// The first load misses every line: alone on the chip it streams at the L2 port
-	// rate (HBM's whole rate exceeds one core's port) after the miss latency.
-	assert.Equal(t, int64(chip.L2MissCycles)+ceilDiv(bytes, chip.L2ReadBytesPerCycle), d[0][0])
+	// The first load misses every line: alone on the chip it streams at the core's
+	// HBM path rate (HBM's whole rate exceeds it) after the miss latency.
+	assert.Equal(t, int64(chip.L2MissCycles)+ceilDiv(bytes, chip.GMReadBytesPerCycle), d[0][0])
 	assert.Equal(t, int64(chip.L2HitCycles)+ceilDiv(bytes, chip.L2ReadBytesPerCycle), d[0][1])
 	assert.Greater(t, d[0][0], d[0][1])
 	assert.Equal(t, int64(bytes/chip.L2LineBytes), st.L2Hits)
@@ -60,7 +60,7 @@ func TestL2HitsAreFasterThanMisses(t *testing.T) {
 
 func TestL2EvictsTheLeastRecentLine(t *testing.T) {
 	chip := preset(t, "a2")
-	chip.L2Bytes = 32 * 1024 // one window: the second load still hits, nothing else fits
+	chip.L2Bytes, chip.L2Ways = 32*1024, 64 // one fully associative set of 64 lines
 	m := newMemSystem(chip, 1<<20)
 	assert.False(t, m.touch(0))
 	assert.False(t, m.touch(1))
@@ -71,18 +71,29 @@ func TestL2EvictsTheLeastRecentLine(t *testing.T) {
 	assert.True(t, m.touch(1), "64 distinct lines fit")
 	assert.False(t, m.touch(64), "the 65th line evicts line 0, the least recent")
 	assert.False(t, m.touch(0))
-	assert.Equal(t, 64, m.held)
+}
+
+func TestL2SetsConflict(t *testing.T) {
+	chip := preset(t, "a2")
+	chip.L2Bytes, chip.L2Ways = 32*1024, 2 // 32 sets of 2 ways
+	m := newMemSystem(chip, 1<<20)
+	for _, l := range []int{0, 32, 64} { // one set: the third evicts the first
+		assert.False(t, m.touch(l))
+	}
+	assert.False(t, m.touch(0))
+	assert.True(t, m.touch(64))
+	assert.False(t, m.touch(1), "other sets are untouched")
 }
 
 func TestHBMIsSharedByTheCoresThatMiss(t *testing.T) {
 	chip := preset(t, "a2")
-	chip.HBMBytesPerCycle = 64 // below one core's port: two missing cores halve it
+	chip.HBMBytesPerCycle = chip.GMReadBytesPerCycle // one core's path: two missing cores halve it
 	alone, _ := loadDurations(t, chip, 1)
 	both, _ := loadDurations(t, chip, 2)
 	const bytes = 64 * 128 * 4
-	assert.Equal(t, int64(chip.L2MissCycles)+ceilDiv(bytes, 64), alone[0][0])
+	assert.Equal(t, int64(chip.L2MissCycles)+ceilDiv(bytes, chip.GMReadBytesPerCycle), alone[0][0])
 	// Core 1 starts its first load while core 0's is in flight: it gets half.
-	assert.Equal(t, int64(chip.L2MissCycles)+ceilDiv(bytes, 32), both[1][0])
+	assert.Equal(t, int64(chip.L2MissCycles)+ceilDiv(bytes, chip.GMReadBytesPerCycle/2), both[1][0])
 	assert.Greater(t, both[1][0], alone[0][0])
 }
 
