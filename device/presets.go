@@ -51,7 +51,7 @@ const (
 	l2Bytes = 192 * kib * kib // npu-facts: 192 MB L2 on 910B1
 	// assumed: no public figure; 512 B is the GM transfer granule MTE2 is tuned for.
 	l2LineBytes          = 512
-	l2Ways               = 16 // assumed: no public figure; a common L2 associativity
+	l2Ways               = 16  // assumed: no public figure; a common L2 associativity
 	l2ReadBytesPerCycle  = 110 // npu-facts: L2 read 110 B per cycle per core
 	l2WriteBytesPerCycle = 86  // npu-facts: L2 write 86 B per cycle per core
 	// derived: 1.6 TB/s of HBM (npu-facts) at 1.85 GHz is 865 B per cycle for the
