@@ -212,6 +212,8 @@ func (r *blockRun) start(di int, st int64) error {
 		if err := r.c.execRecovering(&r.x, in); err != nil {
 			return r.fail(d.pc, "%v", err)
 		}
+	} else {
+		r.c.countGM(in)
 	}
 	switch in.Op {
 	case isa.SET_FLAG:
@@ -243,6 +245,21 @@ func computesControl(in *Instr) bool {
 		return true
 	}
 	return in.Pipe == isa.PipeS
+}
+
+// countGM adds the GM traffic of a TLOAD or TSTORE whose execution NoValues skipped,
+// as its exec would have counted it.
+func (c *coreSim) countGM(in *Instr) {
+	switch in.Op {
+	case isa.TLOAD:
+		c.gmRead += viewBytes(in.Args[1])
+	case isa.TSTORE, isa.TSTORE_FP:
+		n := viewBytes(in.Args[0])
+		c.gmWritten += n
+		if in.Mode == isa.AtomicAdd {
+			c.gmRead += n
+		}
+	}
 }
 
 // finish checks the block's end state.

@@ -31,11 +31,41 @@ type row struct {
 func main() {
 	asJSON := flag.Bool("json", false, "print a JSON list, one object per table row")
 	chipName := flag.String("chip", "a2", "chip preset")
+	trace := flag.String("trace", "", "write the Chrome trace (Perfetto) of one run to this file instead")
+	mkn := flag.Int("mkn", 1536, "with -trace: m = k = n of the traced run")
 	flag.Parse()
-	if err := run(*chipName, *asJSON); err != nil {
+	var err error
+	if *trace != "" {
+		err = writeTrace(*chipName, *mkn, *trace)
+	} else {
+		err = run(*chipName, *asJSON)
+	}
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "pto-calibrate:", err)
 		os.Exit(1)
 	}
+}
+
+// writeTrace runs the kernel once, timing-only, and writes its swimlanes.
+func writeTrace(chipName string, mkn int, path string) error {
+	chip, err := device.Preset(chipName)
+	if err != nil {
+		return err
+	}
+	st, _, err := calib.Run(chip, calib.Published(mkn, chip.CubeCores), nil, nil, device.RunOptions{NoValues: true, Trace: true})
+	if err != nil {
+		return err
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := st.WriteChromeTrace(f); err != nil {
+		f.Close()
+		return err
+	}
+	fmt.Fprint(os.Stderr, st)
+	return f.Close()
 }
 
 func run(chipName string, asJSON bool) error {

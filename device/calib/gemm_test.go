@@ -74,6 +74,8 @@ func TestNoValuesKeepsTheTiming(t *testing.T) {
 	assert.Equal(t, full.Cycles, timed.Cycles)
 	assert.Equal(t, full.PipeBusy, timed.PipeBusy)
 	assert.Equal(t, full.L2Hits, timed.L2Hits)
+	assert.Equal(t, full.GMBytesRead, timed.GMBytesRead)
+	assert.Equal(t, full.GMBytesWritten, timed.GMBytesWritten)
 }
 
 // The published sizes run and keep the cube busy in the published range; the
