@@ -96,3 +96,18 @@ func TestEveryOpAndDTypeOnTheDevice(t *testing.T) {
 	t.Logf("%d op and dtype pairs ran on the device", ran)
 	require.Greater(t, ran, 100, "the sweep must reach most ops")
 }
+
+// Lowering one op for one dtype must not change how it lowers for another (a body that
+// picks instructions by dtype keeps no state).
+func TestBoolMaximumDoesNotChangeOtherDTypes(t *testing.T) {
+	chip := presets(t)[0]
+	for _, dt := range []dtype.DType{dtype.Bool, dtype.Float32, dtype.Bool, dtype.Int32} {
+		bl := core.NewBuilder("max")
+		a := bl.Param("a", core.TensorType{DType: dt, Shape: core.Shape{4, 40}})
+		b := bl.Param("b", core.TensorType{DType: dt, Shape: core.Shape{40}})
+		v, err := bl.Op("maximum", []core.Value{a, b}, nil, core.Location{})
+		require.NoError(t, err)
+		bl.Output(v)
+		compileAndCompare(t, chip, bl.Graph(), 0)
+	}
+}

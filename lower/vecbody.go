@@ -67,10 +67,11 @@ func single(op isa.Opcode) func(b *vecBody, dst int, srcs []int) {
 		for _, s := range srcs {
 			args = append(args, s)
 		}
+		instr := op
 		if alt, ok := onBools[op]; ok && b.e.prog.Tiles[dst].DType == dtype.Bool {
-			op = alt
+			instr = alt
 		}
-		b.emit(op, isa.ModeNone, args...)
+		b.emit(instr, isa.ModeNone, args...)
 	}
 }
 
