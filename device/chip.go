@@ -74,7 +74,7 @@ type Chip struct {
 	// set-associative with LRU sets, shared by all cores of a task: lines that hit
 	// stream at L2ReadBytesPerCycle per core, lines that miss at the core's share of
 	// HBMBytesPerCycle (the total HBM rate divided among the cores with a missing
-	// load in flight, at most GMReadBytesPerCycle, the per-core HBM path), after
+	// load in flight, at most L2ReadBytesPerCycle, the core's port), after
 	// L2HitCycles or, if any line misses, L2MissCycles of latency (these replace
 	// MTE2's PipeStartup for TLOAD). Stores write their lines into L2
 	// (write-allocate) at no extra cost.

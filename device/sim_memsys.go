@@ -97,7 +97,7 @@ func (m *memSystem) load(base int, o Operand, now int64) int64 {
 			}
 		}
 		m.missEnds = live
-		share := min(c.GMReadBytesPerCycle, max(1, c.HBMBytesPerCycle/(len(live)+1)))
+		share := min(c.L2ReadBytesPerCycle, max(1, c.HBMBytesPerCycle/(len(live)+1)))
 		d = int64(c.L2MissCycles) + ceilDiv(hitB, c.L2ReadBytesPerCycle) + ceilDiv(missB, share)
 		m.missEnds = append(m.missEnds, now+d)
 	}

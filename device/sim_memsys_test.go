@@ -48,9 +48,9 @@ func TestL2HitsAreFasterThanMisses(t *testing.T) {
 	chip := preset(t, "a2")
 	d, st := loadDurations(t, chip, 1)
 	const bytes = 64 * 128 * 4
-	// The first load misses every line: alone on the chip it streams at the core's
-	// HBM path rate (HBM's whole rate exceeds it) after the miss latency.
-	assert.Equal(t, int64(chip.L2MissCycles)+ceilDiv(bytes, chip.GMReadBytesPerCycle), d[0][0])
+	// The first load misses every line: alone on the chip it streams at the L2 port
+	// rate (HBM's whole rate exceeds one core's port) after the miss latency.
+	assert.Equal(t, int64(chip.L2MissCycles)+ceilDiv(bytes, chip.L2ReadBytesPerCycle), d[0][0])
 	assert.Equal(t, int64(chip.L2HitCycles)+ceilDiv(bytes, chip.L2ReadBytesPerCycle), d[0][1])
 	assert.Greater(t, d[0][0], d[0][1])
 	assert.Equal(t, int64(bytes/chip.L2LineBytes), st.L2Hits)
@@ -87,13 +87,13 @@ func TestL2SetsConflict(t *testing.T) {
 
 func TestHBMIsSharedByTheCoresThatMiss(t *testing.T) {
 	chip := preset(t, "a2")
-	chip.HBMBytesPerCycle = chip.GMReadBytesPerCycle // one core's path: two missing cores halve it
+	chip.HBMBytesPerCycle = 64 // below one core's port: two missing cores halve it
 	alone, _ := loadDurations(t, chip, 1)
 	both, _ := loadDurations(t, chip, 2)
 	const bytes = 64 * 128 * 4
-	assert.Equal(t, int64(chip.L2MissCycles)+ceilDiv(bytes, chip.GMReadBytesPerCycle), alone[0][0])
+	assert.Equal(t, int64(chip.L2MissCycles)+ceilDiv(bytes, 64), alone[0][0])
 	// Core 1 starts its first load while core 0's is in flight: it gets half.
-	assert.Equal(t, int64(chip.L2MissCycles)+ceilDiv(bytes, chip.GMReadBytesPerCycle/2), both[1][0])
+	assert.Equal(t, int64(chip.L2MissCycles)+ceilDiv(bytes, 32), both[1][0])
 	assert.Greater(t, both[1][0], alone[0][0])
 }
 
