@@ -16,8 +16,8 @@ func init() {
 		isa.TLOAD:     {exec: execLoad, work: workLoad},
 		isa.TSTORE:    {route: routeStore, exec: execStore, work: workStore},
 		isa.TSTORE_FP: {exec: execStoreFP, work: workStore},
-		// A hint: no L2 is modelled, so it changes neither values nor time; the
-		// window is still checked.
+		// A hint: the L2 model does not act on it yet, so it changes neither
+		// values nor time; the window is still checked.
 		isa.TPREFETCH: {access: noAccess, exec: execPrefetch},
 		isa.MGATHER:   {exec: execMGather, work: workIndexedGM},
 		isa.MSCATTER:  {exec: execMScatter, work: workIndexedGM},
