@@ -27,6 +27,12 @@ type RunOptions struct {
 	// the skipped instructions do not happen. Times never depend on values, so they
 	// are those of a full run.
 	NoValues bool
+	// Functional computes values only: each block's instructions execute in program
+	// order as the scalar unit issues them, with no pipe timing, race checks or
+	// shared memory model (cores run in parallel goroutines). Cycles and busy times
+	// are not modelled (Cycles counts the launch and the scalar unit's issue slots).
+	// The run-time checks other than races apply.
+	Functional bool
 }
 
 // RunTask runs the blocks of one task on the cores of one kind and returns what it
@@ -84,7 +90,7 @@ func RunTask(chip *Chip, gm []byte, kind isa.CoreKind, blocks []Block, opts RunO
 	active := min(cores, len(blocks))
 	sims := make([]*coreSim, active)
 	var mem *memSystem
-	if chip.L2Bytes > 0 {
+	if chip.L2Bytes > 0 && !opts.Functional {
 		mem = newMemSystem(chip, len(gm))
 	}
 	for ci := range active {

@@ -63,7 +63,13 @@ func (r *blockRun) issueOne() (bool, error) {
 		}
 		// A slot freed when the instruction that held it started.
 		r.sc.t = max(r.sc.t, r.lastStart[in.Pipe]) + int64(r.c.chip.IssueCycles)
-		r.enqueue(pc, res)
+		if r.c.opts.Functional {
+			if err := r.runNow(pc, res); err != nil {
+				return false, err
+			}
+		} else {
+			r.enqueue(pc, res)
+		}
 		r.sc.steps++
 		r.sc.pc++
 		return true, nil

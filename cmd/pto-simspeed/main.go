@@ -1,0 +1,184 @@
+// Command pto-simspeed measures the simulator's host speed on fixed workloads: fp16
+// GEMMs (the calibration kernel) and row softmax / layer norm over f32 matrices, each
+// in functional mode (values only) and timed (values and the timing model). It
+// prints a JSON list of {case, mode, sim_s, sim_cycles}; bench/sim_speed.py adds
+// numpy's time for the same computation.
+package main
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"time"
+
+	"pypto/device"
+	"pypto/device/calib"
+	"pypto/dtype"
+	"pypto/isa"
+)
+
+type result struct {
+	Case      string  `json:"case"`
+	Mode      string  `json:"mode"`
+	SimS      float64 `json:"sim_s"`
+	SimCycles int64   `json:"sim_cycles"`
+}
+
+func main() {
+	reps := flag.Int("reps", 1, "runs per case (the fastest counts)")
+	flag.Parse()
+	if err := run(*reps); err != nil {
+		fmt.Fprintln(os.Stderr, "pto-simspeed:", err)
+		os.Exit(1)
+	}
+}
+
+// workload is a task ready to run: compiled blocks and a GM image to start from.
+type workload struct {
+	name   string
+	kind   isa.CoreKind
+	blocks []device.Block
+	gm     []byte
+}
+
+func run(reps int) error {
+	chip, err := device.Preset("a2")
+	if err != nil {
+		return err
+	}
+	var ws []workload
+	for _, n := range []int{1024, 2048} {
+		w, err := gemm(chip, n)
+		if err != nil {
+			return err
+		}
+		ws = append(ws, w)
+	}
+	for _, k := range []string{"softmax", "layernorm"} {
+		w, err := rowKernel(chip, k, 4096, 4096)
+		if err != nil {
+			return err
+		}
+		ws = append(ws, w)
+	}
+	var out []result
+	for _, w := range ws {
+		for _, mode := range []string{"functional", "timed"} {
+			opts := device.RunOptions{Functional: mode == "functional"}
+			best := -1.0
+			var cycles int64
+			for range max(1, reps) {
+				gm := append([]byte(nil), w.gm...)
+				t0 := time.Now()
+				st, err := device.RunTask(chip, gm, w.kind, w.blocks, opts)
+				el := time.Since(t0).Seconds()
+				if err != nil {
+					return fmt.Errorf("%s (%s): %w", w.name, mode, err)
+				}
+				if best < 0 || el < best {
+					best = el
+				}
+				cycles = st.Cycles
+			}
+			if mode == "functional" {
+				cycles = 0 // not modelled
+			}
+			out = append(out, result{w.name, mode, best, cycles})
+		}
+	}
+	enc := json.NewEncoder(os.Stdout)
+	enc.SetIndent("", "  ")
+	return enc.Encode(out)
+}
+
+// gemm is the calibration kernel on n x n x n fp16 over 16 cores' worth of blocks.
+func gemm(chip *device.Chip, n int) (workload, error) {
+	g := calib.GEMM{M: n, K: n, N: n, BaseM: 128, BaseN: 256, BaseK: 64, StepK: 4, Cores: 16}
+	progs, err := g.Programs()
+	if err != nil {
+		return workload{}, err
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	vals := make([]float64, n*n)
+	for i := range vals {
+		vals[i] = rng.Float64()*2 - 1
+	}
+	ab := dtype.Encode(dtype.Float16, vals)
+	sz := n * n * 2
+	gm := make([]byte, 3*sz)
+	copy(gm, ab)
+	copy(gm[sz:], ab)
+	w := workload{name: fmt.Sprintf("gemm_fp16_%d", n), kind: isa.Cube, gm: gm}
+	for _, p := range progs {
+		m, err := device.Compile(chip, p)
+		if err != nil {
+			return workload{}, err
+		}
+		w.blocks = append(w.blocks, device.Block{Prog: m, ParamAddrs: []int{0, sz, 2 * sz}})
+	}
+	return w, nil
+}
+
+// rowKernel builds a row softmax or layer norm over rows x cols f32: 64 blocks, each
+// looping over tiles of 4 rows (4 x 4096 f32 is 64 KB of UB).
+func rowKernel(chip *device.Chip, kind string, rows, cols int) (workload, error) {
+	const tileRows, blocks = 4, 64
+	per := rows / blocks
+	rng := rand.New(rand.NewPCG(3, 4))
+	vals := make([]float64, rows*cols)
+	for i := range vals {
+		vals[i] = rng.NormFloat64()
+	}
+	sz := rows * cols * 4
+	gm := make([]byte, 2*sz)
+	copy(gm, dtype.Encode(dtype.Float32, vals))
+	w := workload{name: fmt.Sprintf("%s_%dx%d", kind, rows, cols), kind: isa.Vector, gm: gm}
+	for b := range blocks {
+		body := `    trowmax %m, %t
+    trowexpandsub %t, %t, %m
+    texp %t, %t
+    trowsum %m, %t
+    trowexpanddiv %t, %t, %m`
+		if kind == "layernorm" {
+			body = fmt.Sprintf(`    trowsum %%m, %%t
+    tmuls %%m, %%m, %[1]g
+    trowexpandsub %%t, %%t, %%m
+    tmul %%u, %%t, %%t
+    trowsum %%v, %%u
+    tmuls %%v, %%v, %[1]g
+    tadds %%v, %%v, 1e-05
+    trsqrt %%v, %%v
+    trowexpandmul %%t, %%t, %%v`, 1/float64(cols))
+		}
+		src := fmt.Sprintf(`kernel %[1]s_%[2]d vector
+param %%x: f32[%[3]d]
+param %%y: f32[%[3]d]
+reg %%i
+reg %%off
+tile %%t: vec f32[%[4]dx%[5]d]
+tile %%u: vec f32[%[4]dx%[5]d]
+tile %%m: vec f32[%[4]dx8] valid %[4]d x 1
+tile %%v: vec f32[%[4]dx8] valid %[4]d x 1
+  loop %%i, %[6]d
+    smul %%off, %%i, %[7]d
+    sadd %%off, %%off, %[8]d
+    tload %%t, %%x[%%off; %[4]dx%[5]d; %[5]d,1]
+%[9]s
+    tstore %%y[%%off; %[4]dx%[5]d; %[5]d,1], %%t
+  endloop
+end
+`, kind, b, rows*cols, tileRows, cols, per/tileRows, tileRows*cols, b*per*cols, body)
+		p, err := isa.Parse(src)
+		if err != nil {
+			return workload{}, err
+		}
+		m, err := device.Compile(chip, p)
+		if err != nil {
+			return workload{}, err
+		}
+		w.blocks = append(w.blocks, device.Block{Prog: m, ParamAddrs: []int{0, sz}})
+	}
+	return w, nil
+}
