@@ -12,7 +12,7 @@ import (
 // first such position wins.
 func runExpandArgReductions(c *compilation) error {
 	extreme := map[string]string{"argmax": "max", "argmin": "min"} // the ops are listed in expandedOps
-	g, err := rewriteGraph(c.graph, func(b *core.Builder, n *core.Node, ins []core.Value) (core.Value, bool, error) {
+	g, err := rewriteGraph(c.graph, func(b *core.Builder, _ core.Value, n *core.Node, ins []core.Value, _ func(core.Value) core.Value) (core.Value, bool, error) {
 		red, ok := extreme[n.Op]
 		if !ok {
 			return -1, false, nil

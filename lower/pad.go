@@ -6,7 +6,7 @@ import "pypto/core"
 // pad value before, the tensor, and a block after. Every piece is a lowered op (full,
 // concat), so padding costs one copy per axis and no special kernel.
 func runExpandPad(c *compilation) error {
-	g, err := rewriteGraph(c.graph, func(b *core.Builder, n *core.Node, ins []core.Value) (core.Value, bool, error) {
+	g, err := rewriteGraph(c.graph, func(b *core.Builder, _ core.Value, n *core.Node, ins []core.Value, _ func(core.Value) core.Value) (core.Value, bool, error) {
 		if n.Op != "pad" {
 			return -1, false, nil
 		}

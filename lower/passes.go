@@ -36,6 +36,7 @@ var passTable = []Pass{
 	{Name: "expand-pad", Required: true, Produces: LevelTensor, After: []string{"decompose"}, Run: runExpandPad},
 	{Name: "sort-last-axis", Required: true, Produces: LevelTensor, After: []string{"decompose"}, Run: runSortLastAxis},
 	{Name: "split-reductions", Required: true, Produces: LevelTensor, After: []string{"expand-arg-reductions"}, Run: runSplitReductions},
+	{Name: "fuse-elementwise", Produces: LevelTensor, After: []string{"split-reductions", "sort-last-axis", "expand-pad", "expand-arg-reductions"}, Run: runFuseElementwise},
 	{Name: "tile", Required: true, Produces: LevelTile, After: []string{"split-reductions"}, Run: runTile},
 	{Name: "assign-cores", Required: true, Produces: LevelBlock, After: []string{"tile"}, Run: runAssignCores},
 	{Name: "plan-exec", Required: true, Produces: LevelExec, After: []string{"assign-cores"}, Run: runPlanExec},

@@ -54,7 +54,7 @@ func axisRuns(axes []int) [][]int {
 // The device kernel reduces the middle axis of an [outer, r, inner] view, which a
 // contiguous run always is.
 func runSplitReductions(c *compilation) error {
-	g, err := rewriteGraph(c.graph, func(b *core.Builder, n *core.Node, ins []core.Value) (core.Value, bool, error) {
+	g, err := rewriteGraph(c.graph, func(b *core.Builder, _ core.Value, n *core.Node, ins []core.Value, _ func(core.Value) core.Value) (core.Value, bool, error) {
 		if !reductionOps[n.Op] {
 			return -1, false, nil
 		}

@@ -2,8 +2,10 @@ package lower
 
 import "pypto/core"
 
-// expander rewrites one node into other nodes, returning ok=false to keep it as it is.
-type expander func(b *core.Builder, n *core.Node, ins []core.Value) (v core.Value, ok bool, err error)
+// expander rewrites node v (n) into other nodes, returning ok=false to keep it as it
+// is. ins are its inputs in the new graph; val maps any earlier value of the old graph
+// to the new one.
+type expander func(b *core.Builder, v core.Value, n *core.Node, ins []core.Value, val func(core.Value) core.Value) (out core.Value, ok bool, err error)
 
 // rewriteGraph rebuilds g with every node passed through expand; params and outputs
 // keep their order, and nodes that are not expanded are copied unchanged.
@@ -21,7 +23,7 @@ func rewriteGraph(g *core.Graph, expand expander) (*core.Graph, error) {
 		for j, in := range n.Inputs {
 			ins[j] = vals[in]
 		}
-		v, ok, err := expand(b, n, ins)
+		v, ok, err := expand(b, core.Value(i), n, ins, func(x core.Value) core.Value { return vals[x] })
 		if err != nil {
 			return nil, err
 		}

@@ -5,7 +5,7 @@ import "pypto/core"
 // runSortLastAxis moves the axis of every sort and argsort to the end (a transpose
 // before and after), since the device sorts rows.
 func runSortLastAxis(c *compilation) error {
-	g, err := rewriteGraph(c.graph, func(b *core.Builder, n *core.Node, ins []core.Value) (core.Value, bool, error) {
+	g, err := rewriteGraph(c.graph, func(b *core.Builder, _ core.Value, n *core.Node, ins []core.Value, _ func(core.Value) core.Value) (core.Value, bool, error) {
 		if n.Op != "sort" && n.Op != "argsort" {
 			return -1, false, nil
 		}

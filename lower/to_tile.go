@@ -94,29 +94,11 @@ func chooseTiling(op *TileOp, tensors []GMTensor, chip *device.Chip) error {
 		op.Tile, op.Reason, err = reduceTile(chip, reductions[op.Op], in.DType, outT.DType, op.Problem)
 	case TileElementwise:
 		op.Problem = elementwiseProblem(iterationType(tensors, op).Shape)
-		low := lowerings[op.Op]
 		ins := make([]dtype.DType, len(op.Inputs))
 		for i, in := range op.Inputs {
 			ins[i] = tensors[in].Type.DType
 		}
-		minSize, maxSize := outT.DType.Size(), outT.DType.Size()
-		live := 1 // the output tile
-		for i, ct := range low.operandTypes(ins, outT.DType) {
-			for _, d := range []dtype.DType{ins[i], ct} {
-				minSize, maxSize = min(minSize, d.Size()), max(maxSize, d.Size())
-			}
-			live++
-			if ct != ins[i] {
-				live++ // the converted copy
-			}
-		}
-		if low.colAlign > 0 {
-			live += 2 // the mask and a constant or scratch tile
-		}
-		if low.extraLive != nil {
-			live += low.extraLive(op.Attrs)
-		}
-		op.Tile, op.Reason, err = elementwiseTile(chip, minSize, maxSize, live, low.colAlign, op.Problem[1], op.Problem[2])
+		op.Tile, op.Reason, err = elementwiseTiling(chip, op.Op, op.Attrs, ins, outT.DType, op.Problem[1], op.Problem[2])
 	}
 	if err != nil {
 		return err
@@ -148,4 +130,33 @@ func tileOpsOf(g *core.Graph, n *core.Node, v core.Value, low lowering, tensorOf
 		offset += int64(g.Type(in).Shape[axis])
 	}
 	return ops
+}
+
+// elementwiseTiling sizes the tiles of an elementwise op: its loaded inputs, their
+// converted copies, the output and the scratch its body keeps live must fit the UB.
+func elementwiseTiling(chip *device.Chip, name string, attrs core.Attrs, ins []dtype.DType, out dtype.DType, rows, cols int) ([]int, string, error) {
+	low := lowerings[name]
+	minSize, maxSize := out.Size(), out.Size()
+	live := 1 // the output tile
+	for i, ct := range low.operandTypes(ins, out) {
+		for _, d := range []dtype.DType{ins[i], ct} {
+			minSize, maxSize = min(minSize, d.Size()), max(maxSize, d.Size())
+		}
+		live++
+		if ct != ins[i] {
+			live++ // the converted copy
+		}
+	}
+	colAlign := low.colAlign
+	if name == "fused" { // intermediates of any dtype live in the body
+		colAlign, _ = fusedShape(attrs)
+		minSize, maxSize = 1, max(maxSize, 4)
+	}
+	if colAlign > 0 {
+		live += 2 // the mask and a constant or scratch tile
+	}
+	if low.extraLive != nil {
+		live += low.extraLive(attrs)
+	}
+	return elementwiseTile(chip, minSize, maxSize, live, colAlign, rows, cols)
 }
