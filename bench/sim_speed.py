@@ -58,22 +58,30 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--json", action="store_true", help="print a JSON list")
     ap.add_argument("--reps", type=int, default=3, help="runs per case; the fastest counts")
+    ap.add_argument("--portable", action="store_true", help="build without GOEXPERIMENT=simd")
     args = ap.parse_args()
     go = shutil.which("go")
     if go is None:
         sys.exit("sim_speed.py: the Go toolchain (go) is needed to build cmd/pto-simspeed")
-    try:
-        out = subprocess.run([go, "run", "./cmd/pto-simspeed", "-reps", str(args.reps)],
-                             cwd=ROOT, check=True, capture_output=True, text=True)
-    except subprocess.CalledProcessError as e:
-        sys.exit("sim_speed.py: cmd/pto-simspeed failed:\n" + e.stderr)
+    cmd = [go, "run", "./cmd/pto-simspeed", "-reps", str(args.reps)]
+    # The SIMD kernels need GOEXPERIMENT=simd (Go 1.26); a toolchain without it
+    # builds the portable kernels.
+    env = dict(os.environ)
+    if not args.portable:
+        env["GOEXPERIMENT"] = ",".join(filter(None, [env.get("GOEXPERIMENT", ""), "simd"]))
+    out = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True)
+    if out.returncode != 0 and not args.portable:
+        out = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
+    if out.returncode != 0:
+        sys.exit("sim_speed.py: cmd/pto-simspeed failed:\n" + out.stderr)
     sims = json.loads(out.stdout)
     np_s = {name: best_of(f, args.reps) for name, f in numpy_cases().items()}
     rows = []
     for r in sims:
         n = np_s[r["case"]]
         rows.append({"case": f"{r['case']} {r['mode']}", "sim_s": r["sim_s"], "numpy_s": n,
-                     "ratio": r["sim_s"] / n, "mode": r["mode"], "sim_cycles": r["sim_cycles"]})
+                     "ratio": r["sim_s"] / n, "mode": r["mode"], "sim_cycles": r["sim_cycles"],
+                     "simd": r["simd"]})
     if args.json:
         json.dump(rows, sys.stdout, indent=2)
         print()

@@ -117,12 +117,24 @@ func convert(sd dtype.DType, src []byte, dd dtype.DType, dst []byte, n int) {
 	}
 }
 
-// matmulF32 computes c[:m, :n] += a[:m, :k] @ b[:k, :n] in float32 over row-major
+// matmulF32 is the float cube kernel: matmulF32Go, or a SIMD kernel with the same
+// results that sim_kernels_simd.go selects at start-up when the build has
+// GOEXPERIMENT=simd and the CPU has the instructions. simdKernels names it.
+var (
+	matmulF32   = matmulF32Go
+	simdKernels = "none"
+)
+
+// SIMDKernels names the vector instruction set the functional kernels use ("none":
+// the portable Go loops).
+func SIMDKernels() string { return simdKernels }
+
+// matmulF32Go computes c[:m, :n] += a[:m, :k] @ b[:k, :n] in float32 over row-major
 // matrices with leading dimensions ldc, lda and ldb, adding one product at a time in
 // increasing k. Each product of two f16 or bf16 values is exact in float32 (an fp32 x
 // fp32 product is rounded to fp32 first); the explicit conversion stops the compiler
 // from fusing multiply and add, so results are the same on every architecture.
-func matmulF32(c, a, b []float32, m, k, n, ldc, lda, ldb int) {
+func matmulF32Go(c, a, b []float32, m, k, n, ldc, lda, ldb int) {
 	for i := 0; i < m; i++ {
 		crow := c[i*ldc : i*ldc+n]
 		arow := a[i*lda : i*lda+k]

@@ -24,6 +24,7 @@ type result struct {
 	Mode      string  `json:"mode"`
 	SimS      float64 `json:"sim_s"`
 	SimCycles int64   `json:"sim_cycles"`
+	SIMD      string  `json:"simd"` // the kernels' instruction set (device.SIMDKernels)
 }
 
 func main() {
@@ -85,7 +86,7 @@ func run(reps int) error {
 			if mode == "functional" {
 				cycles = 0 // not modelled
 			}
-			out = append(out, result{w.name, mode, best, cycles})
+			out = append(out, result{w.name, mode, best, cycles, device.SIMDKernels()})
 		}
 	}
 	enc := json.NewEncoder(os.Stdout)
