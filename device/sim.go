@@ -106,7 +106,7 @@ func RunTask(chip *Chip, gm []byte, kind isa.CoreKind, blocks []Block, opts RunO
 		sims[ci] = c
 	}
 	if mem != nil {
-		if err := runShared(sims, blocks, cores); err != nil {
+		if err := runSharedTask(chip, kind, gm, blocks, cores, sims, opts); err != nil {
 			return nil, err
 		}
 	} else {

@@ -2,12 +2,14 @@ package device
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"runtime"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"pypto/dtype"
 	"pypto/isa"
 )
 
@@ -123,4 +125,46 @@ end
 	require.NoError(t, err)
 	assert.Equal(t, int64(chip.PipeStartup[isa.PipeMTE2])+4096/int64(chip.GMReadBytesPerCycle), st.Trace[0].End-st.Trace[0].Start)
 	assert.Zero(t, st.L2HitRate())
+}
+
+func TestValuesApartOnlyWithoutValueDependentControl(t *testing.T) {
+	chip := preset(t, "a2")
+	plain := compile(t, chip, parse(t, loadTwice(0)))
+	sld := compile(t, chip, parse(t, `
+kernel dyn vector
+param %n: i32[1]
+reg %r
+  sld %r, %n[0; 1x1; 1,1]
+end
+`))
+	assert.True(t, valuesApart([]Block{{Prog: plain}}))
+	assert.False(t, valuesApart([]Block{{Prog: plain}, {Prog: sld}}))
+}
+
+// With an L2 the values of a timed run come from a functional run beside the timing
+// loop: the bytes equal a chip without L2 (whose run computes them in the timing
+// loop), and a race is still reported.
+func TestTimedRunWithL2ComputesTheSameValues(t *testing.T) {
+	s := gemmSpec{M: 256, N: 256, K: 128, TM: 128, TN: 128, TK: 64, In: dtype.Float16, Out: dtype.Float16, PingPong: true}
+	rng := rand.New(rand.NewPCG(11, 12))
+	a := randValues(rng, s.In, s.M*s.K, 1)
+	b := randValues(rng, s.In, s.K*s.N, 1)
+	withL2, st := s.run(t, preset(t, "a2"), a, b, RunOptions{})
+	plain := preset(t, "a2")
+	plain.L2Bytes = 0
+	without, _ := s.run(t, plain, a, b, RunOptions{})
+	assert.Equal(t, without, withL2)
+	assert.Equal(t, s.refMirror(a, b), dtype.Decode(s.Out, withL2, s.M*s.N))
+	assert.Positive(t, st.L2Hits+st.L2Misses)
+}
+
+// The timing loop of a chip with an L2 still reports a missing flag, while the
+// values run beside it.
+func TestRaceReportedWithL2(t *testing.T) {
+	chip := preset(t, "a2")
+	m := compile(t, chip, loadReluStore())
+	dropFlags(m, isa.PipeMTE2, isa.PipeV)
+	_, err := RunTask(chip, make([]byte, 512), isa.Vector, []Block{{Prog: m, ParamAddrs: []int{0, 256}}}, RunOptions{})
+	require.ErrorContains(t, err, "race")
+	require.ErrorContains(t, err, "set_flag mte2, v")
 }

@@ -1,5 +1,11 @@
 package device
 
+import (
+	"sync"
+
+	"pypto/isa"
+)
+
 // runShared simulates the cores of a task that share a memory system in one
 // discrete-event loop: each step starts, over all cores, the instruction that can
 // start first in task time (ties by core order). The L2 and the HBM share then see
@@ -71,4 +77,66 @@ func runShared(sims []*coreSim, blocks []Block, cores int) error {
 			return err
 		}
 	}
+}
+
+// runSharedTask runs a task whose cores share a memory system. The timing loop is
+// serial (runShared), so when the programs allow it the values are computed apart,
+// by a functional run of the same blocks in parallel goroutines, while the timing
+// loop runs without values (RunOptions.NoValues) beside it. Both give the same GM
+// bytes for a program without races, and the timing loop's race checker still
+// rejects a program with one. Programs whose control or output depends on values
+// computed by the task (SLD, TPRINT) or that exchange tiles through queues run in
+// the timing loop with values, as before.
+func runSharedTask(chip *Chip, kind isa.CoreKind, gm []byte, blocks []Block, cores int, sims []*coreSim, opts RunOptions) error {
+	if opts.NoValues || !valuesApart(blocks) {
+		return runShared(sims, blocks, cores)
+	}
+	fun := opts
+	fun.Functional, fun.Trace = true, false
+	errs := make([]error, len(sims))
+	var wg sync.WaitGroup
+	for ci, t := range sims {
+		c := newCoreSim(chip, kind, ci, gm, fun)
+		c.bufs = [isa.NumLocations][]byte{}
+		for loc, b := range t.bufs {
+			if len(b) > 0 {
+				c.bufs[loc] = make([]byte, len(b))
+			}
+		}
+		wg.Go(func() { errs[ci] = c.run(blocks, cores) })
+	}
+	for _, t := range sims {
+		t.opts.NoValues = true
+	}
+	err := runShared(sims, blocks, cores)
+	wg.Wait()
+	if err != nil {
+		return err // a race or a timing-side error comes first
+	}
+	for _, e := range errs {
+		if e != nil {
+			return e
+		}
+	}
+	return nil
+}
+
+// valuesApart reports whether the blocks' values can be computed apart from their
+// timing: no instruction reads values into control or output (SLD, TPRINT) and no
+// queue couples the pipes.
+func valuesApart(blocks []Block) bool {
+	seen := map[*MachineProgram]bool{}
+	for _, b := range blocks {
+		if seen[b.Prog] {
+			continue
+		}
+		seen[b.Prog] = true
+		for _, in := range b.Prog.Instrs {
+			switch in.Op {
+			case isa.SLD, isa.TPRINT, isa.TPUSH, isa.TPOP, isa.TFREE:
+				return false
+			}
+		}
+	}
+	return true
 }
