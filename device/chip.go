@@ -71,8 +71,9 @@ type Chip struct {
 	// Memory system shared by the cores (sim_memsys.go). With L2Bytes == 0 there is
 	// none: every core reads GM at GMReadBytesPerCycle whatever the others do.
 	// Otherwise TLOADs go through an L2 of L2Bytes in L2LineBytes lines, L2Ways-way
-	// set-associative with LRU sets, shared by all cores of a task: lines that hit
-	// stream at L2ReadBytesPerCycle per core, lines that miss at the core's share of
+	// set-associative (hashed set index, LRU within a set), shared by all cores of a
+	// task: lines that hit stream at L2ReadBytesPerCycle per core, lines that miss at
+	// the core's share of
 	// HBMBytesPerCycle (the total HBM rate divided among the cores with a missing
 	// load in flight, at most L2ReadBytesPerCycle, the core's port), after
 	// L2HitCycles or, if any line misses, L2MissCycles of latency (these replace

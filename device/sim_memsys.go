@@ -9,7 +9,7 @@ import "pypto/isa"
 // the result is deterministic.
 type memSystem struct {
 	chip *Chip
-	// L2 is set-associative: line l lives in set l % sets, whose ways hold line
+	// L2 is set-associative: line l lives in set setOf(l), whose ways hold line
 	// numbers most recent first (-1: empty); a miss evicts the set's least recent.
 	tags       []int32
 	sets, ways int
@@ -35,7 +35,7 @@ func newMemSystem(chip *Chip, gmBytes int) *memSystem {
 // set's least recent line when the set is full) if it was absent; it reports whether
 // it was present.
 func (m *memSystem) touch(l int) bool {
-	set := m.tags[l%m.sets*m.ways:][:m.ways]
+	set := m.tags[m.setOf(l)*m.ways:][:m.ways]
 	li := int32(l)
 	w := 0
 	for w < len(set)-1 && set[w] != li {
@@ -132,4 +132,10 @@ func (m *memSystem) duration(r *blockRun, in *Instr, now int64) int64 {
 	}
 	m.store(base, o)
 	return d
+}
+
+// setOf is the L2 set of line l: a multiplicative hash of the line number, as real
+// L2s hash their index so that power-of-two strides do not pile into a few sets.
+func (m *memSystem) setOf(l int) int {
+	return int((uint64(l) * 0x9E3779B97F4A7C15 >> 32) % uint64(m.sets))
 }

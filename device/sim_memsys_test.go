@@ -79,12 +79,30 @@ func TestL2SetsConflict(t *testing.T) {
 	chip := preset(t, "a2")
 	chip.L2Bytes, chip.L2Ways = 32*1024, 2 // 32 sets of 2 ways
 	m := newMemSystem(chip, 1<<20)
-	for _, l := range []int{0, 32, 64} { // one set: the third evicts the first
+	// Three lines of one set (the index is hashed): the third evicts the first.
+	var same []int
+	other := -1
+	for l := 0; len(same) < 3 || other < 0; l++ {
+		switch {
+		case m.setOf(l) == m.setOf(0):
+			if len(same) < 3 {
+				same = append(same, l)
+			}
+		case other < 0:
+			other = l
+		}
+	}
+	for _, l := range same {
 		assert.False(t, m.touch(l))
 	}
-	assert.False(t, m.touch(0))
-	assert.True(t, m.touch(64))
-	assert.False(t, m.touch(1), "other sets are untouched")
+	assert.False(t, m.touch(same[0]))
+	assert.True(t, m.touch(same[2]))
+	assert.False(t, m.touch(other), "other sets are untouched")
+	sets := map[int]bool{}
+	for l := range 1024 {
+		sets[m.setOf(l)] = true
+	}
+	assert.Len(t, sets, 32, "consecutive lines spread over every set")
 }
 
 func TestHBMIsSharedByTheCoresThatMiss(t *testing.T) {
