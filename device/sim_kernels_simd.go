@@ -7,8 +7,63 @@ import "simd/archsimd"
 // With GOEXPERIMENT=simd on amd64, the cube kernel uses AVX2 when the CPU has it;
 // otherwise the portable loops stay.
 func init() {
-	if archsimd.X86.AVX2() {
+	switch {
+	case archsimd.X86.AVX512():
+		matmulF32, simdKernels = matmulF32AVX512, "avx512"
+	case archsimd.X86.AVX2():
 		matmulF32, simdKernels = matmulF32AVX2, "avx2"
+	}
+}
+
+// matmulF32AVX512 is matmulF32Go sixteen lanes at a time, two rows of c together so
+// that each load of b serves both: 64 columns of two rows in eight registers while k
+// advances, multiply then add (two rounded operations) in increasing k, so the bits
+// are the portable kernel's. Columns past the last multiple of 64 go to the AVX2
+// kernel, a last odd row to a one-row loop.
+func matmulF32AVX512(c, a, b []float32, m, k, n, ldc, lda, ldb int) {
+	n64 := n &^ 63
+	if n64 < n {
+		matmulF32AVX2(c[n64:], a, b[n64:], m, k, n-n64, ldc, lda, ldb)
+	}
+	if n64 == 0 {
+		return
+	}
+	i := 0
+	for ; i+1 < m; i += 2 {
+		r0, r1 := c[i*ldc:i*ldc+n64], c[(i+1)*ldc:(i+1)*ldc+n64]
+		a0, a1 := a[i*lda:i*lda+k], a[(i+1)*lda:(i+1)*lda+k]
+		for j := 0; j < n64; j += 64 {
+			c00 := archsimd.LoadFloat32x16Slice(r0[j:])
+			c01 := archsimd.LoadFloat32x16Slice(r0[j+16:])
+			c02 := archsimd.LoadFloat32x16Slice(r0[j+32:])
+			c03 := archsimd.LoadFloat32x16Slice(r0[j+48:])
+			c10 := archsimd.LoadFloat32x16Slice(r1[j:])
+			c11 := archsimd.LoadFloat32x16Slice(r1[j+16:])
+			c12 := archsimd.LoadFloat32x16Slice(r1[j+32:])
+			c13 := archsimd.LoadFloat32x16Slice(r1[j+48:])
+			for p := range k {
+				x0 := archsimd.BroadcastFloat32x16(a0[p])
+				x1 := archsimd.BroadcastFloat32x16(a1[p])
+				bp := b[p*ldb+j : p*ldb+j+64]
+				b0 := archsimd.LoadFloat32x16Slice(bp)
+				b1 := archsimd.LoadFloat32x16Slice(bp[16:])
+				b2 := archsimd.LoadFloat32x16Slice(bp[32:])
+				b3 := archsimd.LoadFloat32x16Slice(bp[48:])
+				c00, c01, c02, c03 = c00.Add(b0.Mul(x0)), c01.Add(b1.Mul(x0)), c02.Add(b2.Mul(x0)), c03.Add(b3.Mul(x0))
+				c10, c11, c12, c13 = c10.Add(b0.Mul(x1)), c11.Add(b1.Mul(x1)), c12.Add(b2.Mul(x1)), c13.Add(b3.Mul(x1))
+			}
+			c00.StoreSlice(r0[j:])
+			c01.StoreSlice(r0[j+16:])
+			c02.StoreSlice(r0[j+32:])
+			c03.StoreSlice(r0[j+48:])
+			c10.StoreSlice(r1[j:])
+			c11.StoreSlice(r1[j+16:])
+			c12.StoreSlice(r1[j+32:])
+			c13.StoreSlice(r1[j+48:])
+		}
+	}
+	if i < m {
+		matmulF32AVX2(c[i*ldc:], a[i*lda:], b, 1, k, n64, ldc, lda, ldb)
 	}
 }
 
