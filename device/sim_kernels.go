@@ -3,6 +3,7 @@ package device
 import (
 	"encoding/binary"
 	"math"
+	"unsafe"
 
 	"pypto/dtype"
 )
@@ -12,6 +13,13 @@ import (
 // stays out of the inner loops. Every float result is rounded exactly as dtype.Round
 // would round the exact value (see docs/device.md for why float32 arithmetic is
 // enough for same-dtype f16/bf16/f32 operands).
+
+// littleEndianHost says the host stores a float32 as the device does (little-endian),
+// so fp32 tiles decode and encode by block copies.
+var littleEndianHost = func() bool {
+	x := uint32(1)
+	return *(*byte)(unsafe.Pointer(&x)) == 1
+}()
 
 // f16Table widens every binary16 pattern; decoding fp16 is a table lookup.
 var f16Table = func() *[1 << 16]float32 {
@@ -26,6 +34,12 @@ var f16Table = func() *[1 << 16]float32 {
 func decodeF32(d dtype.DType, src []byte, dst []float32) {
 	switch d {
 	case dtype.Float32:
+		if littleEndianHost && len(dst) > 0 {
+			// The bytes already are the float32s: one block copy.
+			_ = src[4*len(dst)-1] // the bounds check the loop would make
+			copy(dst, unsafe.Slice((*float32)(unsafe.Pointer(unsafe.SliceData(src))), len(dst)))
+			return
+		}
 		for i := range dst {
 			dst[i] = math.Float32frombits(binary.LittleEndian.Uint32(src[4*i:]))
 		}
@@ -46,6 +60,11 @@ func decodeF32(d dtype.DType, src []byte, dst []float32) {
 func encodeF32(d dtype.DType, src []float32, dst []byte) {
 	switch d {
 	case dtype.Float32:
+		if littleEndianHost && len(src) > 0 {
+			_ = dst[4*len(src)-1] // the bounds check the loop would make
+			copy(unsafe.Slice((*float32)(unsafe.Pointer(unsafe.SliceData(dst))), len(src)), src)
+			return
+		}
 		for i, v := range src {
 			binary.LittleEndian.PutUint32(dst[4*i:], math.Float32bits(v))
 		}
