@@ -48,19 +48,34 @@ func (m *memSystem) touch(l int) bool {
 }
 
 // window calls f with each line the GM window of view o (param at GM byte base)
-// touches, row by row, and the bytes of the row in that line. Lines outside GM are
-// skipped: the run-time checks report such windows.
+// touches, run by run, and the bytes of the run in that line. A run is a contiguous
+// stretch of the window: a row when columns are adjacent, a column when rows are (a
+// transposed view, which the DMA reads as the rows of the stored matrix), else one
+// element; so a transposed window moves the bytes it holds, not the gaps between them.
+// Lines outside GM are skipped: the run-time checks report such windows.
 func (m *memSystem) window(base int, o Operand, f func(line, bytes int)) {
 	v := o.GM
 	es := o.DType.Size()
 	if v.Rows <= 0 || v.Cols <= 0 {
 		return
 	}
-	span := ((v.Cols-1)*v.ColStride + 1) * es
+	runs, runStride, runLen := v.Rows, v.RowStride, ((v.Cols-1)*v.ColStride+1)*es // rows
+	perElement := false
+	switch {
+	case v.ColStride <= 1 || v.Cols == 1:
+	case v.RowStride == 1 || v.Rows == 1:
+		runs, runStride, runLen = v.Cols, v.ColStride, ((v.Rows-1)*v.RowStride+1)*es // columns
+	default: // neither axis is contiguous: element by element
+		runs, runLen, perElement = v.Rows*v.Cols, es, true
+	}
 	lb := m.chip.L2LineBytes
-	for r := range v.Rows {
-		lo := base + (v.Offset+r*v.RowStride)*es
-		hi := lo + span
+	for r := range runs {
+		start := v.Offset + r*runStride
+		if perElement {
+			start = v.Offset + (r/v.Cols)*v.RowStride + (r%v.Cols)*v.ColStride
+		}
+		lo := base + start*es
+		hi := lo + runLen
 		lo, hi = max(lo, 0), min(hi, m.lines*lb)
 		for a := lo; a < hi; {
 			l := a / lb

@@ -186,3 +186,23 @@ func TestRaceReportedWithL2(t *testing.T) {
 	require.ErrorContains(t, err, "race")
 	require.ErrorContains(t, err, "set_flag mte2, v")
 }
+
+// A transposed window (rows adjacent, columns strided) moves the bytes it holds: it
+// costs what the same elements cost read as rows, not the span of the gaps between them.
+func TestTransposedWindowMovesItsOwnBytes(t *testing.T) {
+	chip, err := Preset("a2")
+	require.NoError(t, err)
+	count := func(v isa.GMView) (lines, bytes int) {
+		m := newMemSystem(chip, 1<<22)
+		m.window(0, Operand{Kind: isa.KindGM, DType: dtype.Float16, GM: v}, func(_, n int) { lines++; bytes += n })
+		return
+	}
+	rowsL, rowsB := count(isa.GMView{Rows: 64, Cols: 128, RowStride: 1024, ColStride: 1})
+	colsL, colsB := count(isa.GMView{Rows: 128, Cols: 64, RowStride: 1, ColStride: 1024})
+	require.Equal(t, rowsB, colsB)
+	require.Equal(t, rowsL, colsL)
+	_, elemB := count(isa.GMView{Rows: 8, Cols: 8, RowStride: 2048, ColStride: 1024})
+	require.Equal(t, 64*2, elemB, "neither axis contiguous: element by element")
+	_, bcastB := count(isa.GMView{Rows: 8, Cols: 16, RowStride: 0, ColStride: 1})
+	require.Equal(t, 8*16*2, bcastB, "a broadcast row is read once per row")
+}
