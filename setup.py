@@ -69,8 +69,15 @@ def build_library(dest_dir):
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, LIB_NAME)
         cmd = [go, "build", "-buildmode=c-shared", "-trimpath", "-buildvcs=false", "-o", out, "./capi"]
-        print("pypto: building the Go core:", " ".join(cmd), flush=True)
-        proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True)
+        # The simulator's SIMD kernels (chosen at run time by the CPU's features, with a
+        # portable fallback) need GOEXPERIMENT=simd; a toolchain or platform without it
+        # builds the portable library instead.
+        simd = dict(env, GOEXPERIMENT=",".join(filter(None, [env.get("GOEXPERIMENT", ""), "simd"])))
+        print("pypto: building the Go core (GOEXPERIMENT=simd):", " ".join(cmd), flush=True)
+        proc = subprocess.run(cmd, cwd=ROOT, env=simd, capture_output=True, text=True)
+        if proc.returncode != 0:
+            print("pypto: the SIMD build failed; building the portable library", flush=True)
+            proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True)
         if proc.returncode != 0:
             msg = proc.stderr.strip() or proc.stdout.strip()
             hint = ""
