@@ -56,7 +56,7 @@ func (g *ExecGraph) Verify(chip *device.Chip) error {
 	live := liveRanges(g)
 	for i := range g.Buffers {
 		for j := i + 1; j < len(g.Buffers); j++ {
-			if overlaps(g.Buffers[i], g.Buffers[j]) && live[i].overlaps(live[j]) {
+			if root(tg.Tensors, i) != root(tg.Tensors, j) && overlaps(g.Buffers[i], g.Buffers[j]) && live[i].overlaps(live[j]) {
 				return fmt.Errorf("execgraph: t%d and t%d share GM bytes while both are live", i, j)
 			}
 		}
@@ -102,11 +102,14 @@ func liveRanges(g *ExecGraph) []interval {
 	}
 	for ti, task := range g.Tasks {
 		for _, a := range task.Args {
-			if tg.Tensors[a].Role == RoleTemp {
-				live[a].first = min(live[a].first, ti)
-				live[a].last = max(live[a].last, ti)
+			if r := root(tg.Tensors, a); tg.Tensors[r].Role == RoleTemp {
+				live[r].first = min(live[r].first, ti)
+				live[r].last = max(live[r].last, ti)
 			}
 		}
+	}
+	for i := range tg.Tensors { // an alias lives as long as the bytes it views
+		live[i] = live[root(tg.Tensors, i)]
 	}
 	return live
 }

@@ -34,7 +34,11 @@ func (g *TileGraph) Format() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "tilegraph %s {\n", quoteName(g.Name))
 	for i, t := range g.Tensors {
-		fmt.Fprintf(&b, "  tensor t%d: %s %s %%%d\n", i, t.Type, t.Role, t.Value)
+		fmt.Fprintf(&b, "  tensor t%d: %s %s %%%d", i, t.Type, t.Role, t.Value)
+		if t.Alias != 0 {
+			fmt.Fprintf(&b, " alias t%d", t.Alias-1)
+		}
+		b.WriteString("\n")
 	}
 	fmt.Fprintf(&b, "  params %s\n", tensorList(g.Params))
 	for i, op := range g.Ops {
@@ -116,7 +120,7 @@ func (p *textParser) tileGraph() *TileGraph {
 		tp.op()
 	}
 	for _, t := range tp.tensorRefs("output") {
-		if !tp.produced[t.id] {
+		if !tp.produced[root(tp.g.Tensors, t.id)] {
 			p.fail(t.tok, "output t%d is never produced", t.id)
 		}
 		tp.g.Outputs = append(tp.g.Outputs, t.id)
@@ -128,7 +132,7 @@ func (p *textParser) tileGraph() *TileGraph {
 	return tp.g
 }
 
-// tensor := 'tensor' tN ':' type role '%' value
+// tensor := 'tensor' tN ':' type role '%' value ['alias' tM]
 func (tp *tileParser) tensor() {
 	tp.next()
 	tp.numberedAs("t", len(tp.g.Tensors), "tensor")
@@ -137,7 +141,17 @@ func (tp *tileParser) tensor() {
 	role := tp.role()
 	tp.expectPunct("%", " before the Tensor Graph value the tensor holds")
 	v := tp.integer("Tensor Graph value")
-	tp.g.Tensors = append(tp.g.Tensors, GMTensor{Value: core.Value(v), Type: typ, Role: role})
+	t := GMTensor{Value: core.Value(v), Type: typ, Role: role}
+	if isWord(tp.peek(), "alias") {
+		tp.next()
+		ref := tp.tensorRef("aliased tensor")
+		src := tp.g.Tensors[ref.id]
+		if src.Alias != 0 || src.Type.Bytes() != typ.Bytes() || role == RoleInput {
+			tp.fail(ref.tok, "t%d cannot alias t%d: an alias views an earlier tensor of its size that is no alias, and is not an input", len(tp.g.Tensors), ref.id)
+		}
+		t.Alias = ref.id + 1
+	}
+	tp.g.Tensors = append(tp.g.Tensors, t)
 }
 
 // tensorRef is a tensor named in the text, with where it was named.
@@ -188,7 +202,7 @@ func (tp *tileParser) op() {
 	}
 	op := &TileOp{Op: nameTok.text, Output: out.id, Node: tp.g.Tensors[out.id].Value}
 	for _, in := range tp.tensorRefs("input") {
-		if !tp.produced[in.id] {
+		if !tp.produced[root(tp.g.Tensors, in.id)] {
 			tp.fail(in.tok, "op%d reads t%d before it is produced", i, in.id)
 		}
 		op.Inputs = append(op.Inputs, in.id)

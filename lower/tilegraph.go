@@ -26,6 +26,18 @@ type GMTensor struct {
 	Value core.Value // the Tensor Graph value it holds
 	Type  core.TensorType
 	Role  TensorRole
+	// Alias, when not 0, is 1 + the index of the tensor whose GM bytes this one views:
+	// a reshape of a contiguous tensor holds the same bytes, so it gets no kernel and no
+	// buffer of its own.
+	Alias int
+}
+
+// root is the tensor that owns t's GM bytes: t, or the tensor it is an alias of.
+func root(tensors []GMTensor, t int) int {
+	if a := tensors[t].Alias; a > 0 {
+		return a - 1
+	}
+	return t
 }
 
 // TileKind is the shape of the tile loop a tile op runs.
@@ -105,14 +117,22 @@ func (g *TileGraph) Verify() error {
 		}
 		produced[p] = true
 	}
+	for i, t := range g.Tensors {
+		if a := t.Alias; a > 0 && (a-1 >= i || g.Tensors[a-1].Alias != 0 || g.Tensors[a-1].Type.Bytes() != t.Type.Bytes() || t.Role == RoleInput) {
+			return fmt.Errorf("tilegraph: t%d is an alias of t%d, which must be an earlier tensor of the same size that is no alias itself", i, a-1)
+		}
+	}
 	for i, op := range g.Ops {
+		if g.Tensors[op.Output].Alias != 0 {
+			return fmt.Errorf("tilegraph: op%d writes t%d, an alias (aliases are never written)", i, op.Output)
+		}
 		for _, in := range append(append([]int(nil), op.Inputs...), op.Output) {
 			if in < 0 || in >= len(g.Tensors) {
 				return fmt.Errorf("tilegraph: op%d refers to missing tensor t%d", i, in)
 			}
 		}
 		for _, in := range op.Inputs {
-			if !produced[in] {
+			if !produced[root(g.Tensors, in)] {
 				return fmt.Errorf("tilegraph: op%d reads t%d before it is produced", i, in)
 			}
 		}
@@ -125,7 +145,7 @@ func (g *TileGraph) Verify() error {
 		}
 	}
 	for _, o := range g.Outputs {
-		if o < 0 || o >= len(g.Tensors) || !produced[o] {
+		if o < 0 || o >= len(g.Tensors) || !produced[root(g.Tensors, o)] {
 			return fmt.Errorf("tilegraph: output t%d is never produced", o)
 		}
 	}

@@ -22,7 +22,7 @@ func buildExecGraph(bg *BlockGraph) (*ExecGraph, error) {
 		task.Args = kernelArgs(op)
 		deps := map[int]bool{}
 		for _, in := range op.Inputs {
-			for _, p := range producers[in] {
+			for _, p := range producers[root(tg.Tensors, in)] {
 				deps[p] = true
 			}
 		}
@@ -54,6 +54,9 @@ func planMemory(eg *ExecGraph) {
 	var temps []int
 	for i, t := range tg.Tensors {
 		bytes := roundUp(t.Type.Bytes(), gmAlign)
+		if t.Alias != 0 {
+			continue // placed with the tensor it views
+		}
 		if t.Role == RoleTemp {
 			temps = append(temps, i)
 			eg.WorkspaceNoReuse += bytes
@@ -93,6 +96,11 @@ func planMemory(eg *ExecGraph) {
 	}
 	eg.WorkspaceBytes = off - base
 	eg.GMBytes = off
+	for i, t := range tg.Tensors {
+		if t.Alias != 0 {
+			eg.Buffers[i] = eg.Buffers[t.Alias-1]
+		}
+	}
 }
 
 // kernelArgs lists the GM tensors a tile op's kernel takes: its distinct inputs, then

@@ -46,6 +46,16 @@ func buildTileGraph(g *core.Graph, chip *device.Chip) (*TileGraph, error) {
 		if isOutput[v] {
 			role = RoleOutput
 		}
+		if n.Op == "reshape" {
+			// Same bytes, new shape: an alias of the input's buffer, no kernel. A result
+			// aliases only inputs (whose buffers live through the run), never temps.
+			src := root(tg.Tensors, tensorOf[n.Inputs[0]])
+			if role == RoleTemp || tg.Tensors[src].Role == RoleInput {
+				t := addTensor(v, role)
+				tg.Tensors[t].Alias = src + 1
+				continue
+			}
+		}
 		out := addTensor(v, role)
 		for _, op := range tileOpsOf(g, n, v, low, tensorOf, out) {
 			if err := chooseTiling(op, tg.Tensors, chip); err != nil {

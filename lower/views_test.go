@@ -132,3 +132,32 @@ func TestPadMatchesReferenceExactly(t *testing.T) {
 		})
 	}
 }
+
+// A reshape holds the same bytes as its input: it becomes an alias of the input's GM
+// buffer, with no kernel, unless it is a result computed into a temporary.
+func TestReshapeIsAnAlias(t *testing.T) {
+	chip := presets(t)[0]
+	bl := core.NewBuilder("alias")
+	x := bl.Param("x", core.TensorType{DType: dtype.Float16, Shape: core.Shape{6, 35}})
+	op := func(name string, attrs core.Attrs, in ...core.Value) core.Value {
+		v, err := bl.Op(name, in, attrs, core.Location{})
+		require.NoError(t, err)
+		return v
+	}
+	r1 := op("reshape", core.Attrs{"shape": []int64{5, 42}}, x)                  // alias of an input
+	y := op("relu", nil, r1)                                                     // reads through the alias
+	r2 := op("reshape", core.Attrs{"shape": []int64{210}}, y)                    // alias of a temp...
+	z := op("add", nil, r2, op("reshape", core.Attrs{"shape": []int64{210}}, x)) // ...and of the input again
+	bl.Output(z)
+	bl.Output(op("reshape", core.Attrs{"shape": []int64{7, 30}}, x)) // a result viewing an input
+	bl.Output(op("reshape", core.Attrs{"shape": []int64{42, 5}}, y)) // a result of a temp: copied
+	g := bl.Graph()
+	exe, err := Compile(g, Options{Chip: chip, Verify: true, Disabled: map[string]bool{"fuse-elementwise": true}})
+	require.NoError(t, err)
+	require.Equal(t, []string{"relu", "add", "reshape"}, taskOps(exe))
+	compileAndCompare(t, chip, g, 0)
+	tg := exe.Exec().Blocks.Tiles
+	back, err := ParseTileGraph(tg.Format())
+	require.NoError(t, err)
+	require.Equal(t, tg.Format(), back.Format())
+}
