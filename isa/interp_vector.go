@@ -266,7 +266,7 @@ func execConvert(m *machine, in Instr) error {
 	dst, src := in.Args[0], in.Args[1]
 	d := m.decl(dst).DType
 	return m.eachValid(dst, func(r, c int) error {
-		m.setExact(dst, r, c, roundTo(d, m.at(src, r, c), in.Mode))
+		m.setExact(dst, r, c, RoundTo(d, m.at(src, r, c), in.Mode))
 		return nil
 	})
 }

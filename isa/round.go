@@ -9,11 +9,12 @@ import (
 // Conversions of the reference semantics: TCVT's rounding modes and the saturating
 // conversions of quantisation.
 
-// roundTo returns v as dtype d stores it, rounded with mode: ModeNone is dtype.Round
+// RoundTo returns v as dtype d stores it, rounded with mode (TCVT's meaning, which the
+// device's conversion also uses): ModeNone is dtype.Round
 // (nearest even for floats; truncation toward zero and two's-complement wrap for
 // integers); the other rounding modes choose the neighbour they name, and integer
 // results still wrap to the dtype.
-func roundTo(d dtype.DType, v float64, mode Mode) float64 {
+func RoundTo(d dtype.DType, v float64, mode Mode) float64 {
 	if mode == ModeNone || mode == RoundRint && d.IsFloat() {
 		return dtype.Round(d, v)
 	}
