@@ -14,7 +14,7 @@ import (
 // passes Verify. Errors are *Error of kind ValueError whose message starts with
 // "line:col:" (1-based, columns in bytes) and says what was expected and what was found.
 func Parse(src string) (g *Graph, err error) {
-	p := &parser{sc: scanner{src: src, line: 1, col: 1}}
+	p := &parser{sc: NewLexer(src, "%(){}[],:=", false)}
 	defer func() {
 		if r := recover(); r != nil {
 			pe, ok := r.(parseBailout)
@@ -30,162 +30,41 @@ func Parse(src string) (g *Graph, err error) {
 // parseBailout carries a syntax error up the recursive descent to Parse.
 type parseBailout struct{ err *Error }
 
-type tokKind uint8
-
-const (
-	tokEOF tokKind = iota
-	tokIdent
-	tokInt
-	tokString
-	tokPunct // one of % ( ) { } [ ] , : =
-	tokOther // any other byte, reported as unexpected
-)
-
-type token struct {
-	kind      tokKind
-	text      string
-	line, col int
+// errorAt is a syntax error at t.
+func errorAt(t Token, format string, args ...any) *Error {
+	return Errorf(ValueError, "%d:%d: %s", t.Line, t.Col, fmt.Sprintf(format, args...))
 }
 
-func (t token) String() string {
-	switch t.kind {
-	case tokEOF:
-		return "end of input"
-	case tokString:
-		return t.text
-	}
-	return "'" + t.text + "'"
-}
-
-// scanner splits the source into tokens, tracking line and column for errors.
-type scanner struct {
-	src       string
-	pos       int
-	line, col int
-}
-
-func (s *scanner) advance(n int) {
-	for i := 0; i < n && s.pos < len(s.src); i++ {
-		if s.src[s.pos] == '\n' {
-			s.line++
-			s.col = 1
-		} else {
-			s.col++
-		}
-		s.pos++
-	}
-}
-
-// skipSpace skips whitespace and // comments.
-func (s *scanner) skipSpace() {
-	for s.pos < len(s.src) {
-		c := s.src[s.pos]
-		switch {
-		case c == ' ' || c == '\t' || c == '\n' || c == '\r':
-			s.advance(1)
-		case strings.HasPrefix(s.src[s.pos:], "//"):
-			end := strings.IndexByte(s.src[s.pos:], '\n')
-			if end < 0 {
-				end = len(s.src) - s.pos
-			}
-			s.advance(end)
-		default:
-			return
-		}
-	}
-}
-
-func (s *scanner) next() (token, *Error) {
-	s.skipSpace()
-	t := token{line: s.line, col: s.col}
-	if s.pos >= len(s.src) {
-		return t, nil
-	}
-	start := s.pos
-	c := s.src[s.pos]
-	switch {
-	case isLetter(c):
-		n := 1
-		for start+n < len(s.src) && (isLetter(s.src[start+n]) || isDigit(s.src[start+n]) || s.src[start+n] == '.') {
-			n++
-		}
-		t.kind = tokIdent
-		s.advance(n)
-	case isDigit(c):
-		n := 1
-		for start+n < len(s.src) && isDigit(s.src[start+n]) {
-			n++
-		}
-		t.kind = tokInt
-		s.advance(n)
-	case c == '"':
-		n, err := stringLiteralLen(s.src[start:])
-		if err != "" {
-			return t, s.errorAt(t, "%s", err)
-		}
-		t.kind = tokString
-		s.advance(n)
-	case strings.IndexByte("%(){}[],:=", c) >= 0:
-		t.kind = tokPunct
-		s.advance(1)
-	default:
-		t.kind = tokOther
-		s.advance(1)
-	}
-	t.text = s.src[start:s.pos]
-	return t, nil
-}
-
-// stringLiteralLen returns the length of the double-quoted Go string literal at the
-// start of s, or a description of what is wrong with it.
-func stringLiteralLen(s string) (int, string) {
-	for i := 1; i < len(s); i++ {
-		switch s[i] {
-		case '\\':
-			i++
-		case '"':
-			return i + 1, ""
-		case '\n':
-			return 0, "string literal not terminated before the end of the line"
-		}
-	}
-	return 0, "string literal not terminated"
-}
-
-func (s *scanner) errorAt(t token, format string, args ...any) *Error {
-	return Errorf(ValueError, "%d:%d: %s", t.line, t.col, fmt.Sprintf(format, args...))
-}
-
-// parser is a recursive-descent parser with one token of lookahead, taken by re-scanning
+// parser is a recursive-descent parser with one Token of lookahead, taken by re-scanning
 // from a saved scanner state so that attribute values can be read as raw text.
 type parser struct {
-	sc     scanner
+	sc     Lexer
 	g      *Graph
 	params map[string]Value
 }
 
-func (p *parser) fail(t token, format string, args ...any) {
-	panic(parseBailout{p.sc.errorAt(t, format, args...)})
+func (p *parser) fail(t Token, format string, args ...any) {
+	panic(parseBailout{errorAt(t, format, args...)})
 }
 
-func (p *parser) next() token {
-	t, err := p.sc.next()
-	if err != nil {
-		panic(parseBailout{err})
+func (p *parser) next() Token {
+	t, msg := p.sc.Next()
+	if msg != "" {
+		p.fail(t, "%s", msg)
 	}
 	return t
 }
 
-func (p *parser) peek() token {
+func (p *parser) peek() Token {
 	saved := p.sc
 	t := p.next()
 	p.sc = saved
 	return t
 }
 
-func (p *parser) isPunct(t token, c string) bool { return t.kind == tokPunct && t.text == c }
+func (p *parser) isPunct(t Token, c string) bool { return t.Kind == TokPunct && t.Text == c }
 
-func (p *parser) expectPunct(c, what string) token {
+func (p *parser) expectPunct(c, what string) Token {
 	t := p.next()
 	if !p.isPunct(t, c) {
 		p.fail(t, "expected '%s'%s, found %s", c, what, t)
@@ -195,7 +74,7 @@ func (p *parser) expectPunct(c, what string) token {
 
 // graph := 'graph' name '(' [param {',' param}] ')' '{' {node} 'return' value {',' value} '}'
 func (p *parser) graph() *Graph {
-	if t := p.next(); t.kind != tokIdent || t.text != "graph" {
+	if t := p.next(); t.Kind != TokIdent || t.Text != "graph" {
 		p.fail(t, "expected 'graph', found %s", t)
 	}
 	p.g = &Graph{Name: p.name("graph name")}
@@ -214,7 +93,7 @@ func (p *parser) graph() *Graph {
 	p.expectPunct("{", " before the graph body")
 	for {
 		t := p.peek()
-		if t.kind == tokIdent && t.text == "return" {
+		if t.Kind == TokIdent && t.Text == "return" {
 			p.next()
 			break
 		}
@@ -231,7 +110,7 @@ func (p *parser) graph() *Graph {
 		p.next()
 	}
 	p.expectPunct("}", " after the return values")
-	if t := p.next(); t.kind != tokEOF {
+	if t := p.next(); t.Kind != TokEOF {
 		p.fail(t, "expected end of input after the graph, found %s", t)
 	}
 	return p.g
@@ -240,13 +119,13 @@ func (p *parser) graph() *Graph {
 // name reads an identifier or a quoted string.
 func (p *parser) name(what string) string {
 	t := p.next()
-	switch t.kind {
-	case tokIdent:
-		return t.text
-	case tokString:
-		s, err := strconv.Unquote(t.text)
+	switch t.Kind {
+	case TokIdent:
+		return t.Text
+	case TokString:
+		s, err := strconv.Unquote(t.Text)
 		if err != nil {
-			p.fail(t, "invalid quoted %s %s", what, t.text)
+			p.fail(t, "invalid quoted %s %s", what, t.Text)
 		}
 		return s
 	}
@@ -257,8 +136,8 @@ func (p *parser) name(what string) string {
 // param := '%' name ':' type
 func (p *parser) param() {
 	p.expectPunct("%", " before a parameter name")
-	if t := p.peek(); t.kind == tokInt {
-		p.fail(t, "expected parameter name, found %s (numbers name op results; quote the name: %%\"%s\")", t, t.text)
+	if t := p.peek(); t.Kind == TokInt {
+		p.fail(t, "expected parameter name, found %s (numbers name op results; quote the name: %%\"%s\")", t, t.Text)
 	}
 	nt := p.peek()
 	name := p.name("parameter name")
@@ -281,15 +160,15 @@ func (p *parser) node() {
 	p.next() // '%'
 	want := len(p.g.Nodes)
 	t := p.next()
-	if t.kind != tokInt {
+	if t.Kind != TokInt {
 		p.fail(t, "expected result number %d after '%%' (only parameters have names), found %s", want, t)
 	}
-	if n, err := strconv.Atoi(t.text); err != nil || n != want {
-		p.fail(t, "expected result %%%d (results are numbered in order), found %%%s", want, t.text)
+	if n, err := strconv.Atoi(t.Text); err != nil || n != want {
+		p.fail(t, "expected result %%%d (results are numbered in order), found %%%s", want, t.Text)
 	}
 	p.expectPunct("=", " after the result")
 	opTok := p.next()
-	if opTok.kind != tokIdent {
+	if opTok.Kind != TokIdent {
 		p.fail(opTok, "expected op name, found %s", opTok)
 	}
 	p.expectPunct("(", " after the op name")
@@ -316,30 +195,30 @@ func (p *parser) node() {
 	for i, in := range inputs {
 		types[i] = p.g.Nodes[in].Type
 	}
-	inferred, full, err := InferOp(opTok.text, types, attrs)
+	inferred, full, err := InferOp(opTok.Text, types, attrs)
 	if err != nil {
-		e := p.sc.errorAt(opTok, "%s", err.Message)
+		e := errorAt(opTok, "%s", err.Message)
 		e.Causes, e.Suggestions = err.Causes, err.Suggestions
 		panic(parseBailout{e})
 	}
 	if !inferred.Equal(written) {
-		p.fail(typeTok, "written type %s does not match the type %s infers, %s", written, opTok.text, inferred)
+		p.fail(typeTok, "written type %s does not match the type %s infers, %s", written, opTok.Text, inferred)
 	}
-	p.g.Nodes = append(p.g.Nodes, &Node{Op: opTok.text, Inputs: inputs, Attrs: full, Type: inferred})
+	p.g.Nodes = append(p.g.Nodes, &Node{Op: opTok.Text, Inputs: inputs, Attrs: full, Type: inferred})
 }
 
 // value := '%' int | '%' name
 func (p *parser) value() Value {
 	p.expectPunct("%", " before a value")
 	t := p.peek()
-	if t.kind == tokInt {
+	if t.Kind == TokInt {
 		p.next()
-		n, err := strconv.Atoi(t.text)
+		n, err := strconv.Atoi(t.Text)
 		if err == nil && n < len(p.g.Params) {
-			p.fail(t, "expected a value defined earlier, found %%%s (parameters are referred to by name)", t.text)
+			p.fail(t, "expected a value defined earlier, found %%%s (parameters are referred to by name)", t.Text)
 		}
 		if err != nil || n >= len(p.g.Nodes) {
-			p.fail(t, "expected a value defined earlier, found %%%s", t.text)
+			p.fail(t, "expected a value defined earlier, found %%%s", t.Text)
 		}
 		return Value(n)
 	}
@@ -362,14 +241,14 @@ func (p *parser) attrs() Attrs {
 	}
 	for {
 		k := p.next()
-		if k.kind != tokIdent {
+		if k.Kind != TokIdent {
 			p.fail(k, "expected attribute name, found %s", k)
 		}
-		if _, dup := out[k.text]; dup {
-			p.fail(k, "attribute %s is given twice", k.text)
+		if _, dup := out[k.Text]; dup {
+			p.fail(k, "attribute %s is given twice", k.Text)
 		}
 		p.expectPunct("=", " after the attribute name")
-		out[k.text] = p.attrValue()
+		out[k.Text] = p.attrValue()
 		t := p.next()
 		if p.isPunct(t, "}") {
 			return out
@@ -381,9 +260,9 @@ func (p *parser) attrs() Attrs {
 }
 
 func (p *parser) attrValue() any {
-	p.sc.skipSpace()
-	at := token{line: p.sc.line, col: p.sc.col}
-	rest := p.sc.src[p.sc.pos:]
+	p.sc.SkipSpace()
+	at := Token{Line: p.sc.Line, Col: p.sc.Col}
+	rest := p.sc.Src[p.sc.Pos:]
 	n := 0
 	switch {
 	case strings.HasPrefix(rest, `"`):
@@ -412,7 +291,7 @@ func (p *parser) attrValue() any {
 	if err != nil {
 		p.fail(at, "expected attribute value (bool, int, float, \"string\" or [ints]), found %q", rest[:n])
 	}
-	p.sc.advance(n)
+	p.sc.Advance(n)
 	return v
 }
 
@@ -422,9 +301,9 @@ func (p *parser) attrValue() any {
 func (p *parser) tensorType() TensorType {
 	t := p.next()
 	dt := dtype.Invalid
-	if t.kind == tokIdent {
+	if t.Kind == TokIdent {
 		for _, d := range dtype.All {
-			if d.String() == t.text {
+			if d.String() == t.Text {
 				dt = d
 			}
 		}
@@ -433,16 +312,16 @@ func (p *parser) tensorType() TensorType {
 		p.fail(t, "expected dtype (f32, f16, bf16, i8, i32, bool), found %s", t)
 	}
 	p.expectPunct("[", " after the dtype")
-	at := token{line: p.sc.line, col: p.sc.col}
-	line, _, _ := strings.Cut(p.sc.src[p.sc.pos:], "\n")
+	at := Token{Line: p.sc.Line, Col: p.sc.Col}
+	line, _, _ := strings.Cut(p.sc.Src[p.sc.Pos:], "\n")
 	end := strings.IndexByte(line, ']')
 	if end < 0 {
 		p.fail(at, "expected ']' closing the shape on the same line")
 	}
 	body := line[:end]
-	p.sc.advance(end + 1)
+	p.sc.Advance(end + 1)
 	suffix := ""
-	if rest := p.sc.src[p.sc.pos:]; strings.HasPrefix(rest, "@") {
+	if rest := p.sc.Src[p.sc.Pos:]; strings.HasPrefix(rest, "@") {
 		n := 1
 		for n < len(rest) && (isLetter(rest[n]) || isDigit(rest[n])) {
 			n++
@@ -453,11 +332,11 @@ func (p *parser) tensorType() TensorType {
 			}
 		}
 		suffix = rest[:n]
-		p.sc.advance(n)
+		p.sc.Advance(n)
 	}
 	dims, off, err := parseDimsAt(body, true)
 	if err != nil {
-		p.fail(token{line: at.line, col: at.col + off}, "%v", err)
+		p.fail(Token{Line: at.Line, Col: at.Col + off}, "%v", err)
 	}
 	tt, msg := typeWithLayout(dt, dims, suffix)
 	if msg == "" {

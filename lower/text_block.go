@@ -146,7 +146,7 @@ func (p *textParser) kernel(tiles *TileGraph, i int) *Kernel {
 	seen := make([]bool, ntiles)
 	for isWord(p.peek(), "block") {
 		p.next()
-		if t := p.next(); t.kind != tokInt || t.text != fmt.Sprint(len(k.Blocks)) {
+		if t := p.next(); t.Kind != tokInt || t.Text != fmt.Sprint(len(k.Blocks)) {
 			p.fail(t, "expected block number %d (blocks are numbered in order), found %s", len(k.Blocks), t)
 		}
 		p.expectPunct(":", " after the block number")

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"pypto/core"
 	"pypto/isa"
 )
 
@@ -185,7 +186,7 @@ func (p *textParser) buffer(tp *tileParser, g *ExecGraph) {
 func (p *textParser) task(tp *tileParser, g *ExecGraph) *Task {
 	p.next()
 	i := len(g.Tasks)
-	if t := p.next(); t.kind != tokInt || t.text != fmt.Sprint(i) {
+	if t := p.next(); t.Kind != tokInt || t.Text != fmt.Sprint(i) {
 		p.fail(t, "expected task number %d (tasks are numbered in order), found %s", i, t)
 	}
 	task := &Task{Name: p.name("task name")}
@@ -237,8 +238,8 @@ func (p *textParser) task(tp *tileParser, g *ExecGraph) *Task {
 // program hands the lines from 'kernel' to the next line that starts with 'end' to
 // isa.Parse, with the text before 'kernel' blanked so that isa's columns are ours.
 func (p *textParser) program() *isa.Program {
-	p.sc.skipSpace()
-	src, start := p.sc.src, p.sc.pos
+	p.sc.SkipSpace()
+	src, start := p.sc.Src, p.sc.Pos
 	lineStart := strings.LastIndexByte(src[:start], '\n') + 1
 	end := len(src) // without an 'end' line isa.Parse reports the missing 'end'
 	for pos := start; ; {
@@ -248,7 +249,8 @@ func (p *textParser) program() *isa.Program {
 		}
 		from := pos + nl + 1
 		line, _, _ := strings.Cut(src[from:], "\n")
-		if w := strings.TrimLeft(line, " \t\r"); strings.HasPrefix(w, "end") && (len(w) == 3 || !isIdentByte(w[3])) {
+		lx := core.NewLexer(line, "", true)
+		if t, _ := lx.Next(); t.Kind == core.TokIdent && t.Text == "end" {
 			end = from + len(line)
 			break
 		}
@@ -258,10 +260,10 @@ func (p *textParser) program() *isa.Program {
 	if err != nil {
 		var pe *isa.ParseError
 		if !errors.As(err, &pe) {
-			p.failAt(p.sc.line, p.sc.col, "%v", err)
+			p.failAt(p.sc.Line, p.sc.Col, "%v", err)
 		}
-		p.failAt(p.sc.line+pe.Line-1, pe.Col, "%s", pe.Msg)
+		p.failAt(p.sc.Line+pe.Line-1, pe.Col, "%s", pe.Msg)
 	}
-	p.sc.advance(end - start)
+	p.sc.Advance(end - start)
 	return prog
 }

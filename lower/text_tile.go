@@ -114,7 +114,7 @@ func (p *textParser) tileGraph() *TileGraph {
 			p.next()
 			break
 		}
-		if t.kind != tokIdent || !strings.HasPrefix(t.text, "op") {
+		if t.Kind != tokIdent || !strings.HasPrefix(t.Text, "op") {
 			p.fail(t, "expected 'op%d:' or 'return', found %s", len(tp.g.Ops), t)
 		}
 		tp.op()
@@ -197,10 +197,10 @@ func (tp *tileParser) op() {
 	out := tp.tensorRef("output tensor")
 	tp.expectPunct("=", " after the output tensor")
 	nameTok := tp.next()
-	if nameTok.kind != tokIdent {
+	if nameTok.Kind != tokIdent {
 		tp.fail(nameTok, "expected op name, found %s", nameTok)
 	}
-	op := &TileOp{Op: nameTok.text, Output: out.id, Node: tp.g.Tensors[out.id].Value}
+	op := &TileOp{Op: nameTok.Text, Output: out.id, Node: tp.g.Tensors[out.id].Value}
 	for _, in := range tp.tensorRefs("input") {
 		if !tp.produced[root(tp.g.Tensors, in.id)] {
 			tp.fail(in.tok, "op%d reads t%d before it is produced", i, in.id)

@@ -17,9 +17,9 @@ import (
 func (p *textParser) tensorType() core.TensorType {
 	t := p.next()
 	dt := dtype.Invalid
-	if t.kind == tokIdent {
+	if t.Kind == tokIdent {
 		for _, d := range dtype.All {
-			if d.String() == t.text {
+			if d.String() == t.Text {
 				dt = d
 			}
 		}
@@ -56,14 +56,14 @@ func (p *textParser) attrs() core.Attrs {
 	}
 	for {
 		k := p.next()
-		if k.kind != tokIdent {
+		if k.Kind != tokIdent {
 			p.fail(k, "expected attribute name, found %s", k)
 		}
-		if _, dup := out[k.text]; dup {
-			p.fail(k, "attribute %s is given twice", k.text)
+		if _, dup := out[k.Text]; dup {
+			p.fail(k, "attribute %s is given twice", k.Text)
 		}
 		p.expectPunct("=", " after the attribute name")
-		out[k.text] = p.attrValue()
+		out[k.Text] = p.attrValue()
 		t := p.next()
 		if isPunct(t, "}") {
 			return out
@@ -77,16 +77,18 @@ func (p *textParser) attrs() core.Attrs {
 // attrValue reads a bool, int64, float64, quoted string or [int64,...] list. Raw text
 // is needed because floats (-1.5e+21, -Inf, NaN) are not single tokens.
 func (p *textParser) attrValue() any {
-	p.sc.skipSpace()
-	line, col := p.sc.line, p.sc.col
-	rest := p.sc.src[p.sc.pos:]
+	p.sc.SkipSpace()
+	line, col := p.sc.Line, p.sc.Col
+	rest := p.sc.Src[p.sc.Pos:]
 	n := 0
 	switch {
 	case strings.HasPrefix(rest, `"`):
-		var msg string
-		if n, msg = stringLiteralLen(rest); msg != "" {
+		lx := p.sc
+		t, msg := lx.Next()
+		if msg != "" {
 			p.failAt(line, col, "%s", msg)
 		}
+		n = len(t.Text)
 	case strings.HasPrefix(rest, "["):
 		// Lists print on one line, so a missing ']' is reported on that line rather
 		// than matched against some later bracket.
@@ -108,7 +110,7 @@ func (p *textParser) attrValue() any {
 		}
 		p.failAt(line, col, "expected attribute value (bool, int, float, \"string\" or [ints]), found %s", found)
 	}
-	p.sc.advance(n)
+	p.sc.Advance(n)
 	return v
 }
 
@@ -148,9 +150,9 @@ func decodeAttr(s string) (any, bool) {
 // enum reads one of the printed names of an enum; names[i] is the text of value i.
 func (p *textParser) enum(what string, names []string) int {
 	t := p.next()
-	if t.kind == tokIdent {
+	if t.Kind == tokIdent {
 		for i, n := range names {
-			if n == t.text {
+			if n == t.Text {
 				return i
 			}
 		}
