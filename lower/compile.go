@@ -13,10 +13,17 @@ import (
 
 // Options configure a compilation.
 type Options struct {
-	Chip     *device.Chip
-	Verify   bool            // verify the IR after every pass (always on in tests)
-	Dump     bool            // keep the text of every level after every pass
-	Disabled map[string]bool // optional passes switched off by name, for debugging
+	Chip   *device.Chip
+	Verify bool // verify the IR after every pass (always on in tests)
+	Dump   bool // keep the text of every level after every pass
+	// OptLevel picks the optional passes that run (the zero value: DefaultOptLevel);
+	// Disabled switches optional passes off by name on top of it. Naming a pass that
+	// does not exist, or a required one, is an error listing the valid names.
+	OptLevel OptLevel
+	Disabled map[string]bool
+	// MemoryPoolBytes, when not 0, is the device memory the program must run in: a
+	// memory plan that needs more is a CompileError saying how much it needs.
+	MemoryPoolBytes int
 	// StopAfter ends the compilation after the named pass (e.g. "plan-exec" gives the
 	// PTO programs without machine programs, which cannot Run).
 	StopAfter string
@@ -49,6 +56,9 @@ func Compile(g *core.Graph, opts Options) (exe *Executable, err error) {
 	}
 	if err := passTableOnce(); err != nil {
 		return nil, core.Errorf(core.InternalError, "%v", err)
+	}
+	if err := checkOptions(opts); err != nil {
+		return nil, err
 	}
 	start := time.Now()
 	c := &compilation{opts: opts, chip: opts.Chip, graph: g}
@@ -142,6 +152,7 @@ func (e *Executable) Dump() string {
 	fmt.Fprintf(&b, "== tensor graph ==\n%s\n", core.Format(e.graph))
 	// The execution graph's text nests the tile and block graphs it was built from.
 	fmt.Fprintf(&b, "== execution graph (with its tile and block graphs) ==\n%s\n", e.exec.Format(true))
+	fmt.Fprintf(&b, "== memory plan ==\n%s\n", e.MemoryPlan())
 	b.WriteString("== machine programs ==\n")
 	for _, t := range e.exec.Tasks {
 		for _, m := range t.Machine {

@@ -22,7 +22,9 @@ const (
 // Pass is one row of the pass table.
 type Pass struct {
 	Name     string
-	Required bool     // required passes cannot be disabled
+	Required bool // required passes cannot be disabled and run at every OptLevel
+	// MinLevel is the lowest OptLevel at which an optional pass runs.
+	MinLevel OptLevel
 	Produces Level    // the IR level current after the pass
 	After    []string // passes that must come earlier in the table
 	Run      func(*compilation) error
@@ -36,10 +38,15 @@ var passTable = []Pass{
 	{Name: "expand-pad", Required: true, Produces: LevelTensor, After: []string{"decompose"}, Run: runExpandPad},
 	{Name: "sort-last-axis", Required: true, Produces: LevelTensor, After: []string{"decompose"}, Run: runSortLastAxis},
 	{Name: "split-reductions", Required: true, Produces: LevelTensor, After: []string{"expand-arg-reductions"}, Run: runSplitReductions},
-	{Name: "fuse-elementwise", Produces: LevelTensor, After: []string{"split-reductions", "sort-last-axis", "expand-pad", "expand-arg-reductions"}, Run: runFuseElementwise},
+	{Name: "fold-constants", MinLevel: O1, Produces: LevelTensor, After: []string{"split-reductions", "sort-last-axis", "expand-pad", "expand-arg-reductions"}, Run: runFoldConstants},
+	{Name: "simplify", MinLevel: O1, Produces: LevelTensor, After: []string{"fold-constants"}, Run: runSimplify},
+	{Name: "cse", MinLevel: O1, Produces: LevelTensor, After: []string{"simplify"}, Run: runCSE},
+	{Name: "dce", MinLevel: O1, Produces: LevelTensor, After: []string{"cse"}, Run: runDCE},
+	{Name: "fuse-elementwise", MinLevel: O2, Produces: LevelTensor, After: []string{"split-reductions", "sort-last-axis", "expand-pad", "expand-arg-reductions", "dce"}, Run: runFuseElementwise},
 	{Name: "tile", Required: true, Produces: LevelTile, After: []string{"split-reductions"}, Run: runTile},
 	{Name: "assign-cores", Required: true, Produces: LevelBlock, After: []string{"tile"}, Run: runAssignCores},
 	{Name: "plan-exec", Required: true, Produces: LevelExec, After: []string{"assign-cores"}, Run: runPlanExec},
+	{Name: "check-memory-pool", Required: true, Produces: LevelExec, After: []string{"plan-exec"}, Run: runCheckMemoryPool},
 	{Name: "backend", Required: true, Produces: LevelMachine, After: []string{"plan-exec"}, Run: runBackend},
 }
 
@@ -88,7 +95,7 @@ type compilation struct {
 // and record a dump of it.
 func (c *compilation) run(table []Pass) error {
 	for _, p := range table {
-		if !p.Required && c.opts.Disabled[p.Name] {
+		if !p.runsAt(c.opts.OptLevel, c.opts.Disabled) {
 			continue
 		}
 		start := time.Now()

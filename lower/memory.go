@@ -1,0 +1,62 @@
+package lower
+
+import (
+	"fmt"
+
+	"pypto/core"
+)
+
+// MemoryPlan summarises the GM memory plan of a compiled program: what a run needs of
+// device memory at its peak. Every figure counts whole buffers (GM buffers start on
+// 512-byte boundaries, so each tensor's bytes are rounded up).
+type MemoryPlan struct {
+	InputBytes  int `json:"input_bytes"`  // the program's inputs, each in a buffer of its own
+	OutputBytes int `json:"output_bytes"` // its results (a result that is an input is counted as an input)
+	// WorkspaceBytes holds the intermediates, whose buffers are reused once their last
+	// reader has run; WorkspaceNoReuseBytes is what they would take without reuse.
+	WorkspaceBytes        int `json:"workspace_bytes"`
+	WorkspaceNoReuseBytes int `json:"workspace_no_reuse_bytes"`
+	PeakBytes             int `json:"peak_bytes"` // all of it: the device memory a run needs
+}
+
+// MemoryPlan reports the plan of g.
+func (g *ExecGraph) MemoryPlan() MemoryPlan {
+	m := MemoryPlan{WorkspaceBytes: g.WorkspaceBytes, WorkspaceNoReuseBytes: g.WorkspaceNoReuse, PeakBytes: g.GMBytes}
+	tg := g.Blocks.Tiles
+	for i, t := range tg.Tensors {
+		if t.Alias != 0 {
+			continue // its bytes are its owner's
+		}
+		switch t.Role {
+		case RoleInput:
+			m.InputBytes += g.Buffers[i].Bytes
+		case RoleOutput:
+			m.OutputBytes += g.Buffers[i].Bytes
+		}
+	}
+	return m
+}
+
+func (m MemoryPlan) String() string {
+	return fmt.Sprintf("peak %d bytes: inputs %d, outputs %d, workspace %d (%d without reuse)",
+		m.PeakBytes, m.InputBytes, m.OutputBytes, m.WorkspaceBytes, m.WorkspaceNoReuseBytes)
+}
+
+// runCheckMemoryPool refuses a plan that needs more device memory than the pool the
+// program must run in (Options.MemoryPoolBytes; 0 means no limit).
+func runCheckMemoryPool(c *compilation) error {
+	pool := c.opts.MemoryPoolBytes
+	m := c.exec.MemoryPlan()
+	if pool == 0 || m.PeakBytes <= pool {
+		return nil
+	}
+	e := core.Errorf(core.CompileError, "the program needs %d bytes of device memory, but the memory pool holds %d", m.PeakBytes, pool).
+		Because("the memory plan's %s", m)
+	if m.InputBytes+m.OutputBytes > pool {
+		e.Because("its inputs and outputs alone take %d bytes", m.InputBytes+m.OutputBytes)
+	}
+	return e.Suggest("raise memory_pool_bytes to at least %d, or compute in smaller pieces (fewer rows per call, a narrower dtype)", m.PeakBytes)
+}
+
+// MemoryPlan reports the device memory the program needs.
+func (e *Executable) MemoryPlan() MemoryPlan { return e.exec.MemoryPlan() }
