@@ -114,11 +114,11 @@ func decomposeLinear(b *Builder, in []Value, _ Attrs, loc Location) (Value, erro
 		x = d.op("reshape", Attrs{"shape": []int64{int64(m), int64(k)}}, x)
 	}
 	y := d.op("matmul", Attrs{"transpose_b": true}, x, in[1])
+	if len(in) == 3 { // on the 2-D product, where a compiler fuses it into the matmul
+		y = d.op("add", nil, y, in[2])
+	}
 	if len(xt.Shape) != 2 {
 		y = d.op("reshape", Attrs{"shape": int64s(append(xt.Shape[:len(xt.Shape)-1:len(xt.Shape)-1], n))}, y)
-	}
-	if len(in) == 3 {
-		y = d.op("add", nil, y, in[2])
 	}
 	return d.done(y)
 }

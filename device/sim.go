@@ -126,6 +126,7 @@ func RunTask(chip *Chip, gm []byte, kind isa.CoreKind, blocks []Block, opts RunO
 		return nil, err
 	}
 	st = collect(chip, kind, blocks, sims, extents)
+	st.FootprintRead, st.FootprintWritten = footprint(per, sims)
 	if mem != nil {
 		st.L2Hits, st.L2Misses = mem.hits, mem.misses
 	}

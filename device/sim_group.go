@@ -131,6 +131,7 @@ func RunGroupTask(chip *Chip, gm []byte, groups []Group, opts RunOptions) (st *T
 		longest = max(longest, a.cube.cycles)
 	}
 	addCounters(st, sims)
+	st.FootprintRead, st.FootprintWritten = footprint(per, sims)
 	st.Cycles = int64(chip.LaunchCycles) + longest
 	return st, nil
 }

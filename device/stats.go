@@ -27,6 +27,10 @@ type TaskStats struct {
 	PipeBusy       map[isa.Pipe]int64
 	GMBytesRead    int64
 	GMBytesWritten int64
+	// FootprintRead and FootprintWritten count distinct GM bytes read and written
+	// (each byte once, however often the blocks touched it): the HBM traffic of the
+	// task when its data fits the L2.
+	FootprintRead, FootprintWritten int64
 	Instructions   int64 // machine instructions executed, flags included
 	// L2Hits and L2Misses count the L2 lines TLOADs found and missed (both 0 on a
 	// chip without an L2 model and in mixed tasks).

@@ -42,14 +42,40 @@ func (v matrixView) window(b, i0, j0, rows, cols int) isa.GMView {
 	return isa.GMView{Param: v.param, Offset: base + i0*v.cols + j0, Rows: rows, Cols: cols, RowStride: v.cols, ColStride: 1}
 }
 
+// outTile is one output tile of a matmul block: its batch index, first row and column,
+// valid rows and columns, and its position among the block's tiles.
+type outTile struct {
+	batch, i0, j0, rows, cols int
+	seq                       int
+}
+
+// matmulOutTile locates flat tile index t of a matmul op's grid.
+func matmulOutTile(op *TileOp, t, seq int) outTile {
+	tm, tn := op.Tile[0], op.Tile[1]
+	perBatch := op.Grid[1] * op.Grid[2]
+	bi, mi, ni := t/perBatch, (t%perBatch)/op.Grid[2], t%op.Grid[2]
+	i0, j0 := mi*tm, ni*tn
+	return outTile{batch: bi, i0: i0, j0: j0, rows: min(tm, op.Problem[1]-i0), cols: min(tn, op.Problem[2]-j0), seq: seq}
+}
+
+// emitPlainMatmul is a matmul block whose accumulators are stored through the
+// fixpipe, which rounds to the output dtype.
+func emitPlainMatmul(e *emitter, tg *TileGraph, op *TileOp, tiles []int) {
+	out := tg.Tensors[op.Output].Type.Shape
+	cv := newMatrixView(e.params[op.Output], out, out, false)
+	emitMatmul(e, tg, op, tiles, func(acc int, t outTile) {
+		e.emit(isa.TSTORE, isa.GMOp(cv.window(t.batch, t.i0, t.j0, t.rows, t.cols)), isa.TileOp(acc))
+	})
+}
+
 // emitMatmul generates a cube block: for each output tile, loop over K tiles loading
 // the A and B windows into L1, moving them to L0A/L0B and accumulating in L0C, then
-// store the accumulator through the fixpipe (which rounds to the output dtype). Edge
+// hand the accumulator to store (a fixpipe store, or a push to an epilogue). Edge
 // windows are smaller than the tiles; TLOAD zero-fills the rest, so padded K columns
 // contribute nothing.
-func emitMatmul(e *emitter, tg *TileGraph, op *TileOp, tiles []int) {
+func emitMatmul(e *emitter, tg *TileGraph, op *TileOp, tiles []int, store func(acc int, t outTile)) {
 	a, b := tg.Tensors[op.Inputs[0]].Type, tg.Tensors[op.Inputs[1]].Type
-	m, n, k := op.Problem[1], op.Problem[2], op.Problem[3]
+	k := op.Problem[3]
 	out := tg.Tensors[op.Output].Type.Shape
 	tm, tn, tk := op.Tile[0], op.Tile[1], op.Tile[2]
 	dt := a.DType
@@ -59,7 +85,6 @@ func emitMatmul(e *emitter, tg *TileGraph, op *TileOp, tiles []int) {
 	}
 	av := newMatrixView(e.params[op.Inputs[0]], a.Shape, out, op.Attrs.Bool("transpose_a", false))
 	bv := newMatrixView(e.params[op.Inputs[1]], b.Shape, out, op.Attrs.Bool("transpose_b", false))
-	cv := newMatrixView(e.params[op.Output], out, out, false)
 
 	aMat := e.pingPong("a_l1", isa.Mat, dt, tm, tk)
 	bMat := e.pingPong("b_l1", isa.Mat, dt, tk, tn)
@@ -69,11 +94,9 @@ func emitMatmul(e *emitter, tg *TileGraph, op *TileOp, tiles []int) {
 
 	kTiles := max(1, ceilDiv(k, tk)) // k == 0 still stores a zero tile
 	step := 0
-	for _, t := range tiles {
-		perBatch := op.Grid[1] * op.Grid[2]
-		bi, mi, ni := t/perBatch, (t%perBatch)/op.Grid[2], t%op.Grid[2]
-		i0, j0 := mi*tm, ni*tn
-		vm, vn := min(tm, m-i0), min(tn, n-j0)
+	for seq, t := range tiles {
+		ot := matmulOutTile(op, t, seq)
+		bi, i0, j0, vm, vn := ot.batch, ot.i0, ot.j0, ot.rows, ot.cols
 		for kt := 0; kt < kTiles; kt++ {
 			s := step % 2
 			step++
@@ -89,6 +112,6 @@ func emitMatmul(e *emitter, tg *TileGraph, op *TileOp, tiles []int) {
 			}
 			e.emit(mm, isa.TileOp(acc), isa.TileOp(aL0[s]), isa.TileOp(bL0[s]))
 		}
-		e.emit(isa.TSTORE, isa.GMOp(cv.window(bi, i0, j0, vm, vn)), isa.TileOp(acc))
+		store(acc, ot)
 	}
 }

@@ -110,15 +110,11 @@ func (e *Executable) Run(inputs [][]byte) (outputs [][]byte, stats *RunStats, er
 		if len(task.Machine) != len(task.Programs) {
 			return nil, nil, core.Errorf(core.ValueError, "task %s has no machine programs: the program was compiled with StopAfter=%q", task.Name, e.stopAfter)
 		}
-		blocks := make([]device.Block, len(task.Machine))
-		for i, m := range task.Machine {
-			addrs := make([]int, len(task.Args))
-			for j, a := range task.Args {
-				addrs[j] = e.exec.Buffers[a].Offset
-			}
-			blocks[i] = device.Block{Prog: m, ParamAddrs: addrs}
+		addrs := make([]int, len(task.Args))
+		for j, a := range task.Args {
+			addrs[j] = e.exec.Buffers[a].Offset
 		}
-		ts, err := device.RunTask(e.chip, gm, task.Core, blocks, device.RunOptions{})
+		ts, err := runTask(e.chip, gm, task, addrs)
 		if err != nil {
 			return nil, nil, core.Errorf(core.DeviceError, "task %s: %v", task.Name, err)
 		}
@@ -132,6 +128,28 @@ func (e *Executable) Run(inputs [][]byte) (outputs [][]byte, stats *RunStats, er
 		outputs = append(outputs, append([]byte(nil), gm[off:off+n]...))
 	}
 	return outputs, stats, nil
+}
+
+// runTask runs one task's machine programs, its params bound to addrs: blocks of one
+// core kind, or a mixed task's groups of a cube and its vector programs.
+func runTask(chip *device.Chip, gm []byte, task *Task, addrs []int) (*device.TaskStats, error) {
+	if task.Vectors == 0 {
+		blocks := make([]device.Block, len(task.Machine))
+		for i, m := range task.Machine {
+			blocks[i] = device.Block{Prog: m, ParamAddrs: addrs}
+		}
+		return device.RunTask(chip, gm, task.Core, blocks, device.RunOptions{})
+	}
+	n := task.GroupSize()
+	groups := make([]device.Group, len(task.Machine)/n)
+	for i := range groups {
+		ms := task.Machine[i*n : (i+1)*n]
+		groups[i].Cube = &device.Block{Prog: ms[0], ParamAddrs: addrs}
+		for _, m := range ms[1:] {
+			groups[i].Vector = append(groups[i].Vector, device.Block{Prog: m, ParamAddrs: addrs})
+		}
+	}
+	return device.RunGroupTask(chip, gm, groups, device.RunOptions{})
 }
 
 // Chip is the chip the program was compiled for.

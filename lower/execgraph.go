@@ -13,13 +13,27 @@ const gmAlign = 512
 
 // Task is one launch: a kernel's blocks, each a PTO program, run on cores of one kind.
 type Task struct {
-	Name     string
-	Kernel   int // index into BlockGraph.Kernels
-	Core     isa.CoreKind
-	Deps     []int // tasks that must finish first (producers of this task's inputs)
-	Args     []int // GM tensors bound to the programs' params, in param order
+	Name   string
+	Kernel int // index into BlockGraph.Kernels
+	Core   isa.CoreKind
+	Deps   []int // tasks that must finish first (producers of this task's inputs)
+	Args   []int // GM tensors bound to the programs' params, in param order
+	// Vectors is 0 for a task of one core kind, whose Programs are one per block. A
+	// mixed task (cube and vector cores of one AI core working together through
+	// TPUSH/TPOP queues) has Vectors vector programs per block: Programs holds, block
+	// after block, the cube program and then the vector ones.
+	Vectors  int
 	Programs []*isa.Program
 	Machine  []*device.MachineProgram // set by the backend pass
+}
+
+// GroupSize is the number of programs per block.
+func (t *Task) GroupSize() int { return 1 + t.Vectors }
+
+// Group returns block b's programs: one, or a mixed task's cube and vector programs.
+func (t *Task) Group(b int) []*isa.Program {
+	n := t.GroupSize()
+	return t.Programs[b*n : (b+1)*n]
 }
 
 // Buffer places a GM tensor in device memory.
@@ -67,7 +81,17 @@ func (g *ExecGraph) Verify(chip *device.Chip) error {
 				return fmt.Errorf("execgraph: task %d depends on later task %d", i, d)
 			}
 		}
-		for _, p := range t.Programs {
+		if len(t.Programs)%t.GroupSize() != 0 {
+			return fmt.Errorf("execgraph: task %d has %d programs, not whole groups of %d", i, len(t.Programs), t.GroupSize())
+		}
+		for j, p := range t.Programs {
+			want := t.Core
+			if t.Vectors > 0 && j%t.GroupSize() > 0 {
+				want = isa.Vector
+			}
+			if p.Core != want {
+				return fmt.Errorf("execgraph: task %d program %s is for %s cores, its place in the task needs %s", i, p.Name, p.Core, want)
+			}
 			if len(p.Params) != len(t.Args) {
 				return fmt.Errorf("execgraph: task %d program %s has %d params, %d args bound", i, p.Name, len(p.Params), len(t.Args))
 			}

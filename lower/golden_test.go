@@ -21,7 +21,8 @@ import (
 //
 //	go test ./lower -run TestGolden -update
 //
-// and review the diff: it is the change in what the compiler does.
+// and review the diff: it is the change in what the compiler does. A graph whose
+// first line is "// disable: PASS ..." is compiled with those passes switched off.
 
 var update = flag.Bool("update", false, "rewrite testdata/golden/*.golden from the compiler's output")
 
@@ -57,9 +58,16 @@ func readFile(t testing.TB, path string) string {
 // levelTexts compiles base.graph and returns the text of each golden level and the
 // execution graph it comes from.
 func levelTexts(t *testing.T, base string) (map[Level]string, *ExecGraph) {
-	g, err := core.Parse(readFile(t, base+".graph"))
+	src := readFile(t, base+".graph")
+	g, err := core.Parse(src)
 	require.NoError(t, err)
-	exe, err := Compile(g, Options{Chip: tinyChip(t), Verify: true, Dump: true})
+	disabled := map[string]bool{}
+	if first, _, _ := strings.Cut(src, "\n"); strings.HasPrefix(first, "// disable:") {
+		for _, p := range strings.Fields(strings.TrimPrefix(first, "// disable:")) {
+			disabled[p] = true
+		}
+	}
+	exe, err := Compile(g, Options{Chip: tinyChip(t), Verify: true, Dump: true, Disabled: disabled})
 	require.NoError(t, err)
 	eg := exe.Exec()
 	texts := map[Level]string{

@@ -43,6 +43,7 @@ var passTable = []Pass{
 	{Name: "cse", MinLevel: O1, Produces: LevelTensor, After: []string{"simplify"}, Run: runCSE},
 	{Name: "dce", MinLevel: O1, Produces: LevelTensor, After: []string{"cse"}, Run: runDCE},
 	{Name: "fuse-elementwise", MinLevel: O2, Produces: LevelTensor, After: []string{"split-reductions", "sort-last-axis", "expand-pad", "expand-arg-reductions", "dce"}, Run: runFuseElementwise},
+	{Name: "fuse-epilogue", MinLevel: O2, Produces: LevelTensor, After: []string{"fuse-elementwise"}, Run: runFuseEpilogue},
 	{Name: "tile", Required: true, Produces: LevelTile, After: []string{"split-reductions"}, Run: runTile},
 	{Name: "assign-cores", Required: true, Produces: LevelBlock, After: []string{"tile"}, Run: runAssignCores},
 	{Name: "plan-exec", Required: true, Produces: LevelExec, After: []string{"assign-cores"}, Run: runPlanExec},
@@ -186,7 +187,7 @@ func runAssignCores(c *compilation) error {
 }
 
 func runPlanExec(c *compilation) error {
-	eg, err := buildExecGraph(c.block)
+	eg, err := buildExecGraph(c.block, c.chip.VectorCores/c.chip.CubeCores)
 	c.exec = eg
 	return err
 }

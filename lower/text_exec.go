@@ -69,8 +69,11 @@ func (g *ExecGraph) Format(programs bool) string {
 		fmt.Fprintf(&b, "  buffer t%d: %s @%d +%d\n", i, what, buf.Offset, buf.Bytes)
 	}
 	for i, t := range g.Tasks {
-		fmt.Fprintf(&b, "  task %d %s kernel=k%d core=%s blocks=%d args=%s deps=%s",
-			i, quoteName(t.Name), t.Kernel, t.Core, len(t.Programs), tensorList(t.Args), intList(t.Deps))
+		fmt.Fprintf(&b, "  task %d %s kernel=k%d core=%s blocks=%d", i, quoteName(t.Name), t.Kernel, t.Core, len(t.Programs)/t.GroupSize())
+		if t.Vectors > 0 {
+			fmt.Fprintf(&b, " vectors=%d", t.Vectors)
+		}
+		fmt.Fprintf(&b, " args=%s deps=%s", tensorList(t.Args), intList(t.Deps))
 		if !programs {
 			b.WriteString("\n")
 			continue
@@ -181,7 +184,7 @@ func (p *textParser) buffer(tp *tileParser, g *ExecGraph) {
 	g.Buffers = append(g.Buffers, Buffer{Offset: off, Bytes: p.integer("buffer size")})
 }
 
-// task := 'task' int name 'kernel=' kN 'core=' core 'blocks=' int 'args=' '(' tensors ')'
+// task := 'task' int name 'kernel=' kN 'core=' core 'blocks=' int ['vectors=' int] 'args=' '(' tensors ')'
 // 'deps=' '[' ints ']' '{' {program} '}'
 func (p *textParser) task(tp *tileParser, g *ExecGraph) *Task {
 	p.next()
@@ -207,6 +210,13 @@ func (p *textParser) task(tp *tileParser, g *ExecGraph) *Task {
 	if n := p.integer("block count"); n != len(kernel.Blocks) {
 		p.fail(at, "expected blocks=%d, the block count of kernel k%d, found %d", len(kernel.Blocks), k, n)
 	}
+	if isWord(p.peek(), "vectors") {
+		p.key("vectors", "")
+		at = p.peek()
+		if task.Vectors = p.integer("vector programs per block"); task.Vectors < 1 {
+			p.fail(at, "expected vectors=N with N >= 1 (a mixed task's vector programs per block), found %d", task.Vectors)
+		}
+	}
 	p.key("args", " after the block count")
 	for _, a := range tp.tensorRefs("argument") {
 		task.Args = append(task.Args, a.id)
@@ -229,8 +239,8 @@ func (p *textParser) task(tp *tileParser, g *ExecGraph) *Task {
 	if !isPunct(end, "}") {
 		p.fail(end, "expected 'kernel' or '}' closing task %d, found %s", i, end)
 	}
-	if len(task.Programs) != len(kernel.Blocks) {
-		p.fail(end, "task %d has %d programs for the %d blocks of kernel k%d", i, len(task.Programs), len(kernel.Blocks), k)
+	if len(task.Programs) != len(kernel.Blocks)*task.GroupSize() {
+		p.fail(end, "task %d has %d programs for the %d blocks of kernel k%d (%d per block)", i, len(task.Programs), len(kernel.Blocks), k, task.GroupSize())
 	}
 	return task
 }

@@ -166,7 +166,7 @@ func (p *textParser) role() TensorRole {
 }
 
 func (p *textParser) tileKind() TileKind {
-	return TileKind(p.enum("tile kind", []string{TileMatmul.String(), TileElementwise.String(), TileReduce.String(), TileScan.String(), TileSort.String()}))
+	return TileKind(p.enum("tile kind", tileKindNames))
 }
 
 // coreKind reads cube or vector; CoreInvalid has no text.

@@ -59,11 +59,16 @@ const (
 	// TileSort sorts the rows of a [rows, n] view (the sorted axis last), padded to a
 	// run length l = 32*4^m: tiles of tr rows, each sorted whole on chip.
 	TileSort
+	// TileMatmulEpilogue is a matmul whose output tiles pass through an elementwise
+	// epilogue on the vector cores of the same AI core (a mixed task): tiles as
+	// TileMatmul.
+	TileMatmulEpilogue
 )
 
-func (k TileKind) String() string {
-	return [...]string{"matmul", "elementwise", "reduce", "scan", "sort"}[k]
-}
+// tileKindNames spell the kinds in the text forms, indexed by TileKind.
+var tileKindNames = []string{"matmul", "elementwise", "reduce", "scan", "sort", "matmul_epilogue"}
+
+func (k TileKind) String() string { return tileKindNames[k] }
 
 // TileOp is one tensor op expanded over a grid of output tiles.
 type TileOp struct {
@@ -184,7 +189,7 @@ func verifyTiling(op *TileOp, out core.TensorType) error {
 // tileGrid is the number of tiles along each tiled axis.
 func tileGrid(kind TileKind, problem, tile []int) []int {
 	switch kind {
-	case TileMatmul: // problem [batch, m, n, k], tile [tm, tn, tk]: grid over output tiles
+	case TileMatmul, TileMatmulEpilogue: // problem [batch, m, n, k], tile [tm, tn, tk]: grid over output tiles
 		return []int{problem[0], ceilDiv(problem[1], tile[0]), ceilDiv(problem[2], tile[1])}
 	case TileSort: // problem [rows, n, l], tile [tr, l]
 		return []int{ceilDiv(problem[0], tile[0]), 1}

@@ -9,7 +9,9 @@ import (
 
 // buildExecGraph turns kernels into tasks, plans GM and generates each block's PTO
 // program. Kernels with no tiles (zero-size outputs) become no task at all.
-func buildExecGraph(bg *BlockGraph) (*ExecGraph, error) {
+// A mixed kernel's blocks each get the cube program and vectorsPerBlock vector
+// programs (the vector cores of one AI core).
+func buildExecGraph(bg *BlockGraph, vectorsPerBlock int) (*ExecGraph, error) {
 	tg := bg.Tiles
 	eg := &ExecGraph{Blocks: bg}
 	producers := map[int][]int{} // tensor -> the tasks writing it (several for concat's parts)
@@ -30,12 +32,15 @@ func buildExecGraph(bg *BlockGraph) (*ExecGraph, error) {
 			task.Deps = append(task.Deps, d)
 		}
 		sort.Ints(task.Deps)
+		if groupEmitters[op.Kind] != nil {
+			task.Vectors = vectorsPerBlock
+		}
 		for bi, tiles := range k.Blocks {
-			p, err := emitBlock(tg, op, tiles, fmt.Sprintf("%s_b%d", task.Name, bi))
+			ps, err := emitBlock(tg, op, tiles, fmt.Sprintf("%s_b%d", task.Name, bi), task.Vectors)
 			if err != nil {
 				return nil, err
 			}
-			task.Programs = append(task.Programs, p)
+			task.Programs = append(task.Programs, ps...)
 		}
 		producers[op.Output] = append(producers[op.Output], len(eg.Tasks))
 		eg.Tasks = append(eg.Tasks, task)
@@ -117,17 +122,45 @@ func kernelArgs(op *TileOp) []int {
 	return args
 }
 
-// emitBlock generates the PTO program of one block of a tile op.
-func emitBlock(tg *TileGraph, op *TileOp, tiles []int, name string) (*isa.Program, error) {
-	e := newEmitter(name, op.Core)
+// groupEmitter writes the programs of one block of a mixed tile op: the cube core's and
+// one per vector core of the same AI core, exchanging tiles through TPUSH/TPOP queues.
+type groupEmitter struct {
+	cube *emitter
+	vec  []*emitter
+}
+
+// groupEmitters generate the blocks of mixed tile kinds; a kind listed here becomes a
+// mixed task (see Task.Vectors).
+var groupEmitters = map[TileKind]func(g *groupEmitter, tg *TileGraph, op *TileOp, tiles []int){}
+
+// newKernelEmitter starts a program of one block whose params are op's kernel args.
+func newKernelEmitter(tg *TileGraph, op *TileOp, name string, core isa.CoreKind) *emitter {
+	e := newEmitter(name, core)
 	for _, t := range kernelArgs(op) {
 		typ := tg.Tensors[t].Type
 		e.params[t] = len(e.prog.Params)
 		e.prog.Params = append(e.prog.Params, isa.Param{Name: fmt.Sprintf("t%d", t), DType: typ.DType, Elems: typ.Shape.NumElements()})
 	}
+	return e
+}
+
+// emitBlock generates the PTO programs of one block of a tile op: one, or for a mixed
+// op the cube program followed by vectors vector programs.
+func emitBlock(tg *TileGraph, op *TileOp, tiles []int, name string, vectors int) ([]*isa.Program, error) {
+	if emit := groupEmitters[op.Kind]; emit != nil {
+		g := &groupEmitter{cube: newKernelEmitter(tg, op, name+"_c", isa.Cube)}
+		progs := []*isa.Program{g.cube.prog}
+		for v := range vectors {
+			g.vec = append(g.vec, newKernelEmitter(tg, op, fmt.Sprintf("%s_v%d", name, v), isa.Vector))
+			progs = append(progs, g.vec[v].prog)
+		}
+		emit(g, tg, op, tiles)
+		return progs, nil
+	}
+	e := newKernelEmitter(tg, op, name, op.Core)
 	switch op.Kind {
 	case TileMatmul:
-		emitMatmul(e, tg, op, tiles)
+		emitPlainMatmul(e, tg, op, tiles)
 	case TileElementwise:
 		emitElementwise(e, tg, op, tiles)
 	case TileReduce:
@@ -139,5 +172,5 @@ func emitBlock(tg *TileGraph, op *TileOp, tiles []int, name string) (*isa.Progra
 	default:
 		return nil, fmt.Errorf("no code generator for tile kind %s", op.Kind)
 	}
-	return e.prog, nil
+	return []*isa.Program{e.prog}, nil
 }

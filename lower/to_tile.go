@@ -75,7 +75,7 @@ func chooseTiling(op *TileOp, tensors []GMTensor, chip *device.Chip) error {
 	var err error
 	outT := tensors[op.Output].Type
 	switch op.Kind {
-	case TileMatmul:
+	case TileMatmul, TileMatmulEpilogue:
 		a := tensors[op.Inputs[0]].Type
 		ra, out := len(a.Shape), outT.Shape
 		k := a.Shape[ra-1]
@@ -85,6 +85,9 @@ func chooseTiling(op *TileOp, tensors []GMTensor, chip *device.Chip) error {
 		m, nn := out[len(out)-2], out[len(out)-1]
 		op.Problem = []int{out[:len(out)-2].NumElements(), m, nn, k}
 		op.Tile, op.Reason, err = matmulTile(chip, a.DType, m, nn, k)
+		if err == nil && op.Kind == TileMatmulEpilogue {
+			op.Reason, err = fitEpilogue(chip, op, tensors)
+		}
 	case TileSort:
 		in := tensors[op.Inputs[0]].Type
 		n := 1

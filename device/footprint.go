@@ -1,0 +1,46 @@
+package device
+
+import "sort"
+
+// footprint is the number of distinct GM bytes the blocks of a task read and wrote:
+// the union of the byte runs of every window (static ones and those moved by
+// registers, as they ran), reads and writes apart. It is what the task moves between
+// HBM and an L2 that holds its data, whatever the tiling re-reads from L2, so the
+// compiler's fusion and tiling can be judged against the compulsory bytes of a
+// program (bench/kernels.py).
+func footprint(per [][]gmInterval, sims []*coreSim) (read, written int64) {
+	var rd, wr []gmInterval
+	add := func(iv gmInterval) {
+		if iv.write {
+			wr = append(wr, iv)
+		} else {
+			rd = append(rd, iv)
+		}
+	}
+	for _, ivs := range per {
+		for _, iv := range ivs {
+			add(iv)
+		}
+	}
+	for _, c := range sims {
+		for _, iv := range c.dynGM {
+			add(iv)
+		}
+	}
+	return unionBytes(rd), unionBytes(wr)
+}
+
+// unionBytes is the size of the union of the intervals' byte ranges.
+func unionBytes(ivs []gmInterval) int64 {
+	sort.Slice(ivs, func(i, j int) bool { return ivs[i].lo < ivs[j].lo })
+	var total int64
+	end := -1 << 62
+	for _, iv := range ivs {
+		lo := max(iv.lo, end)
+		if iv.hi > lo {
+			total += int64(iv.hi - lo)
+		}
+		end = max(end, iv.hi)
+	}
+	return total
+}

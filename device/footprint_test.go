@@ -1,0 +1,29 @@
+package device
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"pypto/dtype"
+)
+
+// Every block reads the whole bias row; the footprint counts it once, while the DMA
+// counters count every read.
+func TestFootprintCountsDistinctBytes(t *testing.T) {
+	s := biasReluSpec{rows: 40, cols: 100, tr: 16, tc: 64, dt: dtype.Float16}
+	x, y, bias := s.inputs(3)
+	_, st := s.run(t, preset(t, "tiny"), x, y, bias, RunOptions{})
+	size := int64(s.dt.Size())
+	matrix, row := int64(s.rows*s.cols)*size, int64(s.cols)*size
+	require.Equal(t, 2*matrix+row, st.FootprintRead)
+	assert.Equal(t, matrix, st.FootprintWritten)
+	assert.Greater(t, st.GMBytesRead, st.FootprintRead, "blocks re-read the bias")
+}
+
+func TestUnionBytes(t *testing.T) {
+	ivs := []gmInterval{{lo: 10, hi: 20}, {lo: 0, hi: 5}, {lo: 15, hi: 30}, {lo: 30, hi: 31}, {lo: 2, hi: 3}}
+	assert.Equal(t, int64(5+21), unionBytes(ivs))
+	assert.Equal(t, int64(0), unionBytes(nil))
+}

@@ -1,0 +1,207 @@
+package lower
+
+import (
+	"fmt"
+
+	"pypto/core"
+	"pypto/device"
+	"pypto/dtype"
+	"pypto/isa"
+)
+
+// Matmul epilogues: a 2-D matmul whose one consumer is elementwise over the product's
+// shape (a bias add, an activation, a residual add, a cast, or a fused chain of them)
+// runs as one mixed kernel. The cube core pushes each accumulator tile through a queue
+// to a vector core of the same AI core, which pops it (rounded to the matmul's dtype,
+// as the fixpipe store would), runs the epilogue with the other operands loaded from
+// GM and stores the result: the product never makes a round trip through a GM tensor.
+// The pair becomes a core fused_matmul op whose body is the epilogue.
+
+// runFuseEpilogue rewrites every such matmul and consumer into a fused_matmul.
+func runFuseEpilogue(c *compilation) error {
+	g := c.graph
+	users := g.Users()
+	isOut := map[core.Value]bool{}
+	for _, o := range g.Outputs {
+		isOut[o] = true
+	}
+	type pair struct {
+		mm     core.Value
+		body   string
+		extras []core.Value
+	}
+	plan := map[core.Value]pair{} // consumer -> its matmul and epilogue
+	folded := map[core.Value]bool{}
+	for i, n := range g.Nodes {
+		m := core.Value(i)
+		if n.Op != "matmul" || isOut[m] || len(users[i]) != 1 {
+			continue
+		}
+		u := users[i][0]
+		un := g.Nodes[u]
+		if !(fusable(un) || un.Op == "fused") || !g.Type(u).Shape.Equal(n.Type.Shape) {
+			continue
+		}
+		body, extras, err := epilogueBody(g, m, u)
+		if err != nil {
+			return err
+		}
+		if !epilogueFits(c, g, m, u, body, extras) {
+			continue
+		}
+		plan[u] = pair{mm: m, body: body, extras: extras}
+		folded[m] = true
+	}
+	if len(plan) == 0 {
+		return nil
+	}
+	ng, err := rewriteGraph(g, func(b *core.Builder, v core.Value, n *core.Node, _ []core.Value, val func(core.Value) core.Value) (core.Value, bool, error) {
+		if folded[v] {
+			return -1, true, nil // built inside its consumer's fused_matmul
+		}
+		p, ok := plan[v]
+		if !ok {
+			return -1, false, nil
+		}
+		mn := g.Nodes[p.mm]
+		args := []core.Value{val(mn.Inputs[0]), val(mn.Inputs[1])}
+		for _, x := range p.extras {
+			args = append(args, val(x))
+		}
+		attrs := core.Attrs{"transpose_a": mn.Attrs.Bool("transpose_a", false), "transpose_b": mn.Attrs.Bool("transpose_b", false), "body": p.body}
+		r, err := b.Op("fused_matmul", args, attrs, n.Loc)
+		return r, true, err
+	})
+	if err != nil {
+		return err
+	}
+	c.graph = ng
+	return nil
+}
+
+// epilogueBody is consumer u of matmul m as a body graph whose param x0 is the
+// product and whose other params are u's other inputs (extras), in order.
+func epilogueBody(g *core.Graph, m, u core.Value) (string, []core.Value, error) {
+	body := core.NewBuilder("epilogue")
+	prod := body.Param("x0", g.Type(m))
+	params := map[core.Value]core.Value{m: prod}
+	var extras []core.Value
+	param := func(x core.Value) core.Value {
+		if p, ok := params[x]; ok {
+			return p
+		}
+		params[x] = body.Param(fmt.Sprintf("x%d", len(extras)+1), g.Type(x))
+		extras = append(extras, x)
+		return params[x]
+	}
+	un := g.Nodes[u]
+	var out core.Value
+	if un.Op == "fused" { // copy its body, its params bound to u's inputs
+		inner, err := core.FusedBody(un.Attrs)
+		if err != nil {
+			return "", nil, err
+		}
+		vals := make([]core.Value, len(inner.Nodes))
+		for i, p := range inner.Params {
+			vals[p] = param(un.Inputs[i])
+		}
+		for i, n := range inner.Nodes {
+			if n.Op == core.OpParam {
+				continue
+			}
+			args := make([]core.Value, len(n.Inputs))
+			for j, x := range n.Inputs {
+				args[j] = vals[x]
+			}
+			if vals[i], err = body.Op(n.Op, args, n.Attrs, core.Location{}); err != nil {
+				return "", nil, err
+			}
+		}
+		out = vals[inner.Outputs[0]]
+	} else {
+		args := make([]core.Value, len(un.Inputs))
+		for j, x := range un.Inputs {
+			args[j] = param(x)
+		}
+		var err error
+		if out, err = body.Op(un.Op, args, un.Attrs, core.Location{}); err != nil {
+			return "", nil, err
+		}
+	}
+	body.Output(out)
+	return core.Format(body.Graph()), extras, nil
+}
+
+// epilogueFits reports whether matmul m's epilogue fits a vector core's UB for some
+// output tile the matmul tiling allows.
+func epilogueFits(c *compilation, g *core.Graph, m, u core.Value, body string, extras []core.Value) bool {
+	ins := []dtype.DType{g.Type(m).DType}
+	for _, x := range extras {
+		ins = append(ins, g.Type(x).DType)
+	}
+	a, s := g.Type(g.Nodes[m].Inputs[0]), g.Type(m).Shape
+	k := a.Shape[1]
+	if g.Nodes[m].Attrs.Bool("transpose_a", false) {
+		k = a.Shape[0]
+	}
+	t, _, err := matmulTile(c.chip, a.DType, s[0], s[1], k)
+	if err != nil {
+		return false
+	}
+	_, _, ok := epilogueTile(c.chip, core.Attrs{"body": body}, ins, g.Type(u).DType, t[0], t[1])
+	return ok
+}
+
+// epilogueTile shrinks a tm x tn output tile until the epilogue's tiles fit a vector
+// core's UB (the popped product, the loaded operands, the scratch and the result,
+// double buffered). Bodies with packed masks need tn to stay a multiple of their
+// column alignment (the popped tile has the accumulator's shape).
+func epilogueTile(chip *device.Chip, attrs core.Attrs, ins []dtype.DType, out dtype.DType, tm, tn int) (int, int, bool) {
+	colAlign, _ := fusedShape(attrs)
+	step := max(cubeAlign, colAlign)
+	if tn%step != 0 {
+		return 0, 0, false
+	}
+	for {
+		t, _, err := elementwiseTiling(chip, "fused", attrs, ins, out, tm, tn)
+		if err == nil && t[0] >= tm && t[1] >= tn {
+			return tm, tn, true
+		}
+		switch {
+		case tn >= tm && tn > step:
+			tn = roundUp(tn/2, step)
+		case tm > cubeAlign:
+			tm = roundUp(tm/2, cubeAlign)
+		default:
+			return 0, 0, false
+		}
+	}
+}
+
+// fitEpilogue cuts a fused_matmul's tile to what its epilogue allows (see
+// epilogueTile) and says so in the reason.
+func fitEpilogue(chip *device.Chip, op *TileOp, tensors []GMTensor) (string, error) {
+	body, err := core.FusedBody(op.Attrs)
+	if err != nil {
+		return "", err
+	}
+	ins := []dtype.DType{body.Type(body.Params[0]).DType}
+	for _, t := range op.Inputs[2:] {
+		ins = append(ins, tensors[t].Type.DType)
+	}
+	tm, tn, ok := epilogueTile(chip, op.Attrs, ins, tensors[op.Output].Type.DType, op.Tile[0], op.Tile[1])
+	if !ok {
+		return "", fmt.Errorf("the epilogue of this matmul does not fit a vector core's UB with output tiles of %dx%d or smaller", op.Tile[0], op.Tile[1])
+	}
+	reason := op.Reason
+	if tm != op.Tile[0] || tn != op.Tile[1] {
+		reason += fmt.Sprintf("; output tile cut to %dx%d so the epilogue's tiles fit a vector core's UB", tm, tn)
+	}
+	op.Tile[0], op.Tile[1] = tm, tn
+	return reason, nil
+}
+
+func init() {
+	lowerings["fused_matmul"] = lowering{kind: TileMatmulEpilogue, core: isa.Cube}
+	groupEmitters[TileMatmulEpilogue] = emitMatmulEpilogue
+}
