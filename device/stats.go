@@ -31,7 +31,7 @@ type TaskStats struct {
 	// (each byte once, however often the blocks touched it): the HBM traffic of the
 	// task when its data fits the L2.
 	FootprintRead, FootprintWritten int64
-	Instructions   int64 // machine instructions executed, flags included
+	Instructions                    int64 // machine instructions executed, flags included
 	// L2Hits and L2Misses count the L2 lines TLOADs found and missed (both 0 on a
 	// chip without an L2 model and in mixed tasks).
 	L2Hits, L2Misses int64
