@@ -65,6 +65,8 @@ var symCases = []struct {
 	{"matmul", func(testing.TB) Attrs { return Attrs{"transpose_b": true} }, []string{"f16[m,k]", "f16[64,32]"}, "f16[m,64]", "k == 32"},
 	{"batch_matmul", nil, []string{"f16[b,s,64]", "f16[64,n]"}, "f16[b,s,n]", ""},
 	{"batch_matmul", func(testing.TB) Attrs { return Attrs{"transpose_b": true} }, []string{"f16[b,s,h]", "f16[b,s,h]"}, "f16[b,s,s]", ""},
+	{"scaled_dot_product_attention", nil, []string{"f16[b,h,s,64]", "f16[b,h,t,64]", "f16[b,h,t,32]"}, "f16[b,h,s,32]", ""},
+	{"scaled_dot_product_attention", nil, []string{"f16[h,s,e]", "f16[1,t,e]", "f16[h,t,e]", "bool[s,t]"}, "f16[h,s,e]", ""},
 	{"linear", nil, []string{"f16[b,s,h]", "f16[32,64]", "f16[32]"}, "f16[b,s,32]", "h == 64"},
 	{"reshape", func(t testing.TB) Attrs { return Attrs{"shape": dimList(t, "b*s,64")} }, []string{"f16[b,s,64]"}, "f16[b*s,64]", ""},
 	{"reshape", func(t testing.TB) Attrs { return Attrs{"shape": dimList(t, "b,s,4,-1")} }, []string{"f16[b,s,64]"}, "f16[b,s,4,16]", "4*b*s != 0"},

@@ -105,3 +105,45 @@ func symLinearRule(c *symCtx, in []TensorType, _ Attrs) ([]Dim, *Error) {
 	}
 	return out, nil
 }
+
+func init() {
+	registerSym(symAttentionRule, "scaled_dot_product_attention")
+}
+
+// symAttentionRule: q [..., L, E], k [..., S, E], v [..., S, Ev] -> [..., L, Ev], the
+// batch dims of the three broadcasting together and the mask broadcasting to the
+// scores [..., L, S].
+func symAttentionRule(c *symCtx, in []TensorType, _ Attrs) ([]Dim, *Error) {
+	q, k, v := in[0], in[1], in[2]
+	if len(q.Shape) < 2 || len(k.Shape) < 2 || len(v.Shape) < 2 {
+		return nil, Errorf(ShapeError, "scaled_dot_product_attention: q, k and v need at least 2 dimensions, got shapes %s, %s and %s", q.ShapeString(), k.ShapeString(), v.ShapeString())
+	}
+	rq, rk, rv := len(q.Shape), len(k.Shape), len(v.Shape)
+	if !c.need(q.Dim(rq-1), Equal, k.Dim(rk-1), "q and k share their head dim (shapes "+q.ShapeString()+" and "+k.ShapeString()+")") {
+		return nil, Errorf(ShapeError, "scaled_dot_product_attention: q has head dim %s (shape %s), k has %s (shape %s)", q.Dim(rq-1), q.ShapeString(), k.Dim(rk-1), k.ShapeString())
+	}
+	if !c.need(k.Dim(rk-2), Equal, v.Dim(rv-2), "k and v have one row per key (shapes "+k.ShapeString()+" and "+v.ShapeString()+")") {
+		return nil, Errorf(ShapeError, "scaled_dot_product_attention: k has %s keys (shape %s), v has %s values (shape %s)", k.Dim(rk-2), k.ShapeString(), v.Dim(rv-2), v.ShapeString())
+	}
+	why := func() string { return "the batch dimensions of q, k and v broadcast together" }
+	batch, ok := c.broadcast([][]Dim{q.AllDims()[:rq-2], k.AllDims()[:rk-2], v.AllDims()[:rv-2]}, why)
+	if !ok {
+		return nil, Errorf(ShapeError, "scaled_dot_product_attention: batch dimensions of q %s, k %s and v %s cannot be broadcast together", q.ShapeString(), k.ShapeString(), v.ShapeString())
+	}
+	if len(in) == 4 {
+		scores := append(append([]Dim(nil), batch...), q.Dim(rq-2), k.Dim(rk-2))
+		m := in[3].AllDims()
+		ok := len(m) <= len(scores)
+		for i := 0; ok && i < len(m); i++ {
+			d := m[len(m)-1-i]
+			if n, isConst := d.Const(); isConst && n == 1 {
+				continue
+			}
+			ok = c.need(d, Equal, scores[len(scores)-1-i], "the mask of shape "+in[3].ShapeString()+" broadcasts to the scores "+DimsString(scores))
+		}
+		if !ok {
+			return nil, Errorf(ShapeError, "scaled_dot_product_attention: the mask of shape %s does not broadcast to the scores' shape %s", in[3].ShapeString(), DimsString(scores))
+		}
+	}
+	return append(batch, q.Dim(rq-2), v.Dim(rv-1)), nil
+}

@@ -1,5 +1,5 @@
 """Neural-network composites and sorting: softmax, log_softmax, layer_norm, rms_norm,
-topk, sort, argsort, cumsum."""
+scaled_dot_product_attention, topk, sort, argsort, cumsum."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from collections import namedtuple
 
 from .tensor import Tensor, apply
 
-__all__ = ["softmax", "log_softmax", "layer_norm", "rms_norm", "topk", "TopK", "sort", "argsort", "cumsum"]
+__all__ = ["softmax", "log_softmax", "layer_norm", "rms_norm", "scaled_dot_product_attention", "topk", "TopK", "sort", "argsort", "cumsum"]
 
 #: The result of topk: two tensors, also unpackable as ``values, indices = p.topk(...)``.
 TopK = namedtuple("TopK", ["values", "indices"])
@@ -70,6 +70,32 @@ def rms_norm(x, normalized_shape=None, weight=None, eps: float = 1e-6, axis=-1) 
     """x / sqrt(mean(x^2) + eps) * weight over the normalised axes."""
     ins, axes = _norm_inputs("rms_norm", x, normalized_shape, weight, None, axis)
     return apply("rms_norm", ins, {"axis": axes, "eps": float(eps)})
+
+
+def scaled_dot_product_attention(
+    query, key, value, attn_mask=None, dropout_p: float = 0.0, is_causal: bool = False, scale: float = None, mask=None
+) -> Tensor:
+    """softmax(query @ key^T * scale + attn_mask) @ value, torch's conventions: query
+    [..., L, E], key [..., S, E], value [..., S, Ev] give [..., L, Ev], batch dimensions
+    broadcasting; attn_mask (or ``mask``) broadcasts to [..., L, S] and is added when
+    float or keeps the positions where it is true when bool; is_causal keeps key j for
+    query i when j <= i; scale defaults to 1/sqrt(E). The compiler runs it as one fused
+    flash-attention kernel where the chip allows."""
+    if dropout_p != 0.0:
+        from ._location import user_location
+        from .errors import PyptoValueError
+
+        raise PyptoValueError("scaled_dot_product_attention: dropout is not supported (dropout_p must be 0)", location=user_location())
+    if attn_mask is None:
+        attn_mask = mask
+    op = "scaled_dot_product_attention"
+    ins = [_t(query, op), _t(key, op), _t(value, op)]
+    if attn_mask is not None:
+        ins.append(_t(attn_mask, op))
+    attrs = {"is_causal": bool(is_causal)}
+    if scale is not None:
+        attrs["scale"] = float(scale)
+    return apply(op, ins, attrs)
 
 
 def topk(x, k: int, dim: int = -1, largest: bool = True, sorted: bool = True) -> TopK:
