@@ -41,8 +41,10 @@ import (
 	"pypto/session"
 )
 
-// abiVersion changes whenever an export's signature or meaning changes.
-const abiVersion = 2
+// abiVersion changes whenever an export's signature or meaning changes, or exports
+// are added that the Python side needs (3: pypto_executor_create_config and
+// pypto_config_check).
+const abiVersion = 3
 
 func main() {}
 
@@ -255,7 +257,20 @@ func pypto_cache_clear() C.uintptr_t {
 //
 //export pypto_executor_create
 func pypto_executor_create(name *C.char, inputs *C.uintptr_t, n C.int32_t, outputs *C.uintptr_t, m C.int32_t, out *C.uintptr_t) C.uintptr_t {
+	return pypto_executor_create_config(name, inputs, n, outputs, m, nil, out)
+}
+
+// pypto_executor_create_config is pypto_executor_create with compile options as JSON
+// (NULL: the defaults): {"opt_level": 0-3, "disable_passes": [names],
+// "memory_pool_bytes": N, "chip": preset}, every field optional.
+//
+//export pypto_executor_create_config
+func pypto_executor_create_config(name *C.char, inputs *C.uintptr_t, n C.int32_t, outputs *C.uintptr_t, m C.int32_t, configJSON *C.char, out *C.uintptr_t) C.uintptr_t {
 	return status(func() error {
+		cfg, err := session.ParseConfig(goString(configJSON))
+		if err != nil {
+			return err
+		}
 		ih, err := handles(inputs, n, "inputs")
 		if err != nil {
 			return err
@@ -272,11 +287,26 @@ func pypto_executor_create(name *C.char, inputs *C.uintptr_t, n C.int32_t, outpu
 		if err != nil {
 			return err
 		}
-		ex, err := session.Default().NewExecutor(goString(name), ins, outs)
+		ex, err := session.Default().NewExecutorWith(goString(name), ins, outs, cfg)
 		if err != nil {
 			return err
 		}
 		return putHandle(out, ex)
+	})
+}
+
+// pypto_config_check checks compile options given as pypto_executor_create_config
+// takes them, so that p.compile reports a bad option before anything is traced.
+//
+//export pypto_config_check
+func pypto_config_check(configJSON *C.char) C.uintptr_t {
+	return status(func() error {
+		cfg, err := session.ParseConfig(goString(configJSON))
+		if err != nil {
+			return err
+		}
+		_, err = session.Default().CheckConfig(cfg)
+		return err
 	})
 }
 

@@ -84,7 +84,9 @@ func pypto_dim_canonical(text *C.char, out **C.char, n *C.size_t) C.uintptr_t {
 
 // pypto_executor_info_json describes an executor as JSON: {"symbolic", "compiled"
 // (programs held), "graph" (the traced Tensor Graph's text), "constraints" (distinct
-// texts)}.
+// texts), "device", "opt_level", "disable_passes", "memory_pool_bytes" (0: no limit),
+// "memory" (the memory plan of its program, or of its latest specialisation; null
+// before one is compiled and on the reference device)}.
 //
 //export pypto_executor_info_json
 func pypto_executor_info_json(h C.uintptr_t, out **C.char, n *C.size_t) C.uintptr_t {
@@ -101,8 +103,15 @@ func pypto_executor_info_json(h C.uintptr_t, out **C.char, n *C.size_t) C.uintpt
 				cons = append(cons, s)
 			}
 		}
+		cfg := ex.Config()
+		var memory any
+		if m, ok := ex.MemoryPlan(); ok {
+			memory = m
+		}
 		return putString(out, n, mustJSON(map[string]any{
 			"symbolic": ex.IsSymbolic(), "compiled": ex.NumCompiled(), "graph": ex.GraphText(), "constraints": cons,
+			"device": ex.Device(), "opt_level": cfg.OptLevel.Number(), "disable_passes": append([]string{}, cfg.DisabledPasses...),
+			"memory_pool_bytes": cfg.MemoryPoolBytes, "memory": memory,
 		}))
 	})
 }

@@ -1,13 +1,17 @@
 package session
 
-import "pypto/core"
+import (
+	"pypto/core"
+	"pypto/lower"
+)
 
 // Compiler turns a Tensor Graph into a runnable Program for a named device. The
 // default one is the lowering pipeline (lower.Compile on a device preset); tests may
 // substitute the reference interpreter.
 type Compiler interface {
-	// Compile compiles g for device; errors are *core.Error.
-	Compile(g *core.Graph, device string) (Program, error)
+	// Compile compiles g for device with the options cfg chooses (cfg.Device is
+	// already resolved into device); errors are *core.Error.
+	Compile(g *core.Graph, device string, cfg Config) (Program, error)
 	// CheckDevice returns the canonical name of a device, or an error if it names no
 	// known target.
 	CheckDevice(device string) (string, error)
@@ -21,10 +25,18 @@ type Program interface {
 	Dump() string
 }
 
+// memoryPlanner is a Program with a device memory plan (those compiled for a chip).
+type memoryPlanner interface {
+	MemoryPlan() (lower.MemoryPlan, bool)
+}
+
 // Stats describe one run on the simulated device.
 type Stats struct {
 	Cycles  int64   `json:"cycles"`
 	Seconds float64 `json:"seconds"` // simulated time at the chip clock
 	Tasks   int     `json:"tasks"`
-	Detail  any     `json:"detail,omitempty"` // the backend's full statistics
+	// Memory is the device memory plan of the program that ran (nil on the reference
+	// device, which has none).
+	Memory *lower.MemoryPlan `json:"memory,omitempty"`
+	Detail any               `json:"detail,omitempty"` // the backend's full statistics
 }

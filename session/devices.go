@@ -35,9 +35,9 @@ func (c deviceCompiler) CheckDevice(name string) (string, error) {
 	return canon, nil
 }
 
-func (c deviceCompiler) Compile(g *core.Graph, name string) (Program, error) {
+func (c deviceCompiler) Compile(g *core.Graph, name string, cfg Config) (Program, error) {
 	if isReference(name) {
-		return c.reference.Compile(g, name)
+		return c.reference.Compile(g, name, cfg)
 	}
-	return c.chips.Compile(g, name)
+	return c.chips.Compile(g, name, cfg)
 }

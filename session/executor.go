@@ -4,6 +4,7 @@ import (
 	"sync"
 
 	"pypto/core"
+	"pypto/lower"
 )
 
 // Executor is a traced function compiled for one device: its params are placeholders,
@@ -23,6 +24,7 @@ type Executor struct {
 	boundT []core.TensorType
 	outs   []outSource
 	device string
+	cfg    Config
 	specs  *specializations
 
 	mu      sync.Mutex // guards last, hasLast
@@ -41,8 +43,22 @@ type outSource struct {
 // NewExecutor compiles the computation from inputs (placeholders from NewPlaceholder)
 // to outputs for the current device; a symbolic one is compiled per binding by Run.
 func (s *Session) NewExecutor(name string, inputs []*Tensor, outputs []*Tensor) (*Executor, error) {
+	return s.NewExecutorWith(name, inputs, outputs, Config{})
+}
+
+// NewExecutorWith is NewExecutor with the compile options cfg chooses; cfg.Device,
+// when set, replaces the session's current device.
+func (s *Session) NewExecutorWith(name string, inputs []*Tensor, outputs []*Tensor, cfg Config) (*Executor, error) {
 	if name == "" {
 		name = "main"
+	}
+	cfg, err := s.CheckConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	device := s.Device()
+	if cfg.Device != "" {
+		device = cfg.Device
 	}
 	if len(outputs) == 0 {
 		return nil, core.Errorf(core.ValueError, "the traced function returned no tensors").
@@ -52,7 +68,7 @@ func (s *Session) NewExecutor(name string, inputs []*Tensor, outputs []*Tensor) 
 	if err != nil {
 		return nil, err
 	}
-	ex := &Executor{s: s, device: s.Device(), specs: newSpecializations(maxSpecializations)}
+	ex := &Executor{s: s, device: device, cfg: cfg, specs: newSpecializations(maxSpecializations)}
 	for _, in := range inputs {
 		ex.inputs = append(ex.inputs, in.typ)
 	}
@@ -114,7 +130,7 @@ func (s *Session) NewExecutor(name string, inputs []*Tensor, outputs []*Tensor) 
 		}
 		return ex, nil
 	}
-	prog, err := s.compile(ex.graph)
+	prog, err := s.compileOn(ex.graph, device, cfg)
 	if err != nil {
 		return nil, withLoc(err, firstLoc)
 	}
@@ -186,6 +202,25 @@ func (e *Executor) Dump() string {
 		return "specialised for " + sp.binding.Key() + ":\n" + sp.prog.Dump()
 	}
 	return "symbolic Tensor Graph (specialised for each binding of its symbols when it runs):\n" + core.Format(e.graph)
+}
+
+// Config is the compile options the executor was made with.
+func (e *Executor) Config() Config { return e.cfg }
+
+// MemoryPlan is the device memory plan of the executor's program (of its most recent
+// specialisation when it is symbolic); false when there is none yet, or on the
+// reference device.
+func (e *Executor) MemoryPlan() (lower.MemoryPlan, bool) {
+	prog := e.prog
+	if prog == nil {
+		if sp := e.specs.latest(); sp != nil {
+			prog = sp.prog
+		}
+	}
+	if mp, ok := prog.(memoryPlanner); ok {
+		return mp.MemoryPlan()
+	}
+	return lower.MemoryPlan{}, false
 }
 
 // LastStats returns the statistics of this executor's most recent run.
@@ -298,7 +333,7 @@ func (e *Executor) specialize(b core.Binding) (Program, error) {
 			sp.err = err
 			return
 		}
-		sp.prog, sp.err = e.s.compileOn(g, e.device)
+		sp.prog, sp.err = e.s.compileOn(g, e.device, e.cfg)
 	})
 	if sp.err != nil {
 		e.specs.drop(sp) // errors carry the location of the run that hit them: not cached

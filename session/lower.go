@@ -23,12 +23,14 @@ func (loweringCompiler) CheckDevice(name string) (string, error) {
 	return chip.Name, nil
 }
 
-func (c loweringCompiler) Compile(g *core.Graph, name string) (Program, error) {
+func (c loweringCompiler) Compile(g *core.Graph, name string, cfg Config) (Program, error) {
 	chip, err := device.Preset(name)
 	if err != nil {
 		return nil, core.Errorf(core.ValueError, "unknown device %q", name)
 	}
-	exe, err := lower.Compile(g, lower.Options{Chip: chip})
+	opts := cfg.options()
+	opts.Chip = chip
+	exe, err := lower.Compile(g, opts)
 	if err != nil {
 		return nil, AsError(core.CompileError, err)
 	}
@@ -46,5 +48,9 @@ func (p loweredProgram) Run(inputs [][]byte) ([][]byte, Stats, error) {
 	if err != nil {
 		return nil, Stats{}, AsError(core.DeviceError, err)
 	}
-	return outs, Stats{Cycles: st.Cycles, Seconds: st.Seconds, Tasks: len(st.Tasks), Detail: st}, nil
+	m := p.exe.MemoryPlan()
+	return outs, Stats{Cycles: st.Cycles, Seconds: st.Seconds, Tasks: len(st.Tasks), Memory: &m, Detail: st}, nil
 }
+
+// MemoryPlan is the device memory the program needs.
+func (p loweredProgram) MemoryPlan() (lower.MemoryPlan, bool) { return p.exe.MemoryPlan(), true }

@@ -10,7 +10,8 @@ type referenceCompiler struct{}
 
 func (referenceCompiler) CheckDevice(name string) (string, error) { return name, nil }
 
-func (referenceCompiler) Compile(g *core.Graph, _ string) (Program, error) {
+// Compile ignores cfg: the interpreter has no passes and no memory plan.
+func (referenceCompiler) Compile(g *core.Graph, _ string, _ Config) (Program, error) {
 	return &referenceProgram{g: g}, nil
 }
 

@@ -133,13 +133,16 @@ func firstLen(b [][]byte) int {
 	return len(b[0])
 }
 
-// compile returns the cached program for g on the current device, compiling it once.
-func (s *Session) compile(g *core.Graph) (Program, error) { return s.compileOn(g, s.Device()) }
+// compile returns the cached program for g on the current device with the default
+// options, compiling it once.
+func (s *Session) compile(g *core.Graph) (Program, error) {
+	return s.compileOn(g, s.Device(), Config{})
+}
 
-// compileOn returns the cached program for g on device, compiling it once.
-func (s *Session) compileOn(g *core.Graph, device string) (Program, error) {
-	key := graphKey(g) + "\x00device=" + device
-	return s.cache.get(key, func() (Program, error) { return s.compiler.Compile(g, device) })
+// compileOn returns the cached program for g on device with cfg, compiling it once.
+func (s *Session) compileOn(g *core.Graph, device string, cfg Config) (Program, error) {
+	key := graphKey(g) + "\x00device=" + device + "\x00" + cfg.Key()
+	return s.cache.get(key, func() (Program, error) { return s.compiler.Compile(g, device, cfg) })
 }
 
 // AsError converts any error into a *core.Error, keeping one that already is.

@@ -61,9 +61,9 @@ type countingCompiler struct {
 	n atomic.Int64
 }
 
-func (c *countingCompiler) Compile(g *core.Graph, device string) (Program, error) {
+func (c *countingCompiler) Compile(g *core.Graph, device string, cfg Config) (Program, error) {
 	c.n.Add(1)
-	return c.Compiler.Compile(g, device)
+	return c.Compiler.Compile(g, device, cfg)
 }
 
 func TestApplyInfersTypeAndKeepsPending(t *testing.T) {
@@ -177,7 +177,7 @@ type failingCompiler struct {
 	n      atomic.Int64
 }
 
-func (f *failingCompiler) Compile(*core.Graph, string) (Program, error) {
+func (f *failingCompiler) Compile(*core.Graph, string, Config) (Program, error) {
 	f.n.Add(1)
 	if f.panics {
 		panic("boom")

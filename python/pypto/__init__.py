@@ -12,6 +12,7 @@ run on a simulated Ascend-style NPU.
 
 from . import _lib
 from .compile import Executor, compile
+from .config import CompileConfig
 from .device import cache_info, clear_cache, get_device, last_stats, set_device
 from .dtypes import DType, bfloat16, bool_, float16, float32, int8, int32
 from .errors import (
@@ -63,6 +64,7 @@ __all__ = [
     *_shape_ops.__all__,
     "compile",
     "Executor",
+    "CompileConfig",
     "set_device",
     "get_device",
     "last_stats",

@@ -16,7 +16,7 @@ import os
 from . import errors
 
 #: The C ABI version this Python package was written against (capi/main.go abiVersion).
-ABI_VERSION = 2
+ABI_VERSION = 3
 
 LIB_NAME = "libpypto.so"
 
@@ -45,6 +45,8 @@ _SIGNATURES = {
     "pypto_cache_info_json": _str_out,
     "pypto_cache_clear": (),
     "pypto_executor_create": (_cp, _P(_handle), _i32, _P(_handle), _i32, _P(_handle)),
+    "pypto_executor_create_config": (_cp, _P(_handle), _i32, _P(_handle), _i32, _cp, _P(_handle)),
+    "pypto_config_check": (_cp,),
     "pypto_executor_num_outputs": (_handle, _P(_i32)),
     "pypto_executor_run": (_handle, _P(_handle), _i32, _P(_handle), _i32),
     "pypto_executor_last_stats": (_handle, _P(_i64), _P(ctypes.c_double), _P(_i32)),

@@ -19,6 +19,7 @@ import weakref
 import numpy as np
 
 from . import _lib
+from .config import CompileConfig
 from .device import get_device
 from .errors import CompileError, PyptoError, ShapeError, SymbolicShapeError
 from .symbolic import Dim, symbol
@@ -46,15 +47,20 @@ def compile(fn, config=None, *, inputs=None, dynamic=None) -> "Executor":
       signature is traced again with concrete shapes. ``dynamic=False`` traces every
       signature with concrete shapes; ``dynamic=True`` never falls back (errors raise).
 
-    ``config`` is reserved for compile options; only None is supported so far.
+    ``config`` is a :class:`pypto.CompileConfig` (None: the defaults): the optimisation
+    level, passes to disable, a memory pool the program must fit and the chip to
+    compile for. Invalid options raise here, before anything is traced.
     """
     if not callable(fn):
         raise TypeError(f"p.compile needs a function, got {type(fn).__name__}")
-    if config is not None:
-        raise NotImplementedError("p.compile: config is not supported yet; pass config=None")
+    if config is None:
+        config = CompileConfig()
+    if not isinstance(config, CompileConfig):
+        raise TypeError(f"p.compile: config must be a p.CompileConfig or None, not {type(config).__name__}")
     if dynamic not in (None, True, False):
         raise ValueError(f"p.compile: dynamic must be None, True or False, got {dynamic!r}")
-    ex = Executor(fn, dynamic)
+    _lib.call(_lib.lib.pypto_config_check, config._json())
+    ex = Executor(fn, dynamic, config)
     if inputs is not None:
         ex._trace_given(list(inputs))
     return ex
@@ -78,8 +84,9 @@ class Executor:
     """A function compiled for the simulated NPU. Call ``run(*inputs)`` (or the executor
     itself) with p.Tensors or numpy arrays."""
 
-    def __init__(self, fn, dynamic=None):
+    def __init__(self, fn, dynamic=None, config=None):
         self._fn = fn
+        self._config = config or CompileConfig()
         self._name = getattr(fn, "__name__", "main")
         self._dynamic = dynamic
         self._given = None  # the executor traced from inputs=, per device
@@ -88,6 +95,15 @@ class Executor:
         self._static: dict = {}  # (shapes, dtypes, layouts, device) -> _Compiled
         self._lock = threading.Lock()
         self._last: _Compiled | None = None
+
+    @property
+    def config(self) -> CompileConfig:
+        """The compile options this executor was made with."""
+        return self._config
+
+    def _device(self) -> str:
+        """The device programs are compiled for: the config's chip, else the current one."""
+        return self._config.chip or get_device()
 
     # --- tracing --------------------------------------------------------------------------
 
@@ -100,7 +116,7 @@ class Executor:
                 raise TypeError(f"p.compile: inputs[{i}] must be a p.Tensor (or a (shape, dtype) pair), not {type(x).__name__}")
             placeholders.append(x if _is_placeholder(x) else _placeholder(x.shape, x.dtype, x.layout))
         self._given_inputs = placeholders
-        self._given = {get_device(): self._trace(placeholders)}
+        self._given = {self._device(): self._trace(placeholders)}
 
     def _trace(self, placeholders) -> _Compiled:
         result = self._fn(*placeholders)
@@ -115,12 +131,13 @@ class Executor:
             )
         h = _lib.Handle()
         _lib.call(
-            _lib.lib.pypto_executor_create,
+            _lib.lib.pypto_executor_create_config,
             self._name.encode(),
             _lib.handle_array(p._handle for p in placeholders),
             len(placeholders),
             _lib.handle_array(o._handle for o in outs),
             len(outs),
+            self._config._json(),
             ctypes.byref(h),
         )
         compiled = _Compiled(h.value, 0, structure, False)
@@ -144,7 +161,7 @@ class Executor:
 
     def run(self, *inputs):
         tensors = [x if isinstance(x, Tensor) else from_numpy(_require_array(x, i)) for i, x in enumerate(inputs)]
-        device = get_device()
+        device = self._device()
         if self._given is not None:
             compiled = self._given.get(device)
             if compiled is None:
@@ -274,8 +291,24 @@ class Executor:
         s = self._last_stats()
         return None if s is None else s[1] * 1e3
 
+    def info(self) -> dict:
+        """What was compiled for the last run (before any run, the first trace): "device",
+        "opt_level", "disable_passes", "memory_pool_bytes" (0: no limit), and "memory",
+        the device memory plan in bytes ({"input_bytes", "output_bytes",
+        "workspace_bytes", "workspace_no_reuse_bytes", "peak_bytes"}; None before a
+        symbolic trace has run, and on the "reference" device)."""
+        c = self._last
+        if c is None:
+            traced = self._all()
+            if not traced:
+                raise RuntimeError("info(): the executor has not been traced yet")
+            c = traced[0]
+        i = c.info()
+        return {k: i[k] for k in ("device", "opt_level", "disable_passes", "memory_pool_bytes", "memory")}
+
     def stats(self):
-        """Full statistics of the last run as a dict (None before the first run)."""
+        """Full statistics of the last run as a dict (None before the first run); "memory"
+        holds the memory plan of the program that ran (see info())."""
         c = self._last
         if c is None:
             return None

@@ -1,0 +1,58 @@
+"""p.CompileConfig: how p.compile compiles a function (docs/api.md, "Compile options")."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+__all__ = ["CompileConfig"]
+
+_LEVELS = (0, 1, 2, 3)
+
+
+@dataclass(frozen=True)
+class CompileConfig:
+    """Options for :func:`pypto.compile`.
+
+    - ``opt_level``: 0 (no optimisation: every op its own kernel), 1 (+ graph clean-ups
+      that never change a value: constant folding, algebraic simplification, CSE, DCE),
+      2 (the default: + fusion) or 3 (everything, compile-time searches included).
+    - ``disable_passes``: names of optional passes to switch off on top of the level
+      (e.g. ``("fuse-elementwise",)``); an unknown or required name raises ValueError
+      listing the passes that can be disabled.
+    - ``memory_pool_bytes``: the device memory the program must run in; a program whose
+      memory plan needs more raises :class:`pypto.CompileError` saying how much it needs
+      (None: no limit).
+    - ``chip``: the device preset to compile for (None: the current device,
+      :func:`pypto.get_device`).
+    """
+
+    opt_level: int = 2
+    disable_passes: tuple = ()
+    memory_pool_bytes: int | None = None
+    chip: str | None = None
+
+    def __post_init__(self):
+        if isinstance(self.opt_level, bool) or not isinstance(self.opt_level, int) or self.opt_level not in _LEVELS:
+            raise ValueError(f"CompileConfig: opt_level must be 0, 1, 2 or 3, got {self.opt_level!r}")
+        passes = self.disable_passes
+        if isinstance(passes, str):
+            passes = (passes,)
+        if not isinstance(passes, (tuple, list, set, frozenset)) or not all(isinstance(p, str) for p in passes):
+            raise TypeError(f"CompileConfig: disable_passes must be pass names (strings), got {self.disable_passes!r}")
+        object.__setattr__(self, "disable_passes", tuple(sorted(set(passes))))
+        pool = self.memory_pool_bytes
+        if pool is not None and (isinstance(pool, bool) or not isinstance(pool, int) or pool <= 0):
+            raise ValueError(f"CompileConfig: memory_pool_bytes must be a positive number of bytes or None, got {pool!r}")
+        if self.chip is not None and not isinstance(self.chip, str):
+            raise TypeError(f"CompileConfig: chip must be a device preset name or None, got {self.chip!r}")
+
+    def _json(self) -> bytes:
+        return json.dumps(
+            {
+                "opt_level": self.opt_level,
+                "disable_passes": list(self.disable_passes),
+                "memory_pool_bytes": self.memory_pool_bytes or 0,
+                "chip": self.chip or "",
+            }
+        ).encode()

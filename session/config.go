@@ -1,0 +1,114 @@
+package session
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+
+	"pypto/core"
+	"pypto/lower"
+)
+
+// Config is what a user may choose about how a program is compiled (Python's
+// p.CompileConfig). The zero Config is the default: DefaultOptLevel, every pass of that
+// level, no memory limit, the session's current device.
+type Config struct {
+	OptLevel        lower.OptLevel
+	DisabledPasses  []string
+	MemoryPoolBytes int    // 0: no limit
+	Device          string // "": the session's current device
+}
+
+// configJSON is Config as Python sends it, the level as a number (absent: the default).
+type configJSON struct {
+	OptLevel        *int     `json:"opt_level"`
+	DisabledPasses  []string `json:"disable_passes"`
+	MemoryPoolBytes int      `json:"memory_pool_bytes"`
+	Device          string   `json:"chip"`
+}
+
+// ParseConfig reads a Config from its JSON form {"opt_level", "disable_passes",
+// "memory_pool_bytes", "chip"} (every field optional; "" or "null" is the default) and
+// checks it: unknown fields, levels, pass names and negative sizes are ValueErrors that
+// list the valid choices.
+func ParseConfig(text string) (Config, error) {
+	var cj configJSON
+	if t := strings.TrimSpace(text); t != "" && t != "null" {
+		if err := decodeStrict(t, &cj); err != nil {
+			return Config{}, core.Errorf(core.ValueError, "compile config: %v", err).
+				Suggest("the fields are opt_level, disable_passes, memory_pool_bytes and chip")
+		}
+	}
+	c := Config{DisabledPasses: cj.DisabledPasses, MemoryPoolBytes: cj.MemoryPoolBytes, Device: cj.Device}
+	if cj.OptLevel != nil {
+		l, err := lower.OptLevelOf(*cj.OptLevel)
+		if err != nil {
+			return Config{}, err
+		}
+		c.OptLevel = l
+	}
+	return c, c.Check()
+}
+
+// Check validates the choices that do not depend on a device.
+func (c Config) Check() error {
+	if c.MemoryPoolBytes < 0 {
+		return core.Errorf(core.ValueError, "memory_pool_bytes is %d; it must be a positive size in bytes (or None for no limit)", c.MemoryPoolBytes)
+	}
+	all, optional := lower.PassNames()
+	for _, p := range c.DisabledPasses {
+		switch {
+		case slices.Contains(optional, p):
+		case slices.Contains(all, p):
+			return core.Errorf(core.ValueError, "disable_passes names %q, which the compiler needs to produce a program", p).
+				Suggest("the passes that can be disabled are: %s", strings.Join(optional, ", "))
+		default:
+			return core.Errorf(core.ValueError, "disable_passes names %q, but there is no pass of that name", p).
+				Suggest("the passes that can be disabled are: %s", strings.Join(optional, ", "))
+		}
+	}
+	return nil
+}
+
+// Key is the part of a compile-cache key that the config decides: programs compiled
+// with different options are different programs.
+func (c Config) Key() string {
+	off := slices.Clone(c.DisabledPasses)
+	slices.Sort(off)
+	return fmt.Sprintf("opt=%s;off=%s;pool=%d", c.OptLevel, strings.Join(slices.Compact(off), ","), c.MemoryPoolBytes)
+}
+
+func decodeStrict(text string, v any) error {
+	d := json.NewDecoder(strings.NewReader(text))
+	d.DisallowUnknownFields()
+	return d.Decode(v)
+}
+
+// options are the lowering options the config asks for (the caller adds the chip).
+func (c Config) options() lower.Options {
+	o := lower.Options{OptLevel: c.OptLevel, MemoryPoolBytes: c.MemoryPoolBytes}
+	if len(c.DisabledPasses) > 0 {
+		o.Disabled = map[string]bool{}
+		for _, p := range c.DisabledPasses {
+			o.Disabled[p] = true
+		}
+	}
+	return o
+}
+
+// CheckConfig checks cfg and returns it with its device, if it names one, in canonical
+// form (an unknown device is a ValueError listing the presets).
+func (s *Session) CheckConfig(cfg Config) (Config, error) {
+	if err := cfg.Check(); err != nil {
+		return Config{}, err
+	}
+	if cfg.Device != "" {
+		canon, err := s.compiler.CheckDevice(cfg.Device)
+		if err != nil {
+			return Config{}, err
+		}
+		cfg.Device = canon
+	}
+	return cfg, nil
+}

@@ -1,0 +1,94 @@
+"""p.CompileConfig: optimisation levels, disabled passes, the memory pool, the chip."""
+
+import numpy as np
+import pytest
+
+import pypto as p
+from conftest import rand
+
+
+def _block(x, w):
+    y = p.relu(x @ w) * 1.0
+    return p.exp(y - p.max(y, axis=-1, keepdims=True)) + p.sum(x, axis=-1, keepdims=True)
+
+
+@pytest.mark.parametrize("chip", ["tiny", "a2"])
+def test_every_level_gives_the_same_values(chip):
+    x, w = rand((24, 40), p.float32, 1), rand((40, 24), p.float32, 2)
+    outs, tasks = [], []
+    for level in (0, 1, 2, 3):
+        f = p.compile(_block, p.CompileConfig(opt_level=level, chip=chip))
+        outs.append(f.run(x, w).numpy())
+        tasks.append(f.stats()["tasks"])
+        assert f.info()["opt_level"] == level and f.info()["device"] == chip
+    for o in outs[1:]:
+        np.testing.assert_array_equal(o, outs[0])
+    assert tasks[0] > tasks[2], f"fusion at O2 runs fewer kernels than O0: {tasks}"
+
+
+def test_disable_passes():
+    x = rand((16, 64), p.float32, 3)
+    base = p.compile(lambda a: p.relu(p.exp(a) + 1.0)).run(x)
+    f = p.compile(lambda a: p.relu(p.exp(a) + 1.0), p.CompileConfig(disable_passes=("fuse-elementwise",)))
+    np.testing.assert_array_equal(f.run(x).numpy(), base.numpy())
+    assert f.stats()["tasks"] == 3 and f.info()["disable_passes"] == ["fuse-elementwise"]
+
+
+def test_bad_options_raise_with_the_choices():
+    with pytest.raises(p.PyptoValueError, match="no pass of that name") as e:
+        p.compile(lambda a: a + a, p.CompileConfig(disable_passes=("fusion",)))
+    assert "fuse-elementwise" in str(e.value)
+    with pytest.raises(p.PyptoValueError, match="needs to produce a program"):
+        p.compile(lambda a: a + a, p.CompileConfig(disable_passes=("tile",)))
+    with pytest.raises(p.PyptoValueError, match="unknown device"):
+        p.compile(lambda a: a + a, p.CompileConfig(chip="a9"))
+    for bad in (4, -1, 2.0, True, "2"):
+        with pytest.raises(ValueError, match="opt_level"):
+            p.CompileConfig(opt_level=bad)
+    for bad in (0, -5, 1.5):
+        with pytest.raises(ValueError, match="memory_pool_bytes"):
+            p.CompileConfig(memory_pool_bytes=bad)
+    with pytest.raises(TypeError, match="enable_typo"):
+        p.CompileConfig(enable_typo=True)
+    with pytest.raises(TypeError, match="CompileConfig"):
+        p.compile(lambda a: a, {"opt_level": 1})
+
+
+def test_memory_plan_is_reported_and_the_pool_enforced():
+    def chain(a):
+        return p.exp(p.exp(p.exp(a)))
+
+    x = np.ones((64, 64), np.float32)  # 16 KiB
+    f = p.compile(chain, p.CompileConfig(opt_level=0, chip="tiny"))
+    f.run(x)
+    m = f.info()["memory"]
+    assert m == {
+        "input_bytes": 16384,
+        "output_bytes": 16384,
+        "workspace_bytes": 32768,
+        "workspace_no_reuse_bytes": 32768,
+        "peak_bytes": 65536,
+    }
+    assert f.stats()["memory"] == m
+    assert "peak 65536 bytes" in f.dump()
+
+    ok = p.compile(chain, p.CompileConfig(opt_level=0, chip="tiny", memory_pool_bytes=65536))
+    ok.run(x)
+    small = p.compile(chain, p.CompileConfig(opt_level=0, chip="tiny", memory_pool_bytes=40000))
+    with pytest.raises(p.CompileError, match="needs 65536 bytes of device memory, but the memory pool holds 40000") as e:
+        small.run(x)
+    info = e.value.get_detailed_info()
+    assert any("at least 65536" in s for s in info.suggestions)
+    assert info.location is not None and info.location.line > 0
+    fused = p.compile(chain, p.CompileConfig(chip="tiny", memory_pool_bytes=40000))
+    np.testing.assert_array_equal(fused.run(x).numpy(), ok.run(x).numpy())
+    assert fused.info()["memory"]["workspace_bytes"] == 0
+
+
+def test_the_compile_cache_tells_configs_apart():
+    shape = (3, 29)  # a shape no other test uses
+    x = rand(shape, p.float32, 4)
+    before = p.cache_info()["compiles"]
+    for level in (0, 2, 0, 2):
+        p.compile(lambda a: p.relu(a) + 1.0, p.CompileConfig(opt_level=level), inputs=[p.Tensor(shape, dtype=p.float32)]).run(x)
+    assert p.cache_info()["compiles"] == before + 2, "each level compiles once, then hits"
