@@ -215,10 +215,10 @@ func TestOpsWithoutLoweringAreRefusedClearly(t *testing.T) {
 
 func TestPassTableOrderIsChecked(t *testing.T) {
 	require.NoError(t, checkPassTable(passTable))
-	bad := []Pass{{Name: "b", After: []string{"a"}}, {Name: "a"}}
+	bad := []Pass{{Name: "b", Required: true, After: []string{"a"}}, {Name: "a", Required: true}}
 	require.ErrorContains(t, checkPassTable(bad), `"b" must run after "a"`)
-	require.ErrorContains(t, checkPassTable([]Pass{{Name: "x", After: []string{"nope"}}}), "unknown pass")
-	require.ErrorContains(t, checkPassTable([]Pass{{Name: "x"}, {Name: "x"}}), "twice")
+	require.ErrorContains(t, checkPassTable([]Pass{{Name: "x", Required: true, After: []string{"nope"}}}), "unknown pass")
+	require.ErrorContains(t, checkPassTable([]Pass{{Name: "x", Required: true}, {Name: "x", Required: true}}), "twice")
 }
 
 func TestWorkspaceIsReusedByLiveness(t *testing.T) {

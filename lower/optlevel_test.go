@@ -163,3 +163,13 @@ func compileAndCompareWith(t *testing.T, g *core.Graph, o Options) {
 		require.Equal(t, w.Bytes(), got[i], "output %d at %s", i, o.OptLevel)
 	}
 }
+
+func TestPassTableLevels(t *testing.T) {
+	require.NoError(t, checkPassTable(passTable))
+	bad := []Pass{{Name: "a", Required: true}, {Name: "b", After: []string{"a"}}}
+	require.ErrorContains(t, checkPassTable(bad), `"b": an optional pass names the lowest level`)
+	bad[1].MinLevel = O1
+	require.NoError(t, checkPassTable(bad))
+	bad[0].MinLevel = O2
+	require.ErrorContains(t, checkPassTable(bad), `"a"`)
+}

@@ -61,6 +61,9 @@ func checkPassTable(table []Pass) error {
 		pos[p.Name] = i
 	}
 	for i, p := range table {
+		if p.Required != (p.MinLevel == 0) || p.MinLevel > O3 {
+			return fmt.Errorf("pass table: %q: an optional pass names the lowest level it runs at (MinLevel O1 to O3, as O0 runs none), a required one none", p.Name)
+		}
 		for _, a := range p.After {
 			j, ok := pos[a]
 			if !ok {
