@@ -2,6 +2,7 @@ package lower
 
 import (
 	"fmt"
+	"math"
 
 	"pypto/isa"
 )
@@ -55,18 +56,67 @@ func (g *BlockGraph) Verify(cores func(isa.CoreKind) int) error {
 	return nil
 }
 
-// buildBlockGraph deals each op's tiles round-robin over as many blocks as the chip has
-// cores of the op's kind, so block sizes differ by at most one tile.
+// buildBlockGraph deals each op's tiles over as many blocks as the chip has cores of
+// the op's kind, so block sizes differ by at most one tile: matmul tiles in compact
+// 2-D regions of the output grid (matmulBlocks), the others round-robin.
 func buildBlockGraph(tg *TileGraph, cores func(isa.CoreKind) int) *BlockGraph {
 	bg := &BlockGraph{Tiles: tg}
 	for i, op := range tg.Ops {
 		n := op.NumTiles()
 		nb := min(n, cores(op.Core))
-		k := &Kernel{Op: i, Core: op.Core, Blocks: make([][]int, nb)}
-		for t := 0; t < n; t++ {
-			k.Blocks[t%nb] = append(k.Blocks[t%nb], t)
+		k := &Kernel{Op: i, Core: op.Core}
+		if op.Kind == TileMatmul {
+			k.Blocks = matmulBlocks(op, nb)
+		} else {
+			k.Blocks = make([][]int, nb)
+			for t := 0; t < n; t++ {
+				k.Blocks[t%nb] = append(k.Blocks[t%nb], t)
+			}
 		}
 		bg.Kernels = append(bg.Kernels, k)
 	}
 	return bg
+}
+
+// matmulBlocks cuts the output tiles of a matmul into nb contiguous runs of
+// matmulTileOrder, sizes differing by at most one. Each block then owns a compact
+// region of the output, like the hand-tuned kernel's 2-D split: its tiles share A
+// rows and B columns, so a core reads fewer distinct bytes and cores working at the
+// same time on neighbouring regions share lines in L2.
+func matmulBlocks(op *TileOp, nb int) [][]int {
+	order := matmulTileOrder(op, nb)
+	blocks := make([][]int, nb)
+	for b := range blocks {
+		blocks[b] = order[b*len(order)/nb : (b+1)*len(order)/nb]
+	}
+	return blocks
+}
+
+// matmulTileOrder lists a matmul's tiles (flat over the grid [batch, m/tm, n/tn,
+// k/kc]) plane by plane (K chunk, then batch index), each plane in bands of w tile
+// columns, row by row within a band. w makes a run of one block's share of tiles about
+// square in elements: w*tn ~ (share/w)*tm.
+func matmulTileOrder(op *TileOp, nb int) []int {
+	batch, gm, gn, gk := op.Grid[0], op.Grid[1], op.Grid[2], op.Grid[3]
+	share := float64(op.NumTiles()) / float64(nb)
+	ideal := math.Sqrt(share * float64(op.Tile[0]) / float64(op.Tile[1]))
+	w := 1
+	for d := 1; d <= gn; d++ { // the divisor of gn nearest the ideal width, in ratio
+		if gn%d == 0 && math.Abs(math.Log(float64(d)/ideal)) < math.Abs(math.Log(float64(w)/ideal)) {
+			w = d
+		}
+	}
+	order := make([]int, 0, op.NumTiles())
+	for ki := range gk {
+		for b := range batch {
+			for band := 0; band < gn; band += w {
+				for mi := range gm {
+					for ni := band; ni < band+w; ni++ {
+						order = append(order, ((b*gm+mi)*gn+ni)*gk+ki)
+					}
+				}
+			}
+		}
+	}
+	return order
 }

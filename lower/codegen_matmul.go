@@ -2,7 +2,6 @@ package lower
 
 import (
 	"pypto/core"
-	"pypto/dtype"
 	"pypto/isa"
 )
 
@@ -43,74 +42,101 @@ func (v matrixView) window(b, i0, j0, rows, cols int) isa.GMView {
 }
 
 // outTile is one output tile of a matmul block: its batch index, first row and column,
-// valid rows and columns, and its position among the block's tiles.
+// valid rows and columns, the K chunk it sums (0 unless K is split) and its position
+// among the block's tiles.
 type outTile struct {
 	batch, i0, j0, rows, cols int
+	kChunk                    int
 	seq                       int
 }
 
-// matmulOutTile locates flat tile index t of a matmul op's grid.
+// matmulOutTile locates flat tile index t of a matmul op's grid [batch, m/tm, n/tn,
+// k/kc] (row-major).
 func matmulOutTile(op *TileOp, t, seq int) outTile {
 	tm, tn := op.Tile[0], op.Tile[1]
-	perBatch := op.Grid[1] * op.Grid[2]
-	bi, mi, ni := t/perBatch, (t%perBatch)/op.Grid[2], t%op.Grid[2]
+	gm, gn, gk := op.Grid[1], op.Grid[2], op.Grid[3]
+	ki, ni, mi, bi := t%gk, t/gk%gn, t/(gk*gn)%gm, t/(gk*gn*gm)
 	i0, j0 := mi*tm, ni*tn
-	return outTile{batch: bi, i0: i0, j0: j0, rows: min(tm, op.Problem[1]-i0), cols: min(tn, op.Problem[2]-j0), seq: seq}
+	return outTile{batch: bi, i0: i0, j0: j0, rows: min(tm, op.Problem[1]-i0), cols: min(tn, op.Problem[2]-j0), kChunk: ki, seq: seq}
+}
+
+// matmulOutShape is the shape of the matmul's result: its output tensor's, or with K
+// split the workspace's without its leading axis, the K chunk.
+func matmulOutShape(tg *TileGraph, op *TileOp) core.Shape {
+	out := tg.Tensors[op.Output].Type.Shape
+	if op.Grid[3] > 1 {
+		return out[1:]
+	}
+	return out
 }
 
 // emitPlainMatmul is a matmul block whose accumulators are stored through the
-// fixpipe, which rounds to the output dtype.
+// fixpipe, which rounds to the output dtype; with K split, each chunk's partial sum
+// goes to its plane of the fp32 workspace (split_k.go adds them).
 func emitPlainMatmul(e *emitter, tg *TileGraph, op *TileOp, tiles []int) {
-	out := tg.Tensors[op.Output].Type.Shape
+	out := matmulOutShape(tg, op)
 	cv := newMatrixView(e.params[op.Output], out, out, false)
 	emitMatmul(e, tg, op, tiles, func(acc int, t outTile) {
-		e.emit(isa.TSTORE, isa.GMOp(cv.window(t.batch, t.i0, t.j0, t.rows, t.cols)), isa.TileOp(acc))
+		view := cv.window(t.batch, t.i0, t.j0, t.rows, t.cols)
+		view.Offset += t.kChunk * out.NumElements()
+		e.emit(isa.TSTORE, isa.GMOp(view), isa.TileOp(acc))
 	})
 }
 
-// emitMatmul generates a cube block: for each output tile, loop over K tiles loading
-// the A and B windows into L1, moving them to L0A/L0B and accumulating in L0C, then
-// hand the accumulator to store (a fixpipe store, or a push to an epilogue). Edge
-// windows are smaller than the tiles; TLOAD zero-fills the rest, so padded K columns
-// contribute nothing.
+// emitMatmul generates a cube block with the structure of the hand-tuned kernel
+// (device/calib): per output tile, K advances in stages; a stage loads stepK base
+// blocks of A (tm x stepK*tk) and B (stepK*tk x tn) into L1 with one TLOAD each, then
+// extracts each base block into L0A / L0B and accumulates it in L0C. The two L1
+// copies alternate by stage and the two L0A / L0B pairs by base block, so the
+// backend's flags let the loads of the next stage run under this stage's matmuls and
+// the extracts of the next block under this block's; the code is straight-line, so
+// the next tile's first loads also start before this tile's store. Each finished
+// accumulator goes to store (a fixpipe store, or a push to an epilogue).
+//
+// Edge windows are smaller than the tiles: TLOAD zero-fills the rest, so padded K
+// columns add nothing, and base blocks wholly past K are skipped. With K split
+// (kc < k) each grid point covers one chunk of K.
 func emitMatmul(e *emitter, tg *TileGraph, op *TileOp, tiles []int, store func(acc int, t outTile)) {
 	a, b := tg.Tensors[op.Inputs[0]].Type, tg.Tensors[op.Inputs[1]].Type
 	k := op.Problem[3]
-	out := tg.Tensors[op.Output].Type.Shape
-	tm, tn, tk := op.Tile[0], op.Tile[1], op.Tile[2]
+	t := matmulTilingOf(op.Tile)
+	out := matmulOutShape(tg, op)
 	dt := a.DType
-	accType := dtype.Float32
-	if core.MatmulResultDType(dt) == dtype.Int32 {
-		accType = dtype.Int32
-	}
 	av := newMatrixView(e.params[op.Inputs[0]], a.Shape, out, op.Attrs.Bool("transpose_a", false))
 	bv := newMatrixView(e.params[op.Inputs[1]], b.Shape, out, op.Attrs.Bool("transpose_b", false))
 
-	aMat := e.pingPong("a_l1", isa.Mat, dt, tm, tk)
-	bMat := e.pingPong("b_l1", isa.Mat, dt, tk, tn)
-	aL0 := e.pingPong("a_l0", isa.Left, dt, tm, tk)
-	bL0 := e.pingPong("b_l0", isa.Right, dt, tk, tn)
-	acc := e.tile("acc", isa.Acc, accType, tm, tn)
+	kS := t.stageK()
+	aMat := e.pingPong("a_l1", isa.Mat, dt, t.tm, kS)
+	bMat := e.pingPong("b_l1", isa.Mat, dt, kS, t.tn)
+	aL0 := e.pingPong("a_l0", isa.Left, dt, t.tm, t.tk)
+	bL0 := e.pingPong("b_l0", isa.Right, dt, t.tk, t.tn)
+	acc := e.tile("acc", isa.Acc, accType(dt), t.tm, t.tn)
 
-	kTiles := max(1, ceilDiv(k, tk)) // k == 0 still stores a zero tile
-	step := 0
-	for seq, t := range tiles {
-		ot := matmulOutTile(op, t, seq)
+	stage, block := 0, 0
+	for seq, ti := range tiles {
+		ot := matmulOutTile(op, ti, seq)
 		bi, i0, j0, vm, vn := ot.batch, ot.i0, ot.j0, ot.rows, ot.cols
-		for kt := 0; kt < kTiles; kt++ {
-			s := step % 2
-			step++
-			p0 := kt * tk
-			vk := max(0, min(tk, k-p0))
+		k0, k1 := ot.kChunk*t.kc, min(k, (ot.kChunk+1)*t.kc)
+		first := true
+		// k == 0 still runs one (empty) stage, so that the tile stores zeros.
+		for p0 := k0; p0 < k1 || first; p0 += kS {
+			s := stage % 2
+			stage++
+			vk := max(0, min(kS, k1-p0))
 			e.emit(isa.TLOAD, isa.TileOp(aMat[s]), isa.GMOp(av.window(bi, i0, p0, vm, vk)))
 			e.emit(isa.TLOAD, isa.TileOp(bMat[s]), isa.GMOp(bv.window(bi, p0, j0, vk, vn)))
-			e.emit(isa.TMOV, isa.TileOp(aL0[s]), isa.TileOp(aMat[s]))
-			e.emit(isa.TMOV, isa.TileOp(bL0[s]), isa.TileOp(bMat[s]))
-			mm := isa.TMATMUL
-			if kt > 0 {
-				mm = isa.TMATMUL_ACC
+			for j := 0; j*t.tk < vk || first; j++ {
+				l := block % 2
+				block++
+				e.emit(isa.TEXTRACT, isa.TileOp(aL0[l]), isa.TileOp(aMat[s]), isa.ImmOp(0), isa.ImmOp(float64(j*t.tk)))
+				e.emit(isa.TEXTRACT, isa.TileOp(bL0[l]), isa.TileOp(bMat[s]), isa.ImmOp(float64(j*t.tk)), isa.ImmOp(0))
+				mm := isa.TMATMUL_ACC
+				if first {
+					mm = isa.TMATMUL
+				}
+				e.emit(mm, isa.TileOp(acc), isa.TileOp(aL0[l]), isa.TileOp(bL0[l]))
+				first = false
 			}
-			e.emit(mm, isa.TileOp(acc), isa.TileOp(aL0[s]), isa.TileOp(bL0[s]))
 		}
 		store(acc, ot)
 	}

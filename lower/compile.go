@@ -27,6 +27,9 @@ type Options struct {
 	// StopAfter ends the compilation after the named pass (e.g. "plan-exec" gives the
 	// PTO programs without machine programs, which cannot Run).
 	StopAfter string
+	// FixedTiles picks matmul tiles by a fixed rule (matmulTile) instead of searching
+	// them with the timing model, and never splits K; O0 implies it.
+	FixedTiles bool
 }
 
 // Executable is a compiled graph ready to run on the simulated device. It is

@@ -148,7 +148,7 @@ func epilogueFits(c *compilation, g *core.Graph, m, u core.Value, body string, e
 	if err != nil {
 		return false
 	}
-	_, _, ok := epilogueTile(c.chip, core.Attrs{"body": body}, ins, g.Type(u).DType, t[0], t[1])
+	_, _, ok := epilogueTile(c.chip, core.Attrs{"body": body}, ins, g.Type(u).DType, t.tm, t.tn)
 	return ok
 }
 

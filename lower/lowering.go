@@ -56,9 +56,9 @@ func (l lowering) operandTypes(in []dtype.DType, out dtype.DType) []dtype.DType 
 func (l lowering) instructions(op string) []isa.Opcode {
 	switch l.kind {
 	case TileMatmul:
-		return []isa.Opcode{isa.TLOAD, isa.TMOV, isa.TMATMUL, isa.TMATMUL_ACC, isa.TSTORE}
+		return []isa.Opcode{isa.TLOAD, isa.TEXTRACT, isa.TMATMUL, isa.TMATMUL_ACC, isa.TSTORE}
 	case TileMatmulEpilogue:
-		return []isa.Opcode{isa.TLOAD, isa.TMOV, isa.TMATMUL, isa.TMATMUL_ACC, isa.TPUSH, isa.TPOP, isa.TFREE, isa.TCVT, isa.TSTORE}
+		return []isa.Opcode{isa.TLOAD, isa.TEXTRACT, isa.TMATMUL, isa.TMATMUL_ACC, isa.TPUSH, isa.TPOP, isa.TFREE, isa.TCVT, isa.TSTORE}
 	case TileScan:
 		return []isa.Opcode{isa.TLOAD, isa.TCVT, isa.TADD, isa.TEXPANDS, isa.TSTORE}
 	case TileSort:

@@ -13,7 +13,7 @@ import (
 // The zero OptLevel stands for DefaultOptLevel, so Options{} compiles as users get by
 // default.
 //
-//	O0  the required passes only: no graph optimisations, no fusion
+//	O0  the required passes only: no graph optimisations, no fusion, fixed matmul tiles
 //	O1  + graph clean-ups that never change a value: constant folding, algebraic
 //	      simplification, CSE, DCE (cheap, and they make dumps easier to read)
 //	O2  + fusion (the default: what makes programs fast)

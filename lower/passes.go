@@ -179,7 +179,7 @@ func runDecompose(c *compilation) error {
 }
 
 func runTile(c *compilation) error {
-	tg, err := buildTileGraph(c.graph, c.chip)
+	tg, err := buildTileGraph(c.graph, c.opts)
 	c.tile = tg
 	return err
 }

@@ -26,8 +26,8 @@ func TestTileGraphBuiltInGo(t *testing.T) {
 		Ops: []*TileOp{{
 			Node: 7, Op: "matmul", Kind: TileMatmul, Core: isa.Cube, Inputs: []int{1, 0}, Output: 2,
 			Attrs:   core.Attrs{"transpose_a": true, "scale": math.Copysign(0, -1), "axes": []int64{-1}, "note": "x # y\n", "n": int64(3)},
-			Tile:    []int{16, 16, 16},
-			Grid:    []int{1, 1, 1},
+			Tile:    []int{16, 16, 16, 1, 16},
+			Grid:    []int{1, 1, 1, 1},
 			Problem: []int{1, 16, 16, 16},
 			Loc:     core.Location{File: "model.py", Line: 3},
 			Reason:  `a "why" # not a comment`,
@@ -43,7 +43,7 @@ func TestTileGraphBuiltInGo(t *testing.T) {
   tensor t2: f16[16,16] output %7
   params (t1, t0)
   op0: t2 = matmul(t1, t0) {axes=[-1], n=3, note="x # y\n", scale=-0.0, transpose_a=true}
-    kind=matmul core=cube problem=[1,16,16,16] tile=[16,16,16] grid=[1,1,1]
+    kind=matmul core=cube problem=[1,16,16,16] tile=[16,16,16,1,16] grid=[1,1,1,1]
     reason="a \"why\" # not a comment"
   return (t2)
 }
@@ -62,9 +62,9 @@ func TestParseBlockGraphLeavesCoreCountsToVerify(t *testing.T) {
 	require.NoError(t, err)
 	bg, err := ParseBlockGraph(`blockgraph mc {
   kernel k0 = op0 matmul core=cube blocks=3 {
-    block 0: tiles [0:5:1]
-    block 1: tiles [5:10:1]
-    block 2: tiles [10:15:1]
+    block 0: tiles [0:2:1]
+    block 1: tiles [2:4:1]
+    block 2: tiles [4:6:1]
   }
   kernel k1 = op1 relu core=vector blocks=1 {
     block 0: tiles [0:11:1]
@@ -114,5 +114,5 @@ func TestExecSummaryLeavesOutProgramsAndGraphs(t *testing.T) {
 	summary := eg.Format(false)
 	assert.NotContains(t, summary, "tilegraph")
 	assert.NotContains(t, summary, "kernel matmul_0_b0")
-	assert.Contains(t, summary, "task 0 matmul_0 kernel=k0 core=cube blocks=1 args=(t0, t1, t2) deps=[]\n")
+	assert.Contains(t, summary, "task 0 matmul_0 kernel=k0 core=cube blocks=2 args=(t0, t1, t2) deps=[]\n")
 }

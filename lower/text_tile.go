@@ -225,8 +225,8 @@ func (tp *tileParser) op() {
 // tilingDims names the numbers of each tiling list, per tile kind. Their count is
 // checked while parsing because the verifier indexes the lists by it.
 var tilingDims = map[TileKind][3]string{
-	TileMatmul:         {"[batch,m,n,k]", "[tm,tn,tk]", "[batch,m/tm,n/tn]"},
-	TileMatmulEpilogue: {"[batch,m,n,k]", "[tm,tn,tk]", "[batch,m/tm,n/tn]"},
+	TileMatmul:         {"[batch,m,n,k]", "[tm,tn,tk,stepk,kc]", "[batch,m/tm,n/tn,k/kc]"},
+	TileMatmulEpilogue: {"[batch,m,n,k]", "[tm,tn,tk,stepk,kc]", "[batch,m/tm,n/tn,k/kc]"},
 	TileElementwise:    {"[outer,rows,cols]", "[tr,tc]", "[outer,rows/tr,cols/tc]"},
 	TileReduce:         {"[outer,r,inner]", "[tr,tc]", "[outer/tr,1] or [outer,inner/tc]"},
 	TileScan:           {"[outer,a,inner]", "[1,tc]", "[outer/tc,1] or [outer,inner/tc]"},

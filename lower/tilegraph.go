@@ -44,8 +44,10 @@ func root(tensors []GMTensor, t int) int {
 type TileKind uint8
 
 const (
-	TileMatmul      TileKind = iota // per batch index, output tiles [tm, tn], each a loop over K tiles of tk
-	TileElementwise                 // output tiles [tr, tc] over the last two axes, one per leading index
+	// TileMatmul: per batch index, output tiles [tm, tn], each a loop over K in stages
+	// of stepK base blocks of tk; K may be split into chunks of kc (one grid point each).
+	TileMatmul      TileKind = iota
+	TileElementwise          // output tiles [tr, tc] over the last two axes, one per leading index
 	// TileReduce reduces the middle axis of a [outer, r, inner] view. With inner == 1
 	// each tile is tr output rows, a loop over column tiles of tc (row reduction);
 	// otherwise each tile is tc output columns of one outer index, a loop over row
@@ -79,7 +81,7 @@ type TileOp struct {
 	Inputs  []int // indices into TileGraph.Tensors
 	Output  int
 	Attrs   core.Attrs
-	Tile    []int // matmul: [tm, tn, tk]; elementwise: [tr, tc]
+	Tile    []int // matmul: [tm, tn, tk, stepK, kc]; elementwise: [tr, tc]
 	Grid    []int // number of tiles along each tiled axis (see TileOp.NumTiles)
 	Loc     core.Location
 	Reason  string // why this tile shape was chosen (shown in dumps)
@@ -171,6 +173,9 @@ func continuesPart(prev, op *TileOp) bool {
 // verifyTiling checks a tile op's grid against its problem and, for elementwise ops,
 // the problem against the type it iterates over.
 func verifyTiling(op *TileOp, out core.TensorType) error {
+	if dims, ok := tilingDims[op.Kind]; !ok || len(op.Problem) != strings.Count(dims[0], ",")+1 || len(op.Tile) != strings.Count(dims[1], ",")+1 {
+		return fmt.Errorf("a %s op has problem %s and tile %s", op.Kind, dims[0], dims[1])
+	}
 	for _, t := range op.Tile {
 		if t <= 0 {
 			return fmt.Errorf("tile shape %v has a non-positive dimension", op.Tile)
@@ -189,8 +194,8 @@ func verifyTiling(op *TileOp, out core.TensorType) error {
 // tileGrid is the number of tiles along each tiled axis.
 func tileGrid(kind TileKind, problem, tile []int) []int {
 	switch kind {
-	case TileMatmul, TileMatmulEpilogue: // problem [batch, m, n, k], tile [tm, tn, tk]: grid over output tiles
-		return []int{problem[0], ceilDiv(problem[1], tile[0]), ceilDiv(problem[2], tile[1])}
+	case TileMatmul, TileMatmulEpilogue: // problem [batch, m, n, k], tile [tm, tn, tk, stepK, kc]: output tiles by K chunks
+		return []int{problem[0], ceilDiv(problem[1], tile[0]), ceilDiv(problem[2], tile[1]), kChunks(problem[3], tile[4])}
 	case TileSort: // problem [rows, n, l], tile [tr, l]
 		return []int{ceilDiv(problem[0], tile[0]), 1}
 	case TileScan: // problem [outer, a, inner], tile [1, tc]

@@ -8,42 +8,38 @@ import (
 	"pypto/isa"
 )
 
-// The skeleton's tiling is a fixed rule, not a search: start from a base tile that
-// suits the cube and vector units and shrink it until double-buffered copies fit the
-// chip's buffers. It is correct for every size; edge tiles carry partial windows.
+// The vector kernels' tilings are fixed rules: start from a base tile that suits the
+// unit and shrink it until double-buffered copies fit the chip's buffers. They are
+// correct for every size; edge tiles carry partial windows. Matmul tiles are searched
+// (tile_search.go); matmulTile is the fixed rule kept for Options.FixedTiles.
 
 // cubeAlign is the granularity of Left/Right/Acc tile dimensions (the 16x16 fractal).
 const cubeAlign = 16
 
-// matmulTile picks [tm, tn, tk] for an m x n x k product of operands of dtype dt.
-func matmulTile(chip *device.Chip, dt dtype.DType, m, n, k int) ([]int, string, error) {
+// matmulTile is the fixed matmul rule: base [128, 256, 128 bytes of K] halved until two
+// copies fit L1/L0A/L0B and one accumulator fits L0C, one base block per stage, K
+// not split.
+func matmulTile(chip *device.Chip, dt dtype.DType, m, n, k int) (matmulTiling, string, error) {
 	size := dt.Size()
-	kAlign := cubeAlign
-	if dt == dtype.Int8 {
-		kAlign = 32 // the int8 fractal is 16x32
+	ka, na := kAlign(dt), nAlign(dt)
+	t := matmulTiling{
+		tm: min(128, roundUp(max(m, 1), cubeAlign)), tn: min(256, roundUp(max(n, 1), na)),
+		tk: min(128/size, roundUp(max(k, 1), ka)), stepK: 1, kc: max(k, 1),
 	}
-	tm := min(128, roundUp(max(m, 1), cubeAlign))
-	tn := min(256, roundUp(max(n, 1), cubeAlign))
-	tk := min(128/size, roundUp(max(k, 1), kAlign))
-	fits := func() bool {
-		a, b := tm*tk*size, tk*tn*size
-		return 2*(a+b) <= chip.Capacity(isa.Mat) && 2*a <= chip.Capacity(isa.Left) &&
-			2*b <= chip.Capacity(isa.Right) && tm*tn*4 <= chip.Capacity(isa.Acc)
-	}
-	for !fits() {
+	for t.fits(chip, dt) != "" {
 		switch {
-		case tn >= tm && tn > cubeAlign:
-			tn = roundUp(tn/2, cubeAlign)
-		case tm > cubeAlign:
-			tm = roundUp(tm/2, cubeAlign)
-		case tk > kAlign:
-			tk = roundUp(tk/2, kAlign)
+		case t.tn >= t.tm && t.tn > na:
+			t.tn = roundUp(t.tn/2, na)
+		case t.tm > cubeAlign:
+			t.tm = roundUp(t.tm/2, cubeAlign)
+		case t.tk > ka:
+			t.tk = roundUp(t.tk/2, ka)
 		default:
-			return nil, "", fmt.Errorf("no matmul tile fits chip %s: even [%d,%d,%d] exceeds its buffers", chip.Name, tm, tn, tk)
+			return t, "", fmt.Errorf("no matmul tile fits chip %s: even %v exceeds its buffers", chip.Name, t.tile())
 		}
 	}
-	reason := fmt.Sprintf("largest of base [128,256,%d] halved until two copies fit L1/L0A/L0B and one Acc fits L0C of %s", 128/size, chip.Name)
-	return []int{tm, tn, tk}, reason, nil
+	reason := fmt.Sprintf("fixed rule: base [128,256,%d] halved until two copies fit L1/L0A/L0B and one Acc fits L0C of %s", 128/size, chip.Name)
+	return t, reason, nil
 }
 
 // elementwiseTile picks [tr, tc] for an output of rows x cols when liveTiles tiles of

@@ -8,7 +8,8 @@ import (
 
 // buildTileGraph expands every node of the Tensor Graph over a grid of tiles. Each op is
 // its own tile op with its result in GM (fusion is a later pass).
-func buildTileGraph(g *core.Graph, chip *device.Chip) (*TileGraph, error) {
+func buildTileGraph(g *core.Graph, opts Options) (*TileGraph, error) {
+	chip := opts.Chip
 	tg := &TileGraph{Name: g.Name}
 	isOutput := map[core.Value]bool{}
 	for _, o := range g.Outputs {
@@ -58,10 +59,17 @@ func buildTileGraph(g *core.Graph, chip *device.Chip) (*TileGraph, error) {
 		}
 		out := addTensor(v, role)
 		for _, op := range tileOpsOf(g, n, v, low, tensorOf, out) {
-			if err := chooseTiling(op, tg.Tensors, chip); err != nil {
+			if err := chooseTiling(op, tg.Tensors, opts); err != nil {
 				return nil, core.Errorf(core.CompileError, "%s: %v", n.Op, err).WithLoc(n.Loc)
 			}
 			tg.Ops = append(tg.Ops, op)
+			sum, err := splitKSum(tg, op, chip)
+			if err != nil {
+				return nil, core.Errorf(core.CompileError, "%s: %v", n.Op, err).WithLoc(n.Loc)
+			}
+			if sum != nil {
+				tg.Ops = append(tg.Ops, sum)
+			}
 		}
 	}
 	for _, o := range g.Outputs {
@@ -71,7 +79,8 @@ func buildTileGraph(g *core.Graph, chip *device.Chip) (*TileGraph, error) {
 }
 
 // chooseTiling sets the problem size, tile shape and grid of a tile op.
-func chooseTiling(op *TileOp, tensors []GMTensor, chip *device.Chip) error {
+func chooseTiling(op *TileOp, tensors []GMTensor, opts Options) error {
+	chip := opts.Chip
 	var err error
 	outT := tensors[op.Output].Type
 	switch op.Kind {
@@ -84,7 +93,9 @@ func chooseTiling(op *TileOp, tensors []GMTensor, chip *device.Chip) error {
 		}
 		m, nn := out[len(out)-2], out[len(out)-1]
 		op.Problem = []int{out[:len(out)-2].NumElements(), m, nn, k}
-		op.Tile, op.Reason, err = matmulTile(chip, a.DType, m, nn, k)
+		var t matmulTiling
+		t, op.Reason, err = chooseMatmulTiling(chip, matmulProblemOf(op, tensors), opts.fixedTiles(), nil)
+		op.Tile = t.tile()
 		if err == nil && op.Kind == TileMatmulEpilogue {
 			op.Reason, err = fitEpilogue(chip, op, tensors)
 		}

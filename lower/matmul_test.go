@@ -1,0 +1,259 @@
+package lower
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"pypto/core"
+	"pypto/device"
+	"pypto/dtype"
+	"pypto/isa"
+)
+
+// gemmFigures is what a timing-only run of a compiled GEMM measured: the whole run's
+// time and the cube's busy ratio over it (busy cube cycles over cycles x cube cores).
+type gemmFigures struct {
+	cycles   int64
+	cubeBusy float64
+	tasks    int
+}
+
+// runTimingOnly runs every task of exe without values (times do not depend on them),
+// which is what makes the large sizes affordable.
+func runTimingOnly(exe *Executable) (gemmFigures, error) {
+	gm := make([]byte, exe.exec.GMBytes)
+	var f gemmFigures
+	var cubeBusy int64
+	for _, task := range exe.exec.Tasks {
+		blocks := make([]device.Block, len(task.Machine))
+		for i, m := range task.Machine {
+			addrs := make([]int, len(task.Args))
+			for j, a := range task.Args {
+				addrs[j] = exe.exec.Buffers[a].Offset
+			}
+			blocks[i] = device.Block{Prog: m, ParamAddrs: addrs}
+		}
+		ts, err := device.RunTask(exe.chip, gm, task.Core, blocks, device.RunOptions{NoValues: true})
+		if err != nil {
+			return f, fmt.Errorf("task %s: %w", task.Name, err)
+		}
+		f.cycles += ts.Cycles
+		cubeBusy += ts.PipeBusy[isa.PipeM]
+	}
+	f.tasks = len(exe.exec.Tasks)
+	f.cubeBusy = float64(cubeBusy) / (float64(f.cycles) * float64(exe.chip.CubeCores))
+	return f, nil
+}
+
+func gemmGraph(dt dtype.DType, m, n, k int) *core.Graph {
+	bl := core.NewBuilder("gemm")
+	x := bl.Param("a", core.TensorType{DType: dt, Shape: core.Shape{m, k}})
+	w := bl.Param("b", core.TensorType{DType: dt, Shape: core.Shape{k, n}})
+	y, err := bl.Op("matmul", []core.Value{x, w}, nil, core.Location{})
+	if err != nil {
+		panic(err)
+	}
+	bl.Output(y)
+	return bl.Graph()
+}
+
+func preset(t *testing.T, name string) *device.Chip {
+	t.Helper()
+	c, err := device.Preset(name)
+	require.NoError(t, err)
+	return c
+}
+
+// hasSplitK reports whether exe's matmul was split over K (a sum op follows it).
+func hasSplitK(exe *Executable) bool {
+	for _, op := range exe.exec.Blocks.Tiles.Ops {
+		if op.Kind == TileMatmul && op.Grid[3] > 1 {
+			return true
+		}
+	}
+	return false
+}
+
+// Few output tiles and a long K: the search splits K over the cores, and the partial
+// products added by the vector sum give the reference's values for every operand
+// dtype, transposes and broadcast batch dims.
+func TestSplitKMatchesReference(t *testing.T) {
+	cases := []struct {
+		chip  string
+		op    string
+		dt    dtype.DType
+		a, b  core.Shape
+		attrs core.Attrs
+	}{
+		{"a2", "matmul", dtype.Float16, core.Shape{16, 16384}, core.Shape{16384, 16}, nil},
+		{"a2", "matmul", dtype.BFloat16, core.Shape{13, 40000}, core.Shape{9, 40000}, core.Attrs{"transpose_b": true}},
+		{"a2", "matmul", dtype.Float32, core.Shape{30000, 31}, core.Shape{30000, 20}, core.Attrs{"transpose_a": true}},
+		{"a2", "matmul", dtype.Int8, core.Shape{32, 32768}, core.Shape{32768, 32}, nil},
+		{"a2", "batch_matmul", dtype.Float16, core.Shape{2, 1, 16, 30000}, core.Shape{3, 30000, 16}, nil},
+		{"tiny", "matmul", dtype.Float16, core.Shape{50, 8000}, core.Shape{8000, 60}, nil},
+	}
+	for _, c := range cases {
+		t.Run(fmt.Sprintf("%s/%s%v@%v%v", c.chip, c.dt, c.a, c.b, c.attrs), func(t *testing.T) {
+			bl := core.NewBuilder("sk")
+			x := bl.Param("a", core.TensorType{DType: c.dt, Shape: c.a})
+			w := bl.Param("b", core.TensorType{DType: c.dt, Shape: c.b})
+			y, err := bl.Op(c.op, []core.Value{x, w}, c.attrs, core.Location{})
+			require.NoError(t, err)
+			bl.Output(y)
+			g := bl.Graph()
+			chip := preset(t, c.chip)
+			exe, err := Compile(g, Options{Chip: chip, Verify: true})
+			require.NoError(t, err)
+			require.True(t, hasSplitK(exe), "K is split: %s", exe.exec.Blocks.Tiles.Format())
+			// An error in the split (a chunk lost or added twice) moves a sum by about
+			// the square root of a chunk's depth; the tolerance of a 256-deep fp32 sum
+			// (4e-3 plus a unit in the last place) still admits the rounding of fp32
+			// accumulation over the whole K.
+			compileAndCompare(t, chip, g, 256)
+		})
+	}
+}
+
+// The tile search never picks a tiling beyond a buffer of the chip, for every preset,
+// operand dtype and a range of shapes; small ones compile through the backend, whose
+// allocator places every tile.
+func TestMatmulTilingFitsEveryPreset(t *testing.T) {
+	shapes := [][3]int{{1, 1, 1}, {17, 65, 33}, {300, 130, 520}, {1000, 3, 7}, {4096, 4096, 4096}, {64, 64, 65536}, {8192, 96, 512}}
+	for _, name := range device.PresetNames() {
+		chip := preset(t, name)
+		for _, dt := range []dtype.DType{dtype.Float16, dtype.BFloat16, dtype.Float32, dtype.Int8} {
+			for _, s := range shapes {
+				p := matmulProblem{dt: dt, out: core.MatmulResultDType(dt), batch: 1, m: s[0], n: s[1], k: s[2], aMatrices: 1, bMatrix: 1}
+				tl, reason, err := chooseMatmulTiling(chip, p, false, nil)
+				require.NoError(t, err)
+				size := dt.Size()
+				what := fmt.Sprintf("%s %s %v: %v (%s)", name, dt, s, tl.tile(), reason)
+				assert.LessOrEqual(t, 2*tl.tm*tl.tk*size, chip.Capacity(isa.Left), what)
+				assert.LessOrEqual(t, 2*tl.tk*tl.tn*size, chip.Capacity(isa.Right), what)
+				assert.LessOrEqual(t, tl.tm*tl.tn*accType(dt).Size(), chip.Capacity(isa.Acc), what)
+				assert.LessOrEqual(t, 2*(tl.tm+tl.tn)*tl.tk*tl.stepK*size, chip.Capacity(isa.Mat), what)
+				assert.Zero(t, tl.tm%16+tl.tn%16+tl.tk%16+(tl.tk*size)%32+(tl.tn*size)%32, what)
+				assert.Contains(t, reason, "timing model", what)
+				if s[0]*s[1]*s[2] <= 1<<20 {
+					_, err := Compile(matmulGraph(t, dt, core.Shape{s[0], s[2]}, core.Shape{s[2], s[1]}, nil, false), Options{Chip: chip, Verify: true})
+					require.NoError(t, err, what)
+				}
+			}
+		}
+	}
+}
+
+// A second compilation of the same matmul signature on the same chip takes the
+// search's result from the cache.
+func TestMatmulSearchIsCached(t *testing.T) {
+	chip := preset(t, "a5")
+	g := matmulGraph(t, dtype.BFloat16, core.Shape{123, 789}, core.Shape{789, 457}, nil, false)
+	exe1, err := Compile(g, Options{Chip: chip})
+	require.NoError(t, err)
+	matmulSearches.Lock()
+	runs := matmulSearches.runs
+	matmulSearches.Unlock()
+	exe2, err := Compile(g, Options{Chip: chip})
+	require.NoError(t, err)
+	matmulSearches.Lock()
+	assert.Equal(t, runs, matmulSearches.runs, "no new search")
+	matmulSearches.Unlock()
+	op1, op2 := exe1.exec.Blocks.Tiles.Ops[0], exe2.exec.Blocks.Tiles.Ops[0]
+	assert.Equal(t, op1.Tile, op2.Tile)
+	assert.Equal(t, op1.Reason, op2.Reason)
+
+	other := preset(t, "a5")
+	other.Buffers[isa.Acc] = device.Buffer{Bytes: 64 << 10, Align: 64}
+	_, err = Compile(g, Options{Chip: other})
+	require.NoError(t, err)
+	matmulSearches.Lock()
+	assert.Equal(t, runs+1, matmulSearches.runs, "an edited chip is another chip")
+	matmulSearches.Unlock()
+}
+
+// The timing model the search ranks tilings by predicts the simulator's time of the
+// kernel it picks: within 10% on GEMMs bound by loads from L2 or HBM or by the launch,
+// with and without an L2, and for a split K.
+func TestMatmulEstimateMatchesSimulator(t *testing.T) {
+	cases := []struct {
+		chip    string
+		m, n, k int
+	}{
+		{"a2", 1024, 1024, 1024},
+		{"a2", 512, 768, 2048},
+		{"a2", 128, 128, 16384},
+		{"a2", 256, 256, 16384}, // split K
+		{"tiny", 300, 130, 640},
+	}
+	for _, c := range cases {
+		t.Run(fmt.Sprintf("%s/%dx%dx%d", c.chip, c.m, c.n, c.k), func(t *testing.T) {
+			chip := preset(t, c.chip)
+			exe, err := Compile(gemmGraph(dtype.Float16, c.m, c.n, c.k), Options{Chip: chip})
+			require.NoError(t, err)
+			op := exe.exec.Blocks.Tiles.Ops[0]
+			est := estimateMatmul(chip, matmulProblemOf(op, exe.exec.Blocks.Tiles.Tensors), matmulTilingOf(op.Tile))
+			f, err := runTimingOnly(exe)
+			require.NoError(t, err)
+			t.Logf("estimated %.0f, simulated %d cycles (%d tasks): %s", est.total, f.cycles, f.tasks, op.Reason)
+			assert.InDelta(t, 1, est.total/float64(f.cycles), 0.10)
+		})
+	}
+}
+
+// FixedTiles, and O0, keep the fixed rule: one base block per stage, K whole, the old
+// shapes.
+func TestFixedTilesKeepTheRule(t *testing.T) {
+	chip := preset(t, "a2")
+	g := matmulGraph(t, dtype.Float16, core.Shape{300, 520}, core.Shape{520, 130}, nil, false)
+	for _, opts := range []Options{{Chip: chip, Verify: true, FixedTiles: true}, {Chip: chip, Verify: true, OptLevel: O0}} {
+		exe, err := Compile(g, opts)
+		require.NoError(t, err)
+		op := exe.exec.Blocks.Tiles.Ops[0]
+		assert.Equal(t, []int{128, 144, 64, 1, 520}, op.Tile)
+		assert.Contains(t, op.Reason, "fixed rule")
+	}
+	exe, err := Compile(g, Options{Chip: chip})
+	require.NoError(t, err)
+	assert.Contains(t, exe.exec.Blocks.Tiles.Ops[0].Reason, "timing model")
+	exe, err = Compile(gemmGraph(dtype.Float16, 16, 16, 65536), Options{Chip: chip, FixedTiles: true})
+	require.NoError(t, err)
+	assert.False(t, hasSplitK(exe))
+}
+
+// A tiling given by the user is checked against the chip and used as given.
+func TestGivenMatmulTiling(t *testing.T) {
+	chip := preset(t, "tiny")
+	p := matmulProblem{dt: dtype.Float16, out: dtype.Float16, batch: 1, m: 256, n: 256, k: 256, aMatrices: 1, bMatrix: 1}
+	got, reason, err := chooseMatmulTiling(chip, p, false, &matmulTiling{tm: 64, tn: 64, tk: 32, stepK: 2})
+	require.NoError(t, err)
+	assert.Equal(t, []int{64, 64, 32, 2, 256}, got.tile())
+	assert.Contains(t, reason, "given")
+	_, _, err = chooseMatmulTiling(chip, p, false, &matmulTiling{tm: 128, tn: 128, tk: 64, stepK: 1})
+	assert.ErrorContains(t, err, "exceed")
+}
+
+// Each block of a large GEMM owns a rectangle of output tiles, the shape of the
+// hand-tuned kernel's 2-D split, and blocks differ by at most one tile.
+func TestMatmulBlocksAreRegions(t *testing.T) {
+	op := &TileOp{Kind: TileMatmul, Tile: []int{128, 256, 64, 4, 6144}, Grid: []int{1, 48, 24, 1}}
+	blocks := matmulBlocks(op, 24)
+	seen := map[int]bool{}
+	for _, b := range blocks {
+		require.Len(t, b, 48)
+		rows, cols := map[int]bool{}, map[int]bool{}
+		for _, ti := range b {
+			require.False(t, seen[ti])
+			seen[ti] = true
+			rows[ti/24], cols[ti%24] = true, true
+		}
+		assert.Equal(t, 48, len(rows)*len(cols), "a rectangle of tiles")
+		assert.InDelta(t, 1, float64(len(rows)*128)/float64(len(cols)*256), 0.5, "about square")
+	}
+	blocks = matmulBlocks(&TileOp{Kind: TileMatmul, Tile: []int{128, 256, 64, 4, 4096}, Grid: []int{1, 32, 16, 1}}, 24)
+	for _, b := range blocks {
+		assert.Contains(t, []int{21, 22}, len(b))
+	}
+}
