@@ -14,12 +14,17 @@ func init() {
 	Register(&OpDef{Name: "fused", Arity: 1, MaxArity: Variadic, Attrs: []AttrSpec{{"body", ""}},
 		Doc:   "ops fused into one kernel by the compiler: the body graph (text form) applied to the inputs",
 		Infer: inferFused, Eval: evalFused})
+	// fused_rows is the same, for a group whose body also reduces along the last axis:
+	// its kernel holds whole rows on chip, so it is a different kind of kernel.
+	Register(&OpDef{Name: "fused_rows", Arity: 1, MaxArity: Variadic, Attrs: []AttrSpec{{"body", ""}},
+		Doc:   "ops over whole rows (reductions along the last axis and elementwise ops) fused into one kernel by the compiler: the body graph (text form) applied to the inputs",
+		Infer: inferFused, Eval: evalFused})
 }
 
 // concreteOnly are ops that never meet symbolic shapes: the compiler makes fused ops in
 // concrete graphs only (symbolic ones are specialised first), so they need no
 // symbolic shape rule.
-var concreteOnly = map[string]bool{"fused": true}
+var concreteOnly = map[string]bool{"fused": true, "fused_rows": true}
 
 // fusedBodies caches parsed bodies by their text: a compiled graph names the same body
 // in its inference, verification and lowering.

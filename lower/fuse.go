@@ -82,7 +82,7 @@ func runFuseElementwise(c *compilation) error {
 		if !ok {
 			return -1, false, nil
 		}
-		return buildFused(b, g, append(group, v), n, val)
+		return buildFusedOp(b, "fused", g, append(group, v), n, val)
 	})
 	if err != nil {
 		return err
@@ -91,9 +91,10 @@ func runFuseElementwise(c *compilation) error {
 	return nil
 }
 
-// buildFused makes the fused op of group (its members and, last, its root) in b: the
-// body graph takes the group's outside inputs as params, in order of first use.
-func buildFused(b *core.Builder, g *core.Graph, group []core.Value, rootNode *core.Node, val func(core.Value) core.Value) (core.Value, bool, error) {
+// buildFusedOp makes the op (fused or fused_rows) of group (its members and, last, its
+// root) in b: the body graph takes the group's outside inputs as params, in order of
+// first use.
+func buildFusedOp(b *core.Builder, op string, g *core.Graph, group []core.Value, rootNode *core.Node, val func(core.Value) core.Value) (core.Value, bool, error) {
 	sort.Slice(group, func(i, j int) bool { return group[i] < group[j] })
 	in := map[core.Value]bool{}
 	for _, v := range group {
@@ -125,14 +126,14 @@ func buildFused(b *core.Builder, g *core.Graph, group []core.Value, rootNode *co
 	for i, x := range outside {
 		args[i] = val(x)
 	}
-	v, err := b.Op("fused", args, core.Attrs{"body": core.Format(body.Graph())}, rootNode.Loc)
+	v, err := b.Op(op, args, core.Attrs{"body": core.Format(body.Graph())}, rootNode.Loc)
 	return v, true, err
 }
 
 // fusedFits reports whether group, fused, still has a vector tile that fits the chip.
 func fusedFits(c *compilation, g *core.Graph, group []core.Value) bool {
 	b := core.NewBuilder("probe")
-	v, _, err := buildFused(b, g, group, g.Nodes[group[len(group)-1]], func(x core.Value) core.Value {
+	v, _, err := buildFusedOp(b, "fused", g, group, g.Nodes[group[len(group)-1]], func(x core.Value) core.Value {
 		return b.Param(fmt.Sprintf("p%d", x), g.Type(x))
 	})
 	if err != nil {

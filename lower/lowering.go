@@ -64,6 +64,8 @@ func (l lowering) instructions(op string) []isa.Opcode {
 	case TileSort:
 		return append([]isa.Opcode{isa.TLOAD, isa.TCVT, isa.TFILLPAD, isa.TCI, isa.TCOLEXPAND, isa.TSORT32, isa.TMRGSORT,
 			isa.TROWEXPANDADD, isa.TMAXS, isa.TGATHER, isa.TSTORE, isa.TANDS, isa.TSHRS, isa.TMINS}, gatherOps...)
+	case TileRows:
+		return rowsInstructions
 	case TileReduce:
 		r := reductions[op]
 		return []isa.Opcode{isa.TLOAD, isa.TCVT, r.row, r.col, r.combine, isa.TEXPANDS, isa.TSTORE}

@@ -231,6 +231,7 @@ var tilingDims = map[TileKind][3]string{
 	TileReduce:         {"[outer,r,inner]", "[tr,tc]", "[outer/tr,1] or [outer,inner/tc]"},
 	TileScan:           {"[outer,a,inner]", "[1,tc]", "[outer/tc,1] or [outer,inner/tc]"},
 	TileSort:           {"[rows,n,l]", "[tr,l]", "[rows/tr,1]"},
+	TileRows:           {"[rows,C]", "[tr,tc]", "[rows/tr,1]"},
 }
 
 // tiling := 'kind=' kind 'core=' core 'problem=' ints 'tile=' ints 'grid=' ints

@@ -65,10 +65,13 @@ const (
 	// epilogue on the vector cores of the same AI core (a mixed task): tiles as
 	// TileMatmul.
 	TileMatmulEpilogue
+	// TileRows runs a fused_rows op over the [rows, C] flattening of its row space:
+	// tiles of tr whole rows, each computed on chip from one load of its rows.
+	TileRows
 )
 
 // tileKindNames spell the kinds in the text forms, indexed by TileKind.
-var tileKindNames = []string{"matmul", "elementwise", "reduce", "scan", "sort", "matmul_epilogue"}
+var tileKindNames = []string{"matmul", "elementwise", "reduce", "scan", "sort", "matmul_epilogue", "rows"}
 
 func (k TileKind) String() string { return tileKindNames[k] }
 
@@ -196,7 +199,7 @@ func tileGrid(kind TileKind, problem, tile []int) []int {
 	switch kind {
 	case TileMatmul, TileMatmulEpilogue: // problem [batch, m, n, k], tile [tm, tn, tk, stepK, kc]: output tiles by K chunks
 		return []int{problem[0], ceilDiv(problem[1], tile[0]), ceilDiv(problem[2], tile[1]), kChunks(problem[3], tile[4])}
-	case TileSort: // problem [rows, n, l], tile [tr, l]
+	case TileSort, TileRows: // problem [rows, n, l] or [rows, C], tile [tr, l] or [tr, tc]
 		return []int{ceilDiv(problem[0], tile[0]), 1}
 	case TileScan: // problem [outer, a, inner], tile [1, tc]
 		if problem[2] == 1 {

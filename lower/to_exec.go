@@ -169,6 +169,8 @@ func emitBlock(tg *TileGraph, op *TileOp, tiles []int, name string, vectors int)
 		emitScan(e, tg, op, tiles)
 	case TileSort:
 		emitSort(e, tg, op, tiles)
+	case TileRows:
+		emitRows(e, tg, op, tiles)
 	default:
 		return nil, fmt.Errorf("no code generator for tile kind %s", op.Kind)
 	}

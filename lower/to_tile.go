@@ -116,6 +116,13 @@ func chooseTiling(op *TileOp, tensors []GMTensor, opts Options) error {
 		in := tensors[op.Inputs[0]].Type
 		op.Problem = reduceProblem(in.Shape, reduceAxes(op.Attrs, len(in.Shape)))
 		op.Tile, op.Reason, err = reduceTile(chip, reductions[op.Op], in.DType, outT.DType, op.Problem)
+	case TileRows:
+		p, perr := rowsPlanOf(op.Attrs)
+		if perr != nil {
+			return perr
+		}
+		op.Problem = []int{p.rows, p.cols}
+		op.Tile, op.Reason, err = rowsTile(chip, p)
 	case TileElementwise:
 		op.Problem = elementwiseProblem(iterationType(tensors, op).Shape)
 		ins := make([]dtype.DType, len(op.Inputs))

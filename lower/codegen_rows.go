@@ -1,0 +1,417 @@
+package lower
+
+import (
+	"fmt"
+
+	"pypto/core"
+	"pypto/dtype"
+	"pypto/isa"
+)
+
+// The row kernel of a fused_rows op: each tile is tr whole rows of the row space. Its
+// full-row inputs are loaded once, every step of the body runs on chip (reductions
+// with TROWSUM/TROWMAX/..., per-row and per-column operands broadcast by the
+// TROWEXPAND*/TCOLEXPAND* forms of the binary instructions), and the result is stored
+// once. Tiles of the three kinds are [tr, tc] (full rows, tc the row length rounded up
+// to whole 32-byte blocks, computed over the C valid columns), [tr, rowTileCols] (one
+// value per row, in column 0) and [1, tc] (one value per column).
+//
+// UB is spent on full-row tiles, so they are recycled: a value's tile returns to a pool
+// after its last reader, and single-instruction steps write in place over an operand
+// that dies there. Tiles that loads or stores touch alternate between two slots, so the
+// next tile's load overlaps this tile's compute; the rest are read and written by the
+// vector pipe alone, in order, and one copy serves every tile.
+
+// rowTileCols is the width of a per-row tile: 32 columns make whole 32-byte rows for
+// every dtype, so a step may convert a per-row value between dtypes in place.
+const rowTileCols = 32
+
+// rowExpandOps and colExpandOps are binary steps that take a per-row (per-column)
+// second operand directly; commutative ones take it first too.
+var (
+	rowExpandOps = map[string]isa.Opcode{"add": isa.TROWEXPANDADD, "sub": isa.TROWEXPANDSUB, "mul": isa.TROWEXPANDMUL,
+		"div": isa.TROWEXPANDDIV, "maximum": isa.TROWEXPANDMAX, "minimum": isa.TROWEXPANDMIN}
+	colExpandOps = map[string]isa.Opcode{"add": isa.TCOLEXPANDADD, "sub": isa.TCOLEXPANDSUB, "mul": isa.TCOLEXPANDMUL,
+		"div": isa.TCOLEXPANDDIV, "maximum": isa.TCOLEXPANDMAX, "minimum": isa.TCOLEXPANDMIN}
+	commutative = map[string]bool{"add": true, "mul": true, "maximum": true, "minimum": true}
+)
+
+// rowsInstructions are the instructions a row kernel emits besides its steps' bodies.
+var rowsInstructions = func() []isa.Opcode {
+	ops := []isa.Opcode{isa.TLOAD, isa.TSTORE, isa.TCVT, isa.TEXPANDS, isa.TROWEXPAND, isa.TCOLEXPAND}
+	for _, r := range reductions {
+		ops = append(ops, r.row)
+	}
+	for _, m := range []map[string]isa.Opcode{rowExpandOps, colExpandOps} {
+		for _, op := range m {
+			ops = append(ops, op)
+		}
+	}
+	return ops
+}()
+
+// inPlace reports whether a step is one instruction that may write over its operand.
+func inPlace(op string) bool {
+	_, single := singleInstruction[op]
+	return single || op == "add" || op == "mul" || op == "relu" || op == "cast"
+}
+
+// rowsKernel is the state of one block's code generation.
+type rowsKernel struct {
+	e      *emitter
+	p      *rowsPlan
+	tr, tc int
+	params []int // program param of each body param
+	out    int   // program param of the result
+	slot   int   // the current tile's slot (0 or 1)
+	r0     int   // the current tile's first row
+	vr     int   // its valid rows
+	// tile of each body value in the current tile; invariant values keep theirs
+	// (per kind, as a scalar may be needed as a row or a column tile)
+	tiles     map[core.Value]int
+	fixed     map[[2]int]int // (value, kind) -> tile of an invariant value
+	holders   map[int]int    // live values per tile
+	free      map[string][]int
+	slotTiles map[int]bool    // tiles that loads or stores touch
+	kindOf    map[int]rowKind // kind of each tile declared
+	full, row *vecBody        // scratch of step bodies, per kind (their shapes differ)
+}
+
+func newRowsKernel(e *emitter, p *rowsPlan, tr, tc int, params []int, out int) *rowsKernel {
+	k := &rowsKernel{e: e, p: p, tr: tr, tc: tc, params: params, out: out,
+		tiles: map[core.Value]int{}, fixed: map[[2]int]int{}, holders: map[int]int{}, free: map[string][]int{}, slotTiles: map[int]bool{}, kindOf: map[int]rowKind{}}
+	k.full = &vecBody{e: e, tr: tr, tc: tc, scratch: map[string]int{}, space: p.space}
+	k.row = &vecBody{e: e, tr: tr, tc: rowTileCols, scratch: map[string]int{}, space: p.space}
+	return k
+}
+
+// shape is the tile shape of a kind.
+func (k *rowsKernel) shape(kind rowKind) (rows, cols int) {
+	switch kind {
+	case kindFull:
+		return k.tr, k.tc
+	case kindCol:
+		return 1, k.tc
+	}
+	return k.tr, rowTileCols
+}
+
+// declare adds a tile of a kind; full and column tiles compute over the C valid columns.
+func (k *rowsKernel) declare(name string, kind rowKind, dt dtype.DType) int {
+	rows, cols := k.shape(kind)
+	t := k.e.tile(name, isa.Vec, dt, rows, cols)
+	k.kindOf[t] = kind
+	if (kind == kindFull || kind == kindCol) && k.p.cols < k.tc {
+		k.e.prog.Tiles[t].ValidCols = k.p.cols
+	}
+	return t
+}
+
+// alloc takes a tile of a kind and dtype from the pool (of the current slot for tiles
+// that loads or stores touch), declaring one (or a ping-pong pair) when none is free.
+func (k *rowsKernel) alloc(kind rowKind, dt dtype.DType, slotted bool) int {
+	key := fmt.Sprintf("%s_%s", kind, dt)
+	if slotted {
+		key = fmt.Sprintf("%s_slot%d", key, k.slot)
+	}
+	if free := k.free[key]; len(free) > 0 {
+		t := free[len(free)-1]
+		k.free[key] = free[:len(free)-1]
+		return t
+	}
+	name := fmt.Sprintf("%s_%s_%d", kind, dt, len(k.e.prog.Tiles))
+	if !slotted {
+		return k.declare(name, kind, dt)
+	}
+	pair := [2]int{k.declare(name+"_0", kind, dt), k.declare(name+"_1", kind, dt)}
+	other := fmt.Sprintf("%s_%s_slot%d", kind, dt, 1-k.slot)
+	k.free[other] = append(k.free[other], pair[1-k.slot])
+	k.slotTiles[pair[0]], k.slotTiles[pair[1]] = true, true
+	return pair[k.slot]
+}
+
+// release returns a tile to its pool once no live value holds it.
+func (k *rowsKernel) release(t int) {
+	if k.holders[t]--; k.holders[t] > 0 {
+		return
+	}
+	key := fmt.Sprintf("%s_%s", k.kindOf[t], k.e.prog.Tiles[t].DType)
+	if k.slotTiles[t] {
+		key = fmt.Sprintf("%s_slot%d", key, k.slot)
+	}
+	k.free[key] = append(k.free[key], t)
+}
+
+// bind makes tile t hold value v for the current tile.
+func (k *rowsKernel) bind(v core.Value, t int) {
+	k.tiles[v] = t
+	k.holders[t]++
+}
+
+// emitTile generates one tile of rows [r0, r0+vr) in slot s.
+func (k *rowsKernel) emitTile(s, r0, vr int) {
+	k.slot, k.r0, k.vr = s, r0, vr
+	body := k.p.body
+	paramIndex := map[core.Value]int{}
+	for i, v := range body.Params {
+		paramIndex[v] = i
+	}
+	for i, n := range body.Nodes {
+		v := core.Value(i)
+		if k.p.invariant[v] {
+			continue // made on first use (operand)
+		}
+		kind := k.p.kind[v]
+		dt := n.Type.DType
+		switch {
+		case n.Op == core.OpParam:
+			t := k.alloc(kind, dt, true)
+			k.e.emit(isa.TLOAD, isa.TileOp(t), isa.GMOp(k.window(k.params[paramIndex[v]], kind)))
+			k.bind(v, t)
+		case n.Op == "reshape":
+			k.bind(v, k.tiles[n.Inputs[0]])
+		case rowReduction(body, n):
+			k.reduce(v, n)
+		default:
+			k.step(v, n)
+		}
+		for _, x := range uniqueInputs(n) {
+			if k.p.lastUse[x] == i && !k.p.invariant[x] {
+				k.release(k.tiles[x])
+			}
+		}
+	}
+	res := body.Outputs[0]
+	k.e.emit(isa.TSTORE, isa.GMOp(k.window(k.out, k.p.kind[res])), isa.TileOp(k.tiles[res]))
+	k.release(k.tiles[res])
+}
+
+func uniqueInputs(n *core.Node) []core.Value {
+	var out []core.Value
+	seen := map[core.Value]bool{}
+	for _, x := range n.Inputs {
+		if !seen[x] {
+			seen[x] = true
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+// window is the GM view of the current tile's rows of a tensor of a kind, flattened
+// to [rows, C] (full), [rows] (per row), [C] (per column) or one element (scalar,
+// repeated along the rows).
+func (k *rowsKernel) window(param int, kind rowKind) isa.GMView {
+	c := k.p.cols
+	switch kind {
+	case kindFull:
+		return isa.GMView{Param: param, Offset: k.r0 * c, Rows: k.vr, Cols: c, RowStride: c, ColStride: 1}
+	case kindRow:
+		return isa.GMView{Param: param, Offset: k.r0, Rows: k.vr, Cols: 1, RowStride: 1, ColStride: 1}
+	case kindCol:
+		return isa.GMView{Param: param, Rows: 1, Cols: c, RowStride: c, ColStride: 1}
+	}
+	return isa.GMView{Param: param, Rows: k.tr, Cols: 1, RowStride: 0, ColStride: 1}
+}
+
+// operand returns the tile of value x as an operand of a step of kind want: its own
+// tile, or for an invariant value the tile made once for that kind (a scalar becomes
+// a per-row tile for full and per-row steps, a per-column one for per-column steps).
+func (k *rowsKernel) operand(x core.Value, want rowKind) int {
+	if !k.p.invariant[x] {
+		return k.tiles[x]
+	}
+	kind := k.p.kind[x]
+	if kind == kindScalar {
+		kind = kindRow
+		if want == kindCol {
+			kind = kindCol
+		}
+	}
+	key := [2]int{int(x), int(kind)}
+	if t, ok := k.fixed[key]; ok {
+		return t
+	}
+	n := k.p.body.Nodes[x]
+	if n.Op == "reshape" {
+		return k.operand(n.Inputs[0], want)
+	}
+	t := k.declare(fmt.Sprintf("inv%d_%s", x, kind), kind, n.Type.DType)
+	switch {
+	case n.Op == core.OpParam:
+		pi := 0
+		for i, p := range k.p.body.Params {
+			if p == x {
+				pi = i
+			}
+		}
+		view := k.window(k.params[pi], k.p.kind[x])
+		if k.p.kind[x] == kindScalar && kind == kindCol {
+			view = isa.GMView{Param: k.params[pi], Rows: 1, Cols: k.p.cols, RowStride: 0, ColStride: 0}
+		}
+		k.e.emit(isa.TLOAD, isa.TileOp(t), isa.GMOp(view))
+	default:
+		args := make([]int, len(n.Inputs))
+		for j, in := range n.Inputs {
+			args[j] = k.operand(in, kind)
+		}
+		k.compute(n, kind, t, args)
+	}
+	k.fixed[key] = t
+	return t
+}
+
+// reduce emits a row reduction: the input converted to the accumulate type, reduced
+// along its rows, converted to the result dtype.
+func (k *rowsKernel) reduce(v core.Value, n *core.Node) {
+	red := reductions[n.Op]
+	x := k.operand(n.Inputs[0], kindFull)
+	in, out := k.e.prog.Tiles[x].DType, n.Type.DType
+	acc := red.accumulateType(in, out)
+	if in != acc {
+		c := k.alloc(kindFull, acc, false)
+		k.e.emit(isa.TCVT, isa.TileOp(c), isa.TileOp(x))
+		x = c
+		defer k.releaseNow(c)
+	}
+	r := k.alloc(kindRow, acc, false)
+	k.e.emit(red.row, isa.TileOp(r), isa.TileOp(x))
+	if acc != out {
+		o := k.alloc(kindRow, out, false)
+		k.e.emit(isa.TCVT, isa.TileOp(o), isa.TileOp(r))
+		k.releaseNow(r)
+		r = o
+	}
+	k.bind(v, r)
+}
+
+// releaseNow returns a tile no value holds to its pool.
+func (k *rowsKernel) releaseNow(t int) {
+	k.holders[t]++
+	k.release(t)
+}
+
+// step emits an elementwise step of kind full or per-row for the current tile. A
+// single instruction may write over an operand that dies here (the result over a tile
+// that loads or stores touch, as the store reads it).
+func (k *rowsKernel) step(v core.Value, n *core.Node) {
+	kind := k.p.kind[v]
+	args := make([]int, len(n.Inputs))
+	for j, x := range n.Inputs {
+		args[j] = k.operand(x, kind)
+	}
+	isRoot := v == k.p.body.Outputs[0]
+	dst := -1
+	if inPlace(n.Op) {
+		for _, x := range uniqueInputs(n) {
+			t := k.tiles[x]
+			if k.p.lastUse[x] == int(v) && !k.p.invariant[x] && k.holders[t] == 1 && (!isRoot || k.slotTiles[t]) &&
+				k.e.prog.Tiles[t].DType == n.Type.DType && k.kindOf[t] == kind {
+				dst = t
+				break
+			}
+		}
+	}
+	if dst < 0 {
+		dst = k.alloc(kind, n.Type.DType, isRoot)
+	}
+	k.compute(n, kind, dst, args)
+	k.bind(v, dst)
+}
+
+// compute emits step n of a kind into dst from its operand tiles: operands converted
+// to the dtypes the op computes in, then a broadcasting instruction when one operand
+// of a binary step is per row or per column, else the op's own body over operands
+// expanded to dst's shape.
+func (k *rowsKernel) compute(n *core.Node, kind rowKind, dst int, args []int) {
+	l := lowerings[n.Op]
+	if l.body == nil { // a cast: one conversion, straight into dst
+		k.e.emit(isa.TCVT, isa.TileOp(dst), isa.TileOp(args[0]))
+		return
+	}
+	types := make([]dtype.DType, len(args))
+	for j, a := range args {
+		types[j] = k.e.prog.Tiles[a].DType
+	}
+	var temps []int
+	want := l.operandTypes(types, n.Type.DType)
+	for j, a := range args {
+		if types[j] != want[j] {
+			c := k.alloc(k.kindOf[a], want[j], false)
+			k.e.emit(isa.TCVT, isa.TileOp(c), isa.TileOp(a))
+			args[j] = c
+			temps = append(temps, c)
+		}
+	}
+	defer func() {
+		for _, t := range temps {
+			k.releaseNow(t)
+		}
+	}()
+	if kind == kindFull && len(args) == 2 && n.Type.DType.IsFloat() {
+		a, b := args[0], args[1]
+		if k.kindOf[a] != kindFull && k.kindOf[b] == kindFull && commutative[n.Op] {
+			a, b = b, a
+		}
+		if k.kindOf[a] == kindFull {
+			ops := map[rowKind]map[string]isa.Opcode{kindRow: rowExpandOps, kindCol: colExpandOps}[k.kindOf[b]]
+			if op, ok := ops[n.Op]; ok {
+				k.e.emit(op, isa.TileOp(dst), isa.TileOp(a), isa.TileOp(b))
+				return
+			}
+		}
+	}
+	for j, a := range args {
+		if ak := k.kindOf[a]; ak != kind {
+			c := k.alloc(kind, k.e.prog.Tiles[a].DType, false)
+			expand := isa.TROWEXPAND
+			if ak == kindCol {
+				expand = isa.TCOLEXPAND
+			}
+			k.e.emit(expand, isa.TileOp(c), isa.TileOp(a))
+			args[j] = c
+			temps = append(temps, c)
+		}
+	}
+	b := k.row
+	if kind == kindFull {
+		b = k.full
+	} else if kind == kindCol {
+		b = &vecBody{e: k.e, tr: 1, tc: k.tc, scratch: map[string]int{}, space: k.p.space}
+	}
+	b.attrs = n.Attrs
+	mark := len(k.e.prog.Tiles)
+	l.body(b, dst, args)
+	for t := mark; t < len(k.e.prog.Tiles); t++ { // the body's scratch computes where its operands are valid
+		if d := &k.e.prog.Tiles[t]; (kind == kindFull || kind == kindCol) && d.Cols == k.tc && k.p.cols < k.tc {
+			d.ValidCols = k.p.cols
+		}
+	}
+}
+
+// emitRows generates a vector block of a fused_rows op: its tiles of tr rows, slots
+// alternating.
+func emitRows(e *emitter, tg *TileGraph, op *TileOp, tiles []int) {
+	p, err := rowsPlanOf(op.Attrs)
+	if err != nil {
+		panic(fmt.Sprintf("fused_rows op with a body that is no row kernel reached code generation: %v", err)) // checked when fused
+	}
+	params := make([]int, len(op.Inputs))
+	for i, t := range op.Inputs {
+		params[i] = e.params[t]
+	}
+	k := newRowsKernel(e, p, op.Tile[0], op.Tile[1], params, e.params[op.Output])
+	for step, t := range tiles {
+		r0 := t * k.tr
+		k.emitTile(step%2, r0, min(k.tr, p.rows-r0))
+	}
+}
+
+// rowsPlanOf plans the body of a fused_rows op.
+func rowsPlanOf(attrs core.Attrs) (*rowsPlan, error) {
+	body, err := core.FusedBody(attrs)
+	if err != nil {
+		return nil, err
+	}
+	return planRows(body)
+}
