@@ -59,6 +59,8 @@ func (l lowering) instructions(op string) []isa.Opcode {
 		return []isa.Opcode{isa.TLOAD, isa.TEXTRACT, isa.TMATMUL, isa.TMATMUL_ACC, isa.TSTORE}
 	case TileMatmulEpilogue:
 		return []isa.Opcode{isa.TLOAD, isa.TEXTRACT, isa.TMATMUL, isa.TMATMUL_ACC, isa.TPUSH, isa.TPOP, isa.TFREE, isa.TCVT, isa.TSTORE}
+	case TileAttention:
+		return attentionInstructions
 	case TileScan:
 		return []isa.Opcode{isa.TLOAD, isa.TCVT, isa.TADD, isa.TEXPANDS, isa.TSTORE}
 	case TileSort:

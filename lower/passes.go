@@ -33,6 +33,7 @@ type Pass struct {
 // passTable is the compiler, in order. Adding a pass is adding a row.
 var passTable = []Pass{
 	{Name: "verify-tensor", Required: true, Produces: LevelTensor, Run: runVerifyTensor},
+	{Name: "fuse-attention", MinLevel: O2, Produces: LevelTensor, After: []string{"verify-tensor"}, Run: runFuseAttention},
 	{Name: "decompose", Required: true, Produces: LevelTensor, After: []string{"verify-tensor"}, Run: runDecompose},
 	{Name: "expand-arg-reductions", Required: true, Produces: LevelTensor, After: []string{"decompose"}, Run: runExpandArgReductions},
 	{Name: "expand-pad", Required: true, Produces: LevelTensor, After: []string{"decompose"}, Run: runExpandPad},

@@ -68,10 +68,14 @@ const (
 	// TileRows runs a fused_rows op over the [rows, C] flattening of its row space:
 	// tiles of tr whole rows, each computed on chip from one load of its rows.
 	TileRows
+	// TileAttention is a fused attention (flash_attention), a mixed task: problem
+	// [batch, l, s, e, ev], tiles of br query rows of one batch index, each a loop over
+	// key blocks of bc, with copies UB buffers of scores (see codegen_attention.go).
+	TileAttention
 )
 
 // tileKindNames spell the kinds in the text forms, indexed by TileKind.
-var tileKindNames = []string{"matmul", "elementwise", "reduce", "scan", "sort", "matmul_epilogue", "rows"}
+var tileKindNames = []string{"matmul", "elementwise", "reduce", "scan", "sort", "matmul_epilogue", "rows", "attention"}
 
 func (k TileKind) String() string { return tileKindNames[k] }
 
@@ -201,6 +205,8 @@ func tileGrid(kind TileKind, problem, tile []int) []int {
 		return []int{problem[0], ceilDiv(problem[1], tile[0]), ceilDiv(problem[2], tile[1]), kChunks(problem[3], tile[4])}
 	case TileSort, TileRows: // problem [rows, n, l] or [rows, C], tile [tr, l] or [tr, tc]
 		return []int{ceilDiv(problem[0], tile[0]), 1}
+	case TileAttention: // problem [batch, l, s, e, ev], tile [br, bc, copies]
+		return []int{problem[0], ceilDiv(problem[1], tile[0]), 1}
 	case TileScan: // problem [outer, a, inner], tile [1, tc]
 		if problem[2] == 1 {
 			return []int{ceilDiv(problem[0], tile[1]), 1}

@@ -99,6 +99,9 @@ func chooseTiling(op *TileOp, tensors []GMTensor, opts Options) error {
 		if err == nil && op.Kind == TileMatmulEpilogue {
 			op.Reason, err = fitEpilogue(chip, op, tensors)
 		}
+	case TileAttention:
+		op.Problem = attentionProblem(tensors[op.Inputs[0]].Type, tensors[op.Inputs[1]].Type, outT)
+		op.Tile, op.Reason, err = attentionTile(chip, op, tensors)
 	case TileSort:
 		in := tensors[op.Inputs[0]].Type
 		n := 1

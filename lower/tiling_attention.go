@@ -1,0 +1,176 @@
+package lower
+
+import (
+	"fmt"
+
+	"pypto/core"
+	"pypto/device"
+	"pypto/dtype"
+	"pypto/isa"
+)
+
+// attentionProblem is [batch, l, s, e, ev]: the flattened batch dims of the output,
+// the query and key counts, the head dim of q and k and that of v.
+func attentionProblem(q, k, out core.TensorType) []int {
+	n := len(out.Shape)
+	return []int{out.Shape[:n-2].NumElements(), q.Shape[len(q.Shape)-2], k.Shape[len(k.Shape)-2], q.Shape[len(q.Shape)-1], out.Shape[n-1]}
+}
+
+// attentionShape is what sizes the buffers of an attention kernel: the rows each
+// vector core owns (hr; a tile of br = nv*hr query rows is split between the nv vector
+// cores of an AI core), the keys per step (bc), the padded head dims and the dtypes.
+type attentionShape struct {
+	nv, hr, bc, dp, dv int
+	dt                 dtype.DType
+	mask               dtype.DType // dtype.Invalid without a mask
+	scaleIn            dtype.DType // the 0-d scale input's dtype, or dtype.Invalid
+	masks              int         // distinct causal / edge masks a vector core keeps
+}
+
+// Mask tiles hold one bit per score; a row of them is a whole 32-byte block.
+func (a attentionShape) maskCols() int { return max(32, roundUp(ceilDiv(a.bc, 8), 32)) }
+
+// ub is the UB one vector core uses: the scores (two copies when double), the
+// probabilities, the output accumulator, the popped product, the result, seven
+// statistics columns, the masks and what loading an explicit mask or scale needs.
+func (a attentionShape) ub(double bool) int {
+	s := a.hr * a.bc * 4
+	n := s + a.hr*a.bc*a.dt.Size() + 2*a.hr*a.dv*4 + a.hr*a.dv*a.dt.Size() + 7*a.hr*4 + a.masks*a.hr*a.maskCols()
+	if double {
+		n += s
+	}
+	switch {
+	case a.mask == dtype.Bool:
+		n += 2*a.hr*a.bc + a.hr*a.maskCols()
+	case a.mask != dtype.Invalid:
+		n += a.hr * a.bc * a.mask.Size()
+		if a.mask != dtype.Float32 {
+			n += s
+		}
+	}
+	if a.scaleIn != dtype.Invalid {
+		n += a.hr * 16 * (a.scaleIn.Size() + 4)
+	}
+	return n
+}
+
+// fits checks the cube's buffers (Q halves resident in L1 and L0A, K^T and V double
+// buffered in L1, the probabilities' halves, the score and product accumulators) and
+// the vector cores' UB.
+func (a attentionShape) fits(chip *device.Chip) bool {
+	sz, br := a.dt.Size(), a.nv*a.hr
+	l1 := br*a.dp*sz + 2*a.dp*a.bc*sz + 2*a.bc*a.dv*sz + br*a.bc*sz
+	return l1 <= chip.Capacity(isa.Mat) &&
+		br*(a.dp+a.bc)*sz <= chip.Capacity(isa.Left) &&
+		a.bc*(a.dp+a.dv)*sz <= chip.Capacity(isa.Right) &&
+		br*(a.bc+a.dv)*4 <= chip.Capacity(isa.Acc) &&
+		a.ub(false) <= chip.Capacity(isa.Vec)
+}
+
+// attentionTile picks [br, bc, copies]: 64 query rows per vector core and 128 keys per
+// step (the cube's work per step then matches what the queues carry), halving the keys
+// and then the rows until every buffer fits; the scores get two UB copies (the next
+// block's pop overlaps this block's softmax) when they fit.
+func attentionTile(chip *device.Chip, op *TileOp, tensors []GMTensor) ([]int, string, error) {
+	a := newAttentionShape(chip.VectorCores/chip.CubeCores, op, tensors)
+	if a.nv < 1 || 3*a.nv > isa.NumQueues {
+		return nil, "", fmt.Errorf("attention needs 1 to %d vector cores per AI core, chip %s has %d", isa.NumQueues/3, chip.Name, a.nv)
+	}
+	p := attentionProblem(tensors[op.Inputs[0]].Type, tensors[op.Inputs[1]].Type, tensors[op.Output].Type)
+	causal := op.Attrs.Bool("is_causal", false)
+	a.hr = min(64, roundUp(ceilDiv(max(p[1], 1), a.nv), cubeAlign))
+	a.bc = min(128, roundUp(max(p[2], 1), 32))
+	for {
+		a.masks = maxMasks(p, a, causal)
+		if a.fits(chip) {
+			break
+		}
+		switch {
+		case a.bc > 32:
+			a.bc = roundUp(a.bc/2, 32)
+		case a.hr > cubeAlign:
+			a.hr = roundUp(a.hr/2, cubeAlign)
+		default:
+			return nil, "", fmt.Errorf("no attention tile fits chip %s: even %d rows per vector core and %d keys per step exceed its buffers", chip.Name, a.hr, a.bc)
+		}
+	}
+	copies := 1
+	if a.ub(true) <= chip.Capacity(isa.Vec) {
+		copies = 2
+	}
+	return []int{a.nv * a.hr, a.bc, copies}, fmt.Sprintf("%d query rows per vector core (%d per tile), %d keys per step, shrunk from [64, 128] until the cube's and the vector cores' buffers of %s fit; %d UB copies of the scores",
+		a.hr, a.nv*a.hr, a.bc, chip.Name, copies), nil
+}
+
+// tiledAttentionShape is the shape of a tiled op's kernel for nv vector cores per block.
+func tiledAttentionShape(nv int, op *TileOp, tensors []GMTensor) attentionShape {
+	a := newAttentionShape(nv, op, tensors)
+	a.hr, a.bc = op.Tile[0]/nv, op.Tile[1]
+	a.masks = maxMasks(op.Problem, a, op.Attrs.Bool("is_causal", false))
+	return a
+}
+
+// newAttentionShape fills what the op's types decide.
+func newAttentionShape(nv int, op *TileOp, tensors []GMTensor) attentionShape {
+	q := tensors[op.Inputs[0]].Type
+	a := attentionShape{nv: nv, dt: q.DType, mask: dtype.Invalid, scaleIn: dtype.Invalid}
+	if op.Attrs.Bool("mask", false) {
+		a.mask = tensors[op.Inputs[3]].Type.DType
+	}
+	if op.Attrs.Str("scale_by", "") != "" {
+		a.scaleIn = tensors[op.Inputs[len(op.Inputs)-1]].Type.DType
+	}
+	p := attentionProblem(q, tensors[op.Inputs[1]].Type, tensors[op.Output].Type)
+	a.dp, a.dv = roundUp(max(p[3], 1), cubeAlign), roundUp(max(p[4], 1), cubeAlign)
+	return a
+}
+
+// maxMasks is the most distinct masks any vector core needs over every tile.
+func maxMasks(p []int, a attentionShape, causal bool) int {
+	most := 0
+	for h := 0; h < a.nv; h++ {
+		seen := map[blockMask]bool{}
+		for qi := 0; qi < ceilDiv(p[1], a.nv*a.hr); qi++ {
+			for _, m := range unitMasks(p, a, causal, qi, h) {
+				if m.needed {
+					seen[m] = true
+				}
+			}
+		}
+		most = max(most, len(seen))
+	}
+	return most
+}
+
+// blockMask says which scores of one key block a vector core keeps: keys below vc,
+// and with causal those with col - row <= d (TTRI's rule, in the block's own rows and
+// columns). needed is false when it keeps them all.
+type blockMask struct {
+	needed, causal bool
+	d, vc          int
+}
+
+// unitMasks gives, for the tile of query block qi, the key blocks vector core h
+// visits and the mask of each: all blocks, or with causal those not wholly above the
+// tile's last row.
+func unitMasks(p []int, a attentionShape, causal bool, qi, h int) []blockMask {
+	l, s := p[1], p[2]
+	br := a.nv * a.hr
+	row0 := qi*br + h*a.hr
+	nk := ceilDiv(s, a.bc)
+	if causal {
+		last := min(l, (qi+1)*br) - 1
+		nk = min(nk, last/a.bc+1)
+	}
+	out := make([]blockMask, nk)
+	for kb := range out {
+		col0 := kb * a.bc
+		m := blockMask{vc: min(a.bc, s-col0)}
+		if causal && col0+m.vc-1 > row0 {
+			m.causal, m.d = true, row0-col0
+		}
+		m.needed = m.causal || m.vc < a.bc
+		out[kb] = m
+	}
+	return out
+}
