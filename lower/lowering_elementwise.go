@@ -77,7 +77,7 @@ func init() {
 		colAlign: 256, uses: append([]isa.Opcode{isa.TCMP}, maskOps...)}
 	lowerings["isfinite"] = lowering{kind: TileElementwise, core: isa.Vector, body: isFiniteBody, computeIn: own,
 		colAlign: 256, uses: append([]isa.Opcode{isa.TABS, isa.TCMPS}, maskOps...)}
-	roundOps := []isa.Opcode{isa.TCVT, isa.TABS, isa.TCMPS, isa.TSEL}
+	roundOps := []isa.Opcode{isa.TCVT, isa.TMULS, isa.TABS, isa.TCMPS, isa.TSEL}
 	for name, mode := range map[string]isa.Mode{"floor": isa.RoundFloor, "ceil": isa.RoundCeil, "round": isa.RoundRint} {
 		lowerings[name] = lowering{kind: TileElementwise, core: isa.Vector, body: rounding(mode), colAlign: 256, extraLive: scratch(3), uses: roundOps}
 	}
@@ -104,7 +104,9 @@ func init() {
 		uses: append([]isa.Opcode{isa.TLOG, isa.TCMP, isa.TSELS, isa.TSHRS, isa.TANDS}, mathOps...)}
 	// full has no inputs: each output tile is filled with the value, rounded to the dtype.
 	lowerings["full"] = lowering{kind: TileElementwise, core: isa.Vector, uses: []isa.Opcode{isa.TEXPANDS},
-		body: func(b *vecBody, dst int, _ []int) { b.emit(isa.TEXPANDS, isa.ModeNone, dst, b.attrs.Float("value", 0)) }}
+		body: func(b *vecBody, dst int, _ []int) {
+			b.emit(isa.TEXPANDS, isa.ModeNone, dst, dtype.Round(b.e.prog.Tiles[dst].DType, b.attrs.Float("value", 0)))
+		}}
 	lowerings["where"] = lowering{kind: TileElementwise, core: isa.Vector, body: whereBody, colAlign: 256,
 		uses: []isa.Opcode{isa.TCMPS, isa.TSEL},
 		computeIn: func(in []dtype.DType, out dtype.DType) []dtype.DType {

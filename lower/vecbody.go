@@ -143,8 +143,13 @@ func (b *vecBody) roundToInteger(dst, x int, mode isa.Mode) {
 	a := b.tile("magnitude", dt, b.tr, b.tc)
 	b.emit(isa.TCVT, mode, i, x)
 	b.emit(isa.TCVT, isa.ModeNone, y, i)
-	b.emit(isa.TABS, isa.ModeNone, a, x)
+	// An integer has no -0: a zero result takes x's sign from x*0, as numpy's does
+	// (floor(-0.0) and ceil(-0.5) are -0.0).
 	m := b.mask()
+	b.emit(isa.TMULS, isa.ModeNone, a, x, 0.0)
+	b.emit(isa.TCMPS, isa.CmpEQ, m, y, 0.0)
+	b.emit(isa.TSEL, isa.ModeNone, y, m, a, y)
+	b.emit(isa.TABS, isa.ModeNone, a, x)
 	b.emit(isa.TCMPS, isa.CmpLT, m, a, exactIntegerBound(dt))
 	b.emit(isa.TSEL, isa.ModeNone, dst, m, y, x)
 }
