@@ -23,8 +23,9 @@ type Group struct {
 // AI core's vector cores. The cores of a group are simulated together in one
 // discrete-event loop (a TPUSH waits for a free slot, a TPOP for an entry, as the
 // reference interpreter's queues do), and they start and end each group together.
-// AI cores run in parallel goroutines. The checks of RunTask apply to the blocks of
-// all groups.
+// On a chip with an L2 model every AI core shares it, so all of them run in one event
+// loop in task time order (runGroupsShared); otherwise AI cores run in parallel
+// goroutines. The checks of RunTask apply to the blocks of all groups.
 func RunGroupTask(chip *Chip, gm []byte, groups []Group, opts RunOptions) (st *TaskStats, err error) {
 	defer func() {
 		if r := recover(); r != nil {
@@ -94,24 +95,40 @@ func RunGroupTask(chip *Chip, gm []byte, groups []Group, opts RunOptions) (st *T
 	}
 	active := min(chip.CubeCores, len(groups))
 	ais := make([]*aiCore, active)
-	errs := make([]error, active)
-	var wg sync.WaitGroup
+	var mem *memSystem
+	if chip.L2Bytes > 0 && !opts.Functional {
+		mem = newMemSystem(chip, len(gm))
+	}
 	for ai := range active {
 		a := &aiCore{cube: newCoreSim(chip, isa.Cube, ai, gm, opts)}
+		a.cube.mem = mem
 		for v := range perAI {
-			a.vector = append(a.vector, newCoreSim(chip, isa.Vector, ai*perAI+v, gm, opts))
+			c := newCoreSim(chip, isa.Vector, ai*perAI+v, gm, opts)
+			c.mem = mem
+			a.vector = append(a.vector, c)
 		}
 		for gi := ai; gi < len(groups); gi += chip.CubeCores {
 			a.jobs = append(a.jobs, groupJob{g: groups[gi], first: firsts[gi]})
 		}
 		a.size(extents)
 		ais[ai] = a
-		wg.Go(func() { errs[ai] = a.run() })
 	}
-	wg.Wait()
-	for _, e := range errs {
-		if e != nil {
-			return nil, e // the lowest failing AI core
+	if mem != nil {
+		// One event loop, so the shared L2 sees accesses in task time order.
+		if err := runGroupsShared(ais); err != nil {
+			return nil, err
+		}
+	} else {
+		errs := make([]error, active)
+		var wg sync.WaitGroup
+		for ai, a := range ais {
+			wg.Go(func() { errs[ai] = a.run() })
+		}
+		wg.Wait()
+		for _, e := range errs {
+			if e != nil {
+				return nil, e // the lowest failing AI core
+			}
 		}
 	}
 	var sims []*coreSim
@@ -132,6 +149,9 @@ func RunGroupTask(chip *Chip, gm []byte, groups []Group, opts RunOptions) (st *T
 	}
 	addCounters(st, sims)
 	st.FootprintRead, st.FootprintWritten = footprint(per, sims)
+	if mem != nil {
+		st.L2Hits, st.L2Misses = mem.hits, mem.misses
+	}
 	st.Cycles = int64(chip.LaunchCycles) + longest
 	return st, nil
 }

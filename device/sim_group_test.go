@@ -176,3 +176,46 @@ end
 	require.Len(t, st.Prints, 2)
 	assert.Less(t, st.Prints[0].Cycle, st.Prints[1].Cycle)
 }
+
+// On a chip with an L2, the AI cores of a mixed task share it: groups reading the same
+// operands hit the lines the first one brought in, and the values are those of a
+// run without the L2 model (AI cores in parallel goroutines).
+func TestGroupTasksShareTheL2(t *testing.T) {
+	cube, vec := parse(t, pushProducer), parse(t, popConsumer)
+	a, b := make([]float64, 256), make([]float64, 256)
+	for i := range a {
+		a[i], b[i] = float64(i%3)-1, float64(i%4)*0.25
+	}
+	ab, bb := dtype.Encode(dtype.Float16, a), dtype.Encode(dtype.Float16, b)
+	const groups = 6
+	bufs := [][]byte{ab, bb}
+	for range groups {
+		bufs = append(bufs, make([]byte, 768*4))
+	}
+	chip := preset(t, "a2")
+	noL2 := preset(t, "a2")
+	noL2.L2Bytes = 0
+	cm, vm := compile(t, chip, cube), compile(t, chip, vec)
+	run := func(chip *Chip) (*gmLayout, *TaskStats) {
+		l := layout(bufs...)
+		var gs []Group
+		for g := range groups {
+			gs = append(gs, Group{
+				Cube:   &Block{Prog: cm, ParamAddrs: l.addrs[:2]},
+				Vector: []Block{{Prog: vm, ParamAddrs: []int{l.addrs[2+g]}}},
+			})
+		}
+		st, err := RunGroupTask(chip, l.gm, gs, RunOptions{})
+		require.NoError(t, err)
+		return l, st
+	}
+	timed, st := run(chip)
+	apart, stApart := run(noL2)
+	assert.Equal(t, apart.gm, timed.gm)
+	assert.Zero(t, stApart.L2Hits)
+	assert.Greater(t, st.L2Hits, int64(0), "later groups find the operands in L2")
+	assert.Greater(t, st.L2Misses, int64(0))
+	again, st2 := run(chip)
+	assert.Equal(t, timed.gm, again.gm)
+	assert.Equal(t, st.Cycles, st2.Cycles, "deterministic")
+}

@@ -33,7 +33,7 @@ type TaskStats struct {
 	FootprintRead, FootprintWritten int64
 	Instructions                    int64 // machine instructions executed, flags included
 	// L2Hits and L2Misses count the L2 lines TLOADs found and missed (both 0 on a
-	// chip without an L2 model and in mixed tasks).
+	// chip without an L2 model and in functional runs).
 	L2Hits, L2Misses int64
 	// HighWater is the highest buffer byte any block of the task used, per location.
 	HighWater map[isa.Location]int

@@ -4,67 +4,124 @@ import (
 	"fmt"
 
 	"pypto/core"
+	"pypto/dtype"
 	"pypto/isa"
 )
 
+// epilogueParts is the number of row parts each output tile of a fused_matmul is cut
+// into: one per vector core when the tile's rows split into whole fractals, so that
+// the AI core's vector cores share every tile; else one, and whole tiles alternate
+// between them.
+func epilogueParts(tm, vectors int) int {
+	if vectors > 1 && tm%(cubeAlign*vectors) == 0 {
+		return vectors
+	}
+	return 1
+}
+
 // emitMatmulEpilogue generates one block of a fused_matmul: the cube program computes
-// the block's output tiles as a plain matmul does and pushes each accumulator to
-// vector core seq % V through queue seq % V; each vector program pops its tiles, runs
-// the epilogue and stores them.
+// the block's output tiles as a plain matmul does, in row parts (epilogueParts), and
+// pushes part p of the tile at position seq to queue (seq*parts + p) mod V; vector
+// core v pops queue v, runs the epilogue on the part and stores it.
 func emitMatmulEpilogue(g *groupEmitter, tg *TileGraph, op *TileOp, tiles []int) {
 	nv := len(g.vec)
-	emitMatmul(g.cube, tg, op, tiles, func(acc int, t outTile) {
-		g.cube.emit(isa.TPUSH, isa.ImmOp(float64(t.seq%nv)), isa.TileOp(acc))
+	parts := epilogueParts(op.Tile[0], nv)
+	emitMatmul(g.cube, tg, op, tiles, parts, func(acc []int, t outTile) {
+		for p, a := range acc {
+			g.cube.emit(isa.TPUSH, isa.ImmOp(float64((t.seq*parts+p)%nv)), isa.TileOp(a))
+		}
 	})
 	for v, e := range g.vec {
-		emitEpilogueVector(e, tg, op, tiles, v, nv)
+		emitEpilogueVector(e, tg, op, tiles, parts, v, nv)
 	}
 }
 
-// emitEpilogueVector is vector core v's part of a fused_matmul block: the tiles whose
-// position in the block is v modulo nv. The product arrives rounded to the matmul's
-// dtype (TPOP converts as the fixpipe store does); the other operands of the epilogue
-// are loaded through broadcasting views of the output's iteration space.
-func emitEpilogueVector(e *emitter, tg *TileGraph, op *TileOp, tiles []int, v, nv int) {
+// emitEpilogueVector is vector core v's part of a fused_matmul block. The product
+// arrives rounded to the matmul's dtype (TPOP converts as the fixpipe store does); the
+// other operands of the epilogue are loaded through broadcasting views of the
+// output's iteration space. Tiles are single-buffered: the cube spends far longer on a
+// tile than the vector core on its epilogue.
+func emitEpilogueVector(e *emitter, tg *TileGraph, op *TileOp, tiles []int, parts, v, nv int) {
 	body, err := core.FusedBody(op.Attrs)
 	if err != nil {
 		panic(fmt.Sprintf("fused_matmul with a bad body reached code generation: %v", err)) // verified before
 	}
 	out := tg.Tensors[op.Output].Type
 	space := out.Shape
-	tm, tn := op.Tile[0], op.Tile[1]
-	prod := e.pingPong("prod", isa.Vec, body.Type(body.Params[0]).DType, tm, tn)
+	pm, tn := op.Tile[0]/parts, op.Tile[1]
+	prod := e.tile("prod", isa.Vec, body.Type(body.Params[0]).DType, pm, tn)
 	type operand struct {
 		view   flatView
-		loaded [2]int
+		loaded int
 	}
 	extras := make([]operand, len(op.Inputs)-2)
 	for i, t := range op.Inputs[2:] {
 		typ := tg.Tensors[t].Type
 		extras[i].view = newFlatView(e.params[t], broadcastMap(typ.Shape, space), space)
-		extras[i].loaded = e.pingPong(fmt.Sprintf("in%d", i+2), isa.Vec, typ.DType, tm, tn)
+		extras[i].loaded = e.tile(fmt.Sprintf("in%d", i+2), isa.Vec, typ.DType, pm, tn)
 	}
-	res := e.pingPong("out", isa.Vec, out.DType, tm, tn)
+	res := e.tile("out", isa.Vec, out.DType, pm, tn)
 	ov := newFlatView(e.params[op.Output], reshapeMap(space), space)
-	vb := &vecBody{e: e, attrs: op.Attrs, tr: tm, tc: tn, scratch: map[string]int{}, space: space}
+	vb := &vecBody{e: e, attrs: op.Attrs, tr: pm, tc: tn, scratch: map[string]int{}, space: space}
 	q := isa.ImmOp(float64(v))
-	step := 0
 	for seq, t := range tiles {
-		if seq%nv != v {
+		ot := matmulOutTile(op, t, seq)
+		for p := range parts {
+			if (seq*parts+p)%nv != v {
+				continue
+			}
+			e.emit(isa.TPOP, isa.TileOp(prod), q)
+			r0, rows := ot.i0+p*pm, min(pm, ot.rows-p*pm)
+			if rows <= 0 { // the part lies below the matrix: nothing to store
+				e.emit(isa.TFREE, q)
+				continue
+			}
+			srcs := []int{prod}
+			for i := range extras {
+				x := &extras[i]
+				srcs = append(srcs, loadWindow(e, 0, x.loaded, x.view.window(ot.batch, r0, ot.j0, rows, ot.cols)))
+			}
+			vb.o, vb.r0, vb.c0, vb.vr, vb.vc = ot.batch, r0, ot.j0, rows, ot.cols
+			fusedBody(vb, res, srcs)
+			e.emit(isa.TFREE, q)
+			e.emit(isa.TSTORE, isa.GMOp(ov.window(ot.batch, r0, ot.j0, rows, ot.cols)), isa.TileOp(res))
+		}
+	}
+}
+
+// epilogueBytes is the UB an epilogue needs per element of its tile: the popped
+// product, the loaded operands, the result, a scratch tile per intermediate step and
+// per converted argument (counted at 4 bytes), and the most scratch any step keeps.
+func epilogueBytes(attrs core.Attrs, ins []dtype.DType, out dtype.DType) (int, error) {
+	body, err := core.FusedBody(attrs)
+	if err != nil {
+		return 0, err
+	}
+	n := out.Size()
+	for _, d := range ins {
+		n += d.Size()
+	}
+	most := 0
+	for i, nd := range body.Nodes {
+		if nd.Op == core.OpParam {
 			continue
 		}
-		s := step % 2
-		step++
-		ot := matmulOutTile(op, t, seq)
-		e.emit(isa.TPOP, isa.TileOp(prod[s]), q)
-		srcs := []int{prod[s]}
-		for i := range extras {
-			x := &extras[i]
-			srcs = append(srcs, loadWindow(e, s, x.loaded[s], x.view.window(ot.batch, ot.i0, ot.j0, ot.rows, ot.cols)))
+		if core.Value(i) != body.Outputs[0] {
+			n += nd.Type.DType.Size()
 		}
-		vb.o, vb.r0, vb.c0, vb.vr, vb.vc = ot.batch, ot.i0, ot.j0, ot.rows, ot.cols
-		fusedBody(vb, res[s], srcs)
-		e.emit(isa.TFREE, q)
-		e.emit(isa.TSTORE, isa.GMOp(ov.window(ot.batch, ot.i0, ot.j0, ot.rows, ot.cols)), isa.TileOp(res[s]))
+		l := lowerings[nd.Op]
+		argTypes := make([]dtype.DType, len(nd.Inputs))
+		for j, x := range nd.Inputs {
+			argTypes[j] = body.Type(x).DType
+		}
+		for j, want := range l.operandTypes(argTypes, nd.Type.DType) {
+			if want != argTypes[j] {
+				n += 4
+			}
+		}
+		if l.extraLive != nil {
+			most = max(most, l.extraLive(nd.Attrs))
+		}
 	}
+	return n + 4*most, nil
 }

@@ -1,6 +1,8 @@
 package lower
 
 import (
+	"fmt"
+
 	"pypto/core"
 	"pypto/isa"
 )
@@ -76,10 +78,10 @@ func matmulOutShape(tg *TileGraph, op *TileOp) core.Shape {
 func emitPlainMatmul(e *emitter, tg *TileGraph, op *TileOp, tiles []int) {
 	out := matmulOutShape(tg, op)
 	cv := newMatrixView(e.params[op.Output], out, out, false)
-	emitMatmul(e, tg, op, tiles, func(acc int, t outTile) {
+	emitMatmul(e, tg, op, tiles, 1, func(acc []int, t outTile) {
 		view := cv.window(t.batch, t.i0, t.j0, t.rows, t.cols)
 		view.Offset += t.kChunk * out.NumElements()
-		e.emit(isa.TSTORE, isa.GMOp(view), isa.TileOp(acc))
+		e.emit(isa.TSTORE, isa.GMOp(view), isa.TileOp(acc[0]))
 	})
 }
 
@@ -91,12 +93,15 @@ func emitPlainMatmul(e *emitter, tg *TileGraph, op *TileOp, tiles []int) {
 // backend's flags let the loads of the next stage run under this stage's matmuls and
 // the extracts of the next block under this block's; the code is straight-line, so
 // the next tile's first loads also start before this tile's store. Each finished
-// accumulator goes to store (a fixpipe store, or a push to an epilogue).
+// accumulator goes to store (a fixpipe store, or a push to an epilogue). With parts
+// > 1 the accumulator is parts tiles of tm/parts rows each (each A base block is
+// extracted to L0A in as many row parts, each multiplied by the same B block), so that
+// an epilogue can give each part to another vector core.
 //
 // Edge windows are smaller than the tiles: TLOAD zero-fills the rest, so padded K
 // columns add nothing, and base blocks wholly past K are skipped. With K split
 // (kc < k) each grid point covers one chunk of K.
-func emitMatmul(e *emitter, tg *TileGraph, op *TileOp, tiles []int, store func(acc int, t outTile)) {
+func emitMatmul(e *emitter, tg *TileGraph, op *TileOp, tiles []int, parts int, store func(acc []int, t outTile)) {
 	a, b := tg.Tensors[op.Inputs[0]].Type, tg.Tensors[op.Inputs[1]].Type
 	k := op.Problem[3]
 	t := matmulTilingOf(op.Tile)
@@ -108,9 +113,16 @@ func emitMatmul(e *emitter, tg *TileGraph, op *TileOp, tiles []int, store func(a
 	kS := t.stageK()
 	aMat := e.pingPong("a_l1", isa.Mat, dt, t.tm, kS)
 	bMat := e.pingPong("b_l1", isa.Mat, dt, kS, t.tn)
-	aL0 := e.pingPong("a_l0", isa.Left, dt, t.tm, t.tk)
+	pm := t.tm / parts
+	aL0 := make([][2]int, parts)
+	for p := range parts {
+		aL0[p] = e.pingPong(partName("a_l0", p, parts), isa.Left, dt, pm, t.tk)
+	}
 	bL0 := e.pingPong("b_l0", isa.Right, dt, t.tk, t.tn)
-	acc := e.tile("acc", isa.Acc, accType(dt), t.tm, t.tn)
+	acc := make([]int, parts)
+	for p := range parts {
+		acc[p] = e.tile(partName("acc", p, parts), isa.Acc, accType(dt), pm, t.tn)
+	}
 
 	stage, block := 0, 0
 	for seq, ti := range tiles {
@@ -128,16 +140,28 @@ func emitMatmul(e *emitter, tg *TileGraph, op *TileOp, tiles []int, store func(a
 			for j := 0; j*t.tk < vk || first; j++ {
 				l := block % 2
 				block++
-				e.emit(isa.TEXTRACT, isa.TileOp(aL0[l]), isa.TileOp(aMat[s]), isa.ImmOp(0), isa.ImmOp(float64(j*t.tk)))
+				for p := range parts {
+					e.emit(isa.TEXTRACT, isa.TileOp(aL0[p][l]), isa.TileOp(aMat[s]), isa.ImmOp(float64(p*pm)), isa.ImmOp(float64(j*t.tk)))
+				}
 				e.emit(isa.TEXTRACT, isa.TileOp(bL0[l]), isa.TileOp(bMat[s]), isa.ImmOp(float64(j*t.tk)), isa.ImmOp(0))
 				mm := isa.TMATMUL_ACC
 				if first {
 					mm = isa.TMATMUL
 				}
-				e.emit(mm, isa.TileOp(acc), isa.TileOp(aL0[l]), isa.TileOp(bL0[l]))
+				for p := range parts {
+					e.emit(mm, isa.TileOp(acc[p]), isa.TileOp(aL0[p][l]), isa.TileOp(bL0[l]))
+				}
 				first = false
 			}
 		}
 		store(acc, ot)
 	}
+}
+
+// partName names row part p of a tile cut into parts ("acc", or "acc_p1").
+func partName(base string, p, parts int) string {
+	if parts == 1 {
+		return base
+	}
+	return fmt.Sprintf("%s_p%d", base, p)
 }

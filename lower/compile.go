@@ -91,6 +91,11 @@ type RunStats struct {
 // Run executes the program. inputs holds one contiguous little-endian buffer per graph
 // param; the results are one buffer per graph output.
 func (e *Executable) Run(inputs [][]byte) (outputs [][]byte, stats *RunStats, err error) {
+	return e.RunWith(inputs, device.RunOptions{})
+}
+
+// RunWith is Run with the simulator's options (a trace, timing only, values only).
+func (e *Executable) RunWith(inputs [][]byte, opts device.RunOptions) (outputs [][]byte, stats *RunStats, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			outputs, stats, err = nil, nil, core.Errorf(core.InternalError, "run panic: %v", r)
@@ -117,7 +122,7 @@ func (e *Executable) Run(inputs [][]byte) (outputs [][]byte, stats *RunStats, er
 		for j, a := range task.Args {
 			addrs[j] = e.exec.Buffers[a].Offset
 		}
-		ts, err := runTask(e.chip, gm, task, addrs)
+		ts, err := runTask(e.chip, gm, task, addrs, opts)
 		if err != nil {
 			return nil, nil, core.Errorf(core.DeviceError, "task %s: %v", task.Name, err)
 		}
@@ -135,13 +140,13 @@ func (e *Executable) Run(inputs [][]byte) (outputs [][]byte, stats *RunStats, er
 
 // runTask runs one task's machine programs, its params bound to addrs: blocks of one
 // core kind, or a mixed task's groups of a cube and its vector programs.
-func runTask(chip *device.Chip, gm []byte, task *Task, addrs []int) (*device.TaskStats, error) {
+func runTask(chip *device.Chip, gm []byte, task *Task, addrs []int, opts device.RunOptions) (*device.TaskStats, error) {
 	if task.Vectors == 0 {
 		blocks := make([]device.Block, len(task.Machine))
 		for i, m := range task.Machine {
 			blocks[i] = device.Block{Prog: m, ParamAddrs: addrs}
 		}
-		return device.RunTask(chip, gm, task.Core, blocks, device.RunOptions{})
+		return device.RunTask(chip, gm, task.Core, blocks, opts)
 	}
 	n := task.GroupSize()
 	groups := make([]device.Group, len(task.Machine)/n)
@@ -152,7 +157,7 @@ func runTask(chip *device.Chip, gm []byte, task *Task, addrs []int) (*device.Tas
 			groups[i].Vector = append(groups[i].Vector, device.Block{Prog: m, ParamAddrs: addrs})
 		}
 	}
-	return device.RunGroupTask(chip, gm, groups, device.RunOptions{})
+	return device.RunGroupTask(chip, gm, groups, opts)
 }
 
 // Chip is the chip the program was compiled for.

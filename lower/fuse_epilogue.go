@@ -139,12 +139,15 @@ func epilogueFits(c *compilation, g *core.Graph, m, u core.Value, body string, e
 	for _, x := range extras {
 		ins = append(ins, g.Type(x).DType)
 	}
-	a, s := g.Type(g.Nodes[m].Inputs[0]), g.Type(m).Shape
+	a, b, s := g.Type(g.Nodes[m].Inputs[0]), g.Type(g.Nodes[m].Inputs[1]), g.Type(m).Shape
 	k := a.Shape[1]
 	if g.Nodes[m].Attrs.Bool("transpose_a", false) {
 		k = a.Shape[0]
 	}
-	t, _, err := matmulTile(c.chip, a.DType, s[0], s[1], k)
+	// The tiling chooseTiling will give the fused op (the search is cached).
+	p := matmulProblem{dt: a.DType, out: g.Type(u).DType, batch: 1, m: s[0], n: s[1], k: k,
+		aMatrices: 1, bMatrix: b.Shape[:len(b.Shape)-2].NumElements(), wholeK: true}
+	t, _, err := chooseMatmulTiling(c.chip, p, c.opts.fixedTiles(), nil)
 	if err != nil {
 		return false
 	}
@@ -152,21 +155,22 @@ func epilogueFits(c *compilation, g *core.Graph, m, u core.Value, body string, e
 	return ok
 }
 
-// epilogueTile shrinks a tm x tn output tile until the epilogue's tiles fit a vector
-// core's UB (the popped product, the loaded operands, the scratch and the result,
-// double buffered). Bodies with packed masks need tn to stay a multiple of their
-// column alignment (the popped tile has the accumulator's shape).
+// epilogueTile shrinks a tm x tn output tile until the part of it a vector core runs
+// the epilogue on (see epilogueParts) fits its UB. Bodies with packed masks need tn to
+// stay a multiple of their column alignment (the popped tile has the accumulator's
+// shape).
 func epilogueTile(chip *device.Chip, attrs core.Attrs, ins []dtype.DType, out dtype.DType, tm, tn int) (int, int, bool) {
+	perElem, err := epilogueBytes(attrs, ins, out)
+	if err != nil {
+		return 0, 0, false
+	}
 	colAlign, _ := fusedShape(attrs)
 	step := max(cubeAlign, colAlign)
 	if tn%step != 0 {
 		return 0, 0, false
 	}
-	for {
-		t, _, err := elementwiseTiling(chip, "fused", attrs, ins, out, tm, tn)
-		if err == nil && t[0] >= tm && t[1] >= tn {
-			return tm, tn, true
-		}
+	vectors := chip.VectorCores / chip.CubeCores
+	for tm/epilogueParts(tm, vectors)*tn*perElem > chip.Capacity(isa.Vec) {
 		switch {
 		case tn >= tm && tn > step:
 			tn = roundUp(tn/2, step)
@@ -176,6 +180,7 @@ func epilogueTile(chip *device.Chip, attrs core.Attrs, ins []dtype.DType, out dt
 			return 0, 0, false
 		}
 	}
+	return tm, tn, true
 }
 
 // fitEpilogue cuts a fused_matmul's tile to what its epilogue allows (see
@@ -195,7 +200,7 @@ func fitEpilogue(chip *device.Chip, op *TileOp, tensors []GMTensor) (string, err
 	}
 	reason := op.Reason
 	if tm != op.Tile[0] || tn != op.Tile[1] {
-		reason += fmt.Sprintf("; output tile cut to %dx%d so the epilogue's tiles fit a vector core's UB", tm, tn)
+		reason += fmt.Sprintf("; output tile cut to %dx%d so the epilogue's part of it fits a vector core's UB", tm, tn)
 	}
 	op.Tile[0], op.Tile[1] = tm, tn
 	return reason, nil

@@ -139,6 +139,11 @@ func (s *Session) compile(g *core.Graph) (Program, error) {
 	return s.compileOn(g, s.Device(), Config{})
 }
 
+// Compile returns the program of g for the session's device, with the default
+// options, through its compile cache: a graph structurally equal to one compiled
+// before reuses that program.
+func (s *Session) Compile(g *core.Graph) (Program, error) { return s.compile(g) }
+
 // compileOn returns the cached program for g on device with cfg, compiling it once.
 func (s *Session) compileOn(g *core.Graph, device string, cfg Config) (Program, error) {
 	key := graphKey(g) + "\x00device=" + device + "\x00" + cfg.Key()

@@ -1,0 +1,122 @@
+package main
+
+import (
+	"fmt"
+	"math"
+
+	"pypto/core"
+	"pypto/dtype"
+)
+
+// benchCase builds one benchmark program.
+type benchCase struct {
+	name  string
+	build func(b *graphBuilder)
+	// cached also measures a compile of the same graph through the session's compile
+	// cache (the GPT case).
+	cached bool
+}
+
+func benchCases() []benchCase {
+	return []benchCase{
+		{name: "gemm_fp16_4096", build: gemm(4096)},
+		{name: "gemm_fp16_6144", build: gemm(6144)},
+		{name: "matmul_bias_relu_fp16_4096", build: matmulBiasRelu(4096)},
+		{name: "softmax_fp16_8192x4096", build: rowOp("softmax")},
+		{name: "layer_norm_fp16_8192x4096", build: rowOp("layer_norm")},
+		{name: "attention_fp16_1x32x4096x128", build: attention(false)},
+		{name: "attention_causal_fp16_1x32x4096x128", build: attention(true)},
+		{name: "gpt2_small_decoder_seq1024", build: gpt2Small, cached: true},
+	}
+}
+
+// graphBuilder wraps core.Builder, panicking on errors: the cases are fixed programs,
+// so an error is a bug in this command (reported by measure).
+type graphBuilder struct{ *core.Builder }
+
+func (b *graphBuilder) param(name string, shape ...int) core.Value {
+	return b.Param(name, core.TensorType{DType: dtype.Float16, Shape: core.Shape(shape)})
+}
+
+func (b *graphBuilder) op(name string, attrs core.Attrs, in ...core.Value) core.Value {
+	v, err := b.Op(name, in, attrs, core.Location{})
+	if err != nil {
+		panic(fmt.Errorf("building %s: %v", name, err))
+	}
+	return v
+}
+
+func gemm(n int) func(b *graphBuilder) {
+	return func(b *graphBuilder) {
+		b.Output(b.op("matmul", nil, b.param("a", n, n), b.param("b", n, n)))
+	}
+}
+
+func matmulBiasRelu(n int) func(b *graphBuilder) {
+	return func(b *graphBuilder) {
+		y := b.op("add", nil, b.op("matmul", nil, b.param("a", n, n), b.param("b", n, n)), b.param("bias", n))
+		b.Output(b.op("relu", nil, y))
+	}
+}
+
+func rowOp(name string) func(b *graphBuilder) {
+	return func(b *graphBuilder) {
+		x := b.param("x", 8192, 4096)
+		if name == "layer_norm" {
+			b.Output(b.op(name, nil, x, b.param("gamma", 4096), b.param("beta", 4096)))
+			return
+		}
+		b.Output(b.op(name, nil, x))
+	}
+}
+
+// attention is softmax(q k^T / sqrt(d) [+ causal mask]) v over [1, 32, 4096, 128]:
+// the registry's scaled_dot_product_attention when it exists, else the same chain of
+// ops (the causal mask then a [4096, 4096] input of 0 and -inf).
+func attention(causal bool) func(b *graphBuilder) {
+	return func(b *graphBuilder) {
+		const heads, seq, d = 32, 4096, 128
+		q, k, v := b.param("q", 1, heads, seq, d), b.param("k", 1, heads, seq, d), b.param("v", 1, heads, seq, d)
+		if _, ok := core.LookupOp("scaled_dot_product_attention"); ok {
+			b.Output(b.op("scaled_dot_product_attention", core.Attrs{"is_causal": causal}, q, k, v))
+			return
+		}
+		s := b.op("batch_matmul", core.Attrs{"transpose_b": true}, q, k)
+		scale := b.op("full", core.Attrs{"value": 1 / math.Sqrt(d), "dtype": "float16", "shape": []int64{}})
+		s = b.op("mul", nil, s, scale)
+		if causal {
+			s = b.op("add", nil, s, b.param("mask", seq, seq))
+		}
+		b.Output(b.op("batch_matmul", nil, b.op("softmax", nil, s), v))
+	}
+}
+
+// gpt2Small is the decoder stack of GPT-2 small (12 layers, hidden 768, 12 heads, MLP
+// 3072) over one sequence of 1024 tokens: pre-norm attention and MLP blocks with
+// residuals, then the final layer norm. Token embedding and the LM head are left out.
+func gpt2Small(b *graphBuilder) {
+	const layers, seq, hidden, heads, mlp = 12, 1024, 768, 12, 3072
+	hd := hidden / heads
+	x := b.param("x", seq, hidden)
+	split := func(t core.Value) core.Value { // [seq, hidden] -> [heads, seq, hd]
+		t = b.op("reshape", core.Attrs{"shape": []int64{seq, heads, int64(hd)}}, t)
+		return b.op("transpose", core.Attrs{"perm": []int64{1, 0, 2}}, t)
+	}
+	scale := b.op("full", core.Attrs{"value": 1 / math.Sqrt(float64(hd)), "dtype": "float16", "shape": []int64{}})
+	mask := b.param("causal_mask", seq, seq)
+	for l := range layers {
+		p := func(name string, shape ...int) core.Value { return b.param(fmt.Sprintf("l%d_%s", l, name), shape...) }
+		h := b.op("layer_norm", nil, x, p("ln1_g", hidden), p("ln1_b", hidden))
+		q := split(b.op("linear", nil, h, p("wq", hidden, hidden), p("bq", hidden)))
+		k := split(b.op("linear", nil, h, p("wk", hidden, hidden), p("bk", hidden)))
+		v := split(b.op("linear", nil, h, p("wv", hidden, hidden), p("bv", hidden)))
+		s := b.op("mul", nil, b.op("batch_matmul", core.Attrs{"transpose_b": true}, q, k), scale)
+		a := b.op("batch_matmul", nil, b.op("softmax", nil, b.op("add", nil, s, mask)), v)
+		a = b.op("reshape", core.Attrs{"shape": []int64{seq, hidden}}, b.op("transpose", core.Attrs{"perm": []int64{1, 0, 2}}, a))
+		x = b.op("add", nil, x, b.op("linear", nil, a, p("wo", hidden, hidden), p("bo", hidden)))
+		h = b.op("layer_norm", nil, x, p("ln2_g", hidden), p("ln2_b", hidden))
+		h = b.op("gelu", core.Attrs{"approximate": "tanh"}, b.op("linear", nil, h, p("w1", mlp, hidden), p("b1", mlp)))
+		x = b.op("add", nil, x, b.op("linear", nil, h, p("w2", hidden, mlp), p("b2", hidden)))
+	}
+	b.Output(b.op("layer_norm", nil, x, b.param("lnf_g", hidden), b.param("lnf_b", hidden)))
+}

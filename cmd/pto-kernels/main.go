@@ -1,0 +1,76 @@
+// Command pto-kernels compiles the compiler's benchmark cases (GEMMs, a matmul with a
+// fused epilogue, softmax, layer norm, attention, a GPT-2-small-sized decoder) for a
+// chip preset, runs them on the simulator with the timing model only (values are not
+// computed: times never depend on them) and prints each case's simulated time beside
+// the chip's roofline for it, as a JSON list with -json (what bench/kernels.py
+// prints), else a table.
+package main
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"regexp"
+
+	"pypto/device"
+)
+
+// row is one case's figures; the keys are bench/kernels.py's.
+type row struct {
+	Case              string  `json:"case"`
+	SimMs             float64 `json:"sim_ms"`
+	RooflineMs        float64 `json:"roofline_ms"`
+	RooflineFrac      float64 `json:"roofline_frac"`
+	CubeBusy          float64 `json:"cube_busy"`
+	GMBytes           int64   `json:"gm_bytes"`
+	CompulsoryGMBytes int64   `json:"compulsory_gm_bytes"`
+	CompileMs         float64 `json:"compile_ms"`
+	CachedCompileMs   float64 `json:"cached_compile_ms,omitempty"`
+	Tasks             int     `json:"tasks"`
+	Bound             string  `json:"bound"` // what sets the roofline: cube, vector or memory
+}
+
+func main() {
+	asJSON := flag.Bool("json", false, "print a JSON list, one object per case")
+	chipName := flag.String("chip", "a2", "chip preset")
+	only := flag.String("case", "", "run only the cases whose name matches this regular expression")
+	flag.Parse()
+	chip, err := device.Preset(*chipName)
+	if err != nil {
+		fail(err)
+	}
+	re, err := regexp.Compile(*only)
+	if err != nil {
+		fail(fmt.Errorf("-case: %v", err))
+	}
+	var rows []row
+	for _, c := range benchCases() {
+		if !re.MatchString(c.name) {
+			continue
+		}
+		r, err := measure(chip, c)
+		if err != nil {
+			fail(fmt.Errorf("%s: %v", c.name, err))
+		}
+		rows = append(rows, r)
+		if !*asJSON {
+			fmt.Fprintf(os.Stderr, "%s done\n", c.name)
+		}
+	}
+	if *asJSON {
+		out, _ := json.MarshalIndent(rows, "", "  ")
+		fmt.Println(string(out))
+		return
+	}
+	fmt.Printf("%-24s %9s %9s %6s %6s %8s %8s %9s %6s\n", "case", "sim ms", "roof ms", "frac", "cube", "GM MB", "comp MB", "compile", "tasks")
+	for _, r := range rows {
+		fmt.Printf("%-24s %9.4f %9.4f %6.3f %6.3f %8.1f %8.1f %7.1fms %6d\n", r.Case, r.SimMs, r.RooflineMs, r.RooflineFrac, r.CubeBusy,
+			float64(r.GMBytes)/1e6, float64(r.CompulsoryGMBytes)/1e6, r.CompileMs, r.Tasks)
+	}
+}
+
+func fail(err error) {
+	fmt.Fprintln(os.Stderr, "pto-kernels:", err)
+	os.Exit(1)
+}
