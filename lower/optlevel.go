@@ -15,9 +15,10 @@ import (
 //
 //	O0  the required passes only: no graph optimisations, no fusion, fixed matmul tiles
 //	O1  + graph clean-ups that never change a value: constant folding, algebraic
-//	      simplification, CSE, DCE (cheap, and they make dumps easier to read)
+//	      simplification, CSE, DCE (cheap, and they make dumps easier to read), and
+//	      the matmul tile search
 //	O2  + fusion (the default: what makes programs fast)
-//	O3  + everything else, searches that cost compile time included
+//	O3  + passes that spend much more compile time (none needs more than O2 today)
 type OptLevel int8
 
 const (
@@ -28,8 +29,8 @@ const (
 )
 
 // DefaultOptLevel is the level of Options{} and of Python's p.CompileConfig(). O2 runs
-// every pass that changes what the program does at run time; O3 adds only what costs
-// compile time for the last few per cent.
+// every pass that changes what the program does at run time; O3 is for passes that
+// would cost much more compile time for the last few per cent.
 const DefaultOptLevel = O2
 
 // OptLevelOf converts a user's level number, 0 to 3.

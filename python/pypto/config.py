@@ -14,9 +14,10 @@ _LEVELS = (0, 1, 2, 3)
 class CompileConfig:
     """Options for :func:`pypto.compile`.
 
-    - ``opt_level``: 0 (no optimisation: every op its own kernel), 1 (+ graph clean-ups
-      that never change a value: constant folding, algebraic simplification, CSE, DCE),
-      2 (the default: + fusion) or 3 (everything, compile-time searches included).
+    - ``opt_level``: 0 (no optimisation: every op its own kernel, fixed matmul tiles),
+      1 (+ graph clean-ups that never change a value: constant folding, algebraic
+      simplification, CSE, DCE; searched matmul tiles), 2 (the default: + fusion) or 3
+      (every pass; today the same as 2).
     - ``disable_passes``: names of optional passes to switch off on top of the level
       (e.g. ``("fuse-elementwise",)``); an unknown or required name raises ValueError
       listing the passes that can be disabled.
