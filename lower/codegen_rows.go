@@ -74,12 +74,13 @@ type rowsKernel struct {
 	free      map[string][]int
 	slotTiles map[int]bool    // tiles that loads or stores touch
 	kindOf    map[int]rowKind // kind of each tile declared
+	feeders   map[int]bool    // pooled tiles of invariants read by one invariant, not made yet
 	full, row *vecBody        // scratch of step bodies, per kind (their shapes differ)
 }
 
 func newRowsKernel(e *emitter, p *rowsPlan, tr, tc int, params []int, out int) *rowsKernel {
 	k := &rowsKernel{e: e, p: p, tr: tr, tc: tc, params: params, out: out,
-		tiles: map[core.Value]int{}, fixed: map[[2]int]int{}, holders: map[int]int{}, free: map[string][]int{}, slotTiles: map[int]bool{}, kindOf: map[int]rowKind{}}
+		tiles: map[core.Value]int{}, fixed: map[[2]int]int{}, holders: map[int]int{}, free: map[string][]int{}, slotTiles: map[int]bool{}, kindOf: map[int]rowKind{}, feeders: map[int]bool{}}
 	k.full = &vecBody{e: e, tr: tr, tc: tc, scratch: map[string]int{}, space: p.space}
 	k.row = &vecBody{e: e, tr: tr, tc: rowTileCols, scratch: map[string]int{}, space: p.space}
 	return k
@@ -166,7 +167,11 @@ func (k *rowsKernel) emitTile(s, r0, vr int) {
 		switch {
 		case n.Op == core.OpParam:
 			t := k.alloc(kind, dt, true)
-			k.e.emit(isa.TLOAD, isa.TileOp(t), isa.GMOp(k.window(k.params[paramIndex[v]], kind)))
+			view := k.window(k.params[paramIndex[v]], kind)
+			if period := k.p.period[v]; period > 0 { // tiles never straddle a period (rowsTile)
+				view.Offset = k.r0 % period * k.p.cols
+			}
+			k.e.emit(isa.TLOAD, isa.TileOp(t), isa.GMOp(view))
 			k.bind(v, t)
 		case n.Op == "reshape":
 			k.bind(v, k.tiles[n.Inputs[0]])
@@ -236,7 +241,17 @@ func (k *rowsKernel) operand(x core.Value, want rowKind) int {
 	if n.Op == "reshape" {
 		return k.operand(n.Inputs[0], want)
 	}
-	t := k.declare(fmt.Sprintf("inv%d_%s", x, kind), kind, n.Type.DType)
+	// A whole-row or per-column value read only to compute another invariant (a weight
+	// loaded to be converted) lends its tile back once that one is made.
+	u := k.p.soleUser[x]
+	feeder := (kind == kindFull || kind == kindCol) && u >= 0 && k.p.invariant[u]
+	var t int
+	if feeder {
+		t = k.alloc(kind, n.Type.DType, false)
+		k.feeders[t] = true
+	} else {
+		t = k.declare(fmt.Sprintf("inv%d_%s", x, kind), kind, n.Type.DType)
+	}
 	switch {
 	case n.Op == core.OpParam:
 		pi := 0
@@ -256,6 +271,12 @@ func (k *rowsKernel) operand(x core.Value, want rowKind) int {
 			args[j] = k.operand(in, kind)
 		}
 		k.compute(n, kind, t, args)
+		for _, a := range args {
+			if k.feeders[a] {
+				delete(k.feeders, a)
+				k.releaseNow(a)
+			}
+		}
 	}
 	k.fixed[key] = t
 	return t

@@ -58,6 +58,9 @@ func runRandom(t *testing.T, g *core.Graph, opts Options, seed uint64, scale flo
 		a := core.NewArray(g.Type(p))
 		for i := range a.Data {
 			a.Data[i] = dtype.Round(a.Type.DType, (rng.Float64()*2-1)*scale)
+			if a.Type.DType == dtype.Bool {
+				a.Data[i] = float64(rng.IntN(2))
+			}
 		}
 		ins = append(ins, a)
 		raw = append(raw, a.Bytes())
@@ -159,5 +162,126 @@ func TestRowOpsAreOneKernel(t *testing.T) {
 				})
 			}
 		}
+	}
+}
+
+// randomRowGraph builds a random chain of row steps over x of a random shape: row
+// reductions (keepdims or not, then reshaped back), elementwise steps on whole rows
+// with whole-row, per-row, per-column and constant operands, and per-row math. Every
+// value reaches the one result, so the graph is one row group.
+func randomRowGraph(t *testing.T, rng *rand.Rand) *core.Graph {
+	t.Helper()
+	dt := []dtype.DType{dtype.Float32, dtype.Float16, dtype.BFloat16}[rng.IntN(3)]
+	shape := core.Shape{2 + rng.IntN(299)}
+	for r := rng.IntN(3); r > 0; r-- {
+		shape = append(core.Shape{1 + rng.IntN(9)}, shape...)
+	}
+	keep := append(shape[:len(shape)-1].Clone(), 1)
+	bl := core.NewBuilder("random_rows")
+	op := func(name string, attrs core.Attrs, in ...core.Value) core.Value {
+		v, err := bl.Op(name, in, attrs, core.Location{})
+		require.NoError(t, err)
+		return v
+	}
+	pick := func(vs []core.Value) core.Value { return vs[rng.IntN(len(vs))] }
+	full := []core.Value{bl.Param("x", core.TensorType{DType: dt, Shape: shape})}
+	var rows []core.Value
+	used := map[core.Value]bool{}
+	use := func(v core.Value) core.Value { used[v] = true; return v }
+	for i, steps := 0, 3+rng.IntN(6); i < steps; i++ {
+		step := rng.IntN(6)
+		if i == 0 {
+			step = 0 // at least one reduction
+		}
+		switch step {
+		case 0:
+			red := []string{"sum", "max", "min"}[rng.IntN(3)]
+			kd := rng.IntN(2) == 0
+			r := op(red, core.Attrs{"axis": []int64{-1}, "keepdims": kd}, use(pick(full)))
+			if !kd {
+				r = op("reshape", core.Attrs{"shape": int64s(keep)}, r)
+			}
+			rows = append(rows, r)
+		case 1:
+			if len(rows) > 0 {
+				name := []string{"sub", "div", "mul", "add", "maximum"}[rng.IntN(5)]
+				full = append(full, op(name, nil, use(pick(full)), use(pick(rows))))
+			}
+		case 2:
+			name := []string{"neg", "abs", "relu", "tanh", "exp"}[rng.IntN(5)]
+			full = append(full, op(name, nil, use(pick(full))))
+		case 3:
+			name := []string{"add", "sub", "mul"}[rng.IntN(3)]
+			full = append(full, op(name, nil, use(pick(full)), use(pick(full))))
+		case 4:
+			w := bl.Param(fmt.Sprintf("w%d", i), core.TensorType{DType: dt, Shape: shape[len(shape)-1:]})
+			full = append(full, op([]string{"mul", "add"}[rng.IntN(2)], nil, use(pick(full)), w))
+		case 5:
+			if len(rows) > 0 {
+				c := op("full", core.Attrs{"value": 0.5, "dtype": dt.LongName(), "shape": []int64{}})
+				rows = append(rows, op("rsqrt", nil, op("add", nil, op("abs", nil, use(pick(rows))), c)))
+			}
+		}
+	}
+	out := full[len(full)-1]
+	for _, v := range append(full[:len(full)-1], rows...) {
+		if !used[v] {
+			out = op("add", nil, out, v)
+		}
+	}
+	bl.Output(out)
+	return bl.Graph()
+}
+
+// Random row graphs of random shapes and dtypes are one row kernel as close to the
+// reference as their unfused programs.
+func TestRowFusionOnRandomGraphs(t *testing.T) {
+	for seed := uint64(0); seed < 40; seed++ {
+		t.Run(fmt.Sprint(seed), func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(seed, 11))
+			g := randomRowGraph(t, rng)
+			chip := chipNamed(t, []string{"tiny", "a2"}[seed%2])
+			require.Equal(t, []string{"fused_rows"}, tasksOf(t, g, Options{Chip: chip, Verify: true}), core.Format(g))
+			same := compareFusedRows(t, g, chip, seed, 2)
+			t.Logf("%s: identical to the unfused program: %.4f", g.Type(g.Params[0]), same)
+		})
+	}
+}
+
+// A row too long for the UB is no row kernel: it compiles to the unfused kernels and
+// gives the reference's values.
+func TestRowsTooWideStayUnfused(t *testing.T) {
+	chip := chipNamed(t, "tiny")
+	g := rowGraph(t, "softmax", dtype.Float16, core.Shape{3, 6000}, 0, nil)
+	ops := tasksOf(t, g, Options{Chip: chip, Verify: true})
+	require.NotContains(t, ops, "fused_rows")
+	require.Greater(t, len(ops), 1)
+	want, got := runRandom(t, g, Options{Chip: chip, Verify: true}, 3, 4)
+	for j, w := range want[0].Data {
+		require.InDelta(t, w, got[0].Data[j], 0x1p-10*math.Abs(w)+1e-6, "element %d", j)
+	}
+}
+
+// Attention's masked softmax is one row kernel: the scale is a 0-d input (a Python
+// scalar), the mask [S, S] repeats over the batch and head axes of the scores.
+func TestMaskedSoftmaxIsOneKernel(t *testing.T) {
+	for _, chip := range []string{"tiny", "a2"} {
+		t.Run(chip, func(t *testing.T) {
+			bl := core.NewBuilder("attention_probs")
+			s := bl.Param("scores", core.TensorType{DType: dtype.Float16, Shape: core.Shape{2, 3, 24, 40}})
+			scale := bl.Param("scale", core.TensorType{DType: dtype.Float16, Shape: core.Shape{}})
+			mask := bl.Param("mask", core.TensorType{DType: dtype.Bool, Shape: core.Shape{24, 40}})
+			op := func(name string, attrs core.Attrs, in ...core.Value) core.Value {
+				v, err := bl.Op(name, in, attrs, core.Location{})
+				require.NoError(t, err)
+				return v
+			}
+			neg := op("full", core.Attrs{"value": -1e4, "dtype": "float16", "shape": []int64{}})
+			bl.Output(op("softmax", core.Attrs{"axis": int64(-1)}, op("where", nil, mask, op("mul", nil, s, scale), neg)))
+			g := bl.Graph()
+			c := chipNamed(t, chip)
+			require.Equal(t, []string{"fused_rows"}, tasksOf(t, g, Options{Chip: c, Verify: true}))
+			compareFusedRows(t, g, c, 5, 3)
+		})
 	}
 }

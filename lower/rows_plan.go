@@ -35,6 +35,30 @@ type rowsPlan struct {
 	// what is computed from them only): the kernel computes them once, before its tiles.
 	invariant []bool
 	lastUse   []int // per body value, the last node that reads it (len(Nodes) for the output)
+	// soleUser is the one member that reads a value, -1 when none or several do: an
+	// invariant read only to compute another invariant needs no tile of its own after.
+	soleUser []core.Value
+	// period, for a whole-row input broadcast along leading axes of S only (an
+	// attention mask [S, S] over scores [B, H, S, S]), is the number of rows after which
+	// its rows repeat; 0 for the others.
+	period []int
+}
+
+// repeatPeriod is the number of rows of the row space after which a value of shape s
+// repeats, when s is S with leading axes of size 1 (s broadcasts along them), else 0.
+func repeatPeriod(s, space core.Shape) int {
+	if len(s) > len(space) || len(s) == 0 {
+		return 0
+	}
+	padded := padTo(s, len(space))
+	j := 0
+	for j < len(space)-1 && padded[j] == 1 && space[j] != 1 {
+		j++
+	}
+	if j == 0 || !padded[j:].Equal(space[j:]) {
+		return 0
+	}
+	return space[j : len(space)-1].NumElements()
 }
 
 // rowReduction reports whether n reduces the last axis of its input alone, and so
@@ -101,7 +125,8 @@ func operandFits(s core.Shape, k rowKind, out core.Shape, outKind rowKind) bool 
 	case k == kindScalar:
 		return s.NumElements() == 1
 	case k == outKind:
-		return padTo(s, len(out)).Equal(out) || (k == kindCol && s.NumElements() == out.NumElements())
+		return padTo(s, len(out)).Equal(out) || (k == kindCol && s.NumElements() == out.NumElements()) ||
+			(k == kindFull && repeatPeriod(s, out) > 0)
 	case outKind == kindFull && k == kindRow:
 		keep := append(out[:len(out)-1].Clone(), 1)
 		return len(s) <= len(out) && padTo(s, len(out)).Equal(keep)
@@ -139,7 +164,11 @@ func planRows(body *core.Graph) (*rowsPlan, error) {
 // *rowsPlanError.
 func planGroup(g *core.Graph, members []core.Value) (*rowsPlan, error) {
 	p := &rowsPlan{body: g, kind: make([]rowKind, len(g.Nodes)), invariant: make([]bool, len(g.Nodes)),
-		lastUse: make([]int, len(g.Nodes))}
+		lastUse: make([]int, len(g.Nodes)), soleUser: make([]core.Value, len(g.Nodes)), period: make([]int, len(g.Nodes))}
+	for i := range p.soleUser {
+		p.soleUser[i] = -1
+	}
+	users := map[core.Value]int{}
 	member := map[core.Value]bool{}
 	for _, v := range members {
 		member[v] = true
@@ -162,6 +191,13 @@ func planGroup(g *core.Graph, members []core.Value) (*rowsPlan, error) {
 		fail := func(format string, args ...any) error {
 			return &rowsPlanError{at: v, msg: fmt.Sprintf(format, args...)}
 		}
+		for _, x := range uniqueInputs(n) {
+			if users[x]++; users[x] == 1 {
+				p.soleUser[x] = v
+			} else {
+				p.soleUser[x] = -1
+			}
+		}
 		for _, x := range n.Inputs {
 			p.lastUse[x] = int(v)
 			if member[x] || seen[x] {
@@ -169,6 +205,9 @@ func planGroup(g *core.Graph, members []core.Value) (*rowsPlan, error) {
 			}
 			seen[x] = true
 			k, ok := shapeKind(g.Type(x).Shape, p.space)
+			if period := repeatPeriod(g.Type(x).Shape, p.space); !ok && period > 0 {
+				k, ok, p.period[x] = kindFull, true, period
+			}
 			if !ok {
 				return nil, fail("%s reads %s, which is not whole rows, columns or one value of rows of %v", n.Op, g.Type(x), p.space)
 			}

@@ -32,6 +32,11 @@ func rowsTile(chip *device.Chip, p *rowsPlan) ([]int, string, error) {
 	}
 	fit := tr
 	tr = min(tr, ceilDiv(p.rows, chip.Cores(isa.Vector)))
+	for _, period := range p.period {
+		for period > 0 && period%tr != 0 { // a tile reads one stretch of a repeating input
+			tr--
+		}
+	}
 	reason := fmt.Sprintf("whole rows of %d (%d columns); %d rows fit the %d-byte UB of %s, %d per tile to spread %d rows over the vector cores",
 		p.cols, tc, fit, capacity, chip.Name, tr, p.rows)
 	return []int{tr, tc}, reason, nil
