@@ -107,7 +107,13 @@ func TestSplitKMatchesReference(t *testing.T) {
 			chip := preset(t, c.chip)
 			exe, err := Compile(g, Options{Chip: chip, Verify: true})
 			require.NoError(t, err)
-			require.True(t, hasSplitK(exe), "K is split: %s", exe.exec.Blocks.Tiles.Format())
+			tg := exe.exec.Blocks.Tiles
+			require.True(t, hasSplitK(exe), "K is split: %s", tg.Format())
+			parsed, err := ParseTileGraph(tg.Format())
+			require.NoError(t, err, "the workspace and the sum print and parse back")
+			assert.Equal(t, tg.Format(), parsed.Format())
+			_, err = ParseExecGraph(exe.exec.Format(true))
+			require.NoError(t, err)
 			// An error in the split (a chunk lost or added twice) moves a sum by about
 			// the square root of a chunk's depth; the tolerance of a 256-deep fp32 sum
 			// (4e-3 plus a unit in the last place) still admits the rounding of fp32
@@ -186,6 +192,7 @@ func TestMatmulEstimateMatchesSimulator(t *testing.T) {
 		{"a2", 512, 768, 2048},
 		{"a2", 128, 128, 16384},
 		{"a2", 256, 256, 16384}, // split K
+		{"a2", 1, 11008, 4096},  // windows narrower than an L2 line
 		{"tiny", 300, 130, 640},
 	}
 	for _, c := range cases {
@@ -200,6 +207,41 @@ func TestMatmulEstimateMatchesSimulator(t *testing.T) {
 			t.Logf("estimated %.0f, simulated %d cycles (%d tasks): %s", est.total, f.cycles, f.tasks, op.Reason)
 			assert.InDelta(t, 1, est.total/float64(f.cycles), 0.10)
 		})
+	}
+}
+
+// The searched tiles run no slower than the fixed rule's, on shapes where the rule's
+// tiles fit badly (a vector times a matrix, batches of small products, odd sizes) and
+// on one where they are already good.
+func TestSearchedTilesBeatTheFixedRule(t *testing.T) {
+	chip := preset(t, "a2")
+	cases := []struct{ a, b core.Shape }{
+		{core.Shape{1, 4096}, core.Shape{4096, 11008}},
+		{core.Shape{32, 128, 64}, core.Shape{32, 64, 128}},
+		{core.Shape{300, 520}, core.Shape{520, 130}},
+		{core.Shape{512, 768}, core.Shape{768, 3072}},
+	}
+	for _, c := range cases {
+		op := "matmul"
+		if len(c.a) == 3 {
+			op = "batch_matmul"
+		}
+		bl := core.NewBuilder("g")
+		x := bl.Param("a", core.TensorType{DType: dtype.Float16, Shape: c.a})
+		w := bl.Param("b", core.TensorType{DType: dtype.Float16, Shape: c.b})
+		y, err := bl.Op(op, []core.Value{x, w}, nil, core.Location{})
+		require.NoError(t, err)
+		bl.Output(y)
+		var cycles [2]int64
+		for i, fixed := range []bool{true, false} {
+			exe, err := Compile(bl.Graph(), Options{Chip: chip, FixedTiles: fixed})
+			require.NoError(t, err)
+			f, err := runTimingOnly(exe)
+			require.NoError(t, err)
+			cycles[i] = f.cycles
+		}
+		t.Logf("%v @ %v: fixed rule %d cycles, searched %d (%.2fx)", c.a, c.b, cycles[0], cycles[1], float64(cycles[0])/float64(cycles[1]))
+		assert.LessOrEqual(t, float64(cycles[1]), 1.01*float64(cycles[0]), "%v @ %v", c.a, c.b)
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 
 	"pypto/core"
 	"pypto/device"
+	"pypto/dtype"
 	"pypto/isa"
 )
 
@@ -23,6 +24,7 @@ func matmulProblemOf(op *TileOp, tensors []GMTensor) matmulProblem {
 		dt: a.DType, out: tensors[op.Output].Type.DType,
 		batch: op.Problem[0], m: op.Problem[1], n: op.Problem[2], k: op.Problem[3],
 		aMatrices: a.Shape[:len(a.Shape)-2].NumElements(), bMatrix: b.Shape[:len(b.Shape)-2].NumElements(),
+		transA: op.Attrs.Bool("transpose_a", false), transB: op.Attrs.Bool("transpose_b", false),
 		wholeK: op.Kind == TileMatmulEpilogue,
 	}
 }
@@ -56,4 +58,18 @@ func splitKSum(tg *TileGraph, op *TileOp, chip *device.Chip) (*TileOp, error) {
 	sum.Grid = tileGrid(sum.Kind, sum.Problem, sum.Tile)
 	sum.Reason = fmt.Sprintf("adds the split-K partial products in tiles of %d columns for %d vector cores; %s", narrow, chip.VectorCores, sum.Reason)
 	return sum, nil
+}
+
+// verifyMatmulOutput checks that a matmul writes an m x n result, or with K split
+// (only without an epilogue) a workspace of partial products: [chunks, ..., m, n] in
+// the accumulator's dtype.
+func verifyMatmulOutput(op *TileOp, out core.TensorType) error {
+	s, chunks := out.Shape, op.Grid[3]
+	if len(s) < 2 || s[len(s)-2] != op.Problem[1] || s[len(s)-1] != op.Problem[2] {
+		return fmt.Errorf("a matmul of problem %v writes %s, not an m x n result", op.Problem, out)
+	}
+	if chunks > 1 && (op.Kind != TileMatmul || len(s) < 3 || s[0] != chunks || (out.DType != dtype.Float32 && out.DType != dtype.Int32)) {
+		return fmt.Errorf("a %s split in %d K chunks writes a workspace [%d, ..., m, n] of f32 or i32 partial products, not %s", op.Kind, chunks, chunks, out)
+	}
+	return nil
 }

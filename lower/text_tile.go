@@ -235,6 +235,13 @@ var tilingDims = map[TileKind][3]string{
 	TileAttention:      {"[batch,l,s,e,ev]", "[br,bc,copies]", "[batch,l/br,1]"},
 }
 
+// tilingLen is the count of numbers dims names ("[a,b] or [c,d]": the alternatives
+// have the same count).
+func tilingLen(dims string) int {
+	first, _, _ := strings.Cut(dims, " or ")
+	return strings.Count(first, ",") + 1
+}
+
 // tiling := 'kind=' kind 'core=' core 'problem=' ints 'tile=' ints 'grid=' ints
 func (tp *tileParser) tiling(op *TileOp) {
 	at := tp.peek()
@@ -256,7 +263,7 @@ func (tp *tileParser) tilingList(key, dims string, kind TileKind) []int {
 	tp.key(key, "")
 	at := tp.peek()
 	xs := tp.intList(key)
-	if n := strings.Count(dims, ",") + 1; len(xs) != n {
+	if n := tilingLen(dims); len(xs) != n {
 		tp.fail(at, "expected %d numbers %s in the %s of a %s op, found %d", n, dims, key, kind, len(xs))
 	}
 	return xs

@@ -32,7 +32,8 @@ type matmulProblem struct {
 	dt                 dtype.DType // operand dtype
 	out                dtype.DType // result dtype
 	batch, m, n, k     int
-	aMatrices, bMatrix int // distinct A and B matrices (batch broadcasting), for the cold traffic
+	aMatrices, bMatrix int  // distinct A and B matrices (batch broadcasting), for the cold traffic
+	transA, transB     bool // operands read through transposed views
 	// wholeK forbids splitting K: an epilogue applies to the whole sum, so a fused
 	// matmul keeps each output tile's K on one core.
 	wholeK bool
@@ -111,42 +112,56 @@ func estimateMatmul(chip *device.Chip, p matmulProblem, t matmulTiling) matmulEs
 		float64(t.tk*t.tn)*size/float64(chip.L1ToL0BBytesPerCycle)
 	kc := min(t.kc, max(p.k, 1))
 	blocks := max(1, ceilDiv(kc, t.tk))
-	stageK := float64(min(t.stageK(), kc))
-	stageBytes := float64(min(t.tm, p.m)+min(t.tn, p.n)) * stageK * size
-	load := 2*startup(isa.PipeMTE2) + stageBytes/float64(chip.GMReadBytesPerCycle)
+	stages := max(1, ceilDiv(kc, t.stageK()))
+	rows := float64(min(t.tm, p.m) + min(t.tn, p.n)) // of A and B a tile loads per unit of K
+	tileBytes := rows * float64(kc) * size
+	latency, perByte := startup(isa.PipeMTE2), 1/float64(chip.GMReadBytesPerCycle)
+	coldBytes := 0.0
 	if chip.L2Bytes > 0 {
-		// The first read of each byte misses and streams at the core's share of HBM
+		// The first read of each line misses and streams at the core's share of HBM
 		// (split among the cores missing at the time, about the miss ratio of them);
-		// every later read hits at the core's L2 port.
-		loaded := float64(tiles*ceilDiv(kc, t.stageK())) * stageBytes
-		miss := min(1, float64(p.aMatrices*p.m*p.k+p.bMatrix*p.k*p.n)*size/loaded)
+		// every later read hits at the core's L2 port. A miss costs the bytes the
+		// window wanted from the line, so windows whose rows are narrower than a line
+		// miss on that part of it only and leave the rest to hit for the neighbours.
+		line := float64(chip.L2LineBytes)
+		rowA, rowB := min(t.stageK(), kc), min(t.tn, p.n) // the contiguous axis of each window
+		if p.transA {
+			rowA = min(t.tm, p.m)
+		}
+		if p.transB {
+			rowB = min(t.stageK(), kc)
+		}
+		coldBytes = size * (float64(p.aMatrices*p.m*p.k)*min(1, float64(rowA)*size/line) + float64(p.bMatrix*p.k*p.n)*min(1, float64(rowB)*size/line))
+		miss := min(1, coldBytes/(float64(tiles)*tileBytes))
 		port := float64(chip.L2ReadBytesPerCycle)
 		share := min(port, float64(chip.HBMBytesPerCycle)/max(1, miss*float64(min(tiles, cores))))
-		load = 2*(float64(chip.L2HitCycles)*(1-miss)+float64(chip.L2MissCycles)*miss) + stageBytes*((1-miss)/port+miss/share)
+		latency = float64(chip.L2HitCycles)*(1-miss) + float64(chip.L2MissCycles)*miss
+		perByte = (1-miss)/port + miss/share
 	}
-	// Issue: two loads and three instructions per base block, each with about one flag.
-	issue := float64(chip.IssueCycles) * 2 * float64(2+3*t.stepK)
-	cube := float64(t.stepK) * matmul
+	// Per tile, each pipe's work: every stage pays two load latencies; issue is two
+	// loads per stage and three instructions per base block, each with about one flag.
+	pipes := []struct {
+		name   string
+		cycles float64
+	}{
+		{"cube", float64(blocks) * matmul},
+		{"load", float64(stages)*2*latency + tileBytes*perByte},
+		{"extract", float64(blocks) * extract},
+		{"issue", float64(chip.IssueCycles) * 2 * float64(2*stages+3*blocks)},
+	}
 	e := matmulEstimate{tilesPer: perCore}
-	e.stage = max(cube, float64(t.stepK)*extract, load, issue)
-	switch e.stage {
-	case cube:
-		e.bound = "cube"
-	case load:
-		e.bound = "load"
-	case issue:
-		e.bound = "issue"
-	default:
-		e.bound = "extract"
+	busiest := 0.0
+	for _, pp := range pipes {
+		if pp.cycles > busiest {
+			busiest, e.bound = pp.cycles, pp.name
+		}
 	}
-	perStage := e.stage / float64(t.stepK) // a partial last stage costs its blocks
+	e.stage = busiest / float64(stages)
 	store := startup(isa.PipeFIX) + float64(t.tm*t.tn)*acc/float64(chip.FixpipeBytesPerCycle)
-	tile := float64(blocks)*perStage + store
-	fill := load + extract
-	core := fill + float64(perCore)*tile
-	if chip.L2Bytes > 0 { // every A and B byte comes from HBM once
-		cold := float64(p.aMatrices*p.m*p.k+p.bMatrix*p.k*p.n) * size / float64(chip.HBMBytesPerCycle)
-		core = max(core, cold)
+	fill := 2*latency + rows*float64(min(t.stageK(), kc))*size*perByte + extract // the first stage, not overlapped
+	core := fill + float64(perCore)*(busiest+store)
+	if chip.L2Bytes > 0 {
+		core = max(core, coldBytes/float64(chip.HBMBytesPerCycle)) // all of it comes through HBM
 	}
 	e.total = float64(chip.LaunchCycles) + core
 	e.cubeCycles = float64(tiles*blocks) * matmul
@@ -178,6 +193,9 @@ var matmulSearches = struct {
 	done map[string]matmulChoice
 	runs int // searches run (not answered from the cache)
 }{done: map[string]matmulChoice{}}
+
+// maxCachedSearches bounds the cache; a search costs a few milliseconds.
+const maxCachedSearches = 4096
 
 type matmulChoice struct {
 	tiling matmulTiling
@@ -215,6 +233,9 @@ func chooseMatmulTiling(chip *device.Chip, p matmulProblem, fixed bool, user *ma
 	c, err := searchMatmulTiling(chip, p)
 	if err != nil {
 		return matmulTiling{}, "", err
+	}
+	if len(matmulSearches.done) >= maxCachedSearches {
+		clear(matmulSearches.done) // a process specialising endless shapes stays bounded
 	}
 	matmulSearches.done[key] = c
 	return c.tiling, c.reason, nil

@@ -180,7 +180,7 @@ func continuesPart(prev, op *TileOp) bool {
 // verifyTiling checks a tile op's grid against its problem and, for elementwise ops,
 // the problem against the type it iterates over.
 func verifyTiling(op *TileOp, out core.TensorType) error {
-	if dims, ok := tilingDims[op.Kind]; !ok || len(op.Problem) != strings.Count(dims[0], ",")+1 || len(op.Tile) != strings.Count(dims[1], ",")+1 {
+	if dims, ok := tilingDims[op.Kind]; !ok || len(op.Problem) != tilingLen(dims[0]) || len(op.Tile) != tilingLen(dims[1]) {
 		return fmt.Errorf("a %s op has problem %s and tile %s", op.Kind, dims[0], dims[1])
 	}
 	for _, t := range op.Tile {
@@ -194,6 +194,9 @@ func verifyTiling(op *TileOp, out core.TensorType) error {
 	}
 	if got := elementwiseProblem(out.Shape); op.Kind == TileElementwise && fmt.Sprint(got) != fmt.Sprint(op.Problem) {
 		return fmt.Errorf("problem %v does not match output type %s", op.Problem, out)
+	}
+	if op.Kind == TileMatmul || op.Kind == TileMatmulEpilogue {
+		return verifyMatmulOutput(op, out)
 	}
 	return nil
 }
