@@ -33,8 +33,8 @@ var (
 		}
 		return a / b, nil
 	}}
-	kMin = binKernel{f: math.Min}
-	kMax = binKernel{f: math.Max}
+	kMin = binKernel{f: isa.Min}
+	kMax = binKernel{f: isa.Max}
 	// kRem is the remainder with the sign of the divisor (numpy remainder).
 	kRem = binKernel{f: func(a, b float64) float64 {
 		r := math.Mod(a, b)

@@ -60,9 +60,9 @@ func (r *reduction) add(x float64, xi int64) {
 		r.f *= x
 		r.i *= xi
 	case '>':
-		r.f = math.Max(r.f, x)
+		r.f = isa.Max(r.f, x)
 	case '<':
-		r.f = math.Min(r.f, x)
+		r.f = isa.Min(r.f, x)
 	}
 }
 
@@ -90,12 +90,12 @@ func reduceRow(kind byte, xs []float64) float64 {
 	case '>':
 		acc = math.Inf(-1)
 		for _, x := range xs {
-			acc = math.Max(acc, x)
+			acc = isa.Max(acc, x)
 		}
 	default:
 		acc = math.Inf(1)
 		for _, x := range xs {
-			acc = math.Min(acc, x)
+			acc = isa.Min(acc, x)
 		}
 	}
 	return acc

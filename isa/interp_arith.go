@@ -40,8 +40,8 @@ func divK() binaryKernel {
 	}}
 }
 
-func minK() binaryKernel { return binaryKernel{f: math.Min} }
-func maxK() binaryKernel { return binaryKernel{f: math.Max} }
+func minK() binaryKernel { return binaryKernel{f: Min} }
+func maxK() binaryKernel { return binaryKernel{f: Max} }
 
 // remK is the remainder with the sign of the divisor (numpy remainder).
 func remK() binaryKernel {

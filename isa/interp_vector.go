@@ -310,9 +310,9 @@ func (r *reduction) add(x float64) {
 		r.f *= x
 		r.i *= int64(x)
 	case TROWMAX, TCOLMAX:
-		r.f = math.Max(r.f, x)
+		r.f = Max(r.f, x)
 	case TROWMIN, TCOLMIN:
-		r.f = math.Min(r.f, x)
+		r.f = Min(r.f, x)
 	}
 }
 
