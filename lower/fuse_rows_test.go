@@ -285,3 +285,57 @@ func TestMaskedSoftmaxIsOneKernel(t *testing.T) {
 		})
 	}
 }
+
+// Results that are one value per row (logsumexp, a sum of squares without keepdims)
+// are row kernels too, and edge shapes (no rows, one row, a 1-d input, rows of one
+// element) compile and give the reference's values.
+func TestRowKernelResultsAndEdgeShapes(t *testing.T) {
+	chip := chipNamed(t, "tiny")
+	last := func(keep bool) core.Attrs { return core.Attrs{"axis": []int64{-1}, "keepdims": keep} }
+	build := func(shape core.Shape, f func(op func(string, core.Attrs, ...core.Value) core.Value, x core.Value) core.Value) *core.Graph {
+		bl := core.NewBuilder("rows")
+		x := bl.Param("x", core.TensorType{DType: dtype.Float32, Shape: shape})
+		op := func(name string, attrs core.Attrs, in ...core.Value) core.Value {
+			v, err := bl.Op(name, in, attrs, core.Location{})
+			require.NoError(t, err)
+			return v
+		}
+		bl.Output(f(op, x))
+		return bl.Graph()
+	}
+	logsumexp := func(op func(string, core.Attrs, ...core.Value) core.Value, x core.Value) core.Value {
+		m := op("max", last(true), x)
+		return op("add", nil, m, op("log", nil, op("sum", last(true), op("exp", nil, op("sub", nil, x, m)))))
+	}
+	sumSquares := func(op func(string, core.Attrs, ...core.Value) core.Value, x core.Value) core.Value {
+		return op("sum", last(false), op("mul", nil, x, x))
+	}
+	softmax := func(op func(string, core.Attrs, ...core.Value) core.Value, x core.Value) core.Value {
+		return op("softmax", core.Attrs{"axis": int64(-1)}, x)
+	}
+	cases := []struct {
+		name  string
+		shape core.Shape
+		f     func(func(string, core.Attrs, ...core.Value) core.Value, core.Value) core.Value
+		fused bool
+	}{
+		{"logsumexp", core.Shape{5, 9, 70}, logsumexp, true},
+		{"sum_squares", core.Shape{37, 70}, sumSquares, true},
+		{"softmax_no_rows", core.Shape{0, 64}, softmax, false},
+		{"softmax_one_row", core.Shape{1, 2}, softmax, true},
+		{"softmax_1d", core.Shape{64}, softmax, true},
+		{"softmax_rows_of_one", core.Shape{3, 1}, softmax, false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			g := build(c.shape, c.f)
+			ops := tasksOf(t, g, Options{Chip: chip, Verify: true})
+			if c.fused {
+				require.Equal(t, []string{"fused_rows"}, ops)
+			} else {
+				require.NotContains(t, ops, "fused_rows")
+			}
+			compareFusedRows(t, g, chip, 2, 3)
+		})
+	}
+}

@@ -181,8 +181,8 @@ func planGroup(g *core.Graph, members []core.Value) (*rowsPlan, error) {
 	}
 	p.cols = p.space[len(p.space)-1]
 	p.rows = p.space[:len(p.space)-1].NumElements()
-	if p.cols < 2 {
-		return nil, fmt.Errorf("rows of %d element(s) need no row kernel", p.cols)
+	if p.cols < 2 || p.rows == 0 {
+		return nil, fmt.Errorf("%d rows of %d element(s) need no row kernel", p.rows, p.cols)
 	}
 	keep, flat := rowShapes(p.space)
 	seen := map[core.Value]bool{}
