@@ -26,7 +26,7 @@ type attentionCase struct {
 	tinyToo, a2Only bool
 }
 
-func (c attentionCase) graph(t *testing.T) *core.Graph {
+func (c attentionCase) graph(t testing.TB) *core.Graph {
 	bl := core.NewBuilder("attention")
 	ins := []core.Value{
 		bl.Param("q", core.TensorType{DType: c.dt, Shape: c.q}),

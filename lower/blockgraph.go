@@ -65,9 +65,12 @@ func buildBlockGraph(tg *TileGraph, cores func(isa.CoreKind) int) *BlockGraph {
 		n := op.NumTiles()
 		nb := min(n, cores(op.Core))
 		k := &Kernel{Op: i, Core: op.Core}
-		if op.Kind == TileMatmul {
+		switch op.Kind {
+		case TileMatmul:
 			k.Blocks = matmulBlocks(op, nb)
-		} else {
+		case TileAttention:
+			k.Blocks = attentionBlocks(op, nb)
+		default:
 			k.Blocks = make([][]int, nb)
 			for t := 0; t < n; t++ {
 				k.Blocks[t%nb] = append(k.Blocks[t%nb], t)

@@ -9,25 +9,27 @@ import (
 	"pypto/isa"
 )
 
-// Flash attention as one mixed task. A tile is br query rows of one batch index; the
-// nv vector cores of the AI core own hr = br/nv rows each. Per key block of bc keys:
+// Flash attention as one mixed task. A tile is br query rows of one batch index, cut
+// into chunks of hr rows; chunk c belongs to vector core h = c % nv of the AI core's nv.
+// Per key block of bc keys and per chunk:
 //
-//	cube:   S_h = Q_h K^T into L0C, pushed to vector core h           (queue h)
-//	vector: online softmax of S_h: m' = max(m, rowmax S), alpha = exp(m - m'),
-//	        P = exp(S - m'), l = l*alpha + rowsum P; P pushed back     (queue nv+h)
-//	cube:   O_h = P_h V into L0C, pushed to vector core h             (queue 2nv+h)
-//	vector: O = O*alpha + O_h
+//	cube:   S_c = Q_c K^T into L0C, pushed to vector core h              (queue h)
+//	vector: online softmax of S_c: m' = max(m, rowmax S), alpha = exp(m - m'),
+//	        P = exp(S - m'), l = l*alpha + rowsum P; P pushed back        (queue nv+h)
+//	cube:   O_c = P_c V into L0C, pushed to vector core h                (queue 2nv+h)
+//	vector: O = O*alpha + O_c
 //
-// and at the end O / l, rounded to the output dtype, is stored. The cube computes the
-// next block's scores before this block's P V, and each vector core folds in a block's
-// product after pushing the next block's probabilities, so both sides have work while
-// the other computes. Statistics and the accumulator are fp32; P is rounded to the
-// inputs' dtype for the cube. With is_causal the key blocks wholly above a tile's last
-// row are skipped and the blocks crossing the diagonal masked; the key block past the
-// last key is masked too.
+// and at the end O / l, rounded to the output dtype, is stored. K and V are loaded
+// once per tile and key block, for all its chunks. The cube computes the next block's
+// scores before this block's P V, and each vector core folds in a block's products
+// after pushing the next block's probabilities, so both sides have work while the other
+// computes. Statistics and the accumulator are fp32; P is rounded to the inputs' dtype
+// for the cube. With is_causal the key blocks wholly above a tile's last row are
+// skipped and the blocks crossing the diagonal masked; the key block past the last key
+// is masked too. Queues are FIFOs, so both sides walk the chunks in the same order.
 
 // Queue numbers of vector core h's three streams.
-func scoresQueue(h, nv int) isa.Operand  { return isa.ImmOp(float64(h)) }
+func scoresQueue(h int) isa.Operand      { return isa.ImmOp(float64(h)) }
 func probsQueue(h, nv int) isa.Operand   { return isa.ImmOp(float64(nv + h)) }
 func productQueue(h, nv int) isa.Operand { return isa.ImmOp(float64(2*nv + h)) }
 
@@ -48,25 +50,26 @@ func emitAttention(g *groupEmitter, tg *TileGraph, op *TileOp, tiles []int) {
 	}
 }
 
-// emitAttentionCube is the cube's program: Q's halves stay in L0A for a tile; K^T and
-// V blocks stream through L1 (double buffered) into L0B.
+// emitAttentionCube is the cube's program. Q's chunks stay in L1 for a tile (and in
+// L0A when there are two); K^T and V blocks stream through L1 (double buffered) into
+// L0B; the chunks' scores, probabilities and products alternate between two buffers.
 func emitAttentionCube(e *emitter, tg *TileGraph, op *TileOp, a attentionShape, tiles []int) {
 	out := tg.Tensors[op.Output].Type.Shape
 	qv := newMatrixView(e.params[op.Inputs[0]], tg.Tensors[op.Inputs[0]].Type.Shape, out, false)
 	kv := newMatrixView(e.params[op.Inputs[1]], tg.Tensors[op.Inputs[1]].Type.Shape, out, true)
 	vv := newMatrixView(e.params[op.Inputs[2]], tg.Tensors[op.Inputs[2]].Type.Shape, out, false)
-	l, s, ev := op.Problem[1], op.Problem[2], op.Problem[4]
-	eq := op.Problem[3]
-	br := a.nv * a.hr
-	var qMat, qL0, pMat, pL0, sAcc, oAcc []int
-	for h := 0; h < a.nv; h++ {
-		qMat = append(qMat, e.tile(fmt.Sprintf("q%d_l1", h), isa.Mat, a.dt, a.hr, a.dp))
-		qL0 = append(qL0, e.tile(fmt.Sprintf("q%d_l0", h), isa.Left, a.dt, a.hr, a.dp))
-		pMat = append(pMat, e.tile(fmt.Sprintf("p%d_l1", h), isa.Mat, a.dt, a.hr, a.bc))
-		pL0 = append(pL0, e.tile(fmt.Sprintf("p%d_l0", h), isa.Left, a.dt, a.hr, a.bc))
-		sAcc = append(sAcc, e.tile(fmt.Sprintf("s%d", h), isa.Acc, dtype.Float32, a.hr, a.bc))
-		oAcc = append(oAcc, e.tile(fmt.Sprintf("o%d", h), isa.Acc, dtype.Float32, a.hr, a.dv))
+	l, s, eq, ev := op.Problem[1], op.Problem[2], op.Problem[3], op.Problem[4]
+	nc := a.chunks()
+	qMat := make([]int, nc)
+	for c := range qMat {
+		qMat[c] = e.tile(fmt.Sprintf("q%d_l1", c), isa.Mat, a.dt, a.hr, a.dp)
 	}
+	qL0 := e.pingPong("q_l0", isa.Left, a.dt, a.hr, a.dp)
+	resident := nc <= 2 // Q's chunks fit L0A beside P's: moved once per tile
+	pMat := e.pingPong("p_l1", isa.Mat, a.dt, a.hr, a.bc)
+	pL0 := e.pingPong("p_l0", isa.Left, a.dt, a.hr, a.bc)
+	sAcc := e.pingPong("s", isa.Acc, dtype.Float32, a.hr, a.bc)
+	oAcc := e.pingPong("o", isa.Acc, dtype.Float32, a.hr, a.dv)
 	kMat := e.pingPong("kt_l1", isa.Mat, a.dt, a.dp, a.bc)
 	vMat := e.pingPong("v_l1", isa.Mat, a.dt, a.bc, a.dv)
 	kL0 := e.tile("kt_l0", isa.Right, a.dt, a.dp, a.bc)
@@ -75,22 +78,26 @@ func emitAttentionCube(e *emitter, tg *TileGraph, op *TileOp, a attentionShape, 
 	step := 0
 	for _, t := range tiles {
 		b, qi := attentionTileOf(op, t)
-		for h := 0; h < a.nv; h++ {
-			r0 := qi*br + h*a.hr
+		for c := 0; c < nc; c++ {
+			r0 := qi*a.rows() + c*a.hr
 			rows := max(0, min(a.hr, l-r0))
-			e.emit(isa.TLOAD, isa.TileOp(qMat[h]), isa.GMOp(qv.window(b, min(r0, l), 0, rows, eq)))
-			e.emit(isa.TMOV, isa.TileOp(qL0[h]), isa.TileOp(qMat[h]))
+			e.emit(isa.TLOAD, isa.TileOp(qMat[c]), isa.GMOp(qv.window(b, min(r0, l), 0, rows, eq)))
+			if resident {
+				e.emit(isa.TMOV, isa.TileOp(qL0[c]), isa.TileOp(qMat[c]))
+			}
 		}
-		nk := len(unitMasks(op.Problem, a, causal, qi, 0))
+		nk := len(chunkMasks(op.Problem, a, causal, qi, 0))
 		scores := func(kb int) {
 			col0 := kb * a.bc
-			vc := min(a.bc, s-col0)
 			km := kMat[(step+kb)%2]
-			e.emit(isa.TLOAD, isa.TileOp(km), isa.GMOp(kv.window(b, 0, col0, eq, vc)))
+			e.emit(isa.TLOAD, isa.TileOp(km), isa.GMOp(kv.window(b, 0, col0, eq, min(a.bc, s-col0))))
 			e.emit(isa.TMOV, isa.TileOp(kL0), isa.TileOp(km))
-			for h := 0; h < a.nv; h++ {
-				e.emit(isa.TMATMUL, isa.TileOp(sAcc[h]), isa.TileOp(qL0[h]), isa.TileOp(kL0))
-				e.emit(isa.TPUSH, scoresQueue(h, a.nv), isa.TileOp(sAcc[h]))
+			for c := 0; c < nc; c++ {
+				if !resident {
+					e.emit(isa.TMOV, isa.TileOp(qL0[c%2]), isa.TileOp(qMat[c]))
+				}
+				e.emit(isa.TMATMUL, isa.TileOp(sAcc[c%2]), isa.TileOp(qL0[c%2]), isa.TileOp(kL0))
+				e.emit(isa.TPUSH, scoresQueue(c%a.nv), isa.TileOp(sAcc[c%2]))
 			}
 		}
 		scores(0)
@@ -102,12 +109,13 @@ func emitAttentionCube(e *emitter, tg *TileGraph, op *TileOp, a attentionShape, 
 			vm := vMat[(step+kb)%2]
 			e.emit(isa.TLOAD, isa.TileOp(vm), isa.GMOp(vv.window(b, col0, 0, min(a.bc, s-col0), ev)))
 			e.emit(isa.TMOV, isa.TileOp(vL0), isa.TileOp(vm))
-			for h := 0; h < a.nv; h++ {
-				e.emit(isa.TPOP, isa.TileOp(pMat[h]), probsQueue(h, a.nv))
+			for c := 0; c < nc; c++ {
+				h := c % a.nv
+				e.emit(isa.TPOP, isa.TileOp(pMat[c%2]), probsQueue(h, a.nv))
 				e.emit(isa.TFREE, probsQueue(h, a.nv))
-				e.emit(isa.TMOV, isa.TileOp(pL0[h]), isa.TileOp(pMat[h]))
-				e.emit(isa.TMATMUL, isa.TileOp(oAcc[h]), isa.TileOp(pL0[h]), isa.TileOp(vL0))
-				e.emit(isa.TPUSH, productQueue(h, a.nv), isa.TileOp(oAcc[h]))
+				e.emit(isa.TMOV, isa.TileOp(pL0[c%2]), isa.TileOp(pMat[c%2]))
+				e.emit(isa.TMATMUL, isa.TileOp(oAcc[c%2]), isa.TileOp(pL0[c%2]), isa.TileOp(vL0))
+				e.emit(isa.TPUSH, productQueue(h, a.nv), isa.TileOp(oAcc[c%2]))
 			}
 		}
 		step += nk
@@ -118,13 +126,12 @@ func emitAttentionCube(e *emitter, tg *TileGraph, op *TileOp, a attentionShape, 
 type attentionVector struct {
 	e                          *emitter
 	a                          attentionShape
-	h                          int   // the vector core: its rows are h*hr.. of a tile
+	h                          int   // the vector core: it owns chunks h, h+nv, ...
 	s                          []int // scores / probabilities in fp32 (one or two copies)
-	p, o, pv, res              int
-	m                          [2]int // running max before and after the current block
-	mBlock, l, lBlock          int
-	alpha                      [2]int // the rescale factors of the last two blocks
-	maskRaw, maskI8, maskBits  int    // an explicit mask as loaded, as int8, as bits
+	p, pv, res                 int
+	chunks                     []chunkState
+	mBlock, lBlock             int
+	maskRaw, maskI8, maskBits  int // an explicit mask as loaded, as int8, as bits
 	maskF32                    int
 	scaleRaw, scale            int
 	blockMasks                 map[blockMask]int
@@ -132,6 +139,14 @@ type attentionVector struct {
 	scaleBy                    string
 	view                       flatView // the explicit mask over the scores' space
 	hasMask, boolMask, f32Mask bool
+}
+
+// chunkState is the online softmax of one chunk's rows: the running max before and
+// after the current key block (they alternate), the rescale factors of the last two
+// blocks, the running sum and the output accumulator.
+type chunkState struct {
+	m, alpha [2]int
+	l, o     int
 }
 
 func (v *attentionVector) emit(op isa.Opcode, mode isa.Mode, args ...any) {
@@ -162,20 +177,27 @@ func (v *attentionVector) column(name string) int {
 func emitAttentionVector(e *emitter, tg *TileGraph, op *TileOp, a attentionShape, tiles []int, h int) {
 	out := tg.Tensors[op.Output].Type.Shape
 	l, s, ev := op.Problem[1], op.Problem[2], op.Problem[4]
-	br := a.nv * a.hr
 	causal := op.Attrs.Bool("is_causal", false)
 	v := &attentionVector{e: e, a: a, h: h, blockMasks: map[blockMask]int{}, scaleBy: op.Attrs.Str("scale_by", "")}
 	v.scaleImm = core.AttentionScale(op.Attrs.Float("scale", 0), op.Problem[3])
-	for i := 0; i < op.Tile[2]; i++ {
+	for i := 0; i < op.Tile[3]; i++ {
 		v.s = append(v.s, e.tile(fmt.Sprintf("s_%d", i), isa.Vec, dtype.Float32, a.hr, a.bc))
 	}
 	v.p = e.tile("p", isa.Vec, a.dt, a.hr, a.bc)
-	v.o = e.tile("o", isa.Vec, dtype.Float32, a.hr, a.dv)
 	v.pv = e.tile("pv", isa.Vec, dtype.Float32, a.hr, a.dv)
 	v.res = e.tile("res", isa.Vec, a.dt, a.hr, a.dv)
-	v.m = [2]int{v.column("m_0"), v.column("m_1")}
-	v.alpha = [2]int{v.column("alpha_0"), v.column("alpha_1")}
-	v.mBlock, v.l, v.lBlock = v.column("m_block"), v.column("l"), v.column("l_block")
+	v.mBlock, v.lBlock = v.column("m_block"), v.column("l_block")
+	var own []int // the chunks of this vector core
+	for c := h; c < a.chunks(); c += a.nv {
+		own = append(own, c)
+		n := len(v.chunks)
+		v.chunks = append(v.chunks, chunkState{
+			m:     [2]int{v.column(fmt.Sprintf("m%d_0", n)), v.column(fmt.Sprintf("m%d_1", n))},
+			alpha: [2]int{v.column(fmt.Sprintf("alpha%d_0", n)), v.column(fmt.Sprintf("alpha%d_1", n))},
+			l:     v.column(fmt.Sprintf("l%d", n)),
+			o:     e.tile(fmt.Sprintf("o%d", n), isa.Vec, dtype.Float32, a.hr, a.dv),
+		})
+	}
 	if op.Attrs.Bool("mask", false) {
 		v.hasMask = true
 		mt := tg.Tensors[op.Inputs[3]].Type
@@ -206,9 +228,11 @@ func emitAttentionVector(e *emitter, tg *TileGraph, op *TileOp, a attentionShape
 	}
 	for _, t := range tiles {
 		_, qi := attentionTileOf(op, t)
-		for _, m := range unitMasks(op.Problem, a, causal, qi, h) {
-			if m.needed && v.blockMasks[m] == 0 {
-				v.blockMasks[m] = v.buildMask(m)
+		for _, c := range own {
+			for _, m := range chunkMasks(op.Problem, a, causal, qi, c) {
+				if m.needed && v.blockMasks[m] == 0 {
+					v.blockMasks[m] = v.buildMask(m)
+				}
 			}
 		}
 	}
@@ -216,23 +240,35 @@ func emitAttentionVector(e *emitter, tg *TileGraph, op *TileOp, a attentionShape
 	step := 0
 	for _, t := range tiles {
 		b, qi := attentionTileOf(op, t)
-		row0 := qi*br + h*a.hr
-		v.emit(isa.TEXPANDS, isa.ModeNone, v.m[0], math.Inf(-1))
-		v.emit(isa.TEXPANDS, isa.ModeNone, v.l, 0.0)
-		v.emit(isa.TEXPANDS, isa.ModeNone, v.o, 0.0)
-		masks := unitMasks(op.Problem, a, causal, qi, h)
-		for kb, m := range masks {
-			v.block(step, kb, b, row0, m, l, s)
-			if kb > 0 {
-				v.absorb(kb - 1)
-			}
-			step++
+		masks := make([][]blockMask, len(own))
+		for i, c := range own {
+			cs := v.chunks[i]
+			v.emit(isa.TEXPANDS, isa.ModeNone, cs.m[0], math.Inf(-1))
+			v.emit(isa.TEXPANDS, isa.ModeNone, cs.l, 0.0)
+			v.emit(isa.TEXPANDS, isa.ModeNone, cs.o, 0.0)
+			masks[i] = chunkMasks(op.Problem, a, causal, qi, c)
 		}
-		v.absorb(len(masks) - 1)
-		v.emit(isa.TROWEXPANDDIV, isa.ModeNone, v.o, v.o, v.l)
-		v.emit(isa.TCVT, isa.ModeNone, v.res, v.o)
-		if rows := min(a.hr, l-row0); rows > 0 {
-			v.emit(isa.TSTORE, isa.ModeNone, isa.GMOp(ov.window(b, row0, 0, rows, ev)), v.res)
+		nk := len(masks[0])
+		for kb := 0; kb < nk; kb++ {
+			for i, c := range own {
+				v.block(step, kb, b, qi*a.rows()+c*a.hr, masks[i][kb], v.chunks[i], l)
+				step++
+			}
+			if kb > 0 {
+				for _, cs := range v.chunks {
+					v.absorb(kb-1, cs)
+				}
+			}
+		}
+		for i, c := range own {
+			cs := v.chunks[i]
+			v.absorb(nk-1, cs)
+			v.emit(isa.TROWEXPANDDIV, isa.ModeNone, cs.o, cs.o, cs.l)
+			v.emit(isa.TCVT, isa.ModeNone, v.res, cs.o)
+			row0 := qi*a.rows() + c*a.hr
+			if rows := min(a.hr, l-row0); rows > 0 {
+				v.emit(isa.TSTORE, isa.ModeNone, isa.GMOp(ov.window(b, row0, 0, rows, ev)), v.res)
+			}
 		}
 	}
 }
@@ -261,13 +297,14 @@ func (v *attentionVector) buildMask(m blockMask) int {
 	return bits
 }
 
-// block is the online-softmax step of key block kb: pop the scores, scale and mask
-// them, update the max and the sum, and push the probabilities.
-func (v *attentionVector) block(step, kb, b, row0 int, m blockMask, l, s int) {
+// block is the online-softmax step of key block kb for one chunk (rows from row0):
+// pop the scores, scale and mask them, update the max and the sum, and push the
+// probabilities.
+func (v *attentionVector) block(step, kb, b, row0 int, m blockMask, cs chunkState, l int) {
 	a := v.a
 	st := v.s[step%len(v.s)]
-	v.emit(isa.TPOP, isa.ModeNone, st, scoresQueue(v.h, a.nv))
-	v.emit(isa.TFREE, isa.ModeNone, scoresQueue(v.h, a.nv))
+	v.emit(isa.TPOP, isa.ModeNone, st, scoresQueue(v.h))
+	v.emit(isa.TFREE, isa.ModeNone, scoresQueue(v.h))
 	switch v.scaleBy {
 	case "":
 		v.emit(isa.TMULS, isa.ModeNone, st, st, v.scaleImm)
@@ -293,30 +330,30 @@ func (v *attentionVector) block(step, kb, b, row0 int, m blockMask, l, s int) {
 	if m.needed {
 		v.emit(isa.TSELS, isa.ModeNone, st, v.blockMasks[m], st, math.Inf(-1))
 	}
-	old, cur := v.m[kb%2], v.m[(kb+1)%2]
+	old, cur := cs.m[kb%2], cs.m[(kb+1)%2]
 	v.emit(isa.TROWMAX, isa.ModeNone, v.mBlock, st)
 	v.emit(isa.TMAX, isa.ModeNone, cur, old, v.mBlock)
 	// A row with every score so far masked keeps a finite max, so that exp gives 0
 	// rather than NaN; a row masked everywhere ends 0/0, NaN, as the reference.
 	v.emit(isa.TMAXS, isa.ModeNone, cur, cur, -math.MaxFloat32)
-	alpha := v.alpha[kb%2]
+	alpha := cs.alpha[kb%2]
 	v.emit(isa.TSUB, isa.ModeNone, alpha, old, cur)
 	v.emit(isa.TEXP, isa.ModeNone, alpha, alpha)
 	v.emit(isa.TROWEXPANDEXPDIF, isa.ModeNone, st, st, cur)
 	v.emit(isa.TROWSUM, isa.ModeNone, v.lBlock, st)
-	v.emit(isa.TMUL, isa.ModeNone, v.l, v.l, alpha)
-	v.emit(isa.TADD, isa.ModeNone, v.l, v.l, v.lBlock)
+	v.emit(isa.TMUL, isa.ModeNone, cs.l, cs.l, alpha)
+	v.emit(isa.TADD, isa.ModeNone, cs.l, cs.l, v.lBlock)
 	v.emit(isa.TCVT, isa.ModeNone, v.p, st)
 	v.emit(isa.TPUSH, isa.ModeNone, probsQueue(v.h, a.nv), v.p)
 }
 
-// absorb folds block kb's product into the accumulator: O = O*alpha + P V.
-func (v *attentionVector) absorb(kb int) {
+// absorb folds a chunk's product of key block kb into its accumulator: O = O*alpha + P V.
+func (v *attentionVector) absorb(kb int, cs chunkState) {
 	q := productQueue(v.h, v.a.nv)
 	v.emit(isa.TPOP, isa.ModeNone, v.pv, q)
 	v.emit(isa.TFREE, isa.ModeNone, q)
-	v.emit(isa.TROWEXPANDMUL, isa.ModeNone, v.o, v.o, v.alpha[kb%2])
-	v.emit(isa.TADD, isa.ModeNone, v.o, v.o, v.pv)
+	v.emit(isa.TROWEXPANDMUL, isa.ModeNone, cs.o, cs.o, cs.alpha[kb%2])
+	v.emit(isa.TADD, isa.ModeNone, cs.o, cs.o, v.pv)
 }
 
 func init() {

@@ -232,7 +232,7 @@ var tilingDims = map[TileKind][3]string{
 	TileScan:           {"[outer,a,inner]", "[1,tc]", "[outer/tc,1] or [outer,inner/tc]"},
 	TileSort:           {"[rows,n,l]", "[tr,l]", "[rows/tr,1]"},
 	TileRows:           {"[rows,C]", "[tr,tc]", "[rows/tr,1]"},
-	TileAttention:      {"[batch,l,s,e,ev]", "[br,bc,copies]", "[batch,l/br,1]"},
+	TileAttention:      {"[batch,l,s,e,ev]", "[br,hr,bc,copies]", "[batch,l/br,1]"},
 }
 
 // tilingLen is the count of numbers dims names ("[a,b] or [c,d]": the alternatives

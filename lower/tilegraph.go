@@ -69,8 +69,9 @@ const (
 	// tiles of tr whole rows, each computed on chip from one load of its rows.
 	TileRows
 	// TileAttention is a fused attention (flash_attention), a mixed task: problem
-	// [batch, l, s, e, ev], tiles of br query rows of one batch index, each a loop over
-	// key blocks of bc, with copies UB buffers of scores (see codegen_attention.go).
+	// [batch, l, s, e, ev], tiles of br query rows of one batch index in chunks of hr,
+	// each a loop over key blocks of bc, with copies UB buffers of scores (see
+	// codegen_attention.go).
 	TileAttention
 )
 
@@ -208,7 +209,7 @@ func tileGrid(kind TileKind, problem, tile []int) []int {
 		return []int{problem[0], ceilDiv(problem[1], tile[0]), ceilDiv(problem[2], tile[1]), kChunks(problem[3], tile[4])}
 	case TileSort, TileRows: // problem [rows, n, l] or [rows, C], tile [tr, l] or [tr, tc]
 		return []int{ceilDiv(problem[0], tile[0]), 1}
-	case TileAttention: // problem [batch, l, s, e, ev], tile [br, bc, copies]
+	case TileAttention: // problem [batch, l, s, e, ev], tile [br, hr, bc, copies]
 		return []int{problem[0], ceilDiv(problem[1], tile[0]), 1}
 	case TileScan: // problem [outer, a, inner], tile [1, tc]
 		if problem[2] == 1 {

@@ -2,6 +2,7 @@ package lower
 
 import (
 	"fmt"
+	"sort"
 
 	"pypto/core"
 	"pypto/device"
@@ -16,26 +17,30 @@ func attentionProblem(q, k, out core.TensorType) []int {
 	return []int{out.Shape[:n-2].NumElements(), q.Shape[len(q.Shape)-2], k.Shape[len(k.Shape)-2], q.Shape[len(q.Shape)-1], out.Shape[n-1]}
 }
 
-// attentionShape is what sizes the buffers of an attention kernel: the rows each
-// vector core owns (hr; a tile of br = nv*hr query rows is split between the nv vector
-// cores of an AI core), the keys per step (bc), the padded head dims and the dtypes.
+// attentionShape is what sizes the buffers of an attention kernel. A tile of br query
+// rows is cut into nc = nv*cpv chunks of hr rows; chunk c belongs to vector core c % nv
+// (each of the nv vector cores of the AI core owns cpv chunks). Keys go by blocks of
+// bc; dp and dv are the head dims padded to the cube's fractal.
 type attentionShape struct {
-	nv, hr, bc, dp, dv int
-	dt                 dtype.DType
-	mask               dtype.DType // dtype.Invalid without a mask
-	scaleIn            dtype.DType // the 0-d scale input's dtype, or dtype.Invalid
-	masks              int         // distinct causal / edge masks a vector core keeps
+	nv, cpv, hr, bc, dp, dv int
+	dt                      dtype.DType
+	mask                    dtype.DType // dtype.Invalid without a mask
+	scaleIn                 dtype.DType // the 0-d scale input's dtype, or dtype.Invalid
+	masks                   int         // distinct causal / edge masks a vector core keeps
 }
+
+func (a attentionShape) chunks() int { return a.nv * a.cpv }
+func (a attentionShape) rows() int   { return a.chunks() * a.hr }
 
 // Mask tiles hold one bit per score; a row of them is a whole 32-byte block.
 func (a attentionShape) maskCols() int { return max(32, roundUp(ceilDiv(a.bc, 8), 32)) }
 
 // ub is the UB one vector core uses: the scores (two copies when double), the
-// probabilities, the output accumulator, the popped product, the result, seven
-// statistics columns, the masks and what loading an explicit mask or scale needs.
+// probabilities, an output accumulator and seven statistics columns per chunk, the
+// popped product, the result, the masks and what an explicit mask or scale needs.
 func (a attentionShape) ub(double bool) int {
 	s := a.hr * a.bc * 4
-	n := s + a.hr*a.bc*a.dt.Size() + 2*a.hr*a.dv*4 + a.hr*a.dv*a.dt.Size() + 7*a.hr*4 + a.masks*a.hr*a.maskCols()
+	n := s + a.hr*a.bc*a.dt.Size() + (a.cpv+1)*a.hr*a.dv*4 + a.hr*a.dv*a.dt.Size() + (7*a.cpv)*a.hr*4 + a.masks*a.hr*a.maskCols()
 	if double {
 		n += s
 	}
@@ -54,23 +59,26 @@ func (a attentionShape) ub(double bool) int {
 	return n
 }
 
-// fits checks the cube's buffers (Q halves resident in L1 and L0A, K^T and V double
-// buffered in L1, the probabilities' halves, the score and product accumulators) and
-// the vector cores' UB.
+// fits checks the cube's buffers (Q resident in L1 and, by two chunks, in L0A; K^T and
+// V double buffered in L1 and single in L0B; two P chunks in L1 and L0A; two score and
+// two product accumulators in L0C) and the vector cores' UB.
 func (a attentionShape) fits(chip *device.Chip) bool {
-	sz, br := a.dt.Size(), a.nv*a.hr
-	l1 := br*a.dp*sz + 2*a.dp*a.bc*sz + 2*a.bc*a.dv*sz + br*a.bc*sz
+	sz := a.dt.Size()
+	l1 := a.rows()*a.dp*sz + 2*a.dp*a.bc*sz + 2*a.bc*a.dv*sz + 2*a.hr*a.bc*sz
 	return l1 <= chip.Capacity(isa.Mat) &&
-		br*(a.dp+a.bc)*sz <= chip.Capacity(isa.Left) &&
+		2*a.hr*(a.dp+a.bc)*sz <= chip.Capacity(isa.Left) &&
 		a.bc*(a.dp+a.dv)*sz <= chip.Capacity(isa.Right) &&
-		br*(a.bc+a.dv)*4 <= chip.Capacity(isa.Acc) &&
+		2*a.hr*(a.bc+a.dv)*4 <= chip.Capacity(isa.Acc) &&
 		a.ub(false) <= chip.Capacity(isa.Vec)
 }
 
-// attentionTile picks [br, bc, copies]: 64 query rows per vector core and 128 keys per
-// step (the cube's work per step then matches what the queues carry), halving the keys
-// and then the rows until every buffer fits; the scores get two UB copies (the next
-// block's pop overlaps this block's softmax) when they fit.
+// attentionTile picks [br, hr, bc, copies]. It starts from chunks of 64 rows, two per
+// vector core, and 128 keys per step: the cube's loads of K and V per step are shared
+// by more rows the taller the tile, and its two products per chunk and key block then
+// take about as long as moving the chunk's scores and probabilities through the
+// queues. It halves the keys, then the chunks per vector core, then the rows until
+// every buffer fits, and gives the scores two UB copies (the next block's pop overlaps
+// this block's softmax) when they fit.
 func attentionTile(chip *device.Chip, op *TileOp, tensors []GMTensor) ([]int, string, error) {
 	a := newAttentionShape(chip.VectorCores/chip.CubeCores, op, tensors)
 	if a.nv < 1 || 3*a.nv > isa.NumQueues {
@@ -79,6 +87,7 @@ func attentionTile(chip *device.Chip, op *TileOp, tensors []GMTensor) ([]int, st
 	p := attentionProblem(tensors[op.Inputs[0]].Type, tensors[op.Inputs[1]].Type, tensors[op.Output].Type)
 	causal := op.Attrs.Bool("is_causal", false)
 	a.hr = min(64, roundUp(ceilDiv(max(p[1], 1), a.nv), cubeAlign))
+	a.cpv = min(2, ceilDiv(max(p[1], 1), a.nv*a.hr))
 	a.bc = min(128, roundUp(max(p[2], 1), 32))
 	for {
 		a.masks = maxMasks(p, a, causal)
@@ -88,6 +97,8 @@ func attentionTile(chip *device.Chip, op *TileOp, tensors []GMTensor) ([]int, st
 		switch {
 		case a.bc > 32:
 			a.bc = roundUp(a.bc/2, 32)
+		case a.cpv > 1:
+			a.cpv--
 		case a.hr > cubeAlign:
 			a.hr = roundUp(a.hr/2, cubeAlign)
 		default:
@@ -98,14 +109,15 @@ func attentionTile(chip *device.Chip, op *TileOp, tensors []GMTensor) ([]int, st
 	if a.ub(true) <= chip.Capacity(isa.Vec) {
 		copies = 2
 	}
-	return []int{a.nv * a.hr, a.bc, copies}, fmt.Sprintf("%d query rows per vector core (%d per tile), %d keys per step, shrunk from [64, 128] until the cube's and the vector cores' buffers of %s fit; %d UB copies of the scores",
-		a.hr, a.nv*a.hr, a.bc, chip.Name, copies), nil
+	return []int{a.rows(), a.hr, a.bc, copies}, fmt.Sprintf("%d query rows per tile in %d chunks of %d (%d per vector core), %d keys per step, shrunk from 64-row chunks, 2 per vector core, and 128 keys until the buffers of %s fit; %d UB copies of the scores",
+		a.rows(), a.chunks(), a.hr, a.cpv, a.bc, chip.Name, copies), nil
 }
 
 // tiledAttentionShape is the shape of a tiled op's kernel for nv vector cores per block.
 func tiledAttentionShape(nv int, op *TileOp, tensors []GMTensor) attentionShape {
 	a := newAttentionShape(nv, op, tensors)
-	a.hr, a.bc = op.Tile[0]/nv, op.Tile[1]
+	a.hr, a.bc = op.Tile[1], op.Tile[2]
+	a.cpv = op.Tile[0] / (nv * a.hr)
 	a.masks = maxMasks(op.Problem, a, op.Attrs.Bool("is_causal", false))
 	return a
 }
@@ -128,12 +140,14 @@ func newAttentionShape(nv int, op *TileOp, tensors []GMTensor) attentionShape {
 // maxMasks is the most distinct masks any vector core needs over every tile.
 func maxMasks(p []int, a attentionShape, causal bool) int {
 	most := 0
-	for h := 0; h < a.nv; h++ {
+	for v := 0; v < a.nv; v++ {
 		seen := map[blockMask]bool{}
-		for qi := 0; qi < ceilDiv(p[1], a.nv*a.hr); qi++ {
-			for _, m := range unitMasks(p, a, causal, qi, h) {
-				if m.needed {
-					seen[m] = true
+		for qi := 0; qi < ceilDiv(p[1], a.rows()); qi++ {
+			for c := v; c < a.chunks(); c += a.nv {
+				for _, m := range chunkMasks(p, a, causal, qi, c) {
+					if m.needed {
+						seen[m] = true
+					}
 				}
 			}
 		}
@@ -142,24 +156,23 @@ func maxMasks(p []int, a attentionShape, causal bool) int {
 	return most
 }
 
-// blockMask says which scores of one key block a vector core keeps: keys below vc,
-// and with causal those with col - row <= d (TTRI's rule, in the block's own rows and
-// columns). needed is false when it keeps them all.
+// blockMask says which scores of one key block a chunk keeps: keys below vc, and with
+// causal those with col - row <= d (TTRI's rule, in the block's own rows and columns).
+// needed is false when it keeps them all.
 type blockMask struct {
 	needed, causal bool
 	d, vc          int
 }
 
-// unitMasks gives, for the tile of query block qi, the key blocks vector core h
-// visits and the mask of each: all blocks, or with causal those not wholly above the
-// tile's last row.
-func unitMasks(p []int, a attentionShape, causal bool, qi, h int) []blockMask {
+// chunkMasks gives, for chunk c of the tile of query block qi, the mask of every key
+// block the tile visits: all of them, or with causal those not wholly above the tile's
+// last row.
+func chunkMasks(p []int, a attentionShape, causal bool, qi, c int) []blockMask {
 	l, s := p[1], p[2]
-	br := a.nv * a.hr
-	row0 := qi*br + h*a.hr
+	row0 := qi*a.rows() + c*a.hr
 	nk := ceilDiv(s, a.bc)
 	if causal {
-		last := min(l, (qi+1)*br) - 1
+		last := min(l, (qi+1)*a.rows()) - 1
 		nk = min(nk, last/a.bc+1)
 	}
 	out := make([]blockMask, nk)
@@ -173,4 +186,40 @@ func unitMasks(p []int, a attentionShape, causal bool, qi, h int) []blockMask {
 		out[kb] = m
 	}
 	return out
+}
+
+// attentionBlocks deals the tiles to nb blocks by cost, longest first, each to the
+// least loaded block (causal tiles near the top of the sequence visit few key
+// blocks, those at the bottom many, so a round-robin would give some cores all the
+// long ones); each block runs its tiles in index order.
+func attentionBlocks(op *TileOp, nb int) [][]int {
+	nq := op.Grid[1]
+	cost := func(t int) int {
+		if !op.Attrs.Bool("is_causal", false) {
+			return 1
+		}
+		last := min(op.Problem[1], (t%nq+1)*op.Tile[0]) - 1
+		return min(ceilDiv(op.Problem[2], op.Tile[2]), last/op.Tile[2]+1) + 1 // + 1: loading Q, storing O
+	}
+	order := make([]int, op.NumTiles())
+	for t := range order {
+		order[t] = t
+	}
+	sort.SliceStable(order, func(i, j int) bool { return cost(order[i]) > cost(order[j]) })
+	load := make([]int, nb)
+	blocks := make([][]int, nb)
+	for _, t := range order {
+		b := 0
+		for i := range load {
+			if load[i] < load[b] {
+				b = i
+			}
+		}
+		load[b] += cost(t)
+		blocks[b] = append(blocks[b], t)
+	}
+	for _, b := range blocks {
+		sort.Ints(b)
+	}
+	return blocks
 }
