@@ -104,6 +104,9 @@ func estimateMatmul(chip *device.Chip, p matmulProblem, t matmulTiling) matmulEs
 	gm, gn, gk := ceilDiv(p.m, t.tm), ceilDiv(p.n, t.tn), kChunks(p.k, t.kc)
 	tiles := p.batch * gm * gn * gk
 	cores := chip.Cores(isa.Cube)
+	if tiles == 0 {
+		return matmulEstimate{bound: "no"} // an empty result: no task runs
+	}
 	perCore := ceilDiv(tiles, min(tiles, cores))
 
 	startup := func(pipe isa.Pipe) float64 { return float64(chip.PipeStartup[pipe]) }
