@@ -2,14 +2,24 @@ package core
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 )
+
+// commutative ops give the same bytes with their two operands swapped (IEEE + and * are
+// commutative, NaN and signed zeros included; maximum and minimum give NaN for a NaN
+// either side and +0 above -0 either way), so CSE keys them by their sorted operands.
+var commutative = map[string]bool{
+	"add": true, "mul": true, "maximum": true, "minimum": true, "equal": true, "not_equal": true,
+	"logical_and": true, "logical_or": true, "logical_xor": true,
+}
 
 // EliminateCommonSubexpressions returns g with every node that repeats an earlier one
 // (the same op on the same inputs with the same attributes, defaults included) replaced
 // by the earlier one, and the repeats removed. Every op is a pure function of its
 // inputs and attributes, so the values are the same; the kept node's location is the
-// first occurrence's, where an error would first have been raised. Params are never
+// first occurrence's, where an error would first have been raised. Operands of
+// commutative ops are compared in either order. Params are never
 // merged: each is its own input.
 func EliminateCommonSubexpressions(g *Graph) *Graph {
 	same := make([]Value, len(g.Nodes)) // each value's representative, an earlier or equal value
@@ -23,8 +33,15 @@ func EliminateCommonSubexpressions(g *Graph) *Graph {
 		}
 		key.Reset()
 		fmt.Fprintf(&key, "%s(", n.Op)
-		for _, in := range n.Inputs {
-			fmt.Fprintf(&key, "%d,", same[in])
+		ins := make([]Value, len(n.Inputs))
+		for k, in := range n.Inputs {
+			ins[k] = same[in]
+		}
+		if commutative[n.Op] {
+			slices.Sort(ins)
+		}
+		for _, in := range ins {
+			fmt.Fprintf(&key, "%d,", in)
 		}
 		fmt.Fprintf(&key, ")%s:%s", printedAttrs(n), n.Type)
 		if first, ok := seen[key.String()]; ok {

@@ -41,9 +41,10 @@ func sameBits(t *testing.T, want, got []*Array) {
 func interpretWithSpecials(t *testing.T, g *Graph) []*Array {
 	t.Helper()
 	var ins []*Array
-	for _, p := range g.Params {
+	for k, p := range g.Params {
 		a := NewArray(g.Type(p))
-		copy(a.Data, specialValues(a.Type.DType, len(a.Data)))
+		vals := specialValues(a.Type.DType, len(a.Data)+5*k)
+		copy(a.Data, vals[5*k:]) // each param pairs other specials with the others'
 		ins = append(ins, a)
 	}
 	out, err := Interpret(g, ins)
@@ -170,6 +171,17 @@ func TestGraphOptimisationsAreExact(t *testing.T) {
   %7 = mul(%5, %6) : f32[13]
   return %7, %4
 }`, 4},
+		{"cse swaps the operands of commutative ops only", `graph g(%x: f32[13], %y: f32[13]) {
+  %2 = mul(%x, %y) : f32[13]
+  %3 = mul(%y, %x) : f32[13]
+  %4 = maximum(%x, %y) : f32[13]
+  %5 = maximum(%y, %x) : f32[13]
+  %6 = sub(%x, %y) : f32[13]
+  %7 = sub(%y, %x) : f32[13]
+  %8 = less(%x, %y) : bool[13]
+  %9 = less(%y, %x) : bool[13]
+  return %2, %3, %4, %5, %6, %7, %8, %9
+}`, 6},
 		{"cse tells -0.0 from 0.0", `graph g(%x: f32[13]) {
   %1 = full() {dtype="float32", shape=[], value=0.0} : f32[]
   %2 = full() {dtype="float32", shape=[], value=-0.0} : f32[]
