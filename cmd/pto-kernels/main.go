@@ -12,8 +12,14 @@ import (
 	"fmt"
 	"os"
 	"regexp"
+	"runtime/pprof"
 
 	"pypto/device"
+)
+
+var (
+	verbose     bool // report progress on stderr (-v)
+	compileOnly bool // skip the runs (-compile-only)
 )
 
 // row is one case's figures; the keys are bench/kernels.py's.
@@ -35,7 +41,20 @@ func main() {
 	asJSON := flag.Bool("json", false, "print a JSON list, one object per case")
 	chipName := flag.String("chip", "a2", "chip preset")
 	only := flag.String("case", "", "run only the cases whose name matches this regular expression")
+	profile := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
+	flag.BoolVar(&verbose, "v", false, "report each step on stderr")
+	flag.BoolVar(&compileOnly, "compile-only", false, "compile the cases without running them (for profiling the compiler)")
 	flag.Parse()
+	if *profile != "" {
+		f, err := os.Create(*profile)
+		if err != nil {
+			fail(err)
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			fail(err)
+		}
+		defer pprof.StopCPUProfile()
+	}
 	chip, err := device.Preset(*chipName)
 	if err != nil {
 		fail(err)
@@ -54,9 +73,6 @@ func main() {
 			fail(fmt.Errorf("%s: %v", c.name, err))
 		}
 		rows = append(rows, r)
-		if !*asJSON {
-			fmt.Fprintf(os.Stderr, "%s done\n", c.name)
-		}
 	}
 	if *asJSON {
 		out, _ := json.MarshalIndent(rows, "", "  ")
@@ -71,6 +87,7 @@ func main() {
 }
 
 func fail(err error) {
+	pprof.StopCPUProfile()
 	fmt.Fprintln(os.Stderr, "pto-kernels:", err)
 	os.Exit(1)
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"os"
 	"time"
 
 	"pypto/core"
@@ -28,12 +29,18 @@ func measure(chip *device.Chip, c benchCase) (r row, err error) {
 		return r, err
 	}
 	r = row{Case: c.name, CompileMs: ms(time.Since(start))}
+	if verbose {
+		fmt.Fprintf(os.Stderr, "%s: compiled in %.1f ms, %d tasks\n", c.name, r.CompileMs, len(exe.Exec().Tasks))
+	}
 	if c.cached {
 		if r.CachedCompileMs, err = cachedCompile(chip, g); err != nil {
 			return r, err
 		}
 	}
 
+	if compileOnly {
+		return r, nil
+	}
 	inputs := make([][]byte, len(g.Params))
 	for i, p := range g.Params {
 		inputs[i] = make([]byte, g.Type(p).Bytes())
