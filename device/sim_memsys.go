@@ -105,23 +105,44 @@ func (m *memSystem) load(base int, o Operand, now int64) int64 {
 	if missB > 0 {
 		// The cores with a missing load in flight share HBM equally from now on
 		// (loads already running keep the rate they started with).
-		live := m.missEnds[:0]
-		for _, e := range m.missEnds {
-			if e > now {
-				live = append(live, e)
-			}
-		}
-		m.missEnds = live
-		share := min(c.L2ReadBytesPerCycle, max(1, c.HBMBytesPerCycle/(len(live)+1)))
+		share := min(c.L2ReadBytesPerCycle, max(1, c.HBMBytesPerCycle/(m.liveMisses(now)+1)))
 		d = int64(c.L2MissCycles) + ceilDiv(hitB, c.L2ReadBytesPerCycle) + ceilDiv(missB, share)
 		m.missEnds = append(m.missEnds, now+d)
 	}
 	return max(1, d)
 }
 
-// store writes the lines of view o into L2 (write-allocate).
-func (m *memSystem) store(base int, o Operand) {
-	m.window(base, o, func(l, _ int) { m.touch(l) })
+// store writes the lines of view o into L2 (write-allocate) and returns the time a
+// store that the chip's formula gives d takes when it starts at task time now. The
+// L2 is write-through to HBM: written bytes leave at this core's share of the HBM
+// bandwidth, shared with the loads that miss, so a task cannot move more bytes than
+// HBM carries (a task starts with a cold L2, so its outputs count once each way).
+func (m *memSystem) store(base int, o Operand, now, d int64) int64 {
+	var bytes int64
+	m.window(base, o, func(l, n int) {
+		m.touch(l)
+		bytes += int64(n)
+	})
+	if bytes == 0 {
+		return d
+	}
+	c := m.chip
+	share := min(c.L2WriteBytesPerCycle, max(1, c.HBMBytesPerCycle/(m.liveMisses(now)+1)))
+	d = max(d, ceilDiv(bytes, share))
+	m.missEnds = append(m.missEnds, now+d)
+	return d
+}
+
+// liveMisses drops the HBM transfers that ended before now and counts the others.
+func (m *memSystem) liveMisses(now int64) int {
+	live := m.missEnds[:0]
+	for _, e := range m.missEnds {
+		if e > now {
+			live = append(live, e)
+		}
+	}
+	m.missEnds = live
+	return len(live)
 }
 
 // duration is the time instruction in takes when it starts at task time now: the
@@ -145,8 +166,7 @@ func (m *memSystem) duration(r *blockRun, in *Instr, now int64) int64 {
 	if in.Op == isa.TLOAD {
 		return m.load(base, o, now)
 	}
-	m.store(base, o)
-	return d
+	return m.store(base, o, now, d)
 }
 
 // setOf is the L2 set of line l: a multiplicative hash of the line number, as real
