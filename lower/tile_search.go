@@ -164,7 +164,13 @@ func estimateMatmul(chip *device.Chip, p matmulProblem, t matmulTiling) matmulEs
 	fill := 2*latency + rows*float64(min(t.stageK(), kc))*size*perByte + extract // the first stage, not overlapped
 	core := fill + float64(perCore)*(busiest+store)
 	if chip.L2Bytes > 0 {
-		core = max(core, coldBytes/float64(chip.HBMBytesPerCycle)) // all of it comes through HBM
+		// All of it crosses HBM: the cold reads and, the L2 being write-through, the
+		// stored tiles (fp32 partials when K is split).
+		written := float64(p.batch*p.m*p.n) * float64(p.out.Size())
+		if gk > 1 {
+			written = float64(p.batch*p.m*p.n*gk) * acc
+		}
+		core = max(core, (coldBytes+written)/float64(chip.HBMBytesPerCycle))
 	}
 	e.total = float64(chip.LaunchCycles) + core
 	e.cubeCycles = float64(tiles*blocks) * matmul
@@ -184,8 +190,12 @@ func estimateSplitKSum(chip *device.Chip, p matmulProblem, gk int) float64 {
 	if chip.L2Bytes > 0 {
 		rate = min(float64(chip.L2ReadBytesPerCycle), float64(chip.HBMBytesPerCycle)/float64(chip.VectorCores))
 	}
+	outRate := float64(chip.UBToGMBytesPerCycle)
+	if chip.L2Bytes > 0 { // the result is written through to HBM, shared by all vector cores
+		outRate = min(outRate, float64(chip.HBMBytesPerCycle)/float64(chip.VectorCores))
+	}
 	in := elems * 4 * float64(gk) / rate
-	out := elems * float64(p.out.Size()) / float64(chip.UBToGMBytesPerCycle)
+	out := elems * float64(p.out.Size()) / outRate
 	return float64(chip.LaunchCycles) + (in+out)/float64(chip.VectorCores) + float64(chip.PipeStartup[isa.PipeMTE2])
 }
 
