@@ -57,8 +57,8 @@ func (g *BlockGraph) Verify(cores func(isa.CoreKind) int) error {
 }
 
 // buildBlockGraph deals each op's tiles over as many blocks as the chip has cores of
-// the op's kind, so block sizes differ by at most one tile: matmul tiles in compact
-// 2-D regions of the output grid (matmulBlocks), the others round-robin.
+// the op's kind: matmul tiles, fused or not, in compact 2-D regions of the output grid
+// (matmulBlocks), attention tiles by cost (attentionBlocks), the others round-robin.
 func buildBlockGraph(tg *TileGraph, cores func(isa.CoreKind) int) *BlockGraph {
 	bg := &BlockGraph{Tiles: tg}
 	for i, op := range tg.Ops {
@@ -66,7 +66,7 @@ func buildBlockGraph(tg *TileGraph, cores func(isa.CoreKind) int) *BlockGraph {
 		nb := min(n, cores(op.Core))
 		k := &Kernel{Op: i, Core: op.Core}
 		switch op.Kind {
-		case TileMatmul:
+		case TileMatmul, TileMatmulEpilogue:
 			k.Blocks = matmulBlocks(op, nb)
 		case TileAttention:
 			k.Blocks = attentionBlocks(op, nb)
