@@ -2,6 +2,7 @@ package lower
 
 import (
 	"fmt"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -172,6 +173,25 @@ func TestMatmulSearchIsCached(t *testing.T) {
 	matmulSearches.Lock()
 	assert.Equal(t, runs+1, matmulSearches.runs, "an edited chip is another chip")
 	matmulSearches.Unlock()
+}
+
+// Compilations on several threads may search the same signature at once; they agree.
+func TestMatmulSearchFromManyThreads(t *testing.T) {
+	chip := preset(t, "tiny")
+	p := matmulProblem{dt: dtype.Float16, out: dtype.Float16, batch: 3, m: 77, n: 99, k: 1234, aMatrices: 3, bMatrix: 1}
+	var wg sync.WaitGroup
+	got := make([]string, 4)
+	for i := range got {
+		wg.Go(func() {
+			tl, reason, err := chooseMatmulTiling(chip, p, false, nil)
+			assert.NoError(t, err)
+			got[i] = fmt.Sprint(tl.tile(), reason)
+		})
+	}
+	wg.Wait()
+	for _, g := range got[1:] {
+		assert.Equal(t, got[0], g)
+	}
 }
 
 // The timing model the search ranks tilings by predicts the simulator's time of the

@@ -238,15 +238,20 @@ func chooseMatmulTiling(chip *device.Chip, p matmulProblem, fixed bool, user *ma
 	}
 	key := fmt.Sprintf("%+v|%+v", *chip, p)
 	matmulSearches.Lock()
-	defer matmulSearches.Unlock()
-	if c, ok := matmulSearches.done[key]; ok {
+	c, ok := matmulSearches.done[key]
+	matmulSearches.Unlock()
+	if ok {
 		return c.tiling, c.reason, nil
 	}
-	matmulSearches.runs++
+	// Search unlocked, so that compilations on other threads do not wait; two that
+	// search the same signature at once find the same answer.
 	c, err := searchMatmulTiling(chip, p)
 	if err != nil {
 		return matmulTiling{}, "", err
 	}
+	matmulSearches.Lock()
+	defer matmulSearches.Unlock()
+	matmulSearches.runs++
 	if len(matmulSearches.done) >= maxCachedSearches {
 		clear(matmulSearches.done) // a process specialising endless shapes stays bounded
 	}
