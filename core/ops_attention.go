@@ -93,15 +93,20 @@ func evalAttention(in []*Array, attrs Attrs, out *Array) {
 	s := k.Type.Shape[len(k.Type.Shape)-2]
 	scale := AttentionScale(attrs.Float("scale", 0), e)
 	var mask *Array
-	hasMask := len(in) == 4 || attrs.Bool("mask", false)
-	if hasMask {
+	if len(in) == 4 || attrs.Bool("mask", false) {
 		mask = in[3]
 	}
-	switch attrs.Str("scale_by", "") {
-	case "mul":
-		scale = in[len(in)-1].Data[0]
-	case "div":
-		scale = 1 / in[len(in)-1].Data[0]
+	fill := attrs.Float("fill", math.Inf(-1))
+	if _, f, s, _ := FlashAttentionInputs(attrs); f >= 0 || s >= 0 {
+		if f >= 0 {
+			fill = in[f].Data[0]
+		}
+		switch attrs.Str("scale_by", "") {
+		case "mul":
+			scale = in[s].Data[0]
+		case "div":
+			scale = 1 / in[s].Data[0]
+		}
 	}
 	causal := attrs.Bool("is_causal", false)
 	iq := newBroadcastIndex(q.Type.Shape[:len(q.Type.Shape)-2], batch)
@@ -127,7 +132,7 @@ func evalAttention(in []*Array, attrs Attrs, out *Array) {
 					mv := mask.Data[im.at((b*l+i)*s+j)]
 					if mask.Type.DType == dtype.Bool {
 						if mv == 0 {
-							x = math.Inf(-1)
+							x = fill
 						}
 					} else {
 						x += mv

@@ -1,42 +1,58 @@
 package core
 
+import "math"
+
 // flash_attention is scaled_dot_product_attention as the compiler's fused kernel sees
-// it (lower/fuse_attention.go): the "mask" attribute says whether input 3 is a mask,
-// and "scale_by" whether the last input is a 0-d tensor the scores are multiplied
-// ("mul") or divided ("div") by instead of the constant "scale" (a Python scalar in a
-// hand-written chain is such a tensor). Its reference is evalAttention's.
+// it (lower/fuse_attention.go). Its inputs are q, k, v, then as its attributes say:
+// the mask ("mask"), a 0-d tensor holding what a bool mask puts at the scores it drops
+// ("fill_in"; otherwise the constant "fill", -inf unless a hand-written where gave
+// another), and a 0-d tensor the scores are multiplied ("scale_by" mul) or divided
+// ("div") by instead of the constant "scale" (a Python scalar in a hand-written chain
+// is such a tensor). Its reference is evalAttention's.
 
 func init() {
-	Register(&OpDef{Name: "flash_attention", Arity: 3, MaxArity: 5,
-		Attrs: []AttrSpec{{"scale", 0.0}, {"is_causal", false}, {"mask", false}, {"scale_by", ""}},
-		Doc:   "scaled_dot_product_attention as one fused kernel (made by the compiler): input 3 is the mask when mask is set; with scale_by mul or div the last input is a 0-d scale the scores are multiplied or divided by",
+	Register(&OpDef{Name: "flash_attention", Arity: 3, MaxArity: 6,
+		Attrs: []AttrSpec{{"scale", 0.0}, {"is_causal", false}, {"mask", false}, {"fill", math.Inf(-1)}, {"fill_in", false}, {"scale_by", ""}},
+		Doc:   "scaled_dot_product_attention as one fused kernel (made by the compiler): inputs q, k, v, the mask (mask), a 0-d fill of a bool mask's dropped scores (fill_in, else the constant fill), a 0-d scale the scores are multiplied or divided by (scale_by mul or div, else the constant scale)",
 		Infer: inferFlashAttention, Eval: evalAttention})
 	concreteOnly["flash_attention"] = true
 }
 
-func inferFlashAttention(in []TensorType, attrs Attrs) (TensorType, *Error) {
-	want := 3
-	var mask *TensorType
+// FlashAttentionInputs gives the input positions of the mask, the fill and the scale
+// (-1 when absent) and the input count.
+func FlashAttentionInputs(attrs Attrs) (mask, fill, scale, n int) {
+	mask, fill, scale, n = -1, -1, -1, 3
 	if attrs.Bool("mask", false) {
-		want++
-		if len(in) > 3 {
-			mask = &in[3]
-		}
+		mask, n = n, n+1
 	}
-	switch by := attrs.Str("scale_by", ""); by {
-	case "mul", "div":
-		want++
-		if len(in) == want {
-			if s := in[want-1]; s.Shape.NumElements() != 1 || !s.DType.IsFloat() {
-				return TensorType{}, Errorf(ShapeError, "flash_attention: the scale must be a float tensor of one element, got %s", s)
-			}
-		}
-	case "":
-	default:
+	if attrs.Bool("fill_in", false) {
+		fill, n = n, n+1
+	}
+	if attrs.Str("scale_by", "") != "" {
+		scale, n = n, n+1
+	}
+	return mask, fill, scale, n
+}
+
+func inferFlashAttention(in []TensorType, attrs Attrs) (TensorType, *Error) {
+	if by := attrs.Str("scale_by", ""); by != "" && by != "mul" && by != "div" {
 		return TensorType{}, Errorf(ValueError, "flash_attention: scale_by is %q, want \"\", \"mul\" or \"div\"", by)
 	}
-	if len(in) != want {
-		return TensorType{}, Errorf(ValueError, "flash_attention: its attributes name %d inputs, got %d", want, len(in))
+	mask, fill, scale, n := FlashAttentionInputs(attrs)
+	if len(in) != n {
+		return TensorType{}, Errorf(ValueError, "flash_attention: its attributes name %d inputs, got %d", n, len(in))
 	}
-	return inferAttentionParts("flash_attention", in[0], in[1], in[2], mask)
+	for _, i := range []int{fill, scale} {
+		if i >= 0 && (in[i].Shape.NumElements() != 1 || !in[i].DType.IsFloat()) {
+			return TensorType{}, Errorf(ShapeError, "flash_attention: input %d must be a float tensor of one element, got %s", i, in[i])
+		}
+	}
+	if fill >= 0 && (mask < 0 || in[mask].DType.String() != "bool") {
+		return TensorType{}, Errorf(ValueError, "flash_attention: a fill input needs a bool mask")
+	}
+	var m *TensorType
+	if mask >= 0 {
+		m = &in[mask]
+	}
+	return inferAttentionParts("flash_attention", in[0], in[1], in[2], m)
 }

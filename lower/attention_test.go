@@ -43,7 +43,8 @@ func (c attentionCase) graph(t testing.TB) *core.Graph {
 }
 
 // attentionInputs are uniform in [-1, 1) (bool masks keep about 3 keys in 4, and
-// always key 0, so that no row is wholly masked); a 0-d input, the scale, is 1/8.
+// always key 0, so that no row is wholly masked); a 0-d input is 1/8 (a scale) or
+// -1e4 (a fill).
 func attentionInputs(g *core.Graph, seed uint64) ([]*core.Array, [][]byte) {
 	r := rand.New(rand.NewPCG(seed, 7))
 	var ins []*core.Array
@@ -51,8 +52,11 @@ func attentionInputs(g *core.Graph, seed uint64) ([]*core.Array, [][]byte) {
 	for _, p := range g.Params {
 		typ := g.Type(p)
 		a := core.NewArray(typ)
-		if len(typ.Shape) == 0 { // a scale
+		if len(typ.Shape) == 0 { // a scale, or a where's fill
 			a.Data[0] = 0.125
+			if g.Nodes[p].Name == "fill" {
+				a.Data[0] = -1e4
+			}
 			ins, raw = append(ins, a), append(raw, a.Bytes())
 			continue
 		}
@@ -151,7 +155,11 @@ func TestHandWrittenAttentionFuses(t *testing.T) {
 		}
 		if where {
 			keep := bl.Param("keep", core.TensorType{DType: dtype.Bool, Shape: core.Shape{45, 140}})
-			s = op("where", nil, keep, s, op("full", core.Attrs{"value": math.Inf(-1), "dtype": "float16", "shape": []int64{}}))
+			fill := op("full", core.Attrs{"value": math.Inf(-1), "dtype": "float16", "shape": []int64{}})
+			if scaleParam { // as the GPT demo: a Python scalar, a bound 0-d input
+				fill = bl.Param("fill", core.TensorType{DType: dtype.Float16})
+			}
+			s = op("where", nil, keep, s, fill)
 		} else {
 			s = op("add", nil, s, bl.Param("bias", core.TensorType{DType: dtype.Float16, Shape: core.Shape{3, 1, 140}}))
 		}

@@ -37,7 +37,7 @@ func productQueue(h, nv int) isa.Operand { return isa.ImmOp(float64(2*nv + h)) }
 var attentionInstructions = []isa.Opcode{isa.TLOAD, isa.TMOV, isa.TMATMUL, isa.TPUSH, isa.TPOP, isa.TFREE,
 	isa.TEXPANDS, isa.TMULS, isa.TROWEXPANDMUL, isa.TRECIP, isa.TADD, isa.TCVT, isa.TCMPS, isa.TSELS, isa.TTRI,
 	isa.TCI, isa.TREMS, isa.TROWMAX, isa.TMAX, isa.TMAXS, isa.TSUB, isa.TEXP, isa.TROWEXPANDEXPDIF, isa.TROWSUM,
-	isa.TMUL, isa.TROWEXPANDDIV, isa.TSTORE}
+	isa.TMUL, isa.TROWEXPANDDIV, isa.TSTORE, isa.TSEL, isa.TROWEXPAND}
 
 // attentionTileOf locates tile t: its batch index and query block.
 func attentionTileOf(op *TileOp, t int) (b, qi int) { return t / op.Grid[1], t % op.Grid[1] }
@@ -133,9 +133,9 @@ type attentionVector struct {
 	mBlock, lBlock             int
 	maskRaw, maskI8, maskBits  int // an explicit mask as loaded, as int8, as bits
 	maskF32                    int
-	scaleRaw, scale            int
+	scale, fill                int // broadcast tiles of the scale and fill inputs, or 0
 	blockMasks                 map[blockMask]int
-	scaleImm                   float64
+	scaleImm, fillImm          float64
 	scaleBy                    string
 	view                       flatView // the explicit mask over the scores' space
 	hasMask, boolMask, f32Mask bool
@@ -180,6 +180,7 @@ func emitAttentionVector(e *emitter, tg *TileGraph, op *TileOp, a attentionShape
 	causal := op.Attrs.Bool("is_causal", false)
 	v := &attentionVector{e: e, a: a, h: h, blockMasks: map[blockMask]int{}, scaleBy: op.Attrs.Str("scale_by", "")}
 	v.scaleImm = core.AttentionScale(op.Attrs.Float("scale", 0), op.Problem[3])
+	v.fillImm = op.Attrs.Float("fill", math.Inf(-1))
 	for i := 0; i < op.Tile[3]; i++ {
 		v.s = append(v.s, e.tile(fmt.Sprintf("s_%d", i), isa.Vec, dtype.Float32, a.hr, a.bc))
 	}
@@ -215,16 +216,17 @@ func emitAttentionVector(e *emitter, tg *TileGraph, op *TileOp, a attentionShape
 			v.maskF32 = e.tile("mask_f32", isa.Vec, dtype.Float32, a.hr, a.bc)
 		}
 	}
-	if v.scaleBy != "" {
-		st := tg.Tensors[op.Inputs[len(op.Inputs)-1]].Type
-		v.scaleRaw = e.tile("scale_in", isa.Vec, st.DType, a.hr, 16)
-		v.scale = e.tile("scale", isa.Vec, dtype.Float32, a.hr, 16)
-		// every row of the tile holds the one scale: a window of stride 0
-		v.emit(isa.TLOAD, isa.ModeNone, v.scaleRaw, isa.GMOp(isa.GMView{Param: e.params[op.Inputs[len(op.Inputs)-1]], Rows: a.hr, Cols: 16}))
-		v.emit(isa.TCVT, isa.ModeNone, v.scale, v.scaleRaw)
+	_, fill, scale, _ := core.FlashAttentionInputs(op.Attrs)
+	if scale >= 0 {
+		v.scale = v.scalar(tg, op.Inputs[scale], "scale")
 		if v.scaleBy == "div" {
 			v.emit(isa.TRECIP, isa.ModeNone, v.scale, v.scale)
 		}
+	}
+	if fill >= 0 {
+		col := v.scalar(tg, op.Inputs[fill], "fill")
+		v.fill = e.tile("fill_block", isa.Vec, dtype.Float32, a.hr, a.bc)
+		v.emit(isa.TROWEXPAND, isa.ModeNone, v.fill, col)
 	}
 	for _, t := range tiles {
 		_, qi := attentionTileOf(op, t)
@@ -273,6 +275,16 @@ func emitAttentionVector(e *emitter, tg *TileGraph, op *TileOp, a attentionShape
 	}
 }
 
+// scalar loads the one-element tensor t into every row of an fp32 tile (a window of
+// stride 0), for the row-wise broadcasts.
+func (v *attentionVector) scalar(tg *TileGraph, t int, name string) int {
+	raw := v.e.tile(name+"_in", isa.Vec, tg.Tensors[t].Type.DType, v.a.hr, 16)
+	f := v.e.tile(name, isa.Vec, dtype.Float32, v.a.hr, 16)
+	v.emit(isa.TLOAD, isa.ModeNone, raw, isa.GMOp(isa.GMView{Param: v.e.params[t], Rows: v.a.hr, Cols: 16}))
+	v.emit(isa.TCVT, isa.ModeNone, f, raw)
+	return f
+}
+
 // buildMask makes the bits of m: 1 where a score is kept. The allowed set starts as
 // TTRI's triangle (or all ones) in fp32 scratch, the columns past vc are cleared with a
 // column index (TCI then a remainder), and TCMPS packs the result.
@@ -319,7 +331,11 @@ func (v *attentionVector) block(step, kb, b, row0 int, m blockMask, cs chunkStat
 		case v.boolMask:
 			v.emit(isa.TCVT, isa.ModeNone, v.maskI8, v.maskRaw)
 			v.emit(isa.TCMPS, isa.CmpNE, v.maskBits, v.maskI8, 0.0)
-			v.emit(isa.TSELS, isa.ModeNone, st, v.maskBits, st, math.Inf(-1))
+			if v.fill != 0 {
+				v.emit(isa.TSEL, isa.ModeNone, st, v.maskBits, st, v.fill)
+			} else {
+				v.emit(isa.TSELS, isa.ModeNone, st, v.maskBits, st, v.fillImm)
+			}
 		case v.f32Mask:
 			v.emit(isa.TADD, isa.ModeNone, st, st, v.maskRaw)
 		default:

@@ -1,8 +1,6 @@
 package lower
 
 import (
-	"math"
-
 	"pypto/core"
 	"pypto/device"
 	"pypto/dtype"
@@ -10,13 +8,13 @@ import (
 
 // Attention fusion: scaled_dot_product_attention, and the same chain written by hand,
 //
-//	matmul(q, k^T)  [* scale or / scale]  [+ mask or where(mask, ., -inf)]  softmax(-1)  matmul(., v)
+//	matmul(q, k^T)  [* scale or / scale]  [+ mask or where(mask, ., fill)]  softmax(-1)  matmul(., v)
 //
 // become one flash_attention op, run as one mixed cube+vector kernel
 // (codegen_attention.go). The pass runs before decompose, so it sees softmax and the
 // registry op whole; k^T is a transpose_b matmul or a transpose of k's last two axes;
-// the scale is a constant (a full) or a one-element tensor (a Python scalar is a bound
-// 0-d input). Every intermediate of the chain must have no other reader. Attentions
+// the scale, and the value a where puts at the dropped scores, are constants (fulls) or
+// one-element tensors (a Python scalar is a bound 0-d input). Every intermediate of the chain must have no other reader. Attentions
 // the kernel cannot run (no tile fits, empty sequences) are left to decompose.
 
 type attentionMatch struct {
@@ -105,7 +103,7 @@ func attentionChain(g *core.Graph, private func(core.Value) bool, mm *core.Node)
 	}
 	x := sm.Inputs[0]
 	shape := g.Type(x).Shape
-	var mask core.Value = -1
+	var mask, fillIn core.Value = -1, -1
 	switch g.Nodes[x].Op {
 	case "add":
 		n := take(x)
@@ -125,10 +123,16 @@ func attentionChain(g *core.Graph, private func(core.Value) bool, mm *core.Node)
 		if n == nil {
 			return nil
 		}
-		cond, a, fill := n.Inputs[0], n.Inputs[1], g.Nodes[n.Inputs[2]]
-		if g.Type(cond).DType != dtype.Bool || !g.Type(a).Shape.Equal(shape) ||
-			fill.Op != "full" || fill.Attrs.Float("value", 0) != math.Inf(-1) {
+		cond, a, fill := n.Inputs[0], n.Inputs[1], n.Inputs[2]
+		if g.Type(cond).DType != dtype.Bool || !g.Type(a).Shape.Equal(shape) || g.Type(fill).Shape.NumElements() != 1 {
 			return nil
+		}
+		if f := g.Nodes[fill]; f.Op == "full" {
+			// the fill as the chain computes it: rounded to the scores' dtype
+			m.attrs["fill"] = dtype.Round(g.Type(x).DType, f.Attrs.Float("value", 0))
+		} else {
+			m.attrs["fill_in"] = true
+			fillIn = fill
 		}
 		x, mask = a, cond
 	}
@@ -176,6 +180,9 @@ func attentionChain(g *core.Graph, private func(core.Value) bool, mm *core.Node)
 	if mask >= 0 {
 		m.inputs = append(m.inputs, mask)
 		m.attrs["mask"] = true
+	}
+	if fillIn >= 0 {
+		m.inputs = append(m.inputs, fillIn)
 	}
 	if scale >= 0 {
 		m.inputs = append(m.inputs, scale)

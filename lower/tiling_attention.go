@@ -25,7 +25,7 @@ type attentionShape struct {
 	nv, cpv, hr, bc, dp, dv int
 	dt                      dtype.DType
 	mask                    dtype.DType // dtype.Invalid without a mask
-	scaleIn                 dtype.DType // the 0-d scale input's dtype, or dtype.Invalid
+	scaleIn, fillIn         dtype.DType // the 0-d scale's and fill's dtypes, or dtype.Invalid
 	masks                   int         // distinct causal / edge masks a vector core keeps
 }
 
@@ -53,8 +53,13 @@ func (a attentionShape) ub(double bool) int {
 			n += s
 		}
 	}
-	if a.scaleIn != dtype.Invalid {
-		n += a.hr * 16 * (a.scaleIn.Size() + 4)
+	for _, in := range []dtype.DType{a.scaleIn, a.fillIn} {
+		if in != dtype.Invalid {
+			n += a.hr * 16 * (in.Size() + 4)
+		}
+	}
+	if a.fillIn != dtype.Invalid { // the fill broadcast over a block of scores
+		n += s
 	}
 	return n
 }
@@ -125,12 +130,15 @@ func tiledAttentionShape(nv int, op *TileOp, tensors []GMTensor) attentionShape 
 // newAttentionShape fills what the op's types decide.
 func newAttentionShape(nv int, op *TileOp, tensors []GMTensor) attentionShape {
 	q := tensors[op.Inputs[0]].Type
-	a := attentionShape{nv: nv, dt: q.DType, mask: dtype.Invalid, scaleIn: dtype.Invalid}
-	if op.Attrs.Bool("mask", false) {
-		a.mask = tensors[op.Inputs[3]].Type.DType
-	}
-	if op.Attrs.Str("scale_by", "") != "" {
-		a.scaleIn = tensors[op.Inputs[len(op.Inputs)-1]].Type.DType
+	a := attentionShape{nv: nv, dt: q.DType, mask: dtype.Invalid, scaleIn: dtype.Invalid, fillIn: dtype.Invalid}
+	mask, fill, scale, _ := core.FlashAttentionInputs(op.Attrs)
+	for _, in := range []struct {
+		at int
+		dt *dtype.DType
+	}{{mask, &a.mask}, {fill, &a.fillIn}, {scale, &a.scaleIn}} {
+		if in.at >= 0 {
+			*in.dt = tensors[op.Inputs[in.at]].Type.DType
+		}
 	}
 	p := attentionProblem(q, tensors[op.Inputs[1]].Type, tensors[op.Output].Type)
 	a.dp, a.dv = roundUp(max(p[3], 1), cubeAlign), roundUp(max(p[4], 1), cubeAlign)
