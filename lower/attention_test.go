@@ -114,6 +114,8 @@ func TestAttentionIsOneFusedKernel(t *testing.T) {
 		{name: "f32_mask_causal", q: core.Shape{2, 130, 64}, k: core.Shape{2, 130, 64}, v: core.Shape{2, 130, 64}, dt: dtype.Float16,
 			mask: dtype.Float32, maskShape: core.Shape{2, 130, 130}, causal: true},
 		{name: "float32", q: core.Shape{50, 64}, k: core.Shape{90, 64}, v: core.Shape{90, 48}, dt: dtype.Float32},
+		{name: "odd_head_dims", q: core.Shape{3, 70, 40}, k: core.Shape{3, 50, 40}, v: core.Shape{3, 50, 24}, dt: dtype.Float16, causal: true, tinyToo: true},
+		{name: "one_query", q: core.Shape{1, 4, 1, 64}, k: core.Shape{1, 4, 300, 64}, v: core.Shape{1, 4, 300, 64}, dt: dtype.Float16},
 	}
 	for _, chip := range presets(t) {
 		for _, c := range cases {
@@ -197,4 +199,18 @@ func TestAttentionFusionIsOptional(t *testing.T) {
 	exe, err = Compile(bl.Graph(), Options{Chip: chip, Verify: true})
 	require.NoError(t, err)
 	require.NotContains(t, taskOps(exe), "flash_attention")
+}
+
+// The lowered levels of an attention print and parse back.
+func TestAttentionTextRoundTrip(t *testing.T) {
+	c := attentionCase{q: core.Shape{2, 40, 64}, k: core.Shape{2, 70, 64}, v: core.Shape{2, 70, 64}, dt: dtype.Float16, causal: true}
+	chip := presets(t)[0]
+	exe, err := Compile(c.graph(t), Options{Chip: chip, Verify: true, StopAfter: "plan-exec"})
+	require.NoError(t, err)
+	text := exe.Exec().Format(true)
+	require.Contains(t, text, "kind=attention")
+	back, err := ParseExecGraph(text)
+	require.NoError(t, err)
+	require.Equal(t, text, back.Format(true))
+	require.NoError(t, back.Verify(chip))
 }

@@ -76,3 +76,25 @@ def test_attention_refuses_dropout():
     x = p.from_numpy(rand((4, 8), p.float16))
     with pytest.raises(ValueError, match="dropout"):
         p.scaled_dot_product_attention(x, x, x, dropout_p=0.1)
+
+
+@pytest.mark.parametrize("hand_written", [False, True], ids=["registry", "by_hand"])
+def test_compiled_attention_is_one_task(hand_written):
+    q, k, v = rand((2, 2, 40, 64), p.float16, 12), rand((2, 2, 72, 64), p.float16, 13), rand((2, 2, 72, 64), p.float16, 14)
+    keep = np.tril(np.ones((40, 72), dtype=bool))
+
+    def attention(q, k, v, keep):
+        if hand_written:  # as the GPT demo writes it
+            return p.softmax(p.where(keep, p.matmul(q, k, transpose_b=True) * 0.125, -1e4), axis=-1) @ v
+        return p.scaled_dot_product_attention(q, k, v, attn_mask=keep)
+
+    prev = p.get_device()
+    p.set_device("a2")
+    try:
+        run = p.compile(attention)
+        got = run(q, k, v, keep).numpy()
+        tasks = run.stats()["detail"]["Tasks"]
+    finally:
+        p.set_device(prev)
+    assert [t["Name"].rsplit("_", 1)[0] for t in tasks] == ["flash_attention"]
+    assert_attention_close(got, reference(q, k, v, mask=keep, scale=None if not hand_written else 0.125), v)
