@@ -20,18 +20,31 @@ import (
 // kept and count as synchronisation already present. Compile never panics: a panic
 // from a bug surfaces as an error.
 func Compile(chip *Chip, p *isa.Program) (mp *MachineProgram, err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			name := ""
-			if p != nil {
-				name = p.Name
-			}
-			mp, err = nil, &CompileError{Program: name, PC: -1, Msg: fmt.Sprintf("internal error: %v", r)}
-		}
-	}()
+	defer recoverCompile(p, &mp, &err)
 	if err := chip.Validate(); err != nil {
 		return nil, err
 	}
+	pipes, err := checkAndRoute(chip, p)
+	if err != nil {
+		return nil, err
+	}
+	return build(chip, p, pipes)
+}
+
+// recoverCompile turns a panic of a compile of p into an error.
+func recoverCompile(p *isa.Program, mp **MachineProgram, err *error) {
+	if r := recover(); r != nil {
+		name := ""
+		if p != nil {
+			name = p.Name
+		}
+		*mp, *err = nil, &CompileError{Program: name, PC: -1, Msg: fmt.Sprintf("internal error: %v", r)}
+	}
+}
+
+// checkAndRoute is stages 1 and 2: it checks p against the chip and returns the pipe
+// of every instruction.
+func checkAndRoute(chip *Chip, p *isa.Program) ([]isa.Pipe, error) {
 	if p == nil {
 		return nil, &CompileError{PC: -1, Msg: "nil program"}
 	}
@@ -40,10 +53,16 @@ func Compile(chip *Chip, p *isa.Program) (mp *MachineProgram, err error) {
 	}
 	pipes := make([]isa.Pipe, len(p.Body))
 	for pc := range p.Body {
+		var err error
 		if pipes[pc], err = checkInstr(chip, p, pc); err != nil {
 			return nil, err
 		}
 	}
+	return pipes, nil
+}
+
+// build is stages 3 and 4 for a checked program.
+func build(chip *Chip, p *isa.Program, pipes []isa.Pipe) (*MachineProgram, error) {
 	allocs, high, err := allocate(chip, p)
 	if err != nil {
 		return nil, err

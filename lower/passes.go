@@ -206,14 +206,29 @@ func runBackend(c *compilation) error {
 			return core.Errorf(core.CompileError, "op %s cannot run on the device yet: its lowering needs instruction %s, which the simulator does not implement", op.Op, in).WithLoc(op.Loc)
 		}
 	}
+	type job struct {
+		task  *Task
+		index int
+	}
+	var jobs []job
 	for _, t := range c.exec.Tasks {
 		t.Machine = make([]*device.MachineProgram, len(t.Programs))
-		for i, p := range t.Programs {
-			m, err := device.Compile(c.chip, p)
-			if err != nil {
-				return core.Errorf(core.CompileError, "backend for %s failed on %s: %v", c.chip.Name, p.Name, err)
-			}
-			t.Machine[i] = m
+		for i := range t.Programs {
+			jobs = append(jobs, job{t, i})
+		}
+	}
+	// The blocks of a task, and the tasks of repeated layers, mostly share a shape,
+	// which the compiler then compiles once.
+	compiler := device.NewCompiler(c.chip)
+	errs := make([]error, len(jobs))
+	inParallel(len(jobs), func(k int) bool {
+		j := jobs[k]
+		j.task.Machine[j.index], errs[k] = compiler.Compile(j.task.Programs[j.index])
+		return errs[k] == nil
+	})
+	for k, err := range errs {
+		if err != nil {
+			return core.Errorf(core.CompileError, "backend for %s failed on %s: %v", c.chip.Name, jobs[k].task.Programs[jobs[k].index].Name, err)
 		}
 	}
 	return nil

@@ -1,0 +1,71 @@
+package lower
+
+import (
+	"fmt"
+	"math"
+	"testing"
+
+	"pypto/core"
+	"pypto/device"
+	"pypto/dtype"
+)
+
+// BenchmarkCompileGPTSmall measures a cold compile, all passes and the backend, of a
+// two-layer GPT-2-small decoder (seq 1024, hidden 768, 12 heads, MLP 3072): the
+// compiler's cost on a real model, one sixth of the twelve-layer stack of
+// cmd/pto-kernels.
+//
+//	go test ./lower -run '^$' -bench CompileGPTSmall -benchmem
+func BenchmarkCompileGPTSmall(b *testing.B) {
+	chip, err := device.Preset("a2")
+	if err != nil {
+		b.Fatal(err)
+	}
+	g := gptDecoderGraph(b, 2)
+	for b.Loop() {
+		if _, err := Compile(g, Options{Chip: chip}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// gptDecoderGraph is the pre-norm decoder stack of GPT-2 small with the given number
+// of layers, as cmd/pto-kernels builds it with twelve.
+func gptDecoderGraph(tb testing.TB, layers int) *core.Graph {
+	const seq, hidden, heads, mlp = 1024, 768, 12, 3072
+	const hd = hidden / heads
+	bl := core.NewBuilder("gpt_decoder")
+	param := func(name string, shape ...int) core.Value {
+		return bl.Param(name, core.TensorType{DType: dtype.Float16, Shape: core.Shape(shape)})
+	}
+	op := func(name string, attrs core.Attrs, in ...core.Value) core.Value {
+		v, err := bl.Op(name, in, attrs, core.Location{})
+		if err != nil {
+			tb.Fatalf("building %s: %v", name, err)
+		}
+		return v
+	}
+	split := func(t core.Value) core.Value { // [seq, hidden] -> [heads, seq, hd]
+		t = op("reshape", core.Attrs{"shape": []int64{seq, heads, hd}}, t)
+		return op("transpose", core.Attrs{"perm": []int64{1, 0, 2}}, t)
+	}
+	x := param("x", seq, hidden)
+	scale := op("full", core.Attrs{"value": 1 / math.Sqrt(hd), "dtype": "float16", "shape": []int64{}})
+	mask := param("causal_mask", seq, seq)
+	for l := range layers {
+		p := func(name string, shape ...int) core.Value { return param(fmt.Sprintf("l%d_%s", l, name), shape...) }
+		h := op("layer_norm", nil, x, p("ln1_g", hidden), p("ln1_b", hidden))
+		q := split(op("linear", nil, h, p("wq", hidden, hidden), p("bq", hidden)))
+		k := split(op("linear", nil, h, p("wk", hidden, hidden), p("bk", hidden)))
+		v := split(op("linear", nil, h, p("wv", hidden, hidden), p("bv", hidden)))
+		s := op("mul", nil, op("batch_matmul", core.Attrs{"transpose_b": true}, q, k), scale)
+		a := op("batch_matmul", nil, op("softmax", nil, op("add", nil, s, mask)), v)
+		a = op("reshape", core.Attrs{"shape": []int64{seq, hidden}}, op("transpose", core.Attrs{"perm": []int64{1, 0, 2}}, a))
+		x = op("add", nil, x, op("linear", nil, a, p("wo", hidden, hidden), p("bo", hidden)))
+		h = op("layer_norm", nil, x, p("ln2_g", hidden), p("ln2_b", hidden))
+		h = op("gelu", core.Attrs{"approximate": "tanh"}, op("linear", nil, h, p("w1", mlp, hidden), p("b1", mlp)))
+		x = op("add", nil, x, op("linear", nil, h, p("w2", hidden, mlp), p("b2", hidden)))
+	}
+	bl.Output(op("layer_norm", nil, x, param("lnf_g", hidden), param("lnf_b", hidden)))
+	return bl.Graph()
+}
