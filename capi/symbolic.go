@@ -8,6 +8,7 @@ import "C"
 
 import (
 	"pypto/core"
+	"pypto/lower"
 	"pypto/session"
 )
 
@@ -86,7 +87,8 @@ func pypto_dim_canonical(text *C.char, out **C.char, n *C.size_t) C.uintptr_t {
 // (programs held), "graph" (the traced Tensor Graph's text), "constraints" (distinct
 // texts), "device", "opt_level", "disable_passes", "memory_pool_bytes" (0: no limit),
 // "memory" (the memory plan of its program, or of its latest specialisation; null
-// before one is compiled and on the reference device)}.
+// before one is compiled and on the reference device), "layout_conversions" (those the
+// program keeps: from, to, shape, bytes, where)}.
 //
 //export pypto_executor_info_json
 func pypto_executor_info_json(h C.uintptr_t, out **C.char, n *C.size_t) C.uintptr_t {
@@ -112,6 +114,7 @@ func pypto_executor_info_json(h C.uintptr_t, out **C.char, n *C.size_t) C.uintpt
 			"symbolic": ex.IsSymbolic(), "compiled": ex.NumCompiled(), "graph": ex.GraphText(), "constraints": cons,
 			"device": ex.Device(), "opt_level": cfg.OptLevel.Number(), "disable_passes": append([]string{}, cfg.DisabledPasses...),
 			"memory_pool_bytes": cfg.MemoryPoolBytes, "memory": memory,
+			"layout_conversions": append([]lower.LayoutConversion{}, ex.LayoutConversions()...),
 		}))
 	})
 }

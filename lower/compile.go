@@ -40,6 +40,7 @@ type Executable struct {
 	exec    *ExecGraph
 	times   []PassTiming
 	dumps   []string
+	layouts []LayoutConversion
 	compile time.Duration
 	// stopAfter is Options.StopAfter: set when the machine programs were not built.
 	stopAfter string
@@ -71,7 +72,7 @@ func Compile(g *core.Graph, opts Options) (exe *Executable, err error) {
 	if c.exec == nil {
 		return nil, core.Errorf(core.ValueError, "lower.Compile: StopAfter=%q ends before an execution graph exists", opts.StopAfter)
 	}
-	return &Executable{chip: opts.Chip, graph: g, exec: c.exec, times: c.times, dumps: c.dumps, compile: time.Since(start), stopAfter: opts.StopAfter}, nil
+	return &Executable{chip: opts.Chip, graph: g, exec: c.exec, times: c.times, dumps: c.dumps, layouts: c.layouts, compile: time.Since(start), stopAfter: opts.StopAfter}, nil
 }
 
 // TaskRun is what one task did in a run.
@@ -179,6 +180,10 @@ func (e *Executable) Dump() string {
 	// The execution graph's text nests the tile and block graphs it was built from.
 	fmt.Fprintf(&b, "== execution graph (with its tile and block graphs) ==\n%s\n", e.exec.Format(true))
 	fmt.Fprintf(&b, "== memory plan ==\n%s\n", e.MemoryPlan())
+	fmt.Fprintf(&b, "== layout conversions kept: %d ==\n", len(e.layouts))
+	for _, l := range e.layouts {
+		fmt.Fprintf(&b, "%s\n", l)
+	}
 	b.WriteString("== machine programs ==\n")
 	for _, t := range e.exec.Tasks {
 		for _, m := range t.Machine {

@@ -33,6 +33,7 @@ type Pass struct {
 // passTable is the compiler, in order. Adding a pass is adding a row.
 var passTable = []Pass{
 	{Name: "verify-tensor", Required: true, Produces: LevelTensor, Run: runVerifyTensor},
+	{Name: "infer-layouts", MinLevel: O1, Produces: LevelTensor, After: []string{"verify-tensor"}, Run: runInferLayouts},
 	{Name: "fuse-attention", MinLevel: O2, Produces: LevelTensor, After: []string{"verify-tensor"}, Run: runFuseAttention},
 	{Name: "decompose", Required: true, Produces: LevelTensor, After: []string{"verify-tensor"}, Run: runDecompose},
 	{Name: "expand-arg-reductions", Required: true, Produces: LevelTensor, After: []string{"decompose"}, Run: runExpandArgReductions},
@@ -95,6 +96,8 @@ type compilation struct {
 	exec  *ExecGraph
 	times []PassTiming
 	dumps []string // "before/after" text of each level, when Options.Dump is set
+	// layouts are the layout conversions the program keeps (see runInferLayouts).
+	layouts []LayoutConversion
 }
 
 // run is the one driver loop: run each enabled pass, time it, verify the IR it leaves
@@ -172,6 +175,7 @@ func runVerifyTensor(c *compilation) error {
 // primitives their registry entries give, so the later passes see only ops that have
 // a lowering of their own.
 func runDecompose(c *compilation) error {
+	c.layouts = keptConversions(c.graph) // the last level that still names them
 	g, err := core.DecomposeGraph(c.graph)
 	if err != nil {
 		return err

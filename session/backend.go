@@ -30,6 +30,11 @@ type memoryPlanner interface {
 	MemoryPlan() (lower.MemoryPlan, bool)
 }
 
+// layoutReporter is a Program that reports the layout conversions it keeps.
+type layoutReporter interface {
+	LayoutConversions() []lower.LayoutConversion
+}
+
 // Stats describe one run on the simulated device.
 type Stats struct {
 	Cycles  int64   `json:"cycles"`

@@ -207,6 +207,22 @@ func (e *Executor) Dump() string {
 // Config is the compile options the executor was made with.
 func (e *Executor) Config() Config { return e.cfg }
 
+// LayoutConversions lists the layout conversions the executor's program (its most
+// recent specialisation when it is symbolic) keeps; nil when there is none yet, or on
+// the reference device.
+func (e *Executor) LayoutConversions() []lower.LayoutConversion {
+	prog := e.prog
+	if prog == nil {
+		if sp := e.specs.latest(); sp != nil {
+			prog = sp.prog
+		}
+	}
+	if lr, ok := prog.(layoutReporter); ok {
+		return lr.LayoutConversions()
+	}
+	return nil
+}
+
 // MemoryPlan is the device memory plan of the executor's program (of its most recent
 // specialisation when it is symbolic); false when there is none yet, or on the
 // reference device.

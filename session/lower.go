@@ -54,3 +54,8 @@ func (p loweredProgram) Run(inputs [][]byte) ([][]byte, Stats, error) {
 
 // MemoryPlan is the device memory the program needs.
 func (p loweredProgram) MemoryPlan() (lower.MemoryPlan, bool) { return p.exe.MemoryPlan(), true }
+
+// LayoutConversions are the layout conversions the compiled program keeps.
+func (p loweredProgram) LayoutConversions() []lower.LayoutConversion {
+	return p.exe.LayoutConversions()
+}

@@ -152,3 +152,18 @@ def test_layout_transform_chains_match_the_models(shape, path):
         np.testing.assert_array_equal(x.numpy(), model)
     finally:
         p.set_device(prev)
+
+
+def test_compiled_programs_report_the_layout_conversions_they_keep():
+    def f(x):
+        return p.relu(p.layout_transform(p.layout_transform(x, p.NZ), p.ND))
+
+    x = np.random.default_rng(3).standard_normal((40, 70)).astype(np.float16)
+    ex = p.compile(f)
+    np.testing.assert_array_equal(ex(x).numpy(), np.maximum(x, 0))
+    assert ex.info()["layout_conversions"] == []  # ND -> NZ -> ND is exact: folded
+    plain = p.compile(f, p.CompileConfig(opt_level=0))
+    np.testing.assert_array_equal(plain(x).numpy(), np.maximum(x, 0))
+    kept = plain.info()["layout_conversions"]
+    assert [(k["from"], k["to"]) for k in kept] == [("ND", "NZ(40,70)"), ("NZ(40,70)", "ND")]
+    assert kept[0]["where"].endswith(f"test_layouts.py:{f.__code__.co_firstlineno + 1}")

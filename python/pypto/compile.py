@@ -296,7 +296,10 @@ class Executor:
         "opt_level", "disable_passes", "memory_pool_bytes" (0: no limit), and "memory",
         the device memory plan in bytes ({"input_bytes", "output_bytes",
         "workspace_bytes", "workspace_no_reuse_bytes", "peak_bytes"}; None before a
-        symbolic trace has run, and on the "reference" device)."""
+        symbolic trace has run, and on the "reference" device), and
+        "layout_conversions", the layout conversions the program keeps (each {"from",
+        "to", "shape", "bytes", "where"}: exact round trips such as ND -> NZ -> ND are
+        removed from opt_level 1)."""
         c = self._last
         if c is None:
             traced = self._all()
@@ -304,7 +307,8 @@ class Executor:
                 raise RuntimeError("info(): the executor has not been traced yet")
             c = traced[0]
         i = c.info()
-        return {k: i[k] for k in ("device", "opt_level", "disable_passes", "memory_pool_bytes", "memory")}
+        keys = ("device", "opt_level", "disable_passes", "memory_pool_bytes", "memory", "layout_conversions")
+        return {k: i[k] for k in keys}
 
     def stats(self):
         """Full statistics of the last run as a dict (None before the first run); "memory"
