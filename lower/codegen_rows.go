@@ -66,21 +66,31 @@ type rowsKernel struct {
 	slot   int   // the current tile's slot (0 or 1)
 	r0     int   // the current tile's first row
 	vr     int   // its valid rows
+	// c0 and cw are the first column and the width of the columns the current steps
+	// compute: all C of them, or one chunk of a row too long for the UB (rows_chunked.go)
+	c0, cw int
 	// tile of each body value in the current tile; invariant values keep theirs
 	// (per kind, as a scalar may be needed as a row or a column tile)
-	tiles     map[core.Value]int
-	fixed     map[[2]int]int // (value, kind) -> tile of an invariant value
-	holders   map[int]int    // live values per tile
-	free      map[string][]int
-	slotTiles map[int]bool    // tiles that loads or stores touch
-	kindOf    map[int]rowKind // kind of each tile declared
-	feeders   map[int]bool    // pooled tiles of invariants read by one invariant, not made yet
-	full, row *vecBody        // scratch of step bodies, per kind (their shapes differ)
+	tiles   map[core.Value]int
+	fixed   map[[2]int]int // (value, kind) -> tile of an invariant value
+	holders map[int]int    // live values per tile
+	free    map[string][]int
+	slotOf  map[int]int     // the slot of each tile that loads or stores touch
+	kindOf  map[int]rowKind // kind of each tile declared
+	feeders map[int]bool    // pooled tiles of invariants read by one invariant, not made yet
+	// chunked kernels make per-column and whole-row invariants per chunk: their tiles
+	// return to the pool, and their cache entries go, when the chunk ends
+	chunked    bool
+	chunkTiles []int
+	chunkStep  int      // chunks emitted so far, for the slot of the next one
+	full, row  *vecBody // scratch of step bodies, per kind (their shapes differ)
 }
 
 func newRowsKernel(e *emitter, p *rowsPlan, tr, tc int, params []int, out int) *rowsKernel {
 	k := &rowsKernel{e: e, p: p, tr: tr, tc: tc, params: params, out: out,
-		tiles: map[core.Value]int{}, fixed: map[[2]int]int{}, holders: map[int]int{}, free: map[string][]int{}, slotTiles: map[int]bool{}, kindOf: map[int]rowKind{}, feeders: map[int]bool{}}
+		tiles: map[core.Value]int{}, fixed: map[[2]int]int{}, holders: map[int]int{}, free: map[string][]int{}, slotOf: map[int]int{}, kindOf: map[int]rowKind{}, feeders: map[int]bool{}}
+	k.cw = p.cols
+	k.chunked = tc < p.cols // a chunk of each row per step (rows_chunked.go)
 	k.full = &vecBody{e: e, tr: tr, tc: tc, scratch: map[string]int{}, space: p.space}
 	k.row = &vecBody{e: e, tr: tr, tc: rowTileCols, scratch: map[string]int{}, space: p.space}
 	return k
@@ -127,7 +137,7 @@ func (k *rowsKernel) alloc(kind rowKind, dt dtype.DType, slotted bool) int {
 	pair := [2]int{k.declare(name+"_0", kind, dt), k.declare(name+"_1", kind, dt)}
 	other := fmt.Sprintf("%s_%s_slot%d", kind, dt, 1-k.slot)
 	k.free[other] = append(k.free[other], pair[1-k.slot])
-	k.slotTiles[pair[0]], k.slotTiles[pair[1]] = true, true
+	k.slotOf[pair[0]], k.slotOf[pair[1]] = 0, 1
 	return pair[k.slot]
 }
 
@@ -137,8 +147,8 @@ func (k *rowsKernel) release(t int) {
 		return
 	}
 	key := fmt.Sprintf("%s_%s", k.kindOf[t], k.e.prog.Tiles[t].DType)
-	if k.slotTiles[t] {
-		key = fmt.Sprintf("%s_slot%d", key, k.slot)
+	if s, ok := k.slotOf[t]; ok {
+		key = fmt.Sprintf("%s_slot%d", key, s)
 	}
 	k.free[key] = append(k.free[key], t)
 }
@@ -162,17 +172,9 @@ func (k *rowsKernel) emitTile(s, r0, vr int) {
 		if k.p.invariant[v] {
 			continue // made on first use (operand)
 		}
-		kind := k.p.kind[v]
-		dt := n.Type.DType
 		switch {
 		case n.Op == core.OpParam:
-			t := k.alloc(kind, dt, true)
-			view := k.window(k.params[paramIndex[v]], kind)
-			if period := k.p.period[v]; period > 0 { // tiles never straddle a period (rowsTile)
-				view.Offset = k.r0 % period * k.p.cols
-			}
-			k.e.emit(isa.TLOAD, isa.TileOp(t), isa.GMOp(view))
-			k.bind(v, t)
+			k.load(v, paramIndex[v])
 		case n.Op == "reshape":
 			k.bind(v, k.tiles[n.Inputs[0]])
 		case rowReduction(body, n):
@@ -191,6 +193,11 @@ func (k *rowsKernel) emitTile(s, r0, vr int) {
 	k.release(k.tiles[res])
 }
 
+func isSlot(slotOf map[int]int, t int) bool {
+	_, ok := slotOf[t]
+	return ok
+}
+
 func uniqueInputs(n *core.Node) []core.Value {
 	var out []core.Value
 	seen := map[core.Value]bool{}
@@ -203,6 +210,19 @@ func uniqueInputs(n *core.Node) []core.Value {
 	return out
 }
 
+// load brings the current tile's window of body param v (the index-th) into a tile
+// that loads touch.
+func (k *rowsKernel) load(v core.Value, index int) {
+	kind := k.p.kind[v]
+	t := k.alloc(kind, k.p.body.Type(v).DType, true)
+	view := k.window(k.params[index], kind)
+	if period := k.p.period[v]; period > 0 { // tiles never straddle a period (rowsTile)
+		view.Offset = k.r0%period*k.p.cols + k.c0
+	}
+	k.e.emit(isa.TLOAD, isa.TileOp(t), isa.GMOp(view))
+	k.bind(v, t)
+}
+
 // window is the GM view of the current tile's rows of a tensor of a kind, flattened
 // to [rows, C] (full), [rows] (per row), [C] (per column) or one element (scalar,
 // repeated along the rows).
@@ -210,11 +230,11 @@ func (k *rowsKernel) window(param int, kind rowKind) isa.GMView {
 	c := k.p.cols
 	switch kind {
 	case kindFull:
-		return isa.GMView{Param: param, Offset: k.r0 * c, Rows: k.vr, Cols: c, RowStride: c, ColStride: 1}
+		return isa.GMView{Param: param, Offset: k.r0*c + k.c0, Rows: k.vr, Cols: k.cw, RowStride: c, ColStride: 1}
 	case kindRow:
 		return isa.GMView{Param: param, Offset: k.r0, Rows: k.vr, Cols: 1, RowStride: 1, ColStride: 1}
 	case kindCol:
-		return isa.GMView{Param: param, Rows: 1, Cols: c, RowStride: c, ColStride: 1}
+		return isa.GMView{Param: param, Offset: k.c0, Rows: 1, Cols: k.cw, RowStride: c, ColStride: 1}
 	}
 	return isa.GMView{Param: param, Rows: k.tr, Cols: 1, RowStride: 0, ColStride: 1}
 }
@@ -246,7 +266,11 @@ func (k *rowsKernel) operand(x core.Value, want rowKind) int {
 	u := k.p.soleUser[x]
 	feeder := (kind == kindFull || kind == kindCol) && u >= 0 && k.p.invariant[u]
 	var t int
-	if feeder {
+	if k.chunked && (kind == kindFull || kind == kindCol) { // made again for every chunk
+		t = k.alloc(kind, n.Type.DType, false)
+		k.chunkTiles = append(k.chunkTiles, t)
+		feeder = false
+	} else if feeder {
 		t = k.alloc(kind, n.Type.DType, false)
 		k.feeders[t] = true
 	} else {
@@ -262,7 +286,7 @@ func (k *rowsKernel) operand(x core.Value, want rowKind) int {
 		}
 		view := k.window(k.params[pi], k.p.kind[x])
 		if k.p.kind[x] == kindScalar && kind == kindCol {
-			view = isa.GMView{Param: k.params[pi], Rows: 1, Cols: k.p.cols, RowStride: 0, ColStride: 0}
+			view = isa.GMView{Param: k.params[pi], Rows: 1, Cols: k.cw, RowStride: 0, ColStride: 0}
 		}
 		k.e.emit(isa.TLOAD, isa.TileOp(t), isa.GMOp(view))
 	default:
@@ -323,10 +347,10 @@ func (k *rowsKernel) step(v core.Value, n *core.Node) {
 	}
 	isRoot := v == k.p.body.Outputs[0]
 	dst := -1
-	if inPlace(n.Op) {
+	if inPlace(n.Op) && !k.chunked { // chunks compute values again in later passes
 		for _, x := range uniqueInputs(n) {
 			t := k.tiles[x]
-			if k.p.lastUse[x] == int(v) && !k.p.invariant[x] && k.holders[t] == 1 && (!isRoot || k.slotTiles[t]) &&
+			if k.p.lastUse[x] == int(v) && !k.p.invariant[x] && k.holders[t] == 1 && (!isRoot || isSlot(k.slotOf, t)) &&
 				k.e.prog.Tiles[t].DType == n.Type.DType && k.kindOf[t] == kind {
 				dst = t
 				break
@@ -424,7 +448,11 @@ func emitRows(e *emitter, tg *TileGraph, op *TileOp, tiles []int) {
 	k := newRowsKernel(e, p, op.Tile[0], op.Tile[1], params, e.params[op.Output])
 	for step, t := range tiles {
 		r0 := t * k.tr
-		k.emitTile(step%2, r0, min(k.tr, p.rows-r0))
+		if k.chunked {
+			k.emitChunkedTile(r0, min(k.tr, p.rows-r0))
+		} else {
+			k.emitTile(step%2, r0, min(k.tr, p.rows-r0))
+		}
 	}
 }
 

@@ -169,10 +169,13 @@ func TestRowOpsAreOneKernel(t *testing.T) {
 // reductions (keepdims or not, then reshaped back), elementwise steps on whole rows
 // with whole-row, per-row, per-column and constant operands, and per-row math. Every
 // value reaches the one result, so the graph is one row group.
-func randomRowGraph(t *testing.T, rng *rand.Rand) *core.Graph {
+func randomRowGraph(t *testing.T, rng *rand.Rand, wide bool) *core.Graph {
 	t.Helper()
 	dt := []dtype.DType{dtype.Float32, dtype.Float16, dtype.BFloat16}[rng.IntN(3)]
 	shape := core.Shape{2 + rng.IntN(299)}
+	if wide { // longer than a row the tiny chip's UB holds
+		shape[0] = 256 * (16 + rng.IntN(32))
+	}
 	for r := rng.IntN(3); r > 0; r-- {
 		shape = append(core.Shape{1 + rng.IntN(9)}, shape...)
 	}
@@ -234,13 +237,18 @@ func randomRowGraph(t *testing.T, rng *rand.Rand) *core.Graph {
 }
 
 // Random row graphs of random shapes and dtypes are one row kernel as close to the
-// reference as their unfused programs.
+// reference as their unfused programs; the last seeds draw rows longer than the tiny
+// chip's UB, which run in passes over chunks.
 func TestRowFusionOnRandomGraphs(t *testing.T) {
-	for seed := uint64(0); seed < 40; seed++ {
+	for seed := uint64(0); seed < 52; seed++ {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(seed, 11))
-			g := randomRowGraph(t, rng)
+			wide := seed >= 40
+			g := randomRowGraph(t, rng, wide)
 			chip := chipNamed(t, []string{"tiny", "a2"}[seed%2])
+			if wide {
+				chip = chipNamed(t, "tiny")
+			}
 			require.Equal(t, []string{"fused_rows"}, tasksOf(t, g, Options{Chip: chip, Verify: true}), core.Format(g))
 			same := compareFusedRows(t, g, chip, seed, 2)
 			t.Logf("%s: identical to the unfused program: %.4f", g.Type(g.Params[0]), same)
@@ -248,17 +256,33 @@ func TestRowFusionOnRandomGraphs(t *testing.T) {
 	}
 }
 
-// A row too long for the UB is no row kernel: it compiles to the unfused kernels and
-// gives the reference's values.
-func TestRowsTooWideStayUnfused(t *testing.T) {
+// A row too long for the UB runs in passes over chunks of it, still one kernel; a row
+// no chunk divides stays unfused. Both give the reference's values.
+func TestWideRowsRunInPasses(t *testing.T) {
 	chip := chipNamed(t, "tiny")
-	g := rowGraph(t, "softmax", dtype.Float16, core.Shape{3, 6000}, 0, nil)
-	ops := tasksOf(t, g, Options{Chip: chip, Verify: true})
-	require.NotContains(t, ops, "fused_rows")
-	require.Greater(t, len(ops), 1)
-	want, got := runRandom(t, g, Options{Chip: chip, Verify: true}, 3, 4)
-	for j, w := range want[0].Data {
-		require.InDelta(t, w, got[0].Data[j], 0x1p-10*math.Abs(w)+1e-6, "element %d", j)
+	cases := []struct {
+		name  string
+		g     *core.Graph
+		fused bool
+	}{
+		{"softmax", rowGraph(t, "softmax", dtype.Float16, core.Shape{3, 6000}, 0, nil), true},
+		{"log_softmax", rowGraph(t, "log_softmax", dtype.Float32, core.Shape{2, 3, 4096}, 0, nil), true},
+		{"layer_norm", rowGraph(t, "layer_norm", dtype.Float16, core.Shape{5, 8192}, 2, nil), true},
+		{"rms_norm", rowGraph(t, "rms_norm", dtype.BFloat16, core.Shape{4, 6144}, 1, nil), true},
+		{"hand_softmax", handSoftmax(t, dtype.Float16, core.Shape{3, 12288}), true},
+		{"softmax_prime_row", rowGraph(t, "softmax", dtype.Float16, core.Shape{3, 6007}, 0, nil), false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			ops := tasksOf(t, c.g, Options{Chip: chip, Verify: true})
+			if c.fused {
+				require.Equal(t, []string{"fused_rows"}, ops)
+			} else {
+				require.NotContains(t, ops, "fused_rows")
+			}
+			same := compareFusedRows(t, c.g, chip, 4, 4)
+			t.Logf("identical to the unfused program: %.4f", same)
+		})
 	}
 }
 

@@ -42,6 +42,11 @@ type rowsPlan struct {
 	// attention mask [S, S] over scores [B, H, S, S]), is the number of rows after which
 	// its rows repeat; 0 for the others.
 	period []int
+	// level is the number of reductions a value waits for, one after another: a row
+	// too long for the UB is computed in that many passes over its chunks plus one
+	// (rows_chunked.go); passes is the number the result needs.
+	level  []int
+	passes int
 }
 
 // repeatPeriod is the number of rows of the row space after which a value of shape s
@@ -164,7 +169,7 @@ func planRows(body *core.Graph) (*rowsPlan, error) {
 // *rowsPlanError.
 func planGroup(g *core.Graph, members []core.Value) (*rowsPlan, error) {
 	p := &rowsPlan{body: g, kind: make([]rowKind, len(g.Nodes)), invariant: make([]bool, len(g.Nodes)),
-		lastUse: make([]int, len(g.Nodes)), soleUser: make([]core.Value, len(g.Nodes)), period: make([]int, len(g.Nodes))}
+		lastUse: make([]int, len(g.Nodes)), soleUser: make([]core.Value, len(g.Nodes)), period: make([]int, len(g.Nodes)), level: make([]int, len(g.Nodes))}
 	for i := range p.soleUser {
 		p.soleUser[i] = -1
 	}
@@ -213,9 +218,14 @@ func planGroup(g *core.Graph, members []core.Value) (*rowsPlan, error) {
 			}
 			p.kind[x], p.invariant[x] = k, k == kindCol || k == kindScalar
 		}
+		for _, x := range n.Inputs {
+			p.level[v] = max(p.level[v], p.level[x])
+		}
 		t := g.Type(v)
 		switch {
 		case rowReduction(g, n):
+			p.level[v]++
+			p.passes = max(p.passes, p.level[v])
 			if !g.Type(n.Inputs[0]).Shape.Equal(p.space) || p.kind[n.Inputs[0]] != kindFull || p.invariant[n.Inputs[0]] {
 				return nil, fail("%s reduces %s, not rows of %v", n.Op, g.Type(n.Inputs[0]), p.space)
 			}
@@ -241,6 +251,9 @@ func planGroup(g *core.Graph, members []core.Value) (*rowsPlan, error) {
 	}
 	out := members[len(members)-1]
 	p.lastUse[out] = len(g.Nodes)
+	if p.kind[out] == kindFull {
+		p.passes = max(p.passes, p.level[out]+1)
+	}
 	if k := p.kind[out]; (k != kindFull && k != kindRow) || p.invariant[out] {
 		return nil, &rowsPlanError{at: out, msg: fmt.Sprintf("the result (%s, %s) is not computed per row", g.Type(out), k)}
 	}
