@@ -82,14 +82,18 @@ type rowsKernel struct {
 	// return to the pool, and their cache entries go, when the chunk ends
 	chunked    bool
 	chunkTiles []int
-	chunkStep  int      // chunks emitted so far, for the slot of the next one
-	full, row  *vecBody // scratch of step bodies, per kind (their shapes differ)
+	chunkStep  int // chunks emitted so far, for the slot of the next one
+	// lastUse is the plan's, or in a pass over chunks the last reader within the pass
+	// (later passes compute what they need again)
+	lastUse   []int
+	full, row *vecBody // scratch of step bodies, per kind (their shapes differ)
 }
 
 func newRowsKernel(e *emitter, p *rowsPlan, tr, tc int, params []int, out int) *rowsKernel {
 	k := &rowsKernel{e: e, p: p, tr: tr, tc: tc, params: params, out: out,
 		tiles: map[core.Value]int{}, fixed: map[[2]int]int{}, holders: map[int]int{}, free: map[string][]int{}, slotOf: map[int]int{}, kindOf: map[int]rowKind{}, feeders: map[int]bool{}}
 	k.cw = p.cols
+	k.lastUse = p.lastUse
 	k.chunked = tc < p.cols // a chunk of each row per step (rows_chunked.go)
 	k.full = &vecBody{e: e, tr: tr, tc: tc, scratch: map[string]int{}, space: p.space}
 	k.row = &vecBody{e: e, tr: tr, tc: rowTileCols, scratch: map[string]int{}, space: p.space}
@@ -347,10 +351,12 @@ func (k *rowsKernel) step(v core.Value, n *core.Node) {
 	}
 	isRoot := v == k.p.body.Outputs[0]
 	dst := -1
-	if inPlace(n.Op) && !k.chunked { // chunks compute values again in later passes
+	// Per-row values of a pass over chunks stay for every later pass, whose steps read
+	// them again, so only whole-row steps write in place there.
+	if inPlace(n.Op) && (!k.chunked || kind == kindFull) {
 		for _, x := range uniqueInputs(n) {
 			t := k.tiles[x]
-			if k.p.lastUse[x] == int(v) && !k.p.invariant[x] && k.holders[t] == 1 && (!isRoot || isSlot(k.slotOf, t)) &&
+			if k.lastUse[x] == int(v) && !k.p.invariant[x] && k.holders[t] == 1 && (!isRoot || isSlot(k.slotOf, t)) &&
 				k.e.prog.Tiles[t].DType == n.Type.DType && k.kindOf[t] == kind {
 				dst = t
 				break

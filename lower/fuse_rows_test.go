@@ -363,3 +363,25 @@ func TestRowKernelResultsAndEdgeShapes(t *testing.T) {
 		})
 	}
 }
+
+// A per-row step after a reduction must not overwrite the reduction's value while a
+// later pass over the chunks still reads it (here neg(max), made after the first pass,
+// while the last pass computes x - max again).
+func TestWideRowsKeepPerRowValuesForLaterPasses(t *testing.T) {
+	bl := core.NewBuilder("keep")
+	x := bl.Param("x", core.TensorType{DType: dtype.Float32, Shape: core.Shape{3, 8192}})
+	op := func(name string, attrs core.Attrs, in ...core.Value) core.Value {
+		v, err := bl.Op(name, in, attrs, core.Location{})
+		require.NoError(t, err)
+		return v
+	}
+	m := op("max", core.Attrs{"axis": []int64{-1}, "keepdims": true}, x)
+	d := op("sub", nil, x, m)
+	e := op("exp", nil, d)
+	s := op("sum", core.Attrs{"axis": []int64{-1}, "keepdims": true}, e)
+	bl.Output(op("add", nil, op("add", nil, op("div", nil, e, s), d), op("neg", nil, m)))
+	g := bl.Graph()
+	chip := chipNamed(t, "tiny")
+	require.Equal(t, []string{"fused_rows"}, tasksOf(t, g, Options{Chip: chip, Verify: true}))
+	compareFusedRows(t, g, chip, 6, 3)
+}

@@ -29,6 +29,15 @@ func (k *rowsKernel) emitChunkedTile(r0, vr int) {
 	k.rowSteps(0, paramIndex)
 	for pass := 0; pass < p.passes; pass++ {
 		need := k.neededIn(pass)
+		k.lastUse = make([]int, len(body.Nodes))
+		for i, n := range body.Nodes {
+			if need[core.Value(i)] {
+				for _, x := range n.Inputs {
+					k.lastUse[x] = i
+				}
+			}
+		}
+		k.lastUse[res] = len(body.Nodes)
 		accs := map[core.Value]int{}
 		for c0 := 0; c0 < p.cols; c0 += k.tc {
 			k.c0, k.cw = c0, k.tc
@@ -45,13 +54,19 @@ func (k *rowsKernel) emitChunkedTile(r0, vr int) {
 				default:
 					k.step(v, n)
 				}
+				for _, x := range uniqueInputs(n) { // whole-row values this pass reads no more
+					if t, ok := k.tiles[x]; ok && need[v] && k.lastUse[x] == i && p.kind[x] == kindFull && !p.invariant[x] {
+						k.release(t)
+						delete(k.tiles, x)
+					}
+				}
 			}
 			if need[res] && p.kind[res] == kindFull {
 				k.e.emit(isa.TSTORE, isa.GMOp(k.window(k.out, kindFull)), isa.TileOp(k.tiles[res]))
 			}
 			k.endChunk()
 		}
-		k.c0, k.cw = 0, p.cols
+		k.c0, k.cw, k.lastUse = 0, p.cols, p.lastUse
 		for i, n := range body.Nodes {
 			if v := core.Value(i); need[v] && rowReduction(body, n) {
 				k.finishReduction(v, n, accs[v])
