@@ -44,6 +44,9 @@ type Executable struct {
 	compile time.Duration
 	// stopAfter is Options.StopAfter: set when the machine programs were not built.
 	stopAfter string
+	// constants are the data of the last params, which Run binds itself (see
+	// runBindConstants).
+	constants [][]byte
 }
 
 var passTableOnce = sync.OnceValue(func() error { return checkPassTable(passTable) })
@@ -72,7 +75,7 @@ func Compile(g *core.Graph, opts Options) (exe *Executable, err error) {
 	if c.exec == nil {
 		return nil, core.Errorf(core.ValueError, "lower.Compile: StopAfter=%q ends before an execution graph exists", opts.StopAfter)
 	}
-	return &Executable{chip: opts.Chip, graph: g, exec: c.exec, times: c.times, dumps: c.dumps, layouts: c.layouts, compile: time.Since(start), stopAfter: opts.StopAfter}, nil
+	return &Executable{chip: opts.Chip, graph: g, exec: c.exec, times: c.times, dumps: c.dumps, layouts: c.layouts, compile: time.Since(start), stopAfter: opts.StopAfter, constants: c.constants}, nil
 }
 
 // TaskRun is what one task did in a run.
@@ -103,9 +106,10 @@ func (e *Executable) RunWith(inputs [][]byte, opts device.RunOptions) (outputs [
 		}
 	}()
 	tg := e.exec.Blocks.Tiles
-	if len(inputs) != len(tg.Params) {
-		return nil, nil, core.Errorf(core.ValueError, "program takes %d inputs, got %d", len(tg.Params), len(inputs))
+	if n := len(tg.Params) - len(e.constants); len(inputs) != n {
+		return nil, nil, core.Errorf(core.ValueError, "program takes %d inputs, got %d", n, len(inputs))
 	}
+	inputs = append(inputs[:len(inputs):len(inputs)], e.constants...)
 	gm := make([]byte, e.exec.GMBytes)
 	for i, t := range tg.Params {
 		want := tg.Tensors[t].Type

@@ -66,7 +66,7 @@ func runFoldConstants(c *compilation) error {
 
 func foldConstants(g *core.Graph) (*core.Graph, error) {
 	known := map[core.Value]*constant{} // by value of the new graph
-	return rewriteGraph(g, func(b *core.Builder, _ core.Value, n *core.Node, ins []core.Value, _ func(core.Value) core.Value) (core.Value, bool, error) {
+	folded, err := rewriteGraph(g, func(b *core.Builder, _ core.Value, n *core.Node, ins []core.Value, _ func(core.Value) core.Value) (core.Value, bool, error) {
 		c := foldNode(b, n, ins, known)
 		if c == nil || !c.uniform || n.Op == "full" {
 			if c != nil { // keep the node; remember its value once it is built
@@ -80,6 +80,42 @@ func foldConstants(g *core.Graph) (*core.Graph, error) {
 		known[v] = c
 		return v, true, err
 	})
+	if err != nil {
+		return nil, err
+	}
+	return materializeConstants(folded, known)
+}
+
+// dataLimit is the most elements of a varying constant the program carries as data.
+const dataLimit = 4096
+
+// materializeConstants replaces each varying constant that some non-constant node reads
+// through a kernel of its own (a matmul, a reduction, a gather: anything but a
+// pointwise op, which fusion would run the constant's computation inside), or that is
+// a result, by a constant holding its elements: a run then reads them from GM with the
+// inputs instead of launching a task to compute them. The nodes that computed it are
+// left to DCE.
+func materializeConstants(g *core.Graph, known map[core.Value]*constant) (*core.Graph, error) {
+	users := g.Users()
+	needsData := map[core.Value]bool{}
+	for _, o := range g.Outputs {
+		needsData[o] = true
+	}
+	for i := range g.Nodes {
+		for _, u := range users[i] {
+			if known[u] == nil && !pointwise(g.Nodes[u]) {
+				needsData[core.Value(i)] = true
+			}
+		}
+	}
+	return rewriteGraph(g, func(b *core.Builder, v core.Value, n *core.Node, _ []core.Value, _ func(core.Value) core.Value) (core.Value, bool, error) {
+		c := known[v]
+		if !needsData[v] || c == nil || c.uniform || c.array == nil || n.Op == "constant" || len(c.array.Data) > dataLimit {
+			return -1, false, nil
+		}
+		out, err := b.Op("constant", nil, core.ConstantAttrs(c.array), n.Loc)
+		return out, true, err
+	})
 }
 
 // foldNode computes what is known of n's value from its inputs' (nil: not a constant).
@@ -89,6 +125,8 @@ func foldNode(b *core.Builder, n *core.Node, ins []core.Value, known map[core.Va
 		return nil
 	case "full":
 		return &constant{uniform: true, value: dtype.Round(n.Type.DType, n.Attrs.Float("value", 0))}
+	case "constant":
+		return evaluate(b, n, ins, nil)
 	}
 	args := make([]*constant, len(ins))
 	allUniform := true

@@ -3,11 +3,13 @@ package lower
 import "sort"
 
 // expandedOps are ops a compiler pass rewrites into others before tiling (see
-// arg_reduce.go, pad.go), with the ops they become.
+// arg_reduce.go, pad.go, bind_constants.go), with the ops they become.
 var expandedOps = map[string][]string{
 	"argmax": {"max", "equal", "isnan", "logical_or", "iota", "full", "where", "min"},
 	"argmin": {"min", "equal", "isnan", "logical_or", "iota", "full", "where"},
 	"pad":    {"full", "concat", "reshape"},
+	// constant becomes an input whose data the program binds itself (bind-constants)
+	"constant": {},
 }
 
 // LoweredOps lists, sorted, the Tensor Graph ops this compiler can lower to the

@@ -10,8 +10,9 @@ import (
 // device memory at its peak. Every figure counts whole buffers (GM buffers start on
 // 512-byte boundaries, so each tensor's bytes are rounded up).
 type MemoryPlan struct {
-	InputBytes  int `json:"input_bytes"`  // the program's inputs, each in a buffer of its own
-	OutputBytes int `json:"output_bytes"` // its results (a result that is an input is counted as an input)
+	InputBytes    int `json:"input_bytes"`    // the program's inputs, each in a buffer of its own
+	ConstantBytes int `json:"constant_bytes"` // constants the program carries, copied in with the inputs
+	OutputBytes   int `json:"output_bytes"`   // its results (a result that is an input is counted as an input)
 	// WorkspaceBytes holds the intermediates, whose buffers are reused once their last
 	// reader has run; WorkspaceNoReuseBytes is what they would take without reuse.
 	WorkspaceBytes        int `json:"workspace_bytes"`
@@ -38,8 +39,8 @@ func (g *ExecGraph) MemoryPlan() MemoryPlan {
 }
 
 func (m MemoryPlan) String() string {
-	return fmt.Sprintf("peak %d bytes: inputs %d, outputs %d, workspace %d (%d without reuse)",
-		m.PeakBytes, m.InputBytes, m.OutputBytes, m.WorkspaceBytes, m.WorkspaceNoReuseBytes)
+	return fmt.Sprintf("peak %d bytes: inputs %d, constants %d, outputs %d, workspace %d (%d without reuse)",
+		m.PeakBytes, m.InputBytes, m.ConstantBytes, m.OutputBytes, m.WorkspaceBytes, m.WorkspaceNoReuseBytes)
 }
 
 // runCheckMemoryPool refuses a plan that needs more device memory than the pool the
@@ -58,5 +59,14 @@ func runCheckMemoryPool(c *compilation) error {
 	return e.Suggest("raise memory_pool_bytes to at least %d, or compute in smaller pieces (fewer rows per call, a narrower dtype)", m.PeakBytes)
 }
 
-// MemoryPlan reports the device memory the program needs.
-func (e *Executable) MemoryPlan() MemoryPlan { return e.exec.MemoryPlan() }
+// MemoryPlan reports the device memory the program needs; its constants, which are
+// params to the execution graph, are told apart from the caller's inputs.
+func (e *Executable) MemoryPlan() MemoryPlan {
+	m := e.exec.MemoryPlan()
+	params := e.exec.Blocks.Tiles.Params
+	for _, t := range params[len(params)-len(e.constants):] {
+		m.InputBytes -= e.exec.Buffers[t].Bytes
+		m.ConstantBytes += e.exec.Buffers[t].Bytes
+	}
+	return m
+}

@@ -129,7 +129,7 @@ func TestMemoryPlanAndPool(t *testing.T) {
 	require.NoError(t, err)
 	m := exe.MemoryPlan()
 	require.Equal(t, MemoryPlan{InputBytes: 16384, OutputBytes: 16384, WorkspaceBytes: 2 * 16384, WorkspaceNoReuseBytes: 3 * 16384, PeakBytes: 4 * 16384}, m)
-	require.Contains(t, exe.Dump(), "peak 65536 bytes: inputs 16384, outputs 16384, workspace 32768 (49152 without reuse)")
+	require.Contains(t, exe.Dump(), "peak 65536 bytes: inputs 16384, constants 0, outputs 16384, workspace 32768 (49152 without reuse)")
 
 	_, err = Compile(g, Options{Chip: tinyChip(t), OptLevel: O0, MemoryPoolBytes: 65536})
 	require.NoError(t, err, "a pool of exactly the peak is enough")
@@ -172,4 +172,34 @@ func TestPassTableLevels(t *testing.T) {
 	require.NoError(t, checkPassTable(bad))
 	bad[0].MinLevel = O2
 	require.ErrorContains(t, checkPassTable(bad), `"a"`)
+}
+
+// A varying constant that a matmul reads, or that is a result, is carried as data (no
+// task computes it); one that a pointwise op reads stays computed, inside the fused
+// kernel.
+func TestVaryingConstantsBecomeDataWhereAKernelWouldComputeThem(t *testing.T) {
+	g, err := core.Parse(`graph g(%x: f32[8,16]) {
+  %1 = iota() {shape=[16,4], axis=0} : i32[16,4]
+  %2 = cast(%1) {dtype="float32"} : f32[16,4]
+  %3 = full() {dtype="float32", shape=[], value=0.5} : f32[]
+  %4 = mul(%2, %3) : f32[16,4]
+  %5 = matmul(%x, %4) {transpose_a=false, transpose_b=false} : f32[8,4]
+  %6 = iota() {shape=[8,16], axis=1} : i32[8,16]
+  %7 = cast(%6) {dtype="float32"} : f32[8,16]
+  %8 = add(%x, %7) : f32[8,16]
+  %9 = iota() {shape=[3,5], axis=1} : i32[3,5]
+  return %5, %8, %9
+}`)
+	require.NoError(t, err)
+	chip := tinyChip(t)
+	exe, err := Compile(g, Options{Chip: chip, Verify: true, OptLevel: O0})
+	require.NoError(t, err)
+	require.Len(t, taskOps(exe), 9)
+	exe, err = Compile(g, Options{Chip: chip, Verify: true})
+	require.NoError(t, err)
+	require.ElementsMatch(t, []string{"matmul", "fused"}, taskOps(exe), "the matmul's operand and the iota result are data")
+	m := exe.MemoryPlan()
+	require.Equal(t, 2*512, m.ConstantBytes, "two constants, each in a 512-byte buffer")
+	require.Equal(t, 512, m.InputBytes)
+	compileAndCompare(t, chip, g, 16)
 }

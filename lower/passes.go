@@ -47,6 +47,7 @@ var passTable = []Pass{
 	{Name: "fuse-rows", MinLevel: O2, Produces: LevelTensor, After: []string{"split-reductions", "sort-last-axis", "expand-pad", "expand-arg-reductions", "dce"}, Run: runFuseRows},
 	{Name: "fuse-elementwise", MinLevel: O2, Produces: LevelTensor, After: []string{"split-reductions", "sort-last-axis", "expand-pad", "expand-arg-reductions", "dce", "fuse-rows"}, Run: runFuseElementwise},
 	{Name: "fuse-epilogue", MinLevel: O2, Produces: LevelTensor, After: []string{"fuse-elementwise"}, Run: runFuseEpilogue},
+	{Name: "bind-constants", Required: true, Produces: LevelTensor, After: []string{"dce"}, Run: runBindConstants},
 	{Name: "tile", Required: true, Produces: LevelTile, After: []string{"split-reductions"}, Run: runTile},
 	{Name: "assign-cores", Required: true, Produces: LevelBlock, After: []string{"tile"}, Run: runAssignCores},
 	{Name: "plan-exec", Required: true, Produces: LevelExec, After: []string{"assign-cores"}, Run: runPlanExec},
@@ -95,7 +96,10 @@ type compilation struct {
 	block *BlockGraph
 	exec  *ExecGraph
 	times []PassTiming
-	dumps []string // "before/after" text of each level, when Options.Dump is set
+	// constants holds the data of the params bind-constants added, in param order
+	// after the caller's.
+	constants [][]byte
+	dumps     []string // "before/after" text of each level, when Options.Dump is set
 	// layouts are the layout conversions the program keeps (see runInferLayouts).
 	layouts []LayoutConversion
 }

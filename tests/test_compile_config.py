@@ -64,6 +64,7 @@ def test_memory_plan_is_reported_and_the_pool_enforced():
     m = f.info()["memory"]
     assert m == {
         "input_bytes": 16384,
+        "constant_bytes": 0,
         "output_bytes": 16384,
         "workspace_bytes": 32768,
         "workspace_no_reuse_bytes": 32768,

@@ -294,7 +294,7 @@ class Executor:
     def info(self) -> dict:
         """What was compiled for the last run (before any run, the first trace): "device",
         "opt_level", "disable_passes", "memory_pool_bytes" (0: no limit), and "memory",
-        the device memory plan in bytes ({"input_bytes", "output_bytes",
+        the device memory plan in bytes ({"input_bytes", "constant_bytes", "output_bytes",
         "workspace_bytes", "workspace_no_reuse_bytes", "peak_bytes"}; None before a
         symbolic trace has run, and on the "reference" device), and
         "layout_conversions", the layout conversions the program keeps (each {"from",
