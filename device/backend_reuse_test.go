@@ -40,10 +40,14 @@ func TestCompilerReusesOnlyWhatCompileWouldReturn(t *testing.T) {
 	}
 	assert.Len(t, c.shapes, 2, "one entry per shape")
 
-	// Errors that depend on the GM offsets are found for every program.
-	p := gmHazardProgram("outside", 250, 4)
-	_, want := Compile(chip, p)
-	require.Error(t, want)
-	_, got := c.Compile(p)
-	assert.Equal(t, want, got)
+	// Errors that depend on the GM offsets or the names are found for every program.
+	outside := gmHazardProgram("outside", 250, 4)
+	clash := gmHazardProgram("clash", 0, 4)
+	clash.Tiles[1].Name = clash.Tiles[0].Name
+	for _, p := range []*isa.Program{outside, clash} {
+		_, want := Compile(chip, p)
+		require.Error(t, want)
+		_, got := c.Compile(p)
+		assert.Equal(t, want, got)
+	}
 }

@@ -83,7 +83,7 @@ func emitElementwise(e *emitter, tg *TileGraph, op *TileOp, tiles []int) {
 	if !isCopy {
 		res = e.pingPong("out", isa.Vec, out.DType, tr, tc)
 	}
-	body := &vecBody{e: e, attrs: op.Attrs, tr: tr, tc: tc, scratch: map[string]int{}, space: space}
+	body := &vecBody{e: e, attrs: op.Attrs, tr: tr, tc: tc, space: space}
 	if low.indirect {
 		src := tg.Tensors[op.Inputs[0]].Type
 		body.source = ins[0].view

@@ -62,7 +62,7 @@ func emitEpilogueVector(e *emitter, tg *TileGraph, op *TileOp, tiles []int, part
 	}
 	res := e.tile("out", isa.Vec, out.DType, pm, tn)
 	ov := newFlatView(e.params[op.Output], reshapeMap(space), space)
-	vb := &vecBody{e: e, attrs: op.Attrs, tr: pm, tc: tn, scratch: map[string]int{}, space: space}
+	vb := &vecBody{e: e, attrs: op.Attrs, tr: pm, tc: tn, space: space}
 	q := isa.ImmOp(float64(v))
 	for seq, t := range tiles {
 		ot := matmulOutTile(op, t, seq)

@@ -95,8 +95,8 @@ func newRowsKernel(e *emitter, p *rowsPlan, tr, tc int, params []int, out int) *
 	k.cw = p.cols
 	k.lastUse = p.lastUse
 	k.chunked = tc < p.cols // a chunk of each row per step (rows_chunked.go)
-	k.full = &vecBody{e: e, tr: tr, tc: tc, scratch: map[string]int{}, space: p.space}
-	k.row = &vecBody{e: e, tr: tr, tc: rowTileCols, scratch: map[string]int{}, space: p.space}
+	k.full = &vecBody{e: e, tr: tr, tc: tc, space: p.space}
+	k.row = &vecBody{e: e, tr: tr, tc: rowTileCols, space: p.space}
 	return k
 }
 
@@ -428,7 +428,7 @@ func (k *rowsKernel) compute(n *core.Node, kind rowKind, dst int, args []int) {
 	if kind == kindFull {
 		b = k.full
 	} else if kind == kindCol {
-		b = &vecBody{e: k.e, tr: 1, tc: k.tc, scratch: map[string]int{}, space: k.p.space}
+		b = &vecBody{e: k.e, tr: 1, tc: k.tc, space: k.p.space}
 	}
 	b.attrs = n.Attrs
 	mark := len(k.e.prog.Tiles)

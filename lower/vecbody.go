@@ -23,17 +23,27 @@ type vecBody struct {
 	// addresses, and sourceElems its size (see gatherBody)
 	source                  flatView
 	sourceElems             int
-	gatherLen, gatherStride int // x's length and stride along the gathered axis
-	scratch                 map[string]int
+	gatherLen, gatherStride int                // x's length and stride along the gathered axis
+	scratch                 map[scratchKey]int // made on first use
+}
+
+// scratchKey names a scratch tile: by name, dtype and shape.
+type scratchKey struct {
+	name       string
+	dt         dtype.DType
+	rows, cols int
 }
 
 // tile returns the scratch tile called name (rows x cols of dt). Scratch tiles are
 // written and read by the vector pipe alone, which runs in order, so one copy serves
 // every iteration: only tiles that loads or stores touch are double-buffered.
 func (b *vecBody) tile(name string, dt dtype.DType, rows, cols int) int {
-	key := fmt.Sprintf("%s_%s_%dx%d", name, dt, rows, cols)
+	key := scratchKey{name, dt, rows, cols}
 	t, ok := b.scratch[key]
 	if !ok {
+		if b.scratch == nil {
+			b.scratch = map[scratchKey]int{}
+		}
 		t = b.e.tile(name, isa.Vec, dt, rows, cols)
 		b.scratch[key] = t
 	}
