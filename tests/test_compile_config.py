@@ -2,6 +2,8 @@
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import pypto as p
 from conftest import rand
@@ -93,3 +95,45 @@ def test_the_compile_cache_tells_configs_apart():
     for level in (0, 2, 0, 2):
         p.compile(lambda a: p.relu(a) + 1.0, p.CompileConfig(opt_level=level), inputs=[p.Tensor(shape, dtype=p.float32)]).run(x)
     assert p.cache_info()["compiles"] == before + 2, "each level compiles once, then hits"
+
+
+_UNARY = {"neg": p.neg, "abs": p.abs, "exp": p.exp, "floor": p.floor}
+_BINARY = {"add": p.add, "sub": p.sub, "mul": p.mul, "maximum": p.maximum, "div": p.div}
+
+
+@st.composite
+def _programs(draw):
+    """A random program over x [r, c] and y [c]: steps of unary and binary ops (some
+    with constants 1, -0.0, 0.0, ..., which reach the compiler as bound inputs, as every
+    Python value does), transposes there and back, repeated steps, and a max over the
+    last axis broadcast back."""
+    steps = draw(st.lists(st.tuples(st.integers(0, 4), st.integers(0, 4), st.integers(0, 5)), min_size=1, max_size=8))
+    consts = [1.0, -0.0, 0.0, 2.0, 0.5]
+
+    def program(x, y):
+        vals = [x, y]
+        for kind, a, b in steps:
+            u, v = vals[a % len(vals)], vals[b % len(vals)]
+            if kind == 0:
+                vals.append(list(_UNARY.values())[b % len(_UNARY)](u))
+            elif kind == 1:
+                vals.append(list(_BINARY.values())[b % len(_BINARY)](u, v))
+            elif kind == 2:
+                vals.append(list(_BINARY.values())[a % 3](u, p.full((), consts[b % len(consts)], dtype=u.dtype)))
+            elif kind == 3 and len(u.shape) == 2:
+                vals.append(u.transpose(1, 0).transpose(1, 0))
+            elif len(u.shape) == 2:
+                vals.append(u - p.max(u, axis=-1, keepdims=True))
+        return vals[-1] + vals[0]
+
+    return program
+
+
+@settings(max_examples=12, deadline=None)
+@given(_programs(), st.integers(1, 6), st.integers(1, 40), st.sampled_from([p.float32, p.float16]))
+def test_random_programs_agree_at_every_level(program, rows, cols, dtype):
+    x, y = rand((rows, cols), dtype, rows), rand((cols,), dtype, cols)
+    ref = p.compile(program, p.CompileConfig(chip="reference")).run(x, y).numpy()
+    for level in (0, 1, 2, 3):
+        got = p.compile(program, p.CompileConfig(opt_level=level, chip="tiny")).run(x, y).numpy()
+        np.testing.assert_array_equal(got, ref, err_msg=f"opt_level={level}")
