@@ -64,7 +64,7 @@ func Compile(g *core.Graph, opts Options) (exe *Executable, err error) {
 	if err := passTableOnce(); err != nil {
 		return nil, core.Errorf(core.InternalError, "%v", err)
 	}
-	if err := checkOptions(opts); err != nil {
+	if err := CheckOptions(opts); err != nil {
 		return nil, err
 	}
 	start := time.Now()

@@ -74,14 +74,15 @@ func PassNames() (all, optional []string) {
 	return all, optional
 }
 
-// checkOptions rejects options that name no pass, or ask for what cannot be done, with
-// the valid choices in the error.
-func checkOptions(o Options) error {
+// CheckOptions rejects options that name no pass, or ask for what cannot be done, with
+// the valid choices in the error. Compile checks its options with it; callers that
+// compile later (a symbolic executor) check theirs up front.
+func CheckOptions(o Options) error {
 	if o.OptLevel < 0 || o.OptLevel > O3 {
 		return core.Errorf(core.ValueError, "lower.Options: OptLevel %d is not one of O0..O3", int(o.OptLevel))
 	}
 	if o.MemoryPoolBytes < 0 {
-		return core.Errorf(core.ValueError, "memory pool of %d bytes: the size must be positive (or 0 for no limit)", o.MemoryPoolBytes)
+		return core.Errorf(core.ValueError, "a memory pool of %d bytes: the size must be a positive number of bytes (or none, for no limit)", o.MemoryPoolBytes)
 	}
 	all, optional := PassNames()
 	known := map[string]bool{}

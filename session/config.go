@@ -52,24 +52,7 @@ func ParseConfig(text string) (Config, error) {
 }
 
 // Check validates the choices that do not depend on a device.
-func (c Config) Check() error {
-	if c.MemoryPoolBytes < 0 {
-		return core.Errorf(core.ValueError, "memory_pool_bytes is %d; it must be a positive size in bytes (or None for no limit)", c.MemoryPoolBytes)
-	}
-	all, optional := lower.PassNames()
-	for _, p := range c.DisabledPasses {
-		switch {
-		case slices.Contains(optional, p):
-		case slices.Contains(all, p):
-			return core.Errorf(core.ValueError, "disable_passes names %q, which the compiler needs to produce a program", p).
-				Suggest("the passes that can be disabled are: %s", strings.Join(optional, ", "))
-		default:
-			return core.Errorf(core.ValueError, "disable_passes names %q, but there is no pass of that name", p).
-				Suggest("the passes that can be disabled are: %s", strings.Join(optional, ", "))
-		}
-	}
-	return nil
-}
+func (c Config) Check() error { return lower.CheckOptions(c.options()) }
 
 // Key is the part of a compile-cache key that the config decides: programs compiled
 // with different options are different programs.

@@ -23,8 +23,8 @@ func TestParseConfig(t *testing.T) {
 		`{"opt_level": 7}`:                  "level 7 does not exist",
 		`{"opt": 1}`:                        `unknown field "opt"`,
 		`{"disable_passes": ["fuse"]}`:      "no pass of that name",
-		`{"disable_passes": ["decompose"]}`: "needs to produce a program",
-		`{"memory_pool_bytes": -1}`:         "positive size",
+		`{"disable_passes": ["decompose"]}`: "needs it to produce a program",
+		`{"memory_pool_bytes": -1}`:         "positive number of bytes",
 	} {
 		_, err := ParseConfig(text)
 		assert.Equal(t, core.ValueError, coreErr(t, err).Kind, text)

@@ -40,7 +40,7 @@ def test_bad_options_raise_with_the_choices():
     with pytest.raises(p.PyptoValueError, match="no pass of that name") as e:
         p.compile(lambda a: a + a, p.CompileConfig(disable_passes=("fusion",)))
     assert "fuse-elementwise" in str(e.value)
-    with pytest.raises(p.PyptoValueError, match="needs to produce a program"):
+    with pytest.raises(p.PyptoValueError, match="needs it to produce a program"):
         p.compile(lambda a: a + a, p.CompileConfig(disable_passes=("tile",)))
     with pytest.raises(p.PyptoValueError, match="unknown device"):
         p.compile(lambda a: a + a, p.CompileConfig(chip="a9"))
