@@ -15,6 +15,7 @@ func buildExecGraph(bg *BlockGraph, vectorsPerBlock int) (*ExecGraph, error) {
 	tg := bg.Tiles
 	eg := &ExecGraph{Blocks: bg}
 	producers := map[int][]int{} // tensor -> the tasks writing it (several for concat's parts)
+	var blocks []block
 	for ki, k := range bg.Kernels {
 		if len(k.Blocks) == 0 {
 			continue
@@ -36,17 +37,44 @@ func buildExecGraph(bg *BlockGraph, vectorsPerBlock int) (*ExecGraph, error) {
 			task.Vectors = vectorsPerBlock
 		}
 		for bi, tiles := range k.Blocks {
-			ps, err := emitBlock(tg, op, tiles, fmt.Sprintf("%s_b%d", task.Name, bi), task.Vectors)
-			if err != nil {
-				return nil, err
-			}
-			task.Programs = append(task.Programs, ps...)
+			blocks = append(blocks, block{task, op, tiles, bi})
 		}
 		producers[op.Output] = append(producers[op.Output], len(eg.Tasks))
 		eg.Tasks = append(eg.Tasks, task)
 	}
+	if err := emitBlocks(tg, blocks); err != nil {
+		return nil, err
+	}
 	planMemory(eg)
 	return eg, nil
+}
+
+// block is one block of a task, to be emitted.
+type block struct {
+	task  *Task
+	op    *TileOp
+	tiles []int
+	index int
+}
+
+// emitBlocks generates the programs of blocks in parallel (each block's emitter is its
+// own; the tile graph is only read) and appends them to their tasks in block order. The
+// error is the first block's in order.
+func emitBlocks(tg *TileGraph, blocks []block) error {
+	progs := make([][]*isa.Program, len(blocks))
+	errs := make([]error, len(blocks))
+	inParallel(len(blocks), func(i int) bool {
+		b := blocks[i]
+		progs[i], errs[i] = emitBlock(tg, b.op, b.tiles, fmt.Sprintf("%s_b%d", b.task.Name, b.index), b.task.Vectors)
+		return errs[i] == nil
+	})
+	for i, b := range blocks {
+		if errs[i] != nil {
+			return errs[i]
+		}
+		b.task.Programs = append(b.task.Programs, progs[i]...)
+	}
+	return nil
 }
 
 // planMemory places inputs and outputs in buffers of their own and packs intermediates
