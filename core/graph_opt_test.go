@@ -151,6 +151,19 @@ func TestGraphOptimisationsAreExact(t *testing.T) {
   %7 = slice(%6) {starts=[1,0], stops=[-1,3], steps=[-1,1]} : f32[2,3]
   return %7
 }`, 1},
+		{"casts through a wider dtype", `graph g(%x: f16[13], %b: bf16[13], %i: i32[9], %c: i8[9]) {
+  %4 = cast(%x) {dtype="float32"} : f32[13]
+  %5 = cast(%4) {dtype="float16"} : f16[13]
+  %6 = cast(%b) {dtype="float32"} : f32[13]
+  %7 = cast(%6) {dtype="int8"} : i8[13]
+  %8 = cast(%x) {dtype="bfloat16"} : bf16[13]
+  %9 = cast(%8) {dtype="float32"} : f32[13]
+  %10 = cast(%i) {dtype="float32"} : f32[9]
+  %11 = cast(%10) {dtype="int32"} : i32[9]
+  %12 = cast(%c) {dtype="float16"} : f16[9]
+  %13 = cast(%12) {dtype="bool"} : bool[9]
+  return %5, %7, %9, %11, %13
+}`, 6},
 		{"view chains", `graph g(%x: f32[2,3,4]) {
   %1 = reshape(%x) {shape=[6,4]} : f32[6,4]
   %2 = reshape(%1) {shape=[4,6]} : f32[4,6]

@@ -14,7 +14,7 @@ import (
 //   - x - -0.0 is not x for the same reason (x - 0.0 is);
 //   - x * 0 is not 0: NaN * 0 is NaN, inf * 0 is NaN, -1 * 0 is -0.0;
 //   - x - x is not 0 (NaN, inf) and x / x is not 1 (0, NaN, inf);
-//   - cast(cast(x, a), b) is not cast(x, b) in general (the first rounding is visible).
+//   - cast(cast(x, a), b) is not cast(x, b) when a narrows x (the first rounding shows).
 //
 // Every rule keeps a result's type: a rule whose shortcut has another dtype or shape
 // than the node (x * 1 where the 1 is float32 and x float16, or where the 1 broadcasts x
@@ -94,6 +94,22 @@ var simplifications = []simplification{
 			}
 			return ins[0], true, nil
 		}},
+	{"cast-through-wider", "cast(cast(x, a), b) is cast(x, b), or x when b is x's dtype, when a holds every value of x's dtype (f16 or bf16 in f32, int8 in int32 or any float, bool in anything): the first cast changes no value, NaN, inf and -0.0 included",
+		[]string{"cast"}, func(b *Builder, n *Node, ins []Value) (Value, bool, error) {
+			inner := b.g.Nodes[ins[0]]
+			if inner.Op != "cast" {
+				return -1, false, nil
+			}
+			x := inner.Inputs[0]
+			if !holdsEvery(b.Type(x).DType, inner.Type.DType) {
+				return -1, false, nil
+			}
+			if b.Type(x).Equal(n.Type) {
+				return x, true, nil
+			}
+			v, err := b.Op("cast", []Value{x}, n.Attrs, n.Loc)
+			return v, true, err
+		}},
 	{"reshape-reshape", "reshape(reshape(x)) is one reshape of x (or x, at x's shape): both keep the row-major order",
 		[]string{"reshape"}, func(b *Builder, n *Node, ins []Value) (Value, bool, error) {
 			inner := b.g.Nodes[ins[0]]
@@ -127,6 +143,20 @@ var simplifications = []simplification{
 			v, err := b.Op("transpose", []Value{x}, Attrs{"perm": int64s(composed)}, n.Loc)
 			return v, true, err
 		}},
+}
+
+// holdsEvery reports whether every value of dtype from is a value of dtype to, so a
+// cast from one to the other changes nothing.
+func holdsEvery(from, to dtype.DType) bool {
+	switch from {
+	case to, dtype.Bool:
+		return true
+	case dtype.Int8:
+		return to != dtype.Bool // int32 and every float hold -128..127 exactly
+	case dtype.Float16, dtype.BFloat16:
+		return to == dtype.Float32
+	}
+	return false
 }
 
 // isAdditiveIdentity: -0.0 for floats, 0 for integers.
