@@ -42,6 +42,8 @@ var attentionInstructions = []isa.Opcode{isa.TLOAD, isa.TMOV, isa.TMATMUL, isa.T
 // attentionTileOf locates tile t: its batch index and query block.
 func attentionTileOf(op *TileOp, t int) (b, qi int) { return t / op.Grid[1], t % op.Grid[1] }
 
+// emitAttention generates one block of a flash_attention: the cube's program and each
+// vector core's, over the same tiles.
 func emitAttention(g *groupEmitter, tg *TileGraph, op *TileOp, tiles []int) {
 	a := tiledAttentionShape(len(g.vec), op, tg.Tensors)
 	emitAttentionCube(g.cube, tg, op, a, tiles)
