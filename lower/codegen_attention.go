@@ -28,10 +28,35 @@ import (
 // skipped and the blocks crossing the diagonal masked; the key block past the last key
 // is masked too. Queues are FIFOs, so both sides walk the chunks in the same order.
 
-// Queue numbers of vector core h's three streams.
-func scoresQueue(h int) isa.Operand      { return isa.ImmOp(float64(h)) }
-func probsQueue(h, nv int) isa.Operand   { return isa.ImmOp(float64(nv + h)) }
-func productQueue(h, nv int) isa.Operand { return isa.ImmOp(float64(2*nv + h)) }
+// The queues: each chunk's scores have a queue of their own when the queues suffice
+// (then the cube runs two key blocks ahead, each queue holding both), else each
+// vector core's; the probabilities and the products have one queue per vector core.
+func (a attentionShape) scoresPerChunk() bool { return a.chunks()+2*a.nv <= isa.NumQueues }
+
+func (a attentionShape) lookahead() int {
+	if a.scoresPerChunk() {
+		return 2
+	}
+	return 1
+}
+
+func (a attentionShape) scoresQueue(c int) isa.Operand {
+	if a.scoresPerChunk() {
+		return isa.ImmOp(float64(c))
+	}
+	return isa.ImmOp(float64(c % a.nv))
+}
+
+func (a attentionShape) probsQueue(h int) isa.Operand {
+	if a.scoresPerChunk() {
+		return isa.ImmOp(float64(a.chunks() + h))
+	}
+	return isa.ImmOp(float64(a.nv + h))
+}
+
+func (a attentionShape) productQueue(h int) isa.Operand {
+	return isa.ImmOp(float64(a.probsQueue(h).Imm) + float64(a.nv))
+}
 
 // attentionInstructions lists what the kernel's programs use.
 var attentionInstructions = []isa.Opcode{isa.TLOAD, isa.TMOV, isa.TMATMUL, isa.TPUSH, isa.TPOP, isa.TFREE,
@@ -99,13 +124,19 @@ func emitAttentionCube(e *emitter, tg *TileGraph, op *TileOp, a attentionShape, 
 					e.emit(isa.TMOV, isa.TileOp(qL0[c%2]), isa.TileOp(qMat[c]))
 				}
 				e.emit(isa.TMATMUL, isa.TileOp(sAcc[c%2]), isa.TileOp(qL0[c%2]), isa.TileOp(kL0))
-				e.emit(isa.TPUSH, scoresQueue(c%a.nv), isa.TileOp(sAcc[c%2]))
+				e.emit(isa.TPUSH, a.scoresQueue(c), isa.TileOp(sAcc[c%2]))
 			}
 		}
-		scores(0)
+		ahead := a.lookahead()
+		for kb := 0; kb < min(ahead, nk); kb++ {
+			scores(kb)
+		}
 		for kb := 0; kb < nk; kb++ {
-			if kb+1 < nk {
-				scores(kb + 1)
+			// One block ahead, the next scores come before this block's products so
+			// that the vector cores have them while the cube waits for P; two ahead,
+			// they come after, so that the pops of P wait behind no load of K.
+			if kb+ahead < nk && ahead == 1 {
+				scores(kb + ahead)
 			}
 			col0 := kb * a.bc
 			vm := vMat[(step+kb)%2]
@@ -113,11 +144,14 @@ func emitAttentionCube(e *emitter, tg *TileGraph, op *TileOp, a attentionShape, 
 			e.emit(isa.TMOV, isa.TileOp(vL0), isa.TileOp(vm))
 			for c := 0; c < nc; c++ {
 				h := c % a.nv
-				e.emit(isa.TPOP, isa.TileOp(pMat[c%2]), probsQueue(h, a.nv))
-				e.emit(isa.TFREE, probsQueue(h, a.nv))
+				e.emit(isa.TPOP, isa.TileOp(pMat[c%2]), a.probsQueue(h))
+				e.emit(isa.TFREE, a.probsQueue(h))
 				e.emit(isa.TMOV, isa.TileOp(pL0[c%2]), isa.TileOp(pMat[c%2]))
 				e.emit(isa.TMATMUL, isa.TileOp(oAcc[c%2]), isa.TileOp(pL0[c%2]), isa.TileOp(vL0))
-				e.emit(isa.TPUSH, productQueue(h, a.nv), isa.TileOp(oAcc[c%2]))
+				e.emit(isa.TPUSH, a.productQueue(h), isa.TileOp(oAcc[c%2]))
+			}
+			if kb+ahead < nk && ahead == 2 {
+				scores(kb + ahead)
 			}
 		}
 		step += nk
@@ -188,7 +222,10 @@ func emitAttentionVector(e *emitter, tg *TileGraph, op *TileOp, a attentionShape
 	}
 	v.p = e.tile("p", isa.Vec, a.dt, a.hr, a.bc)
 	v.pv = e.tile("pv", isa.Vec, dtype.Float32, a.hr, a.dv)
-	v.res = e.tile("res", isa.Vec, a.dt, a.hr, a.dv)
+	v.res = v.p
+	if !a.resultInProbs() {
+		v.res = e.tile("res", isa.Vec, a.dt, a.hr, a.dv)
+	}
 	v.mBlock, v.lBlock = v.column("m_block"), v.column("l_block")
 	var own []int // the chunks of this vector core
 	for c := h; c < a.chunks(); c += a.nv {
@@ -255,7 +292,7 @@ func emitAttentionVector(e *emitter, tg *TileGraph, op *TileOp, a attentionShape
 		nk := len(masks[0])
 		for kb := 0; kb < nk; kb++ {
 			for i, c := range own {
-				v.block(step, kb, b, qi*a.rows()+c*a.hr, masks[i][kb], v.chunks[i], l)
+				v.block(step, kb, b, c, qi*a.rows()+c*a.hr, masks[i][kb], v.chunks[i], l)
 				step++
 			}
 			if kb > 0 {
@@ -311,14 +348,14 @@ func (v *attentionVector) buildMask(m blockMask) int {
 	return bits
 }
 
-// block is the online-softmax step of key block kb for one chunk (rows from row0):
+// block is the online-softmax step of key block kb for chunk c (rows from row0):
 // pop the scores, scale and mask them, update the max and the sum, and push the
 // probabilities.
-func (v *attentionVector) block(step, kb, b, row0 int, m blockMask, cs chunkState, l int) {
+func (v *attentionVector) block(step, kb, b, c, row0 int, m blockMask, cs chunkState, l int) {
 	a := v.a
 	st := v.s[step%len(v.s)]
-	v.emit(isa.TPOP, isa.ModeNone, st, scoresQueue(v.h))
-	v.emit(isa.TFREE, isa.ModeNone, scoresQueue(v.h))
+	v.emit(isa.TPOP, isa.ModeNone, st, a.scoresQueue(c))
+	v.emit(isa.TFREE, isa.ModeNone, a.scoresQueue(c))
 	switch v.scaleBy {
 	case "":
 		v.emit(isa.TMULS, isa.ModeNone, st, st, v.scaleImm)
@@ -362,12 +399,12 @@ func (v *attentionVector) block(step, kb, b, row0 int, m blockMask, cs chunkStat
 	v.emit(isa.TMUL, isa.ModeNone, cs.l, cs.l, alpha)
 	v.emit(isa.TADD, isa.ModeNone, cs.l, cs.l, v.lBlock)
 	v.emit(isa.TCVT, isa.ModeNone, v.p, st)
-	v.emit(isa.TPUSH, isa.ModeNone, probsQueue(v.h, a.nv), v.p)
+	v.emit(isa.TPUSH, isa.ModeNone, a.probsQueue(v.h), v.p)
 }
 
 // absorb folds a chunk's product of key block kb into its accumulator: O = O*alpha + P V.
 func (v *attentionVector) absorb(kb int, cs chunkState) {
-	q := productQueue(v.h, v.a.nv)
+	q := v.a.productQueue(v.h)
 	v.emit(isa.TPOP, isa.ModeNone, v.pv, q)
 	v.emit(isa.TFREE, isa.ModeNone, q)
 	v.emit(isa.TROWEXPANDMUL, isa.ModeNone, cs.o, cs.o, cs.alpha[kb%2])

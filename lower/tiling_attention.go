@@ -30,17 +30,25 @@ type attentionShape struct {
 }
 
 func (a attentionShape) chunks() int { return a.nv * a.cpv }
-func (a attentionShape) rows() int   { return a.chunks() * a.hr }
+
+// resultInProbs: the result of a chunk, rounded to the dtype, is written into the
+// probabilities' tile when the shapes agree (bc == dv), which frees UB.
+func (a attentionShape) resultInProbs() bool { return a.bc == a.dv }
+func (a attentionShape) rows() int           { return a.chunks() * a.hr }
 
 // Mask tiles hold one bit per score; a row of them is a whole 32-byte block.
 func (a attentionShape) maskCols() int { return max(32, roundUp(ceilDiv(a.bc, 8), 32)) }
 
 // ub is the UB one vector core uses: the scores (two copies when double), the
 // probabilities, an output accumulator and seven statistics columns per chunk, the
-// popped product, the result, the masks and what an explicit mask or scale needs.
+// popped product, the result (in the probabilities' tile when it has their shape), the
+// masks and what an explicit mask or scale needs.
 func (a attentionShape) ub(double bool) int {
 	s := a.hr * a.bc * 4
-	n := s + a.hr*a.bc*a.dt.Size() + (a.cpv+1)*a.hr*a.dv*4 + a.hr*a.dv*a.dt.Size() + (7*a.cpv)*a.hr*4 + a.masks*a.hr*a.maskCols()
+	n := s + a.hr*a.bc*a.dt.Size() + (a.cpv+1)*a.hr*a.dv*4 + (7*a.cpv)*a.hr*4 + a.masks*a.hr*a.maskCols()
+	if !a.resultInProbs() {
+		n += a.hr * a.dv * a.dt.Size()
+	}
 	if double {
 		n += s
 	}
