@@ -16,14 +16,14 @@ import (
 // attentionCase is a scaled_dot_product_attention of q [..., l, e], k [..., s, e],
 // v [..., s, ev] (batch dims as given) with an optional mask of maskShape.
 type attentionCase struct {
-	name            string
-	q, k, v         core.Shape
-	dt              dtype.DType
-	mask            dtype.DType // dtype.Invalid: none
-	maskShape       core.Shape
-	causal          bool
-	scale           float64
-	tinyToo, a2Only bool
+	name      string
+	q, k, v   core.Shape
+	dt        dtype.DType
+	mask      dtype.DType // dtype.Invalid: none
+	maskShape core.Shape
+	causal    bool
+	scale     float64
+	tinyToo   bool // run on the tiny preset too (every case runs on a2)
 }
 
 func (c attentionCase) graph(t testing.TB) *core.Graph {
