@@ -88,7 +88,8 @@ func pypto_dim_canonical(text *C.char, out **C.char, n *C.size_t) C.uintptr_t {
 // texts), "device", "opt_level", "disable_passes", "memory_pool_bytes" (0: no limit),
 // "memory" (the memory plan of its program, or of its latest specialisation; null
 // before one is compiled and on the reference device), "layout_conversions" (those the
-// program keeps: from, to, shape, bytes, where)}.
+// program keeps: from, to, shape, bytes, where), "tiles" (the tile of every tile op of
+// that program, lower.TileChoice; null like "memory")}.
 //
 //export pypto_executor_info_json
 func pypto_executor_info_json(h C.uintptr_t, out **C.char, n *C.size_t) C.uintptr_t {
@@ -110,8 +111,12 @@ func pypto_executor_info_json(h C.uintptr_t, out **C.char, n *C.size_t) C.uintpt
 		if m, ok := ex.MemoryPlan(); ok {
 			memory = m
 		}
+		var tiles any
+		if t, ok := ex.TileChoices(); ok {
+			tiles = t
+		}
 		return putString(out, n, mustJSON(map[string]any{
-			"symbolic": ex.IsSymbolic(), "compiled": ex.NumCompiled(), "graph": ex.GraphText(), "constraints": cons,
+			"tiles": tiles, "symbolic": ex.IsSymbolic(), "compiled": ex.NumCompiled(), "graph": ex.GraphText(), "constraints": cons,
 			"device": ex.Device(), "opt_level": cfg.OptLevel.Number(), "disable_passes": append([]string{}, cfg.DisabledPasses...),
 			"memory_pool_bytes": cfg.MemoryPoolBytes, "memory": memory,
 			"layout_conversions": append([]lower.LayoutConversion{}, ex.LayoutConversions()...),

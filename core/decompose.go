@@ -64,6 +64,7 @@ func decomposeOnce(g *Graph) (*Graph, error) {
 		def, _ := LookupOp(n.Op)
 		var v Value
 		var err error
+		first := len(b.g.Nodes)
 		if typed, ok := typedDecompositions[n.Op]; ok {
 			types := make([]TensorType, len(n.Inputs))
 			for k, in := range n.Inputs {
@@ -82,6 +83,9 @@ func decomposeOnce(g *Graph) (*Graph, error) {
 		}
 		if err != nil {
 			return nil, AsInternal(err, "graph %s: decomposing %s", quoteName(g.Name), formatNodeWith(g, names, i))
+		}
+		if def.Decompose != nil {
+			inheritTileAttrs(b.g.Nodes[first:], n.Attrs)
 		}
 		vals[i] = v
 	}

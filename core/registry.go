@@ -95,17 +95,12 @@ func (d *OpDef) withDefaults(attrs Attrs) (Attrs, *Error) {
 		out[spec.Name] = spec.Default
 	}
 	for k, v := range attrs {
-		found := false
-		for _, spec := range d.Attrs {
-			if spec.Name == k {
-				found = true
-				if !attrTypeMatches(v, spec.Default) {
-					return nil, Errorf(ValueError, "%s: attribute %s has type %T, want %T", d.Name, k, v, spec.Default)
-				}
-			}
-		}
-		if !found {
+		spec := d.attrSpec(k)
+		if spec == nil {
 			return nil, Errorf(ValueError, "%s: unknown attribute %q", d.Name, k)
+		}
+		if !attrTypeMatches(v, spec.Default) {
+			return nil, Errorf(ValueError, "%s: attribute %s has type %T, want %T", d.Name, k, v, spec.Default)
 		}
 		if dims, ok := v.([]Dim); ok {
 			v = normalizeDimList(dims)

@@ -144,12 +144,7 @@ func (v *verifier) attrs(i int, def *OpDef) *Error {
 		if err := checkAttrValue(val); err != nil {
 			return v.nodeErrorf(i, "attribute %s: %v", k, err)
 		}
-		var spec *AttrSpec
-		for j := range def.Attrs {
-			if def.Attrs[j].Name == k {
-				spec = &def.Attrs[j]
-			}
-		}
+		spec := def.attrSpec(k)
 		if spec == nil {
 			return v.nodeErrorf(i, "attribute %s is not one %s declares", k, def.Name)
 		}

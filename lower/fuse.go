@@ -126,7 +126,9 @@ func buildFusedOp(b *core.Builder, op string, g *core.Graph, group []core.Value,
 	for i, x := range outside {
 		args[i] = val(x)
 	}
-	v, err := b.Op(op, args, core.Attrs{"body": core.Format(body.Graph())}, rootNode.Loc)
+	attrs := groupTileAttrs(g, group)
+	attrs["body"] = core.Format(body.Graph())
+	v, err := b.Op(op, args, attrs, rootNode.Loc)
 	return v, true, err
 }
 

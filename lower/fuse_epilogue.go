@@ -39,6 +39,9 @@ func runFuseEpilogue(c *compilation) error {
 		}
 		u := users[i][0]
 		un := g.Nodes[u]
+		if _, taken := plan[u]; taken { // the sum of two products: one takes the epilogue, the other is its operand
+			continue
+		}
 		if !(fusable(un) || un.Op == "fused") || !g.Type(u).Shape.Equal(n.Type.Shape) {
 			continue
 		}
@@ -68,7 +71,11 @@ func runFuseEpilogue(c *compilation) error {
 		for _, x := range p.extras {
 			args = append(args, val(x))
 		}
-		attrs := core.Attrs{"transpose_a": mn.Attrs.Bool("transpose_a", false), "transpose_b": mn.Attrs.Bool("transpose_b", false), "body": p.body}
+		attrs := core.TileAttrs(mn.Attrs) // the matmul's tile, when given, is the fused kernel's
+		if attrs == nil {
+			attrs = core.Attrs{}
+		}
+		attrs["transpose_a"], attrs["transpose_b"], attrs["body"] = mn.Attrs.Bool("transpose_a", false), mn.Attrs.Bool("transpose_b", false), p.body
 		r, err := b.Op("fused_matmul", args, attrs, n.Loc)
 		return r, true, err
 	})

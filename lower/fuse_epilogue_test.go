@@ -108,3 +108,20 @@ func footprintBytes(s *RunStats) int64 {
 	}
 	return n
 }
+
+// The sum of two products (an accumulation over K tiles) fuses one matmul with the add
+// and keeps the other as the add's operand.
+func TestSumOfTwoProductsFusesOne(t *testing.T) {
+	bl := core.NewBuilder("two")
+	f32 := func(s ...int) core.TensorType { return core.TensorType{DType: dtype.Float32, Shape: s} }
+	a, b := bl.Param("a", f32(16, 16)), bl.Param("b", f32(16, 16))
+	c, d := bl.Param("c", f32(16, 16)), bl.Param("d", f32(16, 16))
+	m1, err := bl.Op("matmul", []core.Value{a, b}, nil, core.Location{})
+	require.NoError(t, err)
+	m2, err := bl.Op("matmul", []core.Value{c, d}, nil, core.Location{})
+	require.NoError(t, err)
+	s, err := bl.Op("add", []core.Value{m1, m2}, nil, core.Location{})
+	require.NoError(t, err)
+	bl.Output(s)
+	compileAndCompare(t, preset(t, "tiny"), bl.Graph(), 16)
+}

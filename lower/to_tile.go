@@ -94,7 +94,12 @@ func chooseTiling(op *TileOp, tensors []GMTensor, opts Options) error {
 		m, nn := out[len(out)-2], out[len(out)-1]
 		op.Problem = []int{out[:len(out)-2].NumElements(), m, nn, k}
 		var t matmulTiling
-		t, op.Reason, err = chooseMatmulTiling(chip, matmulProblemOf(op, tensors), opts.fixedTiles(), nil)
+		problem := matmulProblemOf(op, tensors)
+		user, uerr := userMatmulTiling(op, problem)
+		if uerr != nil {
+			return uerr
+		}
+		t, op.Reason, err = chooseMatmulTiling(chip, problem, opts.fixedTiles(), user)
 		op.Tile = t.tile()
 		if err == nil && op.Kind == TileMatmulEpilogue {
 			op.Reason, err = fitEpilogue(chip, op, tensors)
@@ -133,6 +138,9 @@ func chooseTiling(op *TileOp, tensors []GMTensor, opts Options) error {
 			ins[i] = tensors[in].Type.DType
 		}
 		op.Tile, op.Reason, err = elementwiseTiling(chip, op.Op, op.Attrs, ins, outT.DType, op.Problem[1], op.Problem[2])
+	}
+	if err == nil {
+		err = applyUserVectorTile(chip, op, tensors)
 	}
 	if err != nil {
 		return err

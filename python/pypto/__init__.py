@@ -38,6 +38,11 @@ from .ops import *  # noqa: F401,F403
 from .reductions import *  # noqa: F401,F403
 from .shape_ops import *  # noqa: F401,F403
 from .device import composite_ops, lowered_ops
+from . import tile_ops as _tile_ops
+from .tile import Tile, TileGrid, tile, tile_concat
+from .tile_config import TileConfig
+from .tile_ops import *  # noqa: F401,F403
+from .tile_recommend import TileChoice, recommend_tile
 
 __version__ = "0.1.0"
 ABI_VERSION = _lib.ABI_VERSION
@@ -62,6 +67,14 @@ __all__ = [
     *_ops.__all__,
     *_reductions.__all__,
     *_shape_ops.__all__,
+    "tile",
+    "Tile",
+    "TileGrid",
+    "tile_concat",
+    "TileConfig",
+    *_tile_ops.__all__,
+    "recommend_tile",
+    "TileChoice",
     "compile",
     "Executor",
     "CompileConfig",

@@ -120,12 +120,17 @@ def cast(x, dtype) -> Tensor:
 astype = cast
 
 
-def matmul(a, b, transpose_b: bool = False, transpose_a: bool = False) -> Tensor:
+def matmul(a, b, transpose_b: bool = False, transpose_a: bool = False, *, tile_config=None) -> Tensor:
     """The matrix product op(a) @ op(b) with numpy's rules: 2-d operands multiply as
     matrices; higher ranks are stacks of matrices whose leading (batch) dimensions
     broadcast; a 1-d operand is a vector (a row for a, a column for b), its axis removed
     from the result. float16/bfloat16/float32 operands accumulate in float32 on the cube
-    unit and give their own dtype; int8 gives int32."""
+    unit and give their own dtype; int8 gives int32. ``tile_config`` (a p.TileConfig,
+    shape [tm, tn, tk]) fixes the cube kernel's tile instead of the compiler's search."""
+    if tile_config is not None:
+        from .tile_ops import tile_matmul
+
+        return tile_matmul(a, b, transpose_b, transpose_a, tile_config=tile_config)
     a = _as_tensor(a, "matmul")
     b = _as_tensor(b, "matmul")
     attrs = {"transpose_a": bool(transpose_a), "transpose_b": bool(transpose_b)}

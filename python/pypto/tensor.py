@@ -10,6 +10,7 @@ from __future__ import annotations
 import ctypes
 import numbers
 import operator
+import threading
 import weakref
 
 import numpy as np
@@ -527,6 +528,10 @@ def _binary(op: str, a, b):
     return apply(op, [a, b])
 
 
+#: The Tile level's tile for the next ops of some names: (op names, tile attributes),
+#: set by pypto.tile_config around one tensor op (p.tile_matmul(..., tile_config=)).
+op_tile = threading.local()
+
 _COMPARISONS = {"equal", "not_equal", "less", "less_equal", "greater", "greater_equal"}
 
 
@@ -552,6 +557,9 @@ def apply(op: str, inputs, attrs=None, scalar_anchor=None) -> Tensor:
             for x in inputs
         ]
     ins = [_operand(x, op, i) for i, x in enumerate(inputs)]
+    tile = getattr(op_tile, "attrs", None)
+    if tile is not None and op in tile[0]:
+        attrs = {**(attrs or {}), **tile[1]}
     loc = user_location_json()
     attrs_json = _json_attrs(attrs) if attrs else None
     h = _lib.Handle()

@@ -1,0 +1,36 @@
+package lower
+
+// TileChoice is the tile the compiler chose for one tile op, as the Tile level's
+// recommendation (Python's p.recommend_tile): an expert starts from it and overrides
+// it with p.TileConfig.
+type TileChoice struct {
+	Op      string `json:"op"`   // the op its kernel runs (fused ops: "fused", "fused_rows", ...)
+	Kind    string `json:"kind"` // the kernel's tile loop: matmul, elementwise, reduce, rows, ...
+	Problem []int  `json:"problem"`
+	Tile    []int  `json:"tile"`
+	Grid    []int  `json:"grid"`
+	Reason  string `json:"reason"` // starts with "given" for a tile the program fixed
+	// EstimatedCycles is the timing model's prediction for the op (the one the matmul
+	// tile search minimises); 0 for vector kernels, whose tiles follow fixed rules.
+	EstimatedCycles float64 `json:"estimated_cycles"`
+	EstimatedMs     float64 `json:"estimated_ms"`
+	File            string  `json:"file,omitempty"` // the program line that wrote the op
+	Line            int     `json:"line,omitempty"`
+}
+
+// TileChoices lists the tile of every tile op of the compiled program, in execution
+// order.
+func (e *Executable) TileChoices() []TileChoice {
+	tg := e.exec.Blocks.Tiles
+	out := make([]TileChoice, 0, len(tg.Ops))
+	for _, op := range tg.Ops {
+		c := TileChoice{Op: op.Op, Kind: op.Kind.String(), Problem: op.Problem, Tile: op.Tile, Grid: op.Grid,
+			Reason: op.Reason, File: op.Loc.File, Line: op.Loc.Line}
+		if op.Kind == TileMatmul || op.Kind == TileMatmulEpilogue {
+			c.EstimatedCycles = estimateMatmul(e.chip, matmulProblemOf(op, tg.Tensors), matmulTilingOf(op.Tile)).total
+			c.EstimatedMs = c.EstimatedCycles / e.chip.ClockHz * 1e3
+		}
+		out = append(out, c)
+	}
+	return out
+}

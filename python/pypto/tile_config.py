@@ -1,0 +1,112 @@
+"""p.TileConfig: a tile's shape, layout and data format, the Tile level's choice.
+
+Given to ``p.tile`` it sets the grid a tensor is cut into; given to an op
+(``p.matmul(a, b, tile_config=...)``, any ``p.tile_<op>(..., tile_config=...)``) it
+fixes the tile that op's kernel runs on the device instead of the compiler's choice
+(docs/api.md, "Tile level"). The compiler checks it against the chip's buffers and
+says which one it overflows; dumps show it with the reason "given".
+"""
+
+from __future__ import annotations
+
+import contextlib
+import numbers
+
+from .symbolic import Dim
+from .tensor import op_tile
+
+__all__ = ["TileConfig"]
+
+_FORMATS = ("ND", "NZ")
+
+
+class TileConfig:
+    """``TileConfig(shape=None, layout=None, format="ND")``
+
+    - ``shape``: the tile's sizes. For ``p.tile``, one per axis of the tensor (``None``
+      or -1: the whole axis). For an op's kernel: ``[tm, tn, tk]`` for a matmul (output
+      tile tm x tn, K in blocks of tk; optionally a 4th, the K blocks per load into L1,
+      and a 5th, the K chunk of a split-K), ``[rows, cols]`` for elementwise ops and
+      reductions (of the output's last two axes; of the reduced view for reductions),
+      ``[rows]`` for row kernels (softmax, layer_norm and rms_norm load whole rows).
+    - ``layout``: the layout the shape's axes are named in (``p.ND``, ``p.NCHW``, ...);
+      ``p.tile`` checks it against the tensor's.
+    - ``format``: the tile's data format on chip, ``"ND"`` (row-major) or ``"NZ"`` (the
+      cube's 16 x 16 fractals; matmul tiles are always whole fractals, vector kernels
+      compute on ND tiles). ``p.tile`` with NZ gives tiles in the p.NZ layout.
+    """
+
+    __slots__ = ("shape", "layout", "format")
+
+    def __init__(self, shape=None, layout=None, format="ND"):
+        from .layouts import as_layout
+
+        if shape is not None:
+            if isinstance(shape, (numbers.Integral, Dim)):
+                shape = [shape]
+            shape = tuple(_tile_dim(d) for d in shape)
+        fmt = getattr(format, "name", format)
+        if not isinstance(fmt, str) or fmt.upper() not in _FORMATS:
+            raise ValueError(f"TileConfig: format must be ND or NZ (p.ND, p.NZ or a string), not {format!r}")
+        self.shape = shape
+        self.layout = None if layout is None else as_layout(layout)
+        self.format = fmt.upper()
+
+    def __repr__(self) -> str:
+        shape = None if self.shape is None else list(self.shape)
+        layout = "" if self.layout is None else f", layout={self.layout!r}"
+        return f"pypto.TileConfig(shape={shape}{layout}, format={self.format!r})"
+
+    def __eq__(self, other) -> bool:
+        if not isinstance(other, TileConfig):
+            return NotImplemented
+        return (self.shape, self.layout, self.format) == (other.shape, other.layout, other.format)
+
+    def __hash__(self) -> int:
+        return hash((self.shape, self.layout, self.format))
+
+    def op_attrs(self) -> dict:
+        """The attributes an op carries to the compiler (tile_shape, tile_format)."""
+        attrs = {"tile_format": self.format}
+        if self.shape is not None:
+            if any(d is None or isinstance(d, Dim) or d <= 0 for d in self.shape):
+                raise ValueError(f"TileConfig: an op's tile needs positive integer sizes, got {list(self.shape)}")
+            attrs["tile_shape"] = [int(d) for d in self.shape]
+        return attrs
+
+
+def _tile_dim(d):
+    if d is None or isinstance(d, Dim):
+        return d
+    if isinstance(d, bool) or not isinstance(d, numbers.Integral):
+        raise TypeError(f"TileConfig: shape entries are integers (None or -1: a whole axis), not {d!r}")
+    d = int(d)
+    if d == -1:
+        return None
+    if d <= 0:
+        raise ValueError(f"TileConfig: tile sizes must be positive (-1 or None: the whole axis), got {d}")
+    return d
+
+
+def as_tile_config(x, what: str) -> TileConfig:
+    """x as a TileConfig: one, or a shape list."""
+    if isinstance(x, TileConfig):
+        return x
+    if isinstance(x, (list, tuple)):
+        return TileConfig(shape=x)
+    raise TypeError(f"{what}: tile_config must be a p.TileConfig or a shape list, not {type(x).__name__}")
+
+
+@contextlib.contextmanager
+def tiled_ops(names, config, what: str):
+    """Inside, the ops named (by their Go names) carry config's tile attributes."""
+    if config is None:
+        yield
+        return
+    attrs = as_tile_config(config, what).op_attrs()
+    saved = getattr(op_tile, "attrs", None)
+    op_tile.attrs = (frozenset(names), attrs)
+    try:
+        yield
+    finally:
+        op_tile.attrs = saved

@@ -1,0 +1,77 @@
+"""p.recommend_tile: the tiles the compiler picks for each op of a function, with the
+timing model's prediction, for an expert to start from."""
+
+from __future__ import annotations
+
+from collections import namedtuple
+
+import numpy as np
+
+from .compile import compile as _compile
+from .config import CompileConfig
+from .dtypes import as_dtype
+from .tensor import Tensor, apply
+from .tile_config import TileConfig
+
+__all__ = ["recommend_tile", "TileChoice"]
+
+#: One tile op of a compiled program: ``op`` (the op its kernel runs; fusion may have
+#: joined several, as in "fused_rows"), ``kind`` (matmul, elementwise, reduce, rows,
+#: ...), ``problem`` and ``tile`` (matmul: [batch, m, n, k] and [tm, tn, tk, stepK, kc];
+#: vector kernels: [outer, rows, cols] and [rows, cols]), ``grid`` (tiles per axis),
+#: ``reason`` (why: the search's scores, the rule applied, or "given"),
+#: ``estimated_ms`` (the timing model's prediction, which the matmul tile search
+#: minimises; None for vector kernels, whose tiles follow fixed rules), ``location``
+#: ("file:line" of the op) and ``config``, a p.TileConfig that fixes this tile.
+TileChoice = namedtuple("TileChoice", "op kind problem tile grid reason estimated_ms location config")
+
+
+def recommend_tile(op_or_fn, inputs, attrs=None, *, config=None) -> list:
+    """The tile the compiler chooses for every tile op of ``op_or_fn`` applied to
+    ``inputs``, as a list of :data:`TileChoice` in execution order.
+
+    ``op_or_fn`` is a function of p.Tensors (traced as by p.compile; ``p.matmul``
+    itself is one) or the name of a Go op (``"matmul"``) applied with ``attrs``.
+    ``inputs`` are p.Tensors, numpy arrays or ``(shape, dtype)`` pairs: only their
+    shapes and dtypes matter. ``config`` (a p.CompileConfig) picks the chip and the
+    optimisation level, as for p.compile. A choice's ``config`` can be handed back as
+    ``tile_config=`` to start from it."""
+    if isinstance(op_or_fn, str):
+        name = op_or_fn
+
+        def fn(*xs):
+            return apply(name, list(xs), attrs)
+
+        fn.__name__ = name
+    elif callable(op_or_fn):
+        if attrs is not None:
+            raise TypeError("recommend_tile: attrs go with an op name; bind them into the function instead")
+        fn = op_or_fn
+    else:
+        raise TypeError(f"recommend_tile: give a function or an op name, not {type(op_or_fn).__name__}")
+    placeholders = []
+    for i, x in enumerate(inputs):
+        if isinstance(x, Tensor):
+            placeholders.append(x)
+        elif isinstance(x, np.ndarray):
+            placeholders.append((x.shape, as_dtype(x.dtype)))
+        elif isinstance(x, tuple) and len(x) == 2:
+            placeholders.append(x)
+        else:
+            raise TypeError(f"recommend_tile: inputs[{i}] must be a p.Tensor, a numpy array or a (shape, dtype) pair")
+    ex = _compile(fn, config or CompileConfig(), inputs=placeholders)
+    info = next(iter(ex._given.values())).info()
+    if info["tiles"] is None:
+        raise ValueError(f"recommend_tile: device {info['device']!r} compiles no tiles; choose a chip preset")
+    out = []
+    for t in info["tiles"]:
+        cycles = t["estimated_cycles"]
+        loc = f"{t['file']}:{t['line']}" if t.get("file") else None
+        out.append(
+            TileChoice(
+                op=t["op"], kind=t["kind"], problem=list(t["problem"]), tile=list(t["tile"]), grid=list(t["grid"]),
+                reason=t["reason"], estimated_ms=t["estimated_ms"] if cycles > 0 else None, location=loc,
+                config=TileConfig(shape=list(t["tile"])),
+            )
+        )
+    return out
