@@ -20,33 +20,41 @@ import (
 // than the node (x * 1 where the 1 is float32 and x float16, or where the 1 broadcasts x
 // to a larger shape) does not apply.
 type simplification struct {
-	name, why string
-	ops       []string
+	name string
+	ops  []string
 	// apply returns the value that replaces n (an existing one or one it adds to b),
 	// or ok=false when the rule does not hold for this node.
 	apply func(b *Builder, n *Node, ins []Value) (v Value, ok bool, err error)
 }
 
 var simplifications = []simplification{
-	{"mul-one", "x * 1 and 1 * x are x: multiplying by one is exact in every dtype and keeps NaN, inf and -0.0",
+	// x * 1 and 1 * x are x: multiplying by one is exact in every dtype and keeps NaN, inf
+	// and -0.0
+	{"mul-one",
 		[]string{"mul"}, func(b *Builder, n *Node, ins []Value) (Value, bool, error) {
 			return operandWithConstant(b, n, ins, func(c float64, _ dtype.DType) bool { return c == 1 }, true)
 		}},
-	{"add-zero", "x + -0.0 (x + 0 for integers) is x: -0.0 is the additive identity of IEEE floats, +0.0 is not (-0.0 + 0.0 is +0.0)",
+	// x + -0.0 (x + 0 for integers) is x: -0.0 is the additive identity of IEEE floats,
+	// +0.0 is not (-0.0 + 0.0 is +0.0)
+	{"add-zero",
 		[]string{"add"}, func(b *Builder, n *Node, ins []Value) (Value, bool, error) {
 			return operandWithConstant(b, n, ins, isAdditiveIdentity, true)
 		}},
-	{"sub-zero", "x - 0.0 (x - 0 for integers) is x: it equals x + -0.0",
+	// x - 0.0 (x - 0 for integers) is x: it equals x + -0.0
+	{"sub-zero",
 		[]string{"sub"}, func(b *Builder, n *Node, ins []Value) (Value, bool, error) {
 			return operandWithConstant(b, n, ins, func(c float64, d dtype.DType) bool {
 				return c == 0 && (!d.IsFloat() || !math.Signbit(c))
 			}, false)
 		}},
-	{"div-one", "x / 1 is x: dividing by one is exact and keeps NaN, inf and -0.0",
+	// x / 1 is x: dividing by one is exact and keeps NaN, inf and -0.0
+	{"div-one",
 		[]string{"div"}, func(b *Builder, n *Node, ins []Value) (Value, bool, error) {
 			return operandWithConstant(b, n, ins, func(c float64, _ dtype.DType) bool { return c == 1 }, false)
 		}},
-	{"involution", "neg(neg(x)) and logical_not(logical_not(x)) of bool x are x: negation is its own inverse, wrapping included (-(-128) is -128 in int8 both times)",
+	// neg(neg(x)) and logical_not(logical_not(x)) of bool x are x: negation is its own
+	// inverse, wrapping included (-(-128) is -128 in int8 both times)
+	{"involution",
 		[]string{"neg", "logical_not"}, func(b *Builder, n *Node, ins []Value) (Value, bool, error) {
 			inner := b.g.Nodes[ins[0]]
 			if inner.Op != n.Op || !b.Type(inner.Inputs[0]).Equal(n.Type) {
@@ -54,14 +62,18 @@ var simplifications = []simplification{
 			}
 			return inner.Inputs[0], true, nil
 		}},
-	{"idempotent", "f(f(x)) is f(x) for abs, relu, floor, ceil and round: their results are fixed points (abs(-128) wraps to -128 in int8, whose abs is -128 again)",
+	// f(f(x)) is f(x) for abs, relu, floor, ceil and round: their results are fixed points
+	// (abs(-128) wraps to -128 in int8, whose abs is -128 again)
+	{"idempotent",
 		[]string{"abs", "relu", "floor", "ceil", "round"}, func(b *Builder, n *Node, ins []Value) (Value, bool, error) {
 			if b.g.Nodes[ins[0]].Op != n.Op {
 				return -1, false, nil
 			}
 			return ins[0], true, nil
 		}},
-	{"same-operands", "maximum(x, x), minimum(x, x), where(c, x, x), and logical_and/logical_or of a bool x with itself are x",
+	// maximum(x, x), minimum(x, x), where(c, x, x), and logical_and/logical_or of a bool x
+	// with itself are x
+	{"same-operands",
 		[]string{"maximum", "minimum", "logical_and", "logical_or", "where"}, func(b *Builder, n *Node, ins []Value) (Value, bool, error) {
 			a, c := ins[0], ins[1]
 			if n.Op == "where" {
@@ -72,7 +84,9 @@ var simplifications = []simplification{
 			}
 			return a, true, nil
 		}},
-	{"identity-view", "cast to x's own dtype, reshape or broadcast_to x's own shape, transpose by the identity, a step-1 slice of everything and concat of one tensor are x",
+	// cast to x's own dtype, reshape or broadcast_to x's own shape, transpose by the
+	// identity, a step-1 slice of everything and concat of one tensor are x
+	{"identity-view",
 		[]string{"cast", "reshape", "broadcast_to", "transpose", "slice", "concat"}, func(b *Builder, n *Node, ins []Value) (Value, bool, error) {
 			if len(ins) != 1 || !b.Type(ins[0]).Equal(n.Type) {
 				return -1, false, nil
@@ -94,7 +108,10 @@ var simplifications = []simplification{
 			}
 			return ins[0], true, nil
 		}},
-	{"cast-through-wider", "cast(cast(x, a), b) is cast(x, b), or x when b is x's dtype, when a holds every value of x's dtype (f16 or bf16 in f32, int8 in int32 or any float, bool in anything): the first cast changes no value, NaN, inf and -0.0 included",
+	// cast(cast(x, a), b) is cast(x, b), or x when b is x's dtype, when a holds every
+	// value of x's dtype (f16 or bf16 in f32, int8 in int32 or any float, bool in
+	// anything): the first cast changes no value, NaN, inf and -0.0 included
+	{"cast-through-wider",
 		[]string{"cast"}, func(b *Builder, n *Node, ins []Value) (Value, bool, error) {
 			inner := b.g.Nodes[ins[0]]
 			if inner.Op != "cast" {
@@ -110,7 +127,9 @@ var simplifications = []simplification{
 			v, err := b.Op("cast", []Value{x}, n.Attrs, n.Loc)
 			return v, true, err
 		}},
-	{"reshape-reshape", "reshape(reshape(x)) is one reshape of x (or x, at x's shape): both keep the row-major order",
+	// reshape(reshape(x)) is one reshape of x (or x, at x's shape): both keep the row-
+	// major order
+	{"reshape-reshape",
 		[]string{"reshape"}, func(b *Builder, n *Node, ins []Value) (Value, bool, error) {
 			inner := b.g.Nodes[ins[0]]
 			if inner.Op != "reshape" {
@@ -122,7 +141,8 @@ var simplifications = []simplification{
 			v, err := b.Op("reshape", inner.Inputs, Attrs{"shape": int64s(n.Type.Shape)}, n.Loc)
 			return v, true, err
 		}},
-	{"transpose-transpose", "transpose(transpose(x, p), q) is transpose(x, p[q]), or x when that is the identity",
+	// transpose(transpose(x, p), q) is transpose(x, p[q]), or x when that is the identity
+	{"transpose-transpose",
 		[]string{"transpose"}, func(b *Builder, n *Node, ins []Value) (Value, bool, error) {
 			inner := b.g.Nodes[ins[0]]
 			if inner.Op != "transpose" {

@@ -12,11 +12,13 @@ import (
 // by the reference interpreter (the oracle, so folding can only move a result closer
 // to it). A result that is the same everywhere becomes a `full`, which the device
 // makes in registers and fusion puts inside its consumer: no GM read, whatever its
-// size. A result that varies stays the nodes that compute it: on this device an iota
-// and the ops on it run inside one fused vector kernel without touching GM, which a
-// table of values in GM could not beat. Varying results are still remembered, so a
-// later node that makes them uniform again (a sum of an iota, a comparison that is
-// always true) folds.
+// size. A result that varies stays the nodes that compute it while pointwise ops read
+// it: fusion runs an iota and the arithmetic on it inside the consumer's kernel,
+// without touching GM. Read by any other kernel (a matmul, a reduction) or returned, a
+// small varying result becomes a constant op holding its elements, which the run
+// copies into GM with the inputs (bind-constants): no task computes it. Varying
+// results are remembered either way, so a later node that makes them uniform again (a
+// sum of an iota, a comparison that is always true) folds.
 
 // foldLimit is the most elements the compiler computes on the host for one varying
 // constant (and for each input it reads); uniform values of any size cost one element.
