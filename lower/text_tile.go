@@ -233,6 +233,7 @@ var tilingDims = map[TileKind][3]string{
 	TileSort:           {"[rows,n,l]", "[tr,l]", "[rows/tr,1]"},
 	TileRows:           {"[rows,C]", "[tr,tc]", "[rows/tr,1]"},
 	TileAttention:      {"[batch,l,s,e,ev]", "[br,hr,bc,copies]", "[batch,l/br,1]"},
+	TileKernel:         {"[blocks]", "[1]", "[blocks]"},
 }
 
 // tilingLen is the count of numbers dims names ("[a,b] or [c,d]": the alternatives

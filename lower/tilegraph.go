@@ -73,10 +73,13 @@ const (
 	// each a loop over key blocks of bc, with copies UB buffers of scores (see
 	// codegen_attention.go).
 	TileAttention
+	// TileKernel is a user's block-level kernel (call_kernel): problem [blocks], one
+	// grid point per block, each running the user's program(s) for that block.
+	TileKernel
 )
 
 // tileKindNames spell the kinds in the text forms, indexed by TileKind.
-var tileKindNames = []string{"matmul", "elementwise", "reduce", "scan", "sort", "matmul_epilogue", "rows", "attention"}
+var tileKindNames = []string{"matmul", "elementwise", "reduce", "scan", "sort", "matmul_epilogue", "rows", "attention", "kernel"}
 
 func (k TileKind) String() string { return tileKindNames[k] }
 
@@ -209,6 +212,8 @@ func tileGrid(kind TileKind, problem, tile []int) []int {
 		return []int{problem[0], ceilDiv(problem[1], tile[0]), ceilDiv(problem[2], tile[1]), kChunks(problem[3], tile[4])}
 	case TileSort, TileRows: // problem [rows, n, l] or [rows, C], tile [tr, l] or [tr, tc]
 		return []int{ceilDiv(problem[0], tile[0]), 1}
+	case TileKernel: // problem [blocks], tile [1]
+		return []int{problem[0]}
 	case TileAttention: // problem [batch, l, s, e, ev], tile [br, hr, bc, copies]
 		return []int{problem[0], ceilDiv(problem[1], tile[0]), 1}
 	case TileScan: // problem [outer, a, inner], tile [1, tc]

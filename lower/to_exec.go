@@ -36,6 +36,9 @@ func buildExecGraph(bg *BlockGraph, vectorsPerBlock int) (*ExecGraph, error) {
 		if groupEmitters[op.Kind] != nil {
 			task.Vectors = vectorsPerBlock
 		}
+		if op.Kind == TileKernel {
+			task.Vectors = op.Attrs.Int("vectors", 0)
+		}
 		for bi, tiles := range k.Blocks {
 			blocks = append(blocks, block{task, op, tiles, bi})
 		}
@@ -175,6 +178,9 @@ func newKernelEmitter(tg *TileGraph, op *TileOp, name string, core isa.CoreKind)
 // emitBlock generates the PTO programs of one block of a tile op: one, or for a mixed
 // op the cube program followed by vectors vector programs.
 func emitBlock(tg *TileGraph, op *TileOp, tiles []int, name string, vectors int) ([]*isa.Program, error) {
+	if op.Kind == TileKernel {
+		return kernelBlock(tg, op, tiles, name)
+	}
 	if emit := groupEmitters[op.Kind]; emit != nil {
 		g := &groupEmitter{cube: newKernelEmitter(tg, op, name+"_c", isa.Cube)}
 		progs := []*isa.Program{g.cube.prog}

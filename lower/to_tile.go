@@ -60,6 +60,9 @@ func buildTileGraph(g *core.Graph, opts Options) (*TileGraph, error) {
 		out := addTensor(v, role)
 		for _, op := range tileOpsOf(g, n, v, low, tensorOf, out) {
 			if err := chooseTiling(op, tg.Tensors, opts); err != nil {
+				if ce, ok := err.(*core.Error); ok {
+					return nil, ce.WithLoc(n.Loc) // already says what failed, where in a kernel
+				}
 				return nil, core.Errorf(core.CompileError, "%s: %v", n.Op, err).WithLoc(n.Loc)
 			}
 			tg.Ops = append(tg.Ops, op)
@@ -131,6 +134,10 @@ func chooseTiling(op *TileOp, tensors []GMTensor, opts Options) error {
 		}
 		op.Problem = []int{p.rows, p.cols}
 		op.Tile, op.Reason, err = rowsTile(chip, p)
+	case TileKernel:
+		if kerr := kernelTiling(op, chip); kerr != nil {
+			return kerr
+		}
 	case TileElementwise:
 		op.Problem = elementwiseProblem(iterationType(tensors, op).Shape)
 		ins := make([]dtype.DType, len(op.Inputs))
