@@ -104,9 +104,8 @@ func kernelBlock(tg *TileGraph, op *TileOp, tiles []int, name string) ([]*isa.Pr
 			}
 		}
 		q.Params = make([]isa.Param, len(args))
-		for j, t := range args {
-			typ := tg.Tensors[t].Type
-			q.Params[j] = isa.Param{Name: fmt.Sprintf("t%d", t), DType: typ.DType, Elems: typ.Shape.NumElements()}
+		for j := len(bind) - 1; j >= 0; j-- { // a param passed twice keeps its first name
+			q.Params[bind[j]] = p.Params[j]
 		}
 		q.Body = make([]isa.Instr, len(p.Body))
 		for j, in := range p.Body {

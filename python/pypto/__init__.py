@@ -101,3 +101,11 @@ __all__ = [
     "ErrorInfo",
     "Location",
 ]
+
+# The block level (python/pypto/block.py): kernels of PTO programs, and tiles accepted by
+# the tensor-level functions while a kernel is traced.
+from . import block as _block  # noqa: E402
+from .block import *  # noqa: F401,F403,E402
+
+_block.install(globals())
+__all__ += _block.__all__
