@@ -152,6 +152,12 @@ func (m *memSystem) duration(r *blockRun, in *Instr, now int64) int64 {
 	d := r.c.chip.duration(in)
 	var o Operand
 	switch in.Op {
+	case isa.TPOP:
+		// A queue slot is GM workspace its producer wrote just before: its lines are in
+		// L2 (write-allocate), and the few slots of a queue are reused long before
+		// anything could evict them, so a pop reads at the L2 hit rate and its slot
+		// never costs HBM bandwidth.
+		return int64(r.c.chip.L2HitCycles) + ceilDiv(int64(in.Args[0].Bytes()), r.c.chip.L2ReadBytesPerCycle)
 	case isa.TLOAD:
 		o = in.Args[1]
 	case isa.TSTORE, isa.TSTORE_FP:
