@@ -18,9 +18,9 @@ import (
 //
 // UB is spent on full-row tiles, so they are recycled: a value's tile returns to a pool
 // after its last reader, and single-instruction steps write in place over an operand
-// that dies there. Tiles that loads or stores touch alternate between two slots, so the
-// next tile's load overlaps this tile's compute; the rest are read and written by the
-// vector pipe alone, in order, and one copy serves every tile.
+// that dies there. Tiles that loads or stores touch rotate through two or three slots,
+// so the next tile's load overlaps this tile's compute and store; the rest are read and
+// written by the vector pipe alone, in order, and one copy serves every tile.
 
 // rowTileCols is the width of a per-row tile: 32 columns make whole 32-byte rows for
 // every dtype, so a step may convert a per-row value between dtypes in place.
@@ -63,7 +63,8 @@ type rowsKernel struct {
 	tr, tc int
 	params []int // program param of each body param
 	out    int   // program param of the result
-	slot   int   // the current tile's slot (0 or 1)
+	slot   int   // the current tile's slot
+	slots  int   // how many slots tiles that loads or stores touch rotate through
 	r0     int   // the current tile's first row
 	vr     int   // its valid rows
 	// c0 and cw are the first column and the width of the columns the current steps
@@ -89,8 +90,8 @@ type rowsKernel struct {
 	full, row *vecBody // scratch of step bodies, per kind (their shapes differ)
 }
 
-func newRowsKernel(e *emitter, p *rowsPlan, tr, tc int, params []int, out int) *rowsKernel {
-	k := &rowsKernel{e: e, p: p, tr: tr, tc: tc, params: params, out: out,
+func newRowsKernel(e *emitter, p *rowsPlan, tr, tc, slots int, params []int, out int) *rowsKernel {
+	k := &rowsKernel{e: e, p: p, tr: tr, tc: tc, slots: slots, params: params, out: out,
 		tiles: map[core.Value]int{}, fixed: map[[2]int]int{}, holders: map[int]int{}, free: map[string][]int{}, slotOf: map[int]int{}, kindOf: map[int]rowKind{}, feeders: map[int]bool{}}
 	k.cw = p.cols
 	k.lastUse = p.lastUse
@@ -138,11 +139,18 @@ func (k *rowsKernel) alloc(kind rowKind, dt dtype.DType, slotted bool) int {
 	if !slotted {
 		return k.declare(name, kind, dt)
 	}
-	pair := [2]int{k.declare(name+"_0", kind, dt), k.declare(name+"_1", kind, dt)}
-	other := fmt.Sprintf("%s_%s_slot%d", kind, dt, 1-k.slot)
-	k.free[other] = append(k.free[other], pair[1-k.slot])
-	k.slotOf[pair[0]], k.slotOf[pair[1]] = 0, 1
-	return pair[k.slot]
+	var mine int
+	for s := 0; s < k.slots; s++ {
+		t := k.declare(fmt.Sprintf("%s_%d", name, s), kind, dt)
+		k.slotOf[t] = s
+		if s == k.slot {
+			mine = t
+			continue
+		}
+		other := fmt.Sprintf("%s_%s_slot%d", kind, dt, s)
+		k.free[other] = append(k.free[other], t)
+	}
+	return mine
 }
 
 // release returns a tile to its pool once no live value holds it.
@@ -451,13 +459,13 @@ func emitRows(e *emitter, tg *TileGraph, op *TileOp, tiles []int) {
 	for i, t := range op.Inputs {
 		params[i] = e.params[t]
 	}
-	k := newRowsKernel(e, p, op.Tile[0], op.Tile[1], params, e.params[op.Output])
+	k := newRowsKernel(e, p, op.Tile[0], op.Tile[1], op.Tile[2], params, e.params[op.Output])
 	for step, t := range tiles {
 		r0 := t * k.tr
 		if k.chunked {
 			k.emitChunkedTile(r0, min(k.tr, p.rows-r0))
 		} else {
-			k.emitTile(step%2, r0, min(k.tr, p.rows-r0))
+			k.emitTile(step%k.slots, r0, min(k.tr, p.rows-r0))
 		}
 	}
 }

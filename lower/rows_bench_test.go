@@ -40,8 +40,9 @@ func rowRoofline(t testing.TB, exe *Executable, chip *device.Chip) (vector, gm f
 	return vector, gm
 }
 
-// BenchmarkRowKernels runs softmax and layer norm over 8192 x 4096 fp16 on the a2
-// preset and reports the simulated time against the roofline:
+// BenchmarkRowKernels runs softmax, log_softmax and the norms over 8192 x 4096 fp16
+// on the a2 preset and reports the simulated time against the roofline (and the time
+// without row fusion):
 //
 //	go test ./lower -run NONE -bench RowKernels -benchtime 1x
 func BenchmarkRowKernels(b *testing.B) {
@@ -67,6 +68,11 @@ func BenchmarkRowKernels(b *testing.B) {
 				_, stats, err = exe.Run(inputs)
 				require.NoError(b, err)
 			}
+			plain, err := Compile(g, Options{Chip: chip, Disabled: map[string]bool{"fuse-rows": true}})
+			require.NoError(b, err)
+			_, plainStats, err := plain.Run(inputs)
+			require.NoError(b, err)
+			b.ReportMetric(float64(plainStats.Cycles)/chip.ClockHz*1e3, "unfused_ms")
 			vector, gm := rowRoofline(b, exe, chip)
 			roof := max(vector, gm)
 			b.ReportMetric(float64(stats.Cycles)/chip.ClockHz*1e3, "sim_ms")

@@ -25,7 +25,7 @@ func (k *rowsKernel) emitChunkedTile(r0, vr int) {
 	}
 	res := body.Outputs[0]
 	k.c0, k.cw = 0, p.cols
-	k.slot = k.chunkStep % 2
+	k.slot = k.chunkStep % k.slots
 	k.rowSteps(0, paramIndex)
 	for pass := 0; pass < p.passes; pass++ {
 		need := k.neededIn(pass)
@@ -41,7 +41,7 @@ func (k *rowsKernel) emitChunkedTile(r0, vr int) {
 		accs := map[core.Value]int{}
 		for c0 := 0; c0 < p.cols; c0 += k.tc {
 			k.c0, k.cw = c0, k.tc
-			k.slot = k.chunkStep % 2
+			k.slot = k.chunkStep % k.slots
 			k.chunkStep++
 			for i, n := range body.Nodes {
 				v := core.Value(i)

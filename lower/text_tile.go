@@ -231,7 +231,7 @@ var tilingDims = map[TileKind][3]string{
 	TileReduce:         {"[outer,r,inner]", "[tr,tc]", "[outer/tr,1] or [outer,inner/tc]"},
 	TileScan:           {"[outer,a,inner]", "[1,tc]", "[outer/tc,1] or [outer,inner/tc]"},
 	TileSort:           {"[rows,n,l]", "[tr,l]", "[rows/tr,1]"},
-	TileRows:           {"[rows,C]", "[tr,tc]", "[rows/tr,1]"},
+	TileRows:           {"[rows,C]", "[tr,tc,slots]", "[rows/tr,1]"},
 	TileAttention:      {"[batch,l,s,e,ev]", "[br,hr,bc,copies]", "[batch,l/br,1]"},
 	TileKernel:         {"[blocks]", "[1]", "[blocks]"},
 }

@@ -162,7 +162,11 @@ func applyUserRowsTile(chip *device.Chip, op *TileOp, shape []int) error {
 		return fmt.Errorf("tile shape %v of %s: a row kernel loads whole rows, so its tile is [rows] or [rows, %d]", shape, op.Op, p.cols)
 	}
 	tr := min(shape[0], max(p.rows, 1))
-	if bytes := rowsKernelBytes(p, tr, tc); bytes > chip.Capacity(isa.Vec) {
+	slots := op.Tile[2]
+	if slots > 2 && rowsKernelBytes(p, tr, tc, slots) > chip.Capacity(isa.Vec) {
+		slots = 2 // more rows than the compiler's choice may still fit with two slots
+	}
+	if bytes := rowsKernelBytes(p, tr, tc, slots); bytes > chip.Capacity(isa.Vec) {
 		return fmt.Errorf("tile shape %v of %s: %d rows of %d need %d bytes of UB, chip %s has %d (the compiler's choice is %d rows)",
 			shape, op.Op, tr, p.cols, bytes, chip.Name, chip.Capacity(isa.Vec), op.Tile[0])
 	}
@@ -171,8 +175,7 @@ func applyUserRowsTile(chip *device.Chip, op *TileOp, shape []int) error {
 			return fmt.Errorf("tile shape %v of %s: an input repeats every %d rows, so the tile rows must divide %d", shape, op.Op, period, period)
 		}
 	}
-	want := []int{tr, tc}
-	op.Tile, op.Reason = want, givenReason(shape, want, chip)
+	op.Tile, op.Reason = []int{tr, tc, slots}, givenReason(shape, []int{tr, tc}, chip)
 	return nil
 }
 

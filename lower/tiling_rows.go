@@ -7,12 +7,14 @@ import (
 	"pypto/isa"
 )
 
-// rowsTile picks [tr, tc] for a row kernel. tc is the row length rounded up to whole
-// 32-byte blocks (and to the bit masks' 256 columns when a step packs them), tr the most
-// rows whose tiles, counted by generating one tile's code, fit the UB, but no more than
-// spread the rows over every vector core. When not even one row fits, tc is the widest
-// chunk of the row that divides it and fits, and the kernel runs in passes over the
-// chunks (rows_chunked.go); with no such chunk the group is no row kernel.
+// rowsTile picks [tr, tc, slots] for a row kernel. tc is the row length rounded up to
+// whole 32-byte blocks (and to the bit masks' 256 columns when a step packs them).
+// Tiles that loads and stores touch rotate through two or three slots, and tr is the
+// most rows whose tiles, counted by generating one tile's code, fit the UB, but no more
+// than spread the rows over every vector core. When not even one row fits, tc is the
+// widest chunk of the row that divides it and fits, and the kernel runs in passes over
+// the chunks (rows_chunked.go) with two slots; with no such chunk the group is no row
+// kernel.
 func rowsTile(chip *device.Chip, p *rowsPlan) ([]int, string, error) {
 	align := 1
 	for i, n := range p.body.Nodes {
@@ -23,38 +25,59 @@ func rowsTile(chip *device.Chip, p *rowsPlan) ([]int, string, error) {
 	}
 	capacity := chip.Capacity(isa.Vec)
 	tc := roundUp(p.cols, align)
-	how := fmt.Sprintf("whole rows of %d (%d columns)", p.cols, tc)
-	if one := rowsKernelBytes(p, 1, tc); one > capacity {
-		tc = widestChunk(p, align, capacity)
-		if tc == 0 {
+	if one := rowsKernelBytes(p, 1, tc, 2); one > capacity {
+		w := widestChunk(p, align, capacity)
+		if w == 0 {
 			return nil, "", fmt.Errorf("one row of %d elements needs %d bytes of UB for this row kernel, and no chunk of it that is a multiple of %d fits; chip %s has %d",
 				p.cols, one, align, chip.Name, capacity)
 		}
-		how = fmt.Sprintf("rows of %d in %d passes over chunks of %d columns", p.cols, p.passes, tc)
+		tr := min(fitRows(p, w, 2, capacity), ceilDiv(p.rows, chip.Cores(isa.Vector)))
+		tr = periodRows(p, tr)
+		return []int{tr, w, 2}, fmt.Sprintf("rows of %d in %d passes over chunks of %d columns, %d rows per tile in the %d-byte UB of %s",
+			p.cols, p.passes, w, tr, capacity, chip.Name), nil
 	}
-	one, two := rowsKernelBytes(p, 1, tc), rowsKernelBytes(p, 2, tc)
+	// Bigger tiles first: each load pays the memory latency while it holds its share of
+	// the GM bandwidth, so fewer, larger loads move the same bytes sooner. A third slot
+	// lets a tile's load start before the tile two back is stored.
+	best := []int{0, tc, 2}
+	for _, slots := range []int{2, 3} {
+		tr := periodRows(p, min(fitRows(p, tc, slots, capacity), ceilDiv(p.rows, chip.Cores(isa.Vector))))
+		if tr >= best[0] {
+			best = []int{tr, tc, slots}
+		}
+	}
+	reason := fmt.Sprintf("whole rows of %d (%d columns), %d per tile (the most that fit the %d-byte UB of %s, spread over its vector cores) in %d slots",
+		p.cols, tc, best[0], capacity, chip.Name, best[2])
+	return best, reason, nil
+}
+
+// fitRows is the most rows (at least one, at most all) whose tiles fit capacity.
+func fitRows(p *rowsPlan, tc, slots, capacity int) int {
+	one, two := rowsKernelBytes(p, 1, tc, slots), rowsKernelBytes(p, 2, tc, slots)
 	perRow := max(1, two-one)
 	tr := max(1, min((capacity-(one-perRow))/perRow, p.rows))
-	for tr > 1 && rowsKernelBytes(p, tr, tc) > capacity {
+	for tr > 1 && rowsKernelBytes(p, tr, tc, slots) > capacity {
 		tr--
 	}
-	fit := tr
-	tr = min(tr, ceilDiv(p.rows, chip.Cores(isa.Vector)))
+	return tr
+}
+
+// periodRows is the most rows up to tr that divide the period of every repeating
+// input, so that a tile reads one stretch of each.
+func periodRows(p *rowsPlan, tr int) int {
 	for _, period := range p.period {
-		for period > 0 && period%tr != 0 { // a tile reads one stretch of a repeating input
+		for period > 0 && period%tr != 0 {
 			tr--
 		}
 	}
-	reason := fmt.Sprintf("%s; %d rows fit the %d-byte UB of %s, %d per tile to spread %d rows over the vector cores",
-		how, fit, capacity, chip.Name, tr, p.rows)
-	return []int{tr, tc}, reason, nil
+	return tr
 }
 
 // widestChunk is the widest proper divisor of the row length that is a multiple of
 // align and whose chunked kernel fits capacity with one row per tile, or 0.
 func widestChunk(p *rowsPlan, align, capacity int) int {
 	for parts := 2; parts*align <= p.cols; parts++ {
-		if w := p.cols / parts; p.cols%parts == 0 && w%align == 0 && rowsKernelBytes(p, 1, w) <= capacity {
+		if w := p.cols / parts; p.cols%parts == 0 && w%align == 0 && rowsKernelBytes(p, 1, w, 2) <= capacity {
 			return w
 		}
 	}
@@ -62,14 +85,14 @@ func widestChunk(p *rowsPlan, align, capacity int) int {
 }
 
 // rowsKernelBytes is the UB a row kernel with tiles of tr rows (of tc columns, a chunk
-// when fewer than C) declares.
-func rowsKernelBytes(p *rowsPlan, tr, tc int) int {
+// when fewer than C) in slots slots declares.
+func rowsKernelBytes(p *rowsPlan, tr, tc, slots int) int {
 	e := newEmitter("probe", isa.Vector)
 	params := make([]int, len(p.body.Params))
 	for i := range params {
 		params[i] = i
 	}
-	k := newRowsKernel(e, p, tr, tc, params, len(params))
+	k := newRowsKernel(e, p, tr, tc, slots, params, len(params))
 	if k.chunked {
 		k.emitChunkedTile(0, tr)
 	} else {
