@@ -96,20 +96,26 @@ func execMatmul(c *coreSim, _ *execCtx, in *Instr) error {
 	}
 	switch {
 	case (a.DType.IsFloat() || f.mx) && b.DType == a.DType && dst.DType == dtype.Float32:
-		c.fa, c.fb, c.fc = grow(c.fa, a.Rows*a.Cols), grow(c.fb, b.Rows*b.Cols), grow(c.fc, dst.Rows*dst.Cols)
+		c.fa, c.fb = grow(c.fa, a.Rows*a.Cols), grow(c.fb, b.Rows*b.Cols)
 		decodeToF32(a.DType, ab, c.fa)
 		decodeToF32(b.DType, bb, c.fb)
-		decodeF32(dtype.Float32, d, c.fc)
+		acc, inPlace := f32Values(d, &c.fc)
 		if f.mx {
 			if err := c.scaleMX(as, bs, a, b, k); err != nil {
 				return err
 			}
 		}
-		if err := c.initAcc(f, bias, m, n, dst.Cols); err != nil {
+		if err := c.initAcc(acc, f, bias, m, n, dst.Cols); err != nil {
 			return err
 		}
-		matmulF32(c.fc, c.fa, c.fb, m, k, n, dst.Cols, a.Cols, b.Cols)
-		encodeF32(dtype.Float32, c.fc, d)
+		kernel := matmulF32
+		if !f.mx && (a.DType == dtype.Float16 || a.DType == dtype.BFloat16) {
+			kernel = matmulF32Exact
+		}
+		kernel(acc, c.fa, c.fb, m, k, n, dst.Cols, a.Cols, b.Cols)
+		if !inPlace {
+			encodeF32(dtype.Float32, acc, d)
+		}
 	case a.DType == dtype.Int8 && b.DType == dtype.Int8 && dst.DType == dtype.Int32 && !f.mx:
 		c.ia, c.ib, c.id = grow(c.ia, a.Rows*a.Cols), grow(c.ib, b.Rows*b.Cols), grow(c.id, dst.Rows*dst.Cols)
 		decodeInt(dtype.Int8, ab, c.ia)
@@ -159,7 +165,7 @@ func decodeToF32(d dtype.DType, src []byte, dst []float32) {
 
 // initAcc starts the float accumulator's computed region at 0, at the bias row, or
 // (for the ACC forms) at what dst holds.
-func (c *coreSim) initAcc(f matmulForm, bias Operand, m, n, ldc int) error {
+func (c *coreSim) initAcc(acc []float32, f matmulForm, bias Operand, m, n, ldc int) error {
 	switch {
 	case f.acc:
 		return nil
@@ -174,11 +180,11 @@ func (c *coreSim) initAcc(f matmulForm, bias Operand, m, n, ldc int) error {
 		row := make([]float32, bias.Cols)
 		decodeF32(dtype.Float32, bt[:4*bias.Cols], row)
 		for i := 0; i < m; i++ {
-			copy(c.fc[i*ldc:i*ldc+n], row[:n])
+			copy(acc[i*ldc:i*ldc+n], row[:n])
 		}
 	default:
 		for i := 0; i < m; i++ {
-			clear(c.fc[i*ldc : i*ldc+n])
+			clear(acc[i*ldc : i*ldc+n])
 		}
 	}
 	return nil

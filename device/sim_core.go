@@ -33,6 +33,17 @@ type coreSim struct {
 	trace                     []TraceEvent
 	prints                    []PrintRecord
 	dynGM                     []gmInterval // GM windows moved by registers, as they ran
+	dynSeen                   map[movedWindow]bool
+}
+
+// movedWindow is a GM window a register moved, as it ran in one block. A loop meets
+// the same window many times (a GEMM re-reads each tile of A and B); its byte runs
+// are recorded once, which keeps the cross-block check and the footprint linear in
+// the distinct windows, not in the instructions executed.
+type movedWindow struct {
+	block, base, size int
+	view              isa.GMView
+	write             bool
 }
 
 // maxOperands bounds the operands of any instruction (TMATMUL_MX has five).

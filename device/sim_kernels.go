@@ -44,15 +44,23 @@ func decodeF32(d dtype.DType, src []byte, dst []float32) {
 			dst[i] = math.Float32frombits(binary.LittleEndian.Uint32(src[4*i:]))
 		}
 	case dtype.Float16:
-		for i := range dst {
-			dst[i] = f16Table[binary.LittleEndian.Uint16(src[2*i:])]
-		}
+		decodeF16(src, dst)
 	case dtype.BFloat16:
 		for i := range dst {
 			dst[i] = math.Float32frombits(uint32(binary.LittleEndian.Uint16(src[2*i:])) << 16)
 		}
 	default:
 		panic("decodeF32: not a float dtype: " + d.String())
+	}
+}
+
+// decodeF16 widens binary16 values (2 bytes each, little-endian) to float32: decodeF16Go,
+// or a SIMD kernel with the same bits (sim_kernels_simd.go).
+var decodeF16 = decodeF16Go
+
+func decodeF16Go(src []byte, dst []float32) {
+	for i := range dst {
+		dst[i] = f16Table[binary.LittleEndian.Uint16(src[2*i:])]
 	}
 }
 
@@ -79,6 +87,21 @@ func encodeF32(d dtype.DType, src []float32, dst []byte) {
 	default:
 		panic("encodeF32: not a float dtype: " + d.String())
 	}
+}
+
+// f32Values gives the float32 values of f32 bytes to read and write: the bytes
+// themselves when the host stores float32 as the device does and they are aligned for
+// it (inPlace: writes land in the bytes), else a copy decoded into *scratch that the
+// caller stores back with encodeF32. In place, an accumulator tile is neither copied
+// in nor out by each matmul.
+func f32Values(src []byte, scratch *[]float32) (v []float32, inPlace bool) {
+	n := len(src) / 4
+	if littleEndianHost && n > 0 && uintptr(unsafe.Pointer(unsafe.SliceData(src)))%4 == 0 {
+		return unsafe.Slice((*float32)(unsafe.Pointer(unsafe.SliceData(src))), n), true
+	}
+	*scratch = grow(*scratch, n)
+	decodeF32(dtype.Float32, src, *scratch)
+	return *scratch, false
 }
 
 // decodeInt widens n elements of an integer dtype to int64.
@@ -138,10 +161,14 @@ func convert(sd dtype.DType, src []byte, dd dtype.DType, dst []byte, n int) {
 
 // matmulF32 is the float cube kernel: matmulF32Go, or a SIMD kernel with the same
 // results that sim_kernels_simd.go selects at start-up when the build has
-// GOEXPERIMENT=simd and the CPU has the instructions. simdKernels names it.
+// GOEXPERIMENT=simd and the CPU has the instructions. matmulF32Exact is the kernel
+// for operands whose products are exact in float32 (f16, bf16): it may fuse each
+// multiply with its add, which rounds the same as adding the exact product.
+// simdKernels names the instruction set.
 var (
-	matmulF32   = matmulF32Go
-	simdKernels = "none"
+	matmulF32      = matmulF32Go
+	matmulF32Exact = matmulF32Go
+	simdKernels    = "none"
 )
 
 // SIMDKernels names the vector instruction set the functional kernels use ("none":

@@ -2,16 +2,20 @@
 
 package device
 
-import "simd/archsimd"
+import (
+	"simd/archsimd"
+	"unsafe"
+)
 
-// With GOEXPERIMENT=simd on amd64, the cube kernel uses AVX2 when the CPU has it;
-// otherwise the portable loops stay.
+// With GOEXPERIMENT=simd on amd64, the cube kernels use AVX-512 or AVX2 when the CPU
+// has them; otherwise the portable loops stay.
 func init() {
 	switch {
 	case archsimd.X86.AVX512():
-		matmulF32, simdKernels = matmulF32AVX512, "avx512"
+		matmulF32, matmulF32Exact, simdKernels = matmulF32AVX512, matmulExactAVX512, "avx512"
+		decodeF16 = decodeF16AVX512
 	case archsimd.X86.AVX2():
-		matmulF32, simdKernels = matmulF32AVX2, "avx2"
+		matmulF32, matmulF32Exact, simdKernels = matmulF32AVX2, matmulF32AVX2, "avx2"
 	}
 }
 
@@ -105,4 +109,33 @@ func matmulF32AVX2(c, a, b []float32, m, k, n, ldc, lda, ldb int) {
 			}
 		}
 	}
+}
+
+// decodeF16AVX512 is decodeF16Go sixteen values at a time, bit for bit: the magnitude
+// bits shifted into float32 place and scaled by 2^112 (exact: a power of two) are the
+// value of every normal, subnormal and zero; infinities and NaNs (exponent 31) keep
+// their payload under float32's all-ones exponent, as dtype.Float16ToFloat32 does.
+// The host is little-endian (amd64), so the bytes are the uint16 values.
+func decodeF16AVX512(src []byte, dst []float32) {
+	n16 := len(dst) &^ 15
+	if n16 > 0 {
+		_ = src[2*n16-1]
+		h := unsafe.Slice((*uint16)(unsafe.Pointer(unsafe.SliceData(src))), n16)
+		scale := archsimd.BroadcastFloat32x16(0x1p112)
+		magMask := archsimd.BroadcastUint32x16(0x7fff)
+		expMask := archsimd.BroadcastUint32x16(0x7c00)
+		signMask := archsimd.BroadcastUint32x16(0x8000)
+		infExp := archsimd.BroadcastUint32x16(0x7f800000)
+		for i := 0; i < n16; i += 16 {
+			x := archsimd.LoadUint16x16((*[16]uint16)(h[i : i+16])).ExtendToUint32()
+			mag := x.And(magMask)
+			shifted := mag.ShiftAllLeft(13)
+			finite := shifted.AsFloat32x16().Mul(scale).AsUint32x16()
+			special := mag.And(expMask).Equal(expMask)
+			v := shifted.Or(infExp).Merge(finite, special)
+			v = v.Or(x.And(signMask).ShiftAllLeft(16))
+			v.AsFloat32x16().Store((*[16]float32)(dst[i : i+16]))
+		}
+	}
+	decodeF16Go(src[2*n16:], dst[n16:])
 }

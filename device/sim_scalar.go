@@ -256,11 +256,24 @@ func (r *blockRun) resolve(in *Instr) (*Instr, error) {
 				if msg := checkView(r.m.Params, *v); msg != "" {
 					return nil, fmt.Errorf("%s", msg)
 				}
-				r.c.dynGM = append(r.c.dynGM, viewIntervals(*v, a.DType.Size(), r.blk.ParamAddrs[v.Param], r.bi, r.sc.pc, writesGM(in.Op, i))...)
+				r.c.recordMoved(movedWindow{r.bi, r.blk.ParamAddrs[v.Param], a.DType.Size(), *v, writesGM(in.Op, i)}, r.sc.pc)
 			}
 		}
 	}
 	return &out, nil
+}
+
+// recordMoved adds the byte runs of a moved window to the core's dynGM the first time
+// the window runs (pc: where); the cross-block check would merge the repeats anyway.
+func (c *coreSim) recordMoved(w movedWindow, pc int) {
+	if c.dynSeen[w] {
+		return
+	}
+	if c.dynSeen == nil {
+		c.dynSeen = map[movedWindow]bool{}
+	}
+	c.dynSeen[w] = true
+	c.dynGM = append(c.dynGM, viewIntervals(w.view, w.size, w.base, w.block, pc, w.write)...)
 }
 
 // size is a dimension given by register ref (or n when none), which must lie in

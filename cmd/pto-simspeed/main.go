@@ -11,6 +11,8 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"runtime/pprof"
+	"strings"
 	"time"
 
 	"pypto/device"
@@ -29,11 +31,30 @@ type result struct {
 
 func main() {
 	reps := flag.Int("reps", 1, "runs per case (the fastest counts)")
+	only := flag.String("case", "", "run only the cases whose name contains this")
+	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the runs to this file")
 	flag.Parse()
-	if err := run(*reps); err != nil {
+	if err := profiled(*cpuProfile, func() error { return run(*reps, *only) }); err != nil {
 		fmt.Fprintln(os.Stderr, "pto-simspeed:", err)
 		os.Exit(1)
 	}
+}
+
+// profiled runs f, under a CPU profile written to path unless path is empty.
+func profiled(path string, f func() error) error {
+	if path == "" {
+		return f()
+	}
+	out, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	defer out.Close()
+	if err := pprof.StartCPUProfile(out); err != nil {
+		return err
+	}
+	defer pprof.StopCPUProfile()
+	return f()
 }
 
 // workload is a task ready to run: compiled blocks and a GM image to start from.
@@ -44,28 +65,32 @@ type workload struct {
 	gm     []byte
 }
 
-func run(reps int) error {
+func run(reps int, only string) error {
 	chip, err := device.Preset("a2")
 	if err != nil {
 		return err
 	}
-	var ws []workload
+	// Each case is built only when selected, so a profile of one case shows its run.
+	type build struct {
+		name string
+		make func() (workload, error)
+	}
+	var builds []build
 	for _, n := range []int{1024, 2048} {
-		w, err := gemm(chip, n)
-		if err != nil {
-			return err
-		}
-		ws = append(ws, w)
+		builds = append(builds, build{fmt.Sprintf("gemm_fp16_%d", n), func() (workload, error) { return gemm(chip, n) }})
 	}
 	for _, k := range []string{"softmax", "layernorm"} {
-		w, err := rowKernel(chip, k, 4096, 4096)
+		builds = append(builds, build{fmt.Sprintf("%s_4096x4096", k), func() (workload, error) { return rowKernel(chip, k, 4096, 4096) }})
+	}
+	var out []result
+	for _, bld := range builds {
+		if !strings.Contains(bld.name, only) {
+			continue
+		}
+		w, err := bld.make()
 		if err != nil {
 			return err
 		}
-		ws = append(ws, w)
-	}
-	var out []result
-	for _, w := range ws {
 		for _, mode := range []string{"functional", "timed"} {
 			opts := device.RunOptions{Functional: mode == "functional"}
 			best := -1.0

@@ -1,0 +1,36 @@
+//go:build goexperiment.simd && amd64
+
+package device
+
+// matmulExactAVX512 is matmulF32Go for operands whose products are exact in float32
+// (f16 or bf16 values): with an exact product a fused multiply-add rounds once, as the
+// add after an exact multiply does, so FMA gives the portable kernel's bits. Blocks of
+// 4 rows x 64 columns go to fma4x64 (assembly: the compiler's register allocation
+// spills a block this size), which keeps the block in registers while k advances, so
+// each element still adds its products one at a time in increasing k. Columns past the
+// last multiple of 64 and rows past the last multiple of 4 take the unfused kernel.
+func matmulExactAVX512(c, a, b []float32, m, k, n, ldc, lda, ldb int) {
+	n64, m4 := n&^63, m&^3
+	if m == 0 || n == 0 || k == 0 {
+		return
+	}
+	// The bounds checks of every element the blocks touch.
+	_, _, _ = c[(m-1)*ldc+n-1], a[(m-1)*lda+k-1], b[(k-1)*ldb+n-1]
+	for i := 0; i < m4; i += 4 {
+		for j := 0; j < n64; j += 64 {
+			fma4x64(&c[i*ldc+j], &a[i*lda], &b[j], k, ldc, lda, ldb)
+		}
+	}
+	if n64 < n {
+		matmulF32AVX512(c[n64:], a, b[n64:], m4, k, n-n64, ldc, lda, ldb)
+	}
+	if m4 < m {
+		matmulF32AVX512(c[m4*ldc:], a[m4*lda:], b, m-m4, k, n, ldc, lda, ldb)
+	}
+}
+
+// fma4x64 adds a[0:4, 0:k] @ b[0:k, 0:64] to c[0:4, 0:64] with fused multiply-adds in
+// increasing k (k >= 1; leading dimensions in elements).
+//
+//go:noescape
+func fma4x64(c, a, b *float32, k, ldc, lda, ldb int)
