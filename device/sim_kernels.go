@@ -64,6 +64,16 @@ func decodeF16Go(src []byte, dst []float32) {
 	}
 }
 
+// encodeF16 rounds float32 values to binary16 (nearest even, as dtype.Float32ToFloat16)
+// and stores them little-endian: encodeF16Go, or a SIMD kernel with the same bits.
+var encodeF16 = encodeF16Go
+
+func encodeF16Go(src []float32, dst []byte) {
+	for i, v := range src {
+		binary.LittleEndian.PutUint16(dst[2*i:], dtype.Float32ToFloat16(v))
+	}
+}
+
 // encodeF32 rounds float32 values to a float dtype (nearest even) and stores them.
 func encodeF32(d dtype.DType, src []float32, dst []byte) {
 	switch d {
@@ -77,9 +87,7 @@ func encodeF32(d dtype.DType, src []float32, dst []byte) {
 			binary.LittleEndian.PutUint32(dst[4*i:], math.Float32bits(v))
 		}
 	case dtype.Float16:
-		for i, v := range src {
-			binary.LittleEndian.PutUint16(dst[2*i:], dtype.Float32ToFloat16(v))
-		}
+		encodeF16(src, dst)
 	case dtype.BFloat16:
 		for i, v := range src {
 			binary.LittleEndian.PutUint16(dst[2*i:], dtype.Float32ToBFloat16(v))

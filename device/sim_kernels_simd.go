@@ -13,7 +13,7 @@ func init() {
 	switch {
 	case archsimd.X86.AVX512():
 		matmulF32, matmulF32Exact, simdKernels = matmulF32AVX512, matmulExactAVX512, "avx512"
-		decodeF16 = decodeF16AVX512
+		decodeF16, encodeF16 = decodeF16AVX512, encodeF16AVX512
 	case archsimd.X86.AVX2():
 		matmulF32, matmulF32Exact, simdKernels = matmulF32AVX2, matmulF32AVX2, "avx2"
 	}
@@ -138,4 +138,34 @@ func decodeF16AVX512(src []byte, dst []float32) {
 		}
 	}
 	decodeF16Go(src[2*n16:], dst[n16:])
+}
+
+// encodeF16AVX512 is encodeF16Go sixteen values at a time, bit for bit with
+// dtype.Float32ToFloat16: normal halves rebias the exponent and round the 13 dropped
+// bits to nearest even with integer adds; subnormal ones (and zeros) are the low bits
+// of the magnitude plus 0.5 in float32, whose addition rounds to nearest even at the
+// half's subnormal step (2^-24); overflow gives infinity and a NaN keeps its top
+// payload bits with the quiet bit set.
+func encodeF16AVX512(src []float32, dst []byte) {
+	n16 := len(src) &^ 15
+	if n16 > 0 {
+		_ = dst[2*n16-1]
+		h := unsafe.Slice((*uint16)(unsafe.Pointer(unsafe.SliceData(dst))), n16)
+		u := archsimd.BroadcastUint32x16
+		half := archsimd.BroadcastFloat32x16(0.5)
+		for i := 0; i < n16; i += 16 {
+			b := archsimd.LoadFloat32x16((*[16]float32)(src[i : i+16])).AsUint32x16()
+			abs := b.And(u(0x7fffffff))
+			rebiased := abs.Sub(u(112 << 23))
+			v := rebiased.Add(u(0x0fff)).Add(rebiased.ShiftAllRight(13).And(u(1))).ShiftAllRight(13)
+			sub := abs.AsFloat32x16().Add(half).AsUint32x16().Sub(u(0x3f000000))
+			v = sub.Merge(v, abs.Less(u(113<<23)))
+			v = u(0x7c00).Merge(v, abs.GreaterEqual(u(143<<23)))
+			nan := abs.And(u(0x7fffff)).ShiftAllRight(13).Or(u(0x7e00))
+			v = nan.Merge(v, abs.Greater(u(0x7f800000)))
+			v = v.Or(b.ShiftAllRight(16).And(u(0x8000)))
+			v.TruncateToUint16().Store((*[16]uint16)(h[i : i+16]))
+		}
+	}
+	encodeF16Go(src[n16:], dst[2*n16:])
 }
