@@ -124,7 +124,7 @@ func TestInterpretReluSpecialValues(t *testing.T) {
 }`, arr(dtype.Float32, Shape{6}, math.NaN(), negZero, -3, 2.5, math.Inf(-1), math.Inf(1)))
 	d := out[0].Data
 	assert.True(t, math.IsNaN(d[0]), "NaN stays NaN")
-	assert.True(t, d[1] == 0 && math.Signbit(d[1]), "-0 stays -0")
+	assert.True(t, d[1] == 0 && !math.Signbit(d[1]), "-0 gives +0, as numpy's maximum(x, 0)")
 	assert.Equal(t, []float64{0, 2.5, 0, math.Inf(1)}, d[2:])
 }
 

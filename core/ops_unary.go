@@ -17,7 +17,7 @@ func init() {
 	}{
 		{"neg", "-x (integers wrap: -(-128) is -128 in int8)", func(x float64) float64 { return -x }},
 		{"abs", "|x| (integers wrap: abs(-128) is -128 in int8, as in numpy)", math.Abs},
-		{"relu", "max(x, 0); NaN stays NaN", relu},
+		{"relu", "max(x, 0); NaN stays NaN and -0 gives +0 (as numpy's maximum(x, 0) and torch.relu)", relu},
 		{"floor", "the largest integer <= x", math.Floor},
 		{"ceil", "the smallest integer >= x", math.Ceil},
 		{"round", "x rounded to the nearest integer, halves to even (numpy's round)", math.RoundToEven},
@@ -52,10 +52,10 @@ func init() {
 }
 
 func relu(x float64) float64 {
-	if x < 0 {
-		return 0
+	if x <= 0 {
+		return 0 // -0 too: the vector unit's TRELU, numpy's maximum(x, 0) and torch agree
 	}
-	return x // NaN and +0/-0 pass through unchanged
+	return x // NaN passes through
 }
 
 func inferUnaryNumeric(name string) func([]TensorType, Attrs) (TensorType, *Error) {
