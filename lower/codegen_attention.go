@@ -186,7 +186,7 @@ type chunkState struct {
 }
 
 func (v *attentionVector) emit(op isa.Opcode, mode isa.Mode, args ...any) {
-	ops := make([]isa.Operand, len(args))
+	ops := make([]isa.Operand, len(args), 8) // on the stack: the slab keeps the copy
 	for i, x := range args {
 		switch x := x.(type) {
 		case int:
@@ -199,7 +199,7 @@ func (v *attentionVector) emit(op isa.Opcode, mode isa.Mode, args ...any) {
 			panic(fmt.Sprintf("attention: operand %T", x))
 		}
 	}
-	v.e.prog.Body = append(v.e.prog.Body, isa.Instr{Op: op, Mode: mode, Args: ops})
+	v.e.prog.Body = append(v.e.prog.Body, isa.Instr{Op: op, Mode: mode, Args: v.e.operands(ops)})
 }
 
 // column declares an hr x 1 statistics column.

@@ -2,6 +2,7 @@ package lower
 
 import (
 	"fmt"
+	"math"
 
 	"pypto/dtype"
 	"pypto/isa"
@@ -12,6 +13,10 @@ type emitter struct {
 	prog     *isa.Program
 	params   map[int]int    // GM tensor -> index of the program param bound to it
 	variants map[string]int // see variant
+	// slab is where the next instructions' operands go: one allocation serves many
+	// instructions (chunks grow with the program, so small programs stay small).
+	slab   []isa.Operand
+	shared map[operandsKey][]isa.Operand // see operands
 }
 
 func newEmitter(name string, core isa.CoreKind) *emitter {
@@ -31,7 +36,64 @@ func (e *emitter) pingPong(name string, loc isa.Location, dt dtype.DType, rows, 
 }
 
 func (e *emitter) emit(op isa.Opcode, args ...isa.Operand) {
-	e.prog.Body = append(e.prog.Body, isa.Instr{Op: op, Args: args})
+	e.prog.Body = append(e.prog.Body, isa.Instr{Op: op, Args: e.operands(args)})
+}
+
+// operands returns args as an instruction's operand list: a list already emitted
+// with the same operands (no GM view among them) is shared, others are copied to the
+// slab. The result is capped, so appending to it cannot reach other lists; nothing
+// changes an emitted instruction's operands in place.
+func (e *emitter) operands(args []isa.Operand) []isa.Operand {
+	key, shareable := sharedOperandsKey(args)
+	if shareable {
+		if out, ok := e.shared[key]; ok {
+			return out
+		}
+	}
+	if len(e.slab) < len(args) {
+		e.slab = make([]isa.Operand, max(len(args), min(2*len(e.prog.Body), 256), 8))
+	}
+	out := e.slab[:len(args):len(args)]
+	e.slab = e.slab[len(args):]
+	copy(out, args)
+	if shareable {
+		if e.shared == nil {
+			e.shared = map[operandsKey][]isa.Operand{}
+		}
+		e.shared[key] = out
+	}
+	return out
+}
+
+// operandsKey identifies a short operand list of tiles, immediates, pipes and
+// registers (compactly: the key is hashed once per instruction); immediates by their
+// bits, so that 0 and -0 stay apart.
+type operandsKey struct {
+	n   uint8
+	ops [4]struct {
+		immBits uint64
+		tile    int32
+		reg     int16
+		kind    isa.OperandKind
+		pipe    isa.Pipe
+	}
+}
+
+// sharedOperandsKey is the key of args, ok false when it has none: too many operands,
+// a GM view, or an index too large for the key.
+func sharedOperandsKey(args []isa.Operand) (k operandsKey, ok bool) {
+	if len(args) > len(k.ops) {
+		return k, false
+	}
+	k.n = uint8(len(args))
+	for i, a := range args {
+		if a.Kind == isa.KindGM || a.GM != (isa.GMView{}) || a.Tile != int(int32(a.Tile)) || a.Reg != int(int16(a.Reg)) {
+			return k, false
+		}
+		o := &k.ops[i]
+		o.immBits, o.tile, o.reg, o.kind, o.pipe = math.Float64bits(a.Imm), int32(a.Tile), int16(a.Reg), a.Kind, a.Pipe
+	}
+	return k, true
 }
 
 // variant returns the tile called name with the given shape and valid region,

@@ -52,7 +52,7 @@ func (b *vecBody) tile(name string, dt dtype.DType, rows, cols int) int {
 
 // emit appends an instruction with a mode and operands given as tiles or immediates.
 func (b *vecBody) emit(op isa.Opcode, mode isa.Mode, args ...any) {
-	ops := make([]isa.Operand, len(args))
+	ops := make([]isa.Operand, len(args), 8) // on the stack: the slab keeps the copy
 	for i, a := range args {
 		switch v := a.(type) {
 		case int:
@@ -63,7 +63,7 @@ func (b *vecBody) emit(op isa.Opcode, mode isa.Mode, args ...any) {
 			panic(fmt.Sprintf("vecBody.emit: operand %T", a))
 		}
 	}
-	b.e.prog.Body = append(b.e.prog.Body, isa.Instr{Op: op, Mode: mode, Args: ops})
+	b.e.prog.Body = append(b.e.prog.Body, isa.Instr{Op: op, Mode: mode, Args: b.e.operands(ops)})
 }
 
 // onBools is what an arithmetic instruction means on 0/1 values, which the vector
