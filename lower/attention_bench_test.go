@@ -82,14 +82,5 @@ func runMixedTimingOnly(exe *Executable, task *Task) (*device.TaskStats, error) 
 	for j, a := range task.Args {
 		addrs[j] = exe.exec.Buffers[a].Offset
 	}
-	n := task.GroupSize()
-	groups := make([]device.Group, len(task.Machine)/n)
-	for i := range groups {
-		ms := task.Machine[i*n : (i+1)*n]
-		groups[i].Cube = &device.Block{Prog: ms[0], ParamAddrs: addrs}
-		for _, m := range ms[1:] {
-			groups[i].Vector = append(groups[i].Vector, device.Block{Prog: m, ParamAddrs: addrs})
-		}
-	}
-	return device.RunGroupTask(exe.chip, gm, groups, device.RunOptions{NoValues: true})
+	return runTask(exe.chip, gm, task, addrs, device.RunOptions{NoValues: true})
 }
