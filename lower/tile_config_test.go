@@ -1,6 +1,7 @@
 package lower
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -111,4 +112,21 @@ func TestTileAttrsPrintAndParseBack(t *testing.T) {
 	require.Equal(t, text, core.Format(back))
 	plain := core.Format(oneOpGraph(t, "relu", nil, dtype.Float32, core.Shape{8, 32}))
 	require.NotContains(t, plain, "tile_", "nodes without a tile print as before")
+}
+
+func TestTileChoicesListEveryTileOpWithTheMatmulEstimate(t *testing.T) {
+	g := matmulGraph(t, dtype.Float16, core.Shape{100, 70}, core.Shape{70, 130}, nil, false)
+	exe, err := Compile(g, Options{Chip: preset(t, "tiny"), Verify: true})
+	require.NoError(t, err)
+	choices := exe.TileChoices()
+	require.NotEmpty(t, choices)
+	mm := choices[0]
+	require.Equal(t, "matmul", mm.Kind)
+	require.Equal(t, []int{1, 100, 130, 70}, mm.Problem)
+	require.Contains(t, mm.Reason, "best of")
+	require.Contains(t, mm.Reason, fmt.Sprintf("est %.0f cycles", mm.EstimatedCycles), "the estimate is the search's")
+	require.InDelta(t, mm.EstimatedCycles/1.85e9*1e3, mm.EstimatedMs, 1e-9)
+	for _, c := range choices[1:] {
+		require.Zero(t, c.EstimatedCycles, "vector kernels have no estimate: %+v", c)
+	}
 }

@@ -158,3 +158,36 @@ def test_tiles_under_a_symbolic_trace_fall_back_to_concrete_shapes():
         np.testing.assert_array_equal(f.run(x).numpy(), x * 2)
     with pytest.raises(p.SymbolicShapeError, match="concrete"):
         p.compile(lambda x: p.tile(x, tile_shape=[8])[0], inputs=[p.Tensor([p.symbol("n")], p.float32)])
+
+
+def test_the_guides_tile_sample_under_symbolic_batch_and_sequence():
+    batch, seq_len = p.symbol("batch"), p.symbol("seq_len")
+    w = rand((256, 64), p.float32, 11)
+
+    def layer(x):
+        tiles = p.tile(x, tile_shape=[batch, seq_len, 256])  # symbolic axes stay whole
+        results = []
+        for tile in tiles:
+            t = p.tile_matmul(tile, w)
+            t = p.tile_softmax(t, axis=-1)
+            results.append(t)
+        return p.tile_concat(results, axis=-1)
+
+    f = p.compile(layer, inputs=[p.Tensor([batch, seq_len, 1024], dtype=p.float32)])
+    assert f.is_symbolic
+    for shape in [(1, 8, 1024), (2, 5, 1024)]:
+        x = rand(shape, p.float32, shape[1])
+        s = np.stack([x[..., i * 256 : (i + 1) * 256] @ w for i in range(4)])
+        e = np.exp(s - s.max(-1, keepdims=True))
+        want = np.concatenate(list(e / e.sum(-1, keepdims=True)), -1)
+        np.testing.assert_allclose(f.run(x).numpy(), want, rtol=1e-4, atol=1e-5)
+
+
+def test_recommend_tile_by_op_name_and_a_given_row_tile():
+    (sm,) = p.recommend_tile("softmax", [((50, 300), p.float32)], {"axis": -1})
+    assert sm.kind == "rows" and not sm.reason.startswith("given")
+    rows = max(1, sm.tile[0] // 2)
+    (given,) = p.recommend_tile(lambda x: p.tile_softmax(x, axis=-1, tile_config=[rows]), [((50, 300), p.float32)])
+    assert given.tile[0] == rows and given.reason.startswith(f"given [{rows}]")
+    with pytest.raises(TypeError, match="attrs go with an op name"):
+        p.recommend_tile(p.softmax, [((4, 4), p.float32)], {"axis": -1})
