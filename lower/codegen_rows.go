@@ -124,7 +124,7 @@ func (k *rowsKernel) declare(name string, kind rowKind, dt dtype.DType) int {
 }
 
 // alloc takes a tile of a kind and dtype from the pool (of the current slot for tiles
-// that loads or stores touch), declaring one (or a ping-pong pair) when none is free.
+// that loads or stores touch), declaring one (or one per slot) when none is free.
 func (k *rowsKernel) alloc(kind rowKind, dt dtype.DType, slotted bool) int {
 	key := fmt.Sprintf("%s_%s", kind, dt)
 	if slotted {
@@ -205,11 +205,13 @@ func (k *rowsKernel) emitTile(s, r0, vr int) {
 	k.release(k.tiles[res])
 }
 
+// isSlot reports whether tile t is one that loads or stores touch.
 func isSlot(slotOf map[int]int, t int) bool {
 	_, ok := slotOf[t]
 	return ok
 }
 
+// uniqueInputs lists n's inputs once each, in order (mul(c, c) reads c once).
 func uniqueInputs(n *core.Node) []core.Value {
 	var out []core.Value
 	seen := map[core.Value]bool{}
