@@ -314,3 +314,11 @@ def test_one_symbolic_trace_serves_every_size(name, sizes):
         assert f.num_traced == 1 and f.num_compiled == len(set(sizes))
     finally:
         p.set_device(prev)
+
+
+def test_layer_norm_takes_a_symbolic_normalized_shape():
+    f = p.compile(lambda x: p.layer_norm(x, x.shape[-1]))
+    for shape in [(4, 32), (6, 48)]:
+        x = np.random.default_rng(len(shape)).standard_normal(shape).astype(np.float32)
+        ref = (x - x.mean(-1, keepdims=True)) / np.sqrt(x.var(-1, keepdims=True) + 1e-5)
+        np.testing.assert_allclose(f(x).numpy(), ref, atol=1e-5)

@@ -32,7 +32,10 @@ def log_softmax(x, axis: int = -1, dim: int = None) -> Tensor:
 def _norm_inputs(op, x, normalized_shape, weight, bias, axis):
     x = _t(x, op)
     if normalized_shape is not None:
-        ns = [normalized_shape] if isinstance(normalized_shape, int) else list(normalized_shape)
+        from .symbolic import Dim
+
+        one = isinstance(normalized_shape, (int, Dim))  # a single size, concrete or symbolic
+        ns = [normalized_shape] if one else list(normalized_shape)
         last = list(x.shape[len(x.shape) - len(ns) :])
         # A symbolic dim is checked by the weight's shape when the program runs.
         if len(last) != len(ns) or any(isinstance(d, int) and d != n for d, n in zip(last, ns)):
