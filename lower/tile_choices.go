@@ -14,13 +14,17 @@ type TileChoice struct {
 	// tile search minimises); 0 for vector kernels, whose tiles follow fixed rules.
 	EstimatedCycles float64 `json:"estimated_cycles"`
 	EstimatedMs     float64 `json:"estimated_ms"`
+	// MeasuredCycles is the simulated time of the op's task in a run (0: not run).
+	MeasuredCycles int64   `json:"measured_cycles"`
+	MeasuredMs     float64 `json:"measured_ms"`
 	File            string  `json:"file,omitempty"` // the program line that wrote the op
 	Line            int     `json:"line,omitempty"`
 }
 
 // TileChoices lists the tile of every tile op of the compiled program, in execution
-// order.
-func (e *Executable) TileChoices() []TileChoice {
+// order, with the time each op's task took in run when run is not nil (a run of this
+// program).
+func (e *Executable) TileChoices(run *RunStats) []TileChoice {
 	tg := e.exec.Blocks.Tiles
 	out := make([]TileChoice, 0, len(tg.Ops))
 	for _, op := range tg.Ops {
@@ -31,6 +35,14 @@ func (e *Executable) TileChoices() []TileChoice {
 			c.EstimatedMs = c.EstimatedCycles / e.chip.ClockHz * 1e3
 		}
 		out = append(out, c)
+	}
+	if run != nil && len(run.Tasks) == len(e.exec.Tasks) {
+		for i, task := range e.exec.Tasks { // one task per kernel, one kernel per tile op
+			if st := run.Tasks[i].Stats; st != nil && task.Kernel < len(out) {
+				out[task.Kernel].MeasuredCycles = st.Cycles
+				out[task.Kernel].MeasuredMs = float64(st.Cycles) / e.chip.ClockHz * 1e3
+			}
+		}
 	}
 	return out
 }

@@ -118,8 +118,9 @@ func TestTileChoicesListEveryTileOpWithTheMatmulEstimate(t *testing.T) {
 	g := matmulGraph(t, dtype.Float16, core.Shape{100, 70}, core.Shape{70, 130}, nil, false)
 	exe, err := Compile(g, Options{Chip: preset(t, "tiny"), Verify: true})
 	require.NoError(t, err)
-	choices := exe.TileChoices()
+	choices := exe.TileChoices(nil)
 	require.NotEmpty(t, choices)
+	require.Zero(t, choices[0].MeasuredCycles, "not run")
 	mm := choices[0]
 	require.Equal(t, "matmul", mm.Kind)
 	require.Equal(t, []int{1, 100, 130, 70}, mm.Problem)
@@ -129,4 +130,28 @@ func TestTileChoicesListEveryTileOpWithTheMatmulEstimate(t *testing.T) {
 	for _, c := range choices[1:] {
 		require.Zero(t, c.EstimatedCycles, "vector kernels have no estimate: %+v", c)
 	}
+}
+
+func TestTileChoicesTakeEachOpsMeasuredTime(t *testing.T) {
+	bl := core.NewBuilder("two")
+	x := bl.Param("x", core.TensorType{DType: dtype.Float32, Shape: core.Shape{8, 64}})
+	s, err := bl.Op("sum", []core.Value{x}, core.Attrs{"axis": []int64{-1}}, core.Location{})
+	require.NoError(t, err)
+	e, err := bl.Op("exp", []core.Value{x}, nil, core.Location{})
+	require.NoError(t, err)
+	bl.Output(s)
+	bl.Output(e)
+	exe, err := Compile(bl.Graph(), Options{Chip: preset(t, "tiny"), Verify: true, OptLevel: O1})
+	require.NoError(t, err)
+	_, raw := randomInputs(bl.Graph())
+	_, st, err := exe.Run(raw)
+	require.NoError(t, err)
+	choices := exe.TileChoices(st)
+	require.Len(t, choices, 2)
+	var total int64
+	for _, c := range choices {
+		require.Positive(t, c.MeasuredCycles, c.Op)
+		total += c.MeasuredCycles
+	}
+	require.Equal(t, st.Cycles, total, "the ops' times add up to the run's")
 }

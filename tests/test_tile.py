@@ -145,8 +145,19 @@ def test_recommend_tile_gives_the_searched_tiles_with_their_estimates():
     (again,) = p.recommend_tile(lambda x, y: p.matmul(x, y, tile_config=mm.config), [a, b])
     assert again.tile == mm.tile and again.reason.startswith("given")
     assert again.estimated_ms == pytest.approx(mm.estimated_ms)
+    assert mm.measured_ms is None
     choices = p.recommend_tile(lambda x: p.softmax(x * 2, axis=-1), [((64, 100), p.float32)])
     assert [c.kind for c in choices] == ["rows"] and choices[0].estimated_ms is None
+
+
+def test_recommend_tile_measures_each_op_when_asked():
+    a, b = rand((64, 48), p.float16), rand((48, 32), p.float16)
+    f = p.compile(lambda x, y: p.softmax(p.matmul(x, y), axis=-1))
+    f.run(a, b)
+    choices = p.recommend_tile(lambda x, y: p.softmax(p.matmul(x, y), axis=-1), [a, b], measure=True)
+    assert [c.kind for c in choices] == ["matmul", "rows"]
+    assert all(c.measured_ms > 0 for c in choices)
+    assert sum(c.measured_ms for c in choices) == pytest.approx(f.last_time_ms)
     (add,) = p.recommend_tile("add", [((8, 64), p.float32), ((8, 64), p.float32)])
     assert add.kind == "elementwise" and len(add.tile) == 2
 

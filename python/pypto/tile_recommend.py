@@ -21,12 +21,14 @@ __all__ = ["recommend_tile", "TileChoice"]
 #: vector kernels: [outer, rows, cols] and [rows, cols]), ``grid`` (tiles per axis),
 #: ``reason`` (why: the search's scores, the rule applied, or "given"),
 #: ``estimated_ms`` (the timing model's prediction, which the matmul tile search
-#: minimises; None for vector kernels, whose tiles follow fixed rules), ``location``
-#: ("file:line" of the op) and ``config``, a p.TileConfig that fixes this tile.
-TileChoice = namedtuple("TileChoice", "op kind problem tile grid reason estimated_ms location config")
+#: minimises; None for vector kernels, whose tiles follow fixed rules),
+#: ``measured_ms`` (the simulated time of the op's task in a run, with ``measure=True``;
+#: else None), ``location`` ("file:line" of the op) and ``config``, a p.TileConfig
+#: that fixes this tile.
+TileChoice = namedtuple("TileChoice", "op kind problem tile grid reason estimated_ms measured_ms location config")
 
 
-def recommend_tile(op_or_fn, inputs, attrs=None, *, config=None) -> list:
+def recommend_tile(op_or_fn, inputs, attrs=None, *, config=None, measure=False) -> list:
     """The tile the compiler chooses for every tile op of ``op_or_fn`` applied to
     ``inputs``, as a list of :data:`TileChoice` in execution order.
 
@@ -35,7 +37,9 @@ def recommend_tile(op_or_fn, inputs, attrs=None, *, config=None) -> list:
     ``inputs`` are p.Tensors, numpy arrays or ``(shape, dtype)`` pairs: only their
     shapes and dtypes matter. ``config`` (a p.CompileConfig) picks the chip and the
     optimisation level, as for p.compile. A choice's ``config`` can be handed back as
-    ``tile_config=`` to start from it."""
+    ``tile_config=`` to start from it. ``measure=True`` also runs the program once on
+    zeros (the simulated time does not depend on the values) and reports each op's
+    simulated time."""
     if isinstance(op_or_fn, str):
         name = op_or_fn
 
@@ -49,17 +53,19 @@ def recommend_tile(op_or_fn, inputs, attrs=None, *, config=None) -> list:
         fn = op_or_fn
     else:
         raise TypeError(f"recommend_tile: give a function or an op name, not {type(op_or_fn).__name__}")
-    placeholders = []
+    signature = []
     for i, x in enumerate(inputs):
         if isinstance(x, Tensor):
-            placeholders.append(x)
+            signature.append((tuple(x.shape), x.dtype))
         elif isinstance(x, np.ndarray):
-            placeholders.append((x.shape, as_dtype(x.dtype)))
+            signature.append((x.shape, as_dtype(x.dtype)))
         elif isinstance(x, tuple) and len(x) == 2:
-            placeholders.append(x)
+            signature.append((tuple(x[0]), as_dtype(x[1])))
         else:
             raise TypeError(f"recommend_tile: inputs[{i}] must be a p.Tensor, a numpy array or a (shape, dtype) pair")
-    ex = _compile(fn, config or CompileConfig(), inputs=placeholders)
+    ex = _compile(fn, config or CompileConfig(), inputs=signature)
+    if measure:
+        ex.run(*(np.zeros(shape, dt.numpy) for shape, dt in signature))
     info = next(iter(ex._given.values())).info()
     if info["tiles"] is None:
         raise ValueError(f"recommend_tile: device {info['device']!r} compiles no tiles; choose a chip preset")
@@ -70,7 +76,8 @@ def recommend_tile(op_or_fn, inputs, attrs=None, *, config=None) -> list:
         out.append(
             TileChoice(
                 op=t["op"], kind=t["kind"], problem=list(t["problem"]), tile=list(t["tile"]), grid=list(t["grid"]),
-                reason=t["reason"], estimated_ms=t["estimated_ms"] if cycles > 0 else None, location=loc,
+                reason=t["reason"], estimated_ms=t["estimated_ms"] if cycles > 0 else None,
+                measured_ms=t["measured_ms"] if t["measured_cycles"] > 0 else None, location=loc,
                 config=TileConfig(shape=list(t["tile"])),
             )
         )
