@@ -17,8 +17,8 @@ type TileChoice struct {
 	// MeasuredCycles is the simulated time of the op's task in a run (0: not run).
 	MeasuredCycles int64   `json:"measured_cycles"`
 	MeasuredMs     float64 `json:"measured_ms"`
-	File            string  `json:"file,omitempty"` // the program line that wrote the op
-	Line            int     `json:"line,omitempty"`
+	File           string  `json:"file,omitempty"` // the program line that wrote the op
+	Line           int     `json:"line,omitempty"`
 }
 
 // TileChoices lists the tile of every tile op of the compiled program, in execution

@@ -200,5 +200,7 @@ def test_recommend_tile_by_op_name_and_a_given_row_tile():
     rows = max(1, sm.tile[0] // 2)
     (given,) = p.recommend_tile(lambda x: p.tile_softmax(x, axis=-1, tile_config=[rows]), [((50, 300), p.float32)])
     assert given.tile[0] == rows and given.reason.startswith(f"given [{rows}]")
+    (same,) = p.recommend_tile(lambda x: p.tile_softmax(x, axis=-1, tile_config=sm.config), [((50, 300), p.float32)])
+    assert same.tile == sm.tile and same.reason.startswith("given")
     with pytest.raises(TypeError, match="attrs go with an op name"):
         p.recommend_tile(p.softmax, [((4, 4), p.float32)], {"axis": -1})

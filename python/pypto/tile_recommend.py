@@ -78,7 +78,17 @@ def recommend_tile(op_or_fn, inputs, attrs=None, *, config=None, measure=False) 
                 op=t["op"], kind=t["kind"], problem=list(t["problem"]), tile=list(t["tile"]), grid=list(t["grid"]),
                 reason=t["reason"], estimated_ms=t["estimated_ms"] if cycles > 0 else None,
                 measured_ms=t["measured_ms"] if t["measured_cycles"] > 0 else None, location=loc,
-                config=TileConfig(shape=list(t["tile"])),
+                config=TileConfig(shape=_given_shape(t["kind"], t["tile"])),
             )
         )
     return out
+
+
+def _given_shape(kind: str, tile: list) -> list:
+    """The part of a chosen tile a program can give (docs/api.md, "Tile level"): all of
+    a matmul's, a row kernel's rows, a vector kernel's [rows, cols]."""
+    if kind in ("matmul", "matmul_epilogue"):
+        return list(tile)
+    if kind == "rows":
+        return list(tile[:1])
+    return list(tile[:2])
