@@ -1,12 +1,14 @@
 """A GEMM written at the block level, registered as a kernel and called from a
 tensor-level program, against numpy and against the compiler's own matmul.
 
-Each block (one cube core) computes a run of 128 x 128 output tiles. For each tile it
-walks K in steps of 128: loads the A and B panels into L1, multiplies them into an fp32
-accumulator in L0C (the moves into L0A/L0B are emitted by p.matmul) and stores the
-accumulator once, converted to float16 by the fixpipe. The K loop is a device loop
-(p.range) whose body holds two steps (Python's range unrolls them), so consecutive
-steps use different buffers and the backend overlaps loads with matmuls.
+Each block (one cube core) computes a run of output tile pairs: two T x T tiles side by
+side, whose fp32 accumulators fill L0C. K is walked in stages of SK: one load brings the
+A panel [T, SK] into L1 and two loads the B panels [SK, T]; p.matmul of windows of them
+(am[:, s:s + TK]) extracts TK-wide slices into L0A/L0B, and the A slice serves both
+accumulators, so A is read once per pair. The stage loop is a device loop (p.range)
+whose body holds two stages (Python's range unrolls them), so consecutive stages use
+different L1 buffers and the backend overlaps one stage's loads with the other's
+matmuls. The accumulators are stored once, converted to float16 by the fixpipe.
 
     python examples/block_gemm.py --device a2 --size 2048
 """
@@ -17,24 +19,29 @@ import numpy as np
 
 import pypto as p
 
-def gemm_kernel(grid: int, tile: int = 128) -> p.BlockKernel:
-    TM = TN = TK = tile
+
+def gemm_kernel(grid: int, T: int = 128, SK: int = 256, TK: int = 128) -> p.BlockKernel:
+    """Tiles of T x T in pairs along N; K in stages of SK, matmuls of TK."""
 
     @p.block_kernel(grid=grid, core="cube", out_shape=lambda a, b: (a.shape[0], b.shape[1]), out_dtype=lambda a, b: a.dtype)
     def gemm(a, b, c):
         m, k = a.shape
-        n = b.shape[1]
-        tiles_n = n // TN
-        tiles = (m // TM) * tiles_n
+        pairs_n = b.shape[1] // (2 * T)
+        pairs = (m // T) * pairs_n
         blk = p.block_idx()
-        for t in range(blk * tiles // grid, (blk + 1) * tiles // grid):  # this block's output tiles
-            i, j = t // tiles_n * TM, t % tiles_n * TN
-            acc = p.zeros([TM, TN])
-            for kk in p.range(k // (2 * TK)):
+        for t in range(blk * pairs // grid, (blk + 1) * pairs // grid):  # this block's pairs
+            i, j = t // pairs_n * T, t % pairs_n * 2 * T
+            acc = [p.zeros([T, T]), p.zeros([T, T])]
+            for kk in p.range(k // (2 * SK)):
                 for h in range(2):
-                    k0 = (kk * 2 + h) * TK
-                    acc += p.matmul(p.load(a[i:i + TM, k0:k0 + TK]), p.load(b[k0:k0 + TK, j:j + TN]))
-            p.store(c[i:i + TM, j:j + TN], acc)
+                    k0 = (kk * 2 + h) * SK
+                    am = p.load(a[i:i + T, k0:k0 + SK])
+                    bm = [p.load(b[k0:k0 + SK, j + q * T:j + (q + 1) * T]) for q in range(2)]
+                    for s in range(0, SK, TK):
+                        for q in range(2):
+                            acc[q] += p.matmul(am[:, s:s + TK], bm[q][s:s + TK, :])
+            for q in range(2):
+                p.store(c[i:i + T, j + q * T:j + (q + 1) * T], acc[q])
 
     return gemm
 
@@ -42,15 +49,16 @@ def gemm_kernel(grid: int, tile: int = 128) -> p.BlockKernel:
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--device", default="a2")
-    ap.add_argument("--size", type=int, default=2048, help="M = N = K, a multiple of 256")
+    ap.add_argument("--size", type=int, default=2048, help="M = N = K, a multiple of 512 (256 on tiny)")
     ap.add_argument("--grid", type=int, default=None, help="blocks (default: the chip's cube cores)")
     args = ap.parse_args()
     p.set_device(args.device)
     n = args.size
     grid = args.grid or {"a2": 24, "a5": 32, "tiny": 2}.get(args.device, 2)
-    tile = 64 if args.device == "tiny" else 128  # tiny has a 32 KB L0C
-    grid = min(grid, (n // tile) ** 2)
-    p.register_kernel("block_gemm", gemm_kernel(grid, tile))
+    # tiny has a 64 KB L1 and a 32 KB L0C
+    shape = dict(T=32, SK=128, TK=64) if args.device in ("tiny", "reference") else dict(T=128, SK=256, TK=128)
+    grid = min(grid, (n // shape["T"]) ** 2 // 2)
+    p.register_kernel("block_gemm", gemm_kernel(grid, **shape))
 
     rng = np.random.default_rng(0)
     a = rng.standard_normal((n, n)).astype(np.float16)

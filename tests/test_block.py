@@ -151,6 +151,50 @@ def test_grid_larger_than_the_chip_runs_blocks_in_turn():
     np.testing.assert_array_equal(got, x + np.repeat(np.arange(16, dtype=np.float32), 8)[:, None])
 
 
+def test_dead_tiles_lend_their_buffers_to_new_ones():
+    @p.block_kernel(out_shape=lambda x: x.shape, out_dtype=lambda x: x.dtype)
+    def softmax_rows(x, y):
+        for i in p.range(x.shape[0] // 16):
+            t = p.load(x[i * 16:(i + 1) * 16, :])  # 8 KB each; tiny's UB is 32 KB
+            e = p.exp(t - t.max(axis=-1))
+            p.store(y[i * 16:(i + 1) * 16, :], e / e.sum(axis=-1))
+
+    p.set_device("tiny")
+    x = np.random.default_rng(6).standard_normal((64, 128)).astype(np.float32)
+    text = softmax_rows.programs(x)
+    assert text.count("tile %") < 10  # 16 values, most in reused declarations
+    e = np.exp(x - x.max(-1, keepdims=True))
+    np.testing.assert_allclose(p.call_kernel(softmax_rows, x).numpy(), e / e.sum(-1, keepdims=True), rtol=1e-5)
+
+
+def test_windows_of_an_l1_tile_feed_several_matmuls():
+    @p.block_kernel(core="cube", out_shape=(32, 32), out_dtype=p.float32)
+    def staged(a, b, c):
+        am, bm = p.load(a[:, :]), p.load(b[:, :])  # one load each, K = 64
+        acc = p.zeros([32, 32])
+        for s in range(0, 64, 16):
+            acc += p.matmul(am[:, s:s + 16], bm[s:s + 16, :])
+        p.store(c[:, :], acc)
+
+    rng = np.random.default_rng(7)
+    a = rng.standard_normal((32, 64)).astype(np.float16)
+    b = rng.standard_normal((64, 32)).astype(np.float16)
+    assert staged.programs(a, b).count("textract") == 8
+    for device in DEVICES:
+        p.set_device(device)
+        got = p.call_kernel(staged, a, b).numpy()
+        np.testing.assert_allclose(got, a.astype(np.float32) @ b.astype(np.float32), rtol=1e-5, atol=1e-4)
+
+    @p.block_kernel(core="cube", out_shape=(32, 32), out_dtype=p.float32)
+    def misaligned(a, b, c):
+        am = p.load(a[:, :])
+        p.store(c[:, :], p.matmul(am[:, 8:24], p.load(b[0:16, :])))
+
+    with pytest.raises(p.ShapeError, match="multiples of 16") as e:
+        p.call_kernel(misaligned, a, b)
+    assert e.value.location.line == line_of(misaligned.fn, "am[:, 8:24]")
+
+
 # Errors, each at the kernel's line.
 
 

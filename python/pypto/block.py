@@ -29,7 +29,7 @@ import numpy as np
 
 from . import block_trace
 from ._location import user_location
-from .block_tile import Product, Tile
+from .block_tile import MatWindow, Product, Tile
 from .block_trace import GMTensor, Index, Program, Sources, current, range  # noqa: A004
 from .dtypes import as_dtype, float32, int32
 from .errors import CompileError, DTypeError, PyptoValueError, ShapeError
@@ -289,7 +289,7 @@ def zeros(shape, dtype=None) -> Tile:
                 f"p.zeros on a cube core is an accumulator, which holds float32 or int32, not {dt.name}",
                 location=user_location(),
             )
-        t = Tile(prog, "acc", dt, rows, cols)
+        t = Tile(prog, "acc", dt, rows, cols, declare=False)
         t.pending_zero = True
         return t
     t = Tile(prog, "vec", as_dtype(dtype) if dtype is not None else float32, rows, cols)
@@ -320,7 +320,7 @@ def pop(shape, dtype, queue: int = 0) -> Tile:
 
 
 def _is_tile(x) -> bool:
-    return getattr(x, "_pypto_block_tile", False) or isinstance(x, Product)
+    return getattr(x, "_pypto_block_tile", False) or isinstance(x, (Product, MatWindow))
 
 
 def install(namespace: dict) -> None:

@@ -41,15 +41,26 @@ class Tile:
 
     _pypto_block_tile = True
 
-    def __init__(self, prog: Program, loc: str, dt: DType, rows: int, cols: int, layout: str = "nd", alloc=None):
+    def __init__(self, prog: Program, loc: str, dt: DType, rows: int, cols: int, layout: str = "nd", alloc=None, declare=True):
         self.prog, self.loc, self.dtype = prog, loc, dt
         self.shape = (rows, cols)
         self.alloc = alloc or alloc_shape(loc, dt, rows, cols)
         valid = self.alloc if loc in _CUBE_LOCS else (rows, cols)
-        self.name = prog.tile_decl(loc, dt, *self.alloc, *valid, layout)
+        self._key = (loc, dt.name, *self.alloc, *valid, layout)
+        self.name = prog.tile_decl(loc, dt, *self._key[2:]) if declare else None
         self.layout = layout
         self.loops = tuple(prog.loops)
-        self.pending_zero = False  # an accumulator from p.zeros not yet written
+        # An accumulator from p.zeros not yet written. It is declared at its first
+        # write, so that the accumulators of a previous output tile, still referenced
+        # until the new ones are assigned, are dead by then and lend it their bytes.
+        self.pending_zero = False
+
+    def __del__(self):
+        try:
+            if self.name is not None:
+                self.prog.release(self._key, self.name, self.loops)
+        except Exception:  # noqa: BLE001 (never raise from a finaliser)
+            pass
 
     def __repr__(self):
         return f"Tile({self.loc} {self.dtype.name}{list(self.shape)})"
@@ -73,7 +84,7 @@ class Tile:
         return binary("rsub", self, o)
 
     def __mul__(self, o):
-        if self.loc == "mat" and isinstance(o, Tile) and o.loc == "mat":
+        if self.loc == "mat" and isinstance(o, (Tile, MatWindow)) and o.loc == "mat":
             return matmul(self, o)  # on a cube core, the guide's tile product
         return binary("mul", self, o)
 
@@ -106,6 +117,22 @@ class Tile:
 
     def __itruediv__(self, o):
         return binary("div", self, o, into=self)
+
+    def __getitem__(self, key) -> "MatWindow":
+        """A window of an L1 tile, e.g. ``a[:, 64:128]``: p.matmul extracts it into
+        L0A / L0B (TEXTRACT), so one large load feeds several matmuls."""
+        if self.loc != "mat":
+            raise CompileError(f"only L1 (mat) tiles of a cube core are sliced; {self!r} is in {self.loc}", location=user_location())
+        key = key if isinstance(key, tuple) else (key, slice(None))
+        if len(key) != 2 or not all(isinstance(k, slice) and k.step in (None, 1) for k in key):
+            raise ShapeError("a tile window is [r0:r1, c0:c1] with static bounds", location=user_location())
+        (r0, r1, _), (c0, c1, _) = (k.indices(n) for k, n in zip(key, self.shape))
+        if any(v % 16 for v in (r0, r1 - r0, c0, c1 - c0)):
+            raise ShapeError(
+                f"a window of {self!r} starts and spans multiples of 16 (the cube's fractal), not [{r0}:{r1}, {c0}:{c1}]",
+                location=user_location(),
+            )
+        return MatWindow(self, r0, c0, r1 - r0, c1 - c0)
 
     def astype(self, dtype) -> "Tile":
         return cast(self, dtype)
@@ -315,11 +342,30 @@ class Product:
                 location=user_location(),
                 suggestions=["use p.range for the loop: it traces the first iteration on its own"],
             )
+        if acc.name is None:
+            acc.name = acc.prog.tile_decl(acc.loc, acc.dtype, *acc._key[2:])
         acc.prog.emit(f"{mode} {acc.ref}, {self.left.ref}, {self.right.ref}")
         acc.pending_zero = False
 
 
-def _to_operand(t: Tile, loc: str) -> Tile:
+class MatWindow:
+    """rows x cols of an L1 tile at (r0, c0), for p.matmul."""
+
+    def __init__(self, tile: Tile, r0: int, c0: int, rows: int, cols: int):
+        self.tile, self.r0, self.c0 = tile, r0, c0
+        self.shape, self.alloc, self.dtype, self.prog, self.loc = (rows, cols), (rows, cols), tile.dtype, tile.prog, "mat"
+
+    def __mul__(self, o):
+        return matmul(self, o)
+
+    __matmul__ = __mul__
+
+
+def _to_operand(t, loc: str) -> Tile:
+    if isinstance(t, MatWindow):
+        out = Tile(t.prog, loc, t.dtype, *t.shape)
+        t.prog.emit(f"textract {out.ref}, {t.tile.ref}, {t.r0}, {t.c0}")
+        return out
     if t.loc == loc:
         return t
     if t.loc != "mat":
@@ -333,7 +379,7 @@ def matmul(a: Tile, b: Tile) -> Product:
     """a @ b of two cube tiles (loaded into L1 by p.load on a cube core); the moves into
     L0A / L0B are emitted here."""
     for t in (a, b):
-        if not isinstance(t, Tile):
+        if not isinstance(t, (Tile, MatWindow)):
             raise TypeError(f"p.matmul in a kernel takes tiles, not {type(t).__name__}")
         if t.prog.core != "cube":
             raise _location_error("p.matmul", t, "cube")

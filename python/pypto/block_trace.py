@@ -71,6 +71,10 @@ class Program:
         self.params, self.regs, self.tiles, self.body = [], [], [], []
         self.tile_locs, self.instr_locs = [], []
         self.loops = []  # ids of the p.range loops open at this point, outermost first
+        # Declarations of dead tiles, by (loc, dtype, shape, valid shape, layout), to
+        # give new tiles: the backend counts a tile used in a loop as live through the
+        # whole loop, so a body of fresh declarations would not fit the buffers.
+        self._free = {}
         self._next_loop = 0
 
     # declarations and instructions
@@ -84,6 +88,13 @@ class Program:
         return name
 
     def tile_decl(self, loc: str, dt, rows: int, cols: int, vrows: int, vcols: int, layout: str) -> str:
+        key = (loc, dt.name, rows, cols, vrows, vcols, layout)
+        free = self._free.get(key)
+        # L0A/L0B tiles feed one matmul each: keep two apart so that the next move
+        # overlaps the matmul; elsewhere the program's own order decides (a vector
+        # pipe runs in order, and loads are double-buffered by unrolling).
+        if free and len(free) >= (2 if loc in ("left", "right") else 1):
+            return free.pop(0)
         name = f"t{len(self.tiles)}"
         text = f"tile %{name}: {loc} {dtype_text(dt)}[{rows}x{cols}]"
         if (vrows, vcols) != (rows, cols):
@@ -93,6 +104,13 @@ class Program:
         self.tiles.append(text)
         self.tile_locs.append(self.sources.add(user_location()))
         return name
+
+    def release(self, key, name: str, loops) -> None:
+        """A tile's Python object died: no later instruction reads its value. Its
+        declaration is reused only if it dies at the loop level it was made at, since
+        an enclosing loop's next iteration may read a tile made before that loop."""
+        if tuple(self.loops) == loops:
+            self._free.setdefault(key, []).append(name)
 
     def emit(self, text: str) -> None:
         self.body.append("  " * (1 + len(self.loops)) + text)
