@@ -1,6 +1,6 @@
 package device
 
-import "sort"
+import "slices"
 
 // footprint is the number of distinct GM bytes the blocks of a task read and wrote:
 // the union of the byte runs of every window (static ones and those moved by
@@ -32,7 +32,7 @@ func footprint(per [][]gmInterval, sims []*coreSim) (read, written int64) {
 
 // unionBytes is the size of the union of the intervals' byte ranges.
 func unionBytes(ivs []gmInterval) int64 {
-	sort.Slice(ivs, func(i, j int) bool { return ivs[i].lo < ivs[j].lo })
+	slices.SortFunc(ivs, func(a, b gmInterval) int { return a.lo - b.lo })
 	var total int64
 	end := -1 << 62
 	for _, iv := range ivs {

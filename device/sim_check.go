@@ -1,8 +1,9 @@
 package device
 
 import (
+	"cmp"
 	"fmt"
-	"sort"
+	"slices"
 
 	"pypto/isa"
 )
@@ -188,15 +189,10 @@ func abs(v int) int {
 
 // mergeIntervals sorts one block's intervals and merges touching ones of the same kind.
 func mergeIntervals(ivs []gmInterval) []gmInterval {
-	sort.Slice(ivs, func(i, j int) bool {
-		a, b := ivs[i], ivs[j]
-		if a.write != b.write {
-			return !a.write
-		}
-		if a.lo != b.lo {
-			return a.lo < b.lo
-		}
-		return a.hi < b.hi
+	// A total order (pc and block last), so which of equal intervals survives the
+	// merge does not depend on the sort algorithm.
+	slices.SortFunc(ivs, func(a, b gmInterval) int {
+		return cmp.Or(boolOrder(a.write, b.write), cmp.Compare(a.lo, b.lo), cmp.Compare(a.hi, b.hi), cmp.Compare(a.pc, b.pc), cmp.Compare(a.block, b.block))
 	})
 	out := ivs[:0]
 	for _, iv := range ivs {
@@ -207,6 +203,17 @@ func mergeIntervals(ivs []gmInterval) []gmInterval {
 		out = append(out, iv)
 	}
 	return out
+}
+
+// boolOrder compares booleans, false first.
+func boolOrder(a, b bool) int {
+	switch {
+	case a == b:
+		return 0
+	case a:
+		return 1
+	}
+	return -1
 }
 
 // top2 keeps the two intervals reaching furthest right among distinct blocks, so the
@@ -244,15 +251,8 @@ func checkCrossBlock(coreOf func(block int) int, blocks []Block, per [][]gmInter
 	for _, ivs := range per {
 		all = append(all, ivs...)
 	}
-	sort.Slice(all, func(i, j int) bool {
-		a, b := all[i], all[j]
-		if a.lo != b.lo {
-			return a.lo < b.lo
-		}
-		if a.block != b.block {
-			return a.block < b.block
-		}
-		return a.pc < b.pc
+	slices.SortFunc(all, func(a, b gmInterval) int {
+		return cmp.Or(cmp.Compare(a.lo, b.lo), cmp.Compare(a.block, b.block), cmp.Compare(a.pc, b.pc), cmp.Compare(a.hi, b.hi), boolOrder(a.write, b.write))
 	})
 	writes, reads := newTop2(), newTop2()
 	for _, x := range all {
