@@ -3,28 +3,20 @@ package device
 import "slices"
 
 // footprint is the number of distinct GM bytes the blocks of a task read and wrote:
-// the union of the byte runs of every window (static ones and those moved by
-// registers, as they ran), reads and writes apart. It is what the task moves between
-// HBM and an L2 that holds its data, whatever the tiling re-reads from L2, so the
-// compiler's fusion and tiling can be judged against the compulsory bytes of a
+// the union of the byte runs of every window (per block, static ones and those moved
+// by registers, as they ran), reads and writes apart. It is what the task moves
+// between HBM and an L2 that holds its data, whatever the tiling re-reads from L2, so
+// the compiler's fusion and tiling can be judged against the compulsory bytes of a
 // program (bench/kernels.py).
-func footprint(per [][]gmInterval, sims []*coreSim) (read, written int64) {
+func footprint(windows [][]gmInterval) (read, written int64) {
 	var rd, wr []gmInterval
-	add := func(iv gmInterval) {
-		if iv.write {
-			wr = append(wr, iv)
-		} else {
-			rd = append(rd, iv)
-		}
-	}
-	for _, ivs := range per {
+	for _, ivs := range windows {
 		for _, iv := range ivs {
-			add(iv)
-		}
-	}
-	for _, c := range sims {
-		for _, iv := range c.dynGM {
-			add(iv)
+			if iv.write {
+				wr = append(wr, iv)
+			} else {
+				rd = append(rd, iv)
+			}
 		}
 	}
 	return unionBytes(rd), unionBytes(wr)

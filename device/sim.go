@@ -2,6 +2,7 @@ package device
 
 import (
 	"fmt"
+	"slices"
 	"sync"
 
 	"pypto/isa"
@@ -122,11 +123,12 @@ func RunTask(chip *Chip, gm []byte, kind isa.CoreKind, blocks []Block, opts RunO
 			}
 		}
 	}
-	if err := checkMovedWindows(func(b int) int { return b % cores }, blocks, per, sims); err != nil {
+	windows, err := checkMovedWindows(func(b int) int { return b % cores }, blocks, per, sims)
+	if err != nil {
 		return nil, err
 	}
 	st = collect(chip, kind, blocks, sims, extents)
-	st.FootprintRead, st.FootprintWritten = footprint(per, sims)
+	st.FootprintRead, st.FootprintWritten = footprint(windows)
 	if mem != nil {
 		st.L2Hits, st.L2Misses = mem.hits, mem.misses
 	}
@@ -135,14 +137,14 @@ func RunTask(chip *Chip, gm []byte, kind isa.CoreKind, blocks []Block, opts RunO
 
 // checkMovedWindows repeats the cross-block check with the GM windows registers moved,
 // which are known only once the blocks have run. The results of such a task would
-// depend on scheduling, so it fails even though every block finished.
-func checkMovedWindows(coreOf func(block int) int, blocks []Block, per [][]gmInterval, sims []*coreSim) error {
-	if len(blocks) < 2 {
-		return nil
+// depend on scheduling, so it fails even though every block finished. It returns each
+// block's windows, static and moved, merged.
+func checkMovedWindows(coreOf func(block int) int, blocks []Block, per [][]gmInterval, sims []*coreSim) ([][]gmInterval, error) {
+	all := make([][]gmInterval, len(per))
+	for i, ivs := range per {
+		all[i] = slices.Clip(ivs) // appends copy: per stays as it is
 	}
 	moved := false
-	all := make([][]gmInterval, len(per))
-	copy(all, per)
 	for _, c := range sims {
 		for _, iv := range c.dynGM {
 			all[iv.block] = append(all[iv.block], iv)
@@ -150,12 +152,17 @@ func checkMovedWindows(coreOf func(block int) int, blocks []Block, per [][]gmInt
 		}
 	}
 	if !moved {
-		return nil
+		return all, nil
 	}
 	for i := range all {
-		all[i] = mergeIntervals(append([]gmInterval(nil), all[i]...))
+		if len(all[i]) > len(per[i]) {
+			all[i] = mergeIntervals(all[i])
+		}
 	}
-	return checkCrossBlock(coreOf, blocks, all)
+	if len(blocks) < 2 {
+		return all, nil
+	}
+	return all, checkCrossBlock(coreOf, blocks, all)
 }
 
 // run simulates the blocks of one core, recovering a panic as this core's error.

@@ -192,7 +192,17 @@ func mergeIntervals(ivs []gmInterval) []gmInterval {
 	// A total order (pc and block last), so which of equal intervals survives the
 	// merge does not depend on the sort algorithm.
 	slices.SortFunc(ivs, func(a, b gmInterval) int {
-		return cmp.Or(boolOrder(a.write, b.write), cmp.Compare(a.lo, b.lo), cmp.Compare(a.hi, b.hi), cmp.Compare(a.pc, b.pc), cmp.Compare(a.block, b.block))
+		switch {
+		case a.write != b.write:
+			return boolOrder(a.write, b.write)
+		case a.lo != b.lo:
+			return cmp.Compare(a.lo, b.lo)
+		case a.hi != b.hi:
+			return cmp.Compare(a.hi, b.hi)
+		case a.pc != b.pc:
+			return cmp.Compare(a.pc, b.pc)
+		}
+		return cmp.Compare(a.block, b.block)
 	})
 	out := ivs[:0]
 	for _, iv := range ivs {
@@ -252,7 +262,17 @@ func checkCrossBlock(coreOf func(block int) int, blocks []Block, per [][]gmInter
 		all = append(all, ivs...)
 	}
 	slices.SortFunc(all, func(a, b gmInterval) int {
-		return cmp.Or(cmp.Compare(a.lo, b.lo), cmp.Compare(a.block, b.block), cmp.Compare(a.pc, b.pc), cmp.Compare(a.hi, b.hi), boolOrder(a.write, b.write))
+		switch {
+		case a.lo != b.lo:
+			return cmp.Compare(a.lo, b.lo)
+		case a.block != b.block:
+			return cmp.Compare(a.block, b.block)
+		case a.pc != b.pc:
+			return cmp.Compare(a.pc, b.pc)
+		case a.hi != b.hi:
+			return cmp.Compare(a.hi, b.hi)
+		}
+		return boolOrder(a.write, b.write)
 	})
 	writes, reads := newTop2(), newTop2()
 	for _, x := range all {

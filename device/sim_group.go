@@ -136,7 +136,8 @@ func RunGroupTask(chip *Chip, gm []byte, groups []Group, opts RunOptions) (st *T
 		sims = append(sims, a.cube)
 		sims = append(sims, a.vector...)
 	}
-	if err := checkMovedWindows(coreOf, flat, per, sims); err != nil {
+	windows, err := checkMovedWindows(coreOf, flat, per, sims)
+	if err != nil {
 		return nil, err
 	}
 	st = collect(chip, isa.Cube, flat, nil, extents)
@@ -148,7 +149,7 @@ func RunGroupTask(chip *Chip, gm []byte, groups []Group, opts RunOptions) (st *T
 		longest = max(longest, a.cube.cycles)
 	}
 	addCounters(st, sims)
-	st.FootprintRead, st.FootprintWritten = footprint(per, sims)
+	st.FootprintRead, st.FootprintWritten = footprint(windows)
 	if mem != nil {
 		st.L2Hits, st.L2Misses = mem.hits, mem.misses
 	}
