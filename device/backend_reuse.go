@@ -35,7 +35,7 @@ type Compiler struct {
 // shapeEntry is one compiled shape: the program it was compiled from and its result.
 type shapeEntry struct {
 	src   *isa.Program
-	base  []int // gmBases of src
+	base  []int // shapeHash's bases of src
 	mp    *MachineProgram
 	gmPCs []int // instructions of mp whose source instruction names a GM view
 }
@@ -54,10 +54,8 @@ func (c *Compiler) Compile(p *isa.Program) (mp *MachineProgram, err error) {
 	if c.valid != nil {
 		return nil, c.valid
 	}
-	base, ok := gmBases(p)
-	var h uint64
+	h, base, ok := shapeHash(p)
 	if ok {
-		h = shapeHash(p, base)
 		c.mu.Lock()
 		candidates := c.shapes[h]
 		c.mu.Unlock()
@@ -132,33 +130,16 @@ func namesGM(in isa.Instr) bool {
 	return false
 }
 
-// gmBases is the offset of the first view of each param in program order (0 for a
-// param no instruction views): the origin of the relative offsets a shape compares.
-// ok is false when a view names a param the program lacks (the checks report it).
-func gmBases(p *isa.Program) (base []int, ok bool) {
+// shapeHash hashes what sameShape compares, and returns the offset of the first view
+// of each param in program order (0 for a param no instruction views): the origin of
+// the relative offsets a shape compares. ok is false when a view names a param the
+// program lacks (the checks report it).
+func shapeHash(p *isa.Program) (sum uint64, base []int, ok bool) {
 	if p == nil {
-		return nil, false
+		return 0, nil, false
 	}
 	base = make([]int, len(p.Params))
 	seen := make([]bool, len(p.Params))
-	for _, in := range p.Body {
-		for _, a := range in.Args {
-			if a.Kind != isa.KindGM {
-				continue
-			}
-			if a.GM.Param < 0 || a.GM.Param >= len(p.Params) {
-				return nil, false
-			}
-			if !seen[a.GM.Param] {
-				base[a.GM.Param], seen[a.GM.Param] = a.GM.Offset, true
-			}
-		}
-	}
-	return base, true
-}
-
-// shapeHash hashes what sameShape compares.
-func shapeHash(p *isa.Program, base []int) uint64 {
 	h := fnv{offset64}
 	h.add(int(p.Core), len(p.Params), len(p.Regs), len(p.Tiles), len(p.Body))
 	for _, t := range p.Tiles {
@@ -170,17 +151,24 @@ func shapeHash(p *isa.Program, base []int) uint64 {
 	for _, in := range p.Body {
 		h.add(int(in.Op), int(in.Mode), len(in.Args))
 		for _, a := range in.Args {
-			v := a.GM
 			h.add(int(a.Kind), a.Tile, int(math.Float64bits(a.Imm)), int(a.Pipe), a.Reg)
-			if a.Kind == isa.KindGM {
-				h.add(v.Param, v.Offset-base[v.Param], v.Rows, v.Cols, v.RowStride, v.ColStride, int(v.OffsetReg), int(v.RowsReg), int(v.ColsReg))
+			if a.Kind != isa.KindGM {
+				continue
 			}
+			v := a.GM
+			if v.Param < 0 || v.Param >= len(p.Params) {
+				return 0, nil, false
+			}
+			if !seen[v.Param] {
+				base[v.Param], seen[v.Param] = v.Offset, true
+			}
+			h.add(v.Param, v.Offset-base[v.Param], v.Rows, v.Cols, v.RowStride, v.ColStride, int(v.OffsetReg), int(v.RowsReg), int(v.ColsReg))
 		}
 	}
-	return h.sum
+	return h.sum, base, true
 }
 
-// sameShape reports whether programs a and b (with their gmBases) differ at most in
+// sameShape reports whether programs a and b (with shapeHash's bases) differ at most in
 // names and absolute GM offsets.
 func sameShape(a *isa.Program, baseA []int, b *isa.Program, baseB []int) bool {
 	if a.Core != b.Core || len(a.Params) != len(b.Params) || len(a.Regs) != len(b.Regs) ||

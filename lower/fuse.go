@@ -3,6 +3,7 @@ package lower
 import (
 	"fmt"
 	"sort"
+	"strconv"
 
 	"pypto/core"
 	"pypto/dtype"
@@ -178,14 +179,14 @@ func fusedBody(b *vecBody, dst int, srcs []int) {
 		for j, x := range n.Inputs {
 			args[j] = tiles[x]
 			if argTypes[j] != want[j] {
-				c := b.tile(fmt.Sprintf("f%d_in%d", i, j), want[j], b.tr, b.tc)
+				c := b.tile("f"+strconv.Itoa(i)+"_in"+strconv.Itoa(j), want[j], b.tr, b.tc)
 				b.emit(isa.TCVT, isa.ModeNone, c, args[j])
 				args[j] = c
 			}
 		}
 		out := dst
 		if core.Value(i) != body.Outputs[0] {
-			out = b.tile(fmt.Sprintf("f%d", i), n.Type.DType, b.tr, b.tc)
+			out = b.tile("f"+strconv.Itoa(i), n.Type.DType, b.tr, b.tc)
 		}
 		if l.body == nil { // a cast
 			b.emit(isa.TCVT, isa.ModeNone, out, args[0])
