@@ -206,7 +206,12 @@ def call_kernel(kernel, *tensors, out_shapes=None, out_dtypes=None):
         for d in t.shape:
             int(d)  # a symbolic size raises SymbolicShapeError: p.compile then traces concretely
     shape, dt = kernel._output(ins, out_shapes, out_dtypes)
-    return apply("call_kernel", ins, kernel.trace(ins, shape, dt))
+    out = apply("call_kernel", ins, kernel.trace(ins, shape, dt))
+    if kernel.output_layout is not None:
+        from .layouts import layout_transform
+
+        out = layout_transform(out, kernel.output_layout)  # names the axes; no data moves
+    return out
 
 
 def block_idx() -> int:
