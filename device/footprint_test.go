@@ -22,8 +22,11 @@ func TestFootprintCountsDistinctBytes(t *testing.T) {
 	assert.Greater(t, st.GMBytesRead, st.FootprintRead, "blocks re-read the bias")
 }
 
-func TestUnionBytes(t *testing.T) {
-	ivs := []gmInterval{{lo: 10, hi: 20}, {lo: 0, hi: 5}, {lo: 15, hi: 30}, {lo: 30, hi: 31}, {lo: 2, hi: 3}}
-	assert.Equal(t, int64(5+21), unionBytes(ivs))
-	assert.Equal(t, int64(0), unionBytes(nil))
+func TestFootprintUnion(t *testing.T) {
+	ivs := []gmInterval{{lo: 10, hi: 20}, {lo: 0, hi: 5}, {lo: 15, hi: 30}, {lo: 30, hi: 31}, {lo: 2, hi: 3}, {lo: 4, hi: 12, write: true}, {lo: 6, hi: 8, write: true}}
+	read, written := footprint(sortedIntervals([][]gmInterval{ivs}))
+	assert.Equal(t, int64(5+21), read)
+	assert.Equal(t, int64(8), written)
+	read, written = footprint(nil)
+	assert.Zero(t, read+written)
 }

@@ -137,9 +137,9 @@ func RunTask(chip *Chip, gm []byte, kind isa.CoreKind, blocks []Block, opts RunO
 
 // checkMovedWindows repeats the cross-block check with the GM windows registers moved,
 // which are known only once the blocks have run. The results of such a task would
-// depend on scheduling, so it fails even though every block finished. It returns each
-// block's windows, static and moved, merged.
-func checkMovedWindows(coreOf func(block int) int, blocks []Block, per [][]gmInterval, sims []*coreSim) ([][]gmInterval, error) {
+// depend on scheduling, so it fails even though every block finished. It returns the
+// blocks' windows, static and moved, as sortedIntervals orders them.
+func checkMovedWindows(coreOf func(block int) int, blocks []Block, per [][]gmInterval, sims []*coreSim) ([]gmInterval, error) {
 	all := make([][]gmInterval, len(per))
 	for i, ivs := range per {
 		all[i] = slices.Clip(ivs) // appends copy: per stays as it is
@@ -151,18 +151,16 @@ func checkMovedWindows(coreOf func(block int) int, blocks []Block, per [][]gmInt
 			moved = true
 		}
 	}
-	if !moved {
-		return all, nil
-	}
 	for i := range all {
 		if len(all[i]) > len(per[i]) {
 			all[i] = mergeIntervals(all[i])
 		}
 	}
-	if len(blocks) < 2 {
-		return all, nil
+	sorted := sortedIntervals(all)
+	if !moved || len(blocks) < 2 {
+		return sorted, nil
 	}
-	return all, checkCrossBlock(coreOf, blocks, all)
+	return sorted, checkSortedCrossBlock(coreOf, blocks, sorted)
 }
 
 // run simulates the blocks of one core, recovering a panic as this core's error.

@@ -257,6 +257,13 @@ func (t *top2) other(block int) gmInterval {
 // the core count), so such sharing would make results depend on scheduling; the
 // compiler hands data between cores through separate tasks instead.
 func checkCrossBlock(coreOf func(block int) int, blocks []Block, per [][]gmInterval) error {
+	return checkSortedCrossBlock(coreOf, blocks, sortedIntervals(per))
+}
+
+// sortedIntervals flattens the blocks' intervals in the order the cross-block sweep
+// takes them: by start, then block and pc (a total order, so errors do not depend on
+// the sort algorithm).
+func sortedIntervals(per [][]gmInterval) []gmInterval {
 	var all []gmInterval
 	for _, ivs := range per {
 		all = append(all, ivs...)
@@ -274,6 +281,11 @@ func checkCrossBlock(coreOf func(block int) int, blocks []Block, per [][]gmInter
 		}
 		return boolOrder(a.write, b.write)
 	})
+	return all
+}
+
+// checkSortedCrossBlock is checkCrossBlock over sortedIntervals' list.
+func checkSortedCrossBlock(coreOf func(block int) int, blocks []Block, all []gmInterval) error {
 	writes, reads := newTop2(), newTop2()
 	for _, x := range all {
 		conflict := gmInterval{block: -1}

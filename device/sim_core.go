@@ -33,13 +33,20 @@ type coreSim struct {
 	trace                     []TraceEvent
 	prints                    []PrintRecord
 	dynGM                     []gmInterval // GM windows moved by registers, as they ran
-	dynSeen                   map[movedWindow]bool
+	// dynSeen holds the current block's moved windows; dynEnds finds its dynGM
+	// interval ending at a byte (key: the end times 2, plus 1 for a write), so that
+	// a run starting there (the next stage of a tile along K, the next tile of a row)
+	// extends it.
+	dynSeen  map[movedWindow]bool
+	dynEnds  map[int]int
+	endBlock int // the block dynSeen and dynEnds are about
 }
 
 // movedWindow is a GM window a register moved, as it ran in one block. A loop meets
 // the same window many times (a GEMM re-reads each tile of A and B); its byte runs
-// are recorded once, which keeps the cross-block check and the footprint linear in
-// the distinct windows, not in the instructions executed.
+// are recorded once, and a run that continues a recorded one extends it, which keeps
+// the cross-block check and the footprint (a sort after the run) proportional to
+// the distinct bytes' runs, not to the instructions executed.
 type movedWindow struct {
 	block, base, size int
 	view              isa.GMView

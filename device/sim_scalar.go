@@ -264,16 +264,38 @@ func (r *blockRun) resolve(in *Instr) (*Instr, error) {
 }
 
 // recordMoved adds the byte runs of a moved window to the core's dynGM the first time
-// the window runs (pc: where); the cross-block check would merge the repeats anyway.
+// the window runs (pc: where), extending the interval a run continues; the
+// cross-block check merges touching intervals the same way.
 func (c *coreSim) recordMoved(w movedWindow, pc int) {
+	if c.dynSeen == nil {
+		c.dynSeen, c.dynEnds = map[movedWindow]bool{}, map[int]int{}
+	}
+	if w.block != c.endBlock {
+		// Blocks run one after another, and a block's intervals extend only its own.
+		clear(c.dynSeen)
+		clear(c.dynEnds)
+		c.endBlock = w.block
+	}
 	if c.dynSeen[w] {
 		return
 	}
-	if c.dynSeen == nil {
-		c.dynSeen = map[movedWindow]bool{}
-	}
 	c.dynSeen[w] = true
-	c.dynGM = append(c.dynGM, viewIntervals(w.view, w.size, w.base, w.block, pc, w.write)...)
+	key := func(at int) int {
+		if w.write {
+			return 2*at + 1
+		}
+		return 2 * at
+	}
+	for _, r := range viewRuns(w.view, w.size) {
+		lo, hi := w.base+r[0], w.base+r[1]
+		if j, ok := c.dynEnds[key(lo)]; ok && c.dynGM[j].hi == lo {
+			c.dynGM[j].hi = hi
+			c.dynEnds[key(hi)] = j
+			continue
+		}
+		c.dynEnds[key(hi)] = len(c.dynGM)
+		c.dynGM = append(c.dynGM, gmInterval{lo: lo, hi: hi, block: w.block, pc: pc, write: w.write})
+	}
 }
 
 // size is a dimension given by register ref (or n when none), which must lie in
