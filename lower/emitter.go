@@ -16,7 +16,25 @@ type emitter struct {
 	// slab is where the next instructions' operands go: one allocation serves many
 	// instructions (chunks grow with the program, so small programs stay small).
 	slab   []isa.Operand
-	shared map[operandsKey][]isa.Operand // see operands
+	shared operandLists // see operands
+	seed   operandLists // lists of another program to share too, read only
+}
+
+// operandLists holds emitted operand lists by their contents.
+type operandLists map[operandsKey][]isa.Operand
+
+// operandListsOf collects the shareable operand lists of progs, to seed the emitters
+// of programs like them (the other blocks of a task).
+func operandListsOf(progs []*isa.Program) operandLists {
+	lists := operandLists{}
+	for _, p := range progs {
+		for _, in := range p.Body {
+			if key, ok := sharedOperandsKey(in.Args); ok {
+				lists[key] = in.Args
+			}
+		}
+	}
+	return lists
 }
 
 func newEmitter(name string, core isa.CoreKind) *emitter {
@@ -40,12 +58,15 @@ func (e *emitter) emit(op isa.Opcode, args ...isa.Operand) {
 }
 
 // operands returns args as an instruction's operand list: a list already emitted
-// with the same operands (no GM view among them) is shared, others are copied to the
-// slab. The result is capped, so appending to it cannot reach other lists; nothing
-// changes an emitted instruction's operands in place.
+// with the same operands (no GM view among them), here or in the seed, is shared,
+// others are copied to the slab. The result is capped, so appending to it cannot
+// reach other lists; nothing changes an emitted instruction's operands in place.
 func (e *emitter) operands(args []isa.Operand) []isa.Operand {
 	key, shareable := sharedOperandsKey(args)
 	if shareable {
+		if out, ok := e.seed[key]; ok {
+			return out
+		}
 		if out, ok := e.shared[key]; ok {
 			return out
 		}
@@ -58,7 +79,7 @@ func (e *emitter) operands(args []isa.Operand) []isa.Operand {
 	copy(out, args)
 	if shareable {
 		if e.shared == nil {
-			e.shared = map[operandsKey][]isa.Operand{}
+			e.shared = operandLists{}
 		}
 		e.shared[key] = out
 	}
@@ -86,8 +107,9 @@ func sharedOperandsKey(args []isa.Operand) (k operandsKey, ok bool) {
 		return k, false
 	}
 	k.n = uint8(len(args))
-	for i, a := range args {
-		if a.Kind == isa.KindGM || a.GM != (isa.GMView{}) || a.Tile != int(int32(a.Tile)) || a.Reg != int(int16(a.Reg)) {
+	for i := range args {
+		a := &args[i]
+		if a.Kind == isa.KindGM || !zeroView(&a.GM) || a.Tile != int(int32(a.Tile)) || a.Reg != int(int16(a.Reg)) {
 			return k, false
 		}
 		o := &k.ops[i]
@@ -108,4 +130,10 @@ func (e *emitter) variant(name string, dt dtype.DType, rows, cols, validRows, va
 	e.prog.Tiles[t].ValidRows, e.prog.Tiles[t].ValidCols = validRows, validCols
 	e.variants[key] = t
 	return t
+}
+
+// zeroView reports whether v is the zero view, field by field (faster than comparing
+// the structs; a test keeps the list complete).
+func zeroView(v *isa.GMView) bool {
+	return v.Param|v.Offset|v.Rows|v.Cols|v.RowStride|v.ColStride|int(v.OffsetReg)|int(v.RowsReg)|int(v.ColsReg) == 0
 }

@@ -61,16 +61,38 @@ type block struct {
 }
 
 // emitBlocks generates the programs of blocks in parallel (each block's emitter is its
-// own; the tile graph is only read) and appends them to their tasks in block order. The
-// error is the first block's in order.
+// own; the tile graph is only read) and appends them to their tasks in block order.
+// The first block of every task is emitted first: the other blocks share its operand
+// lists (blocks of a task mostly differ only in their GM views), which saves memory.
+// The error is the first failing first block's in order, else the first other one's.
 func emitBlocks(tg *TileGraph, blocks []block) error {
 	progs := make([][]*isa.Program, len(blocks))
 	errs := make([]error, len(blocks))
-	inParallel(len(blocks), func(i int) bool {
-		b := blocks[i]
-		progs[i], errs[i] = emitBlock(tg, b.op, b.tiles, fmt.Sprintf("%s_b%d", b.task.Name, b.index), b.task.Vectors)
-		return errs[i] == nil
-	})
+	seeds := map[*Task]operandLists{}
+	var first, rest []int
+	for i, b := range blocks {
+		if b.index == 0 {
+			first = append(first, i)
+		} else {
+			rest = append(rest, i)
+		}
+	}
+	emit := func(order []int) {
+		inParallel(len(order), func(k int) bool {
+			i := order[k]
+			b := blocks[i]
+			progs[i], errs[i] = emitBlock(tg, b.op, b.tiles, fmt.Sprintf("%s_b%d", b.task.Name, b.index), b.task.Vectors, seeds[b.task])
+			return errs[i] == nil
+		})
+	}
+	emit(first)
+	for _, i := range first {
+		if errs[i] != nil {
+			return errs[i]
+		}
+		seeds[blocks[i].task] = operandListsOf(progs[i])
+	}
+	emit(rest)
 	for i, b := range blocks {
 		if errs[i] != nil {
 			return errs[i]
@@ -165,8 +187,9 @@ type groupEmitter struct {
 var groupEmitters = map[TileKind]func(g *groupEmitter, tg *TileGraph, op *TileOp, tiles []int){}
 
 // newKernelEmitter starts a program of one block whose params are op's kernel args.
-func newKernelEmitter(tg *TileGraph, op *TileOp, name string, core isa.CoreKind) *emitter {
+func newKernelEmitter(tg *TileGraph, op *TileOp, name string, core isa.CoreKind, seed operandLists) *emitter {
 	e := newEmitter(name, core)
+	e.seed = seed
 	for _, t := range kernelArgs(op) {
 		typ := tg.Tensors[t].Type
 		e.params[t] = len(e.prog.Params)
@@ -176,22 +199,23 @@ func newKernelEmitter(tg *TileGraph, op *TileOp, name string, core isa.CoreKind)
 }
 
 // emitBlock generates the PTO programs of one block of a tile op: one, or for a mixed
-// op the cube program followed by vectors vector programs.
-func emitBlock(tg *TileGraph, op *TileOp, tiles []int, name string, vectors int) ([]*isa.Program, error) {
+// op the cube program followed by vectors vector programs. Its emitters share the
+// operand lists of seed (see emitter.operands).
+func emitBlock(tg *TileGraph, op *TileOp, tiles []int, name string, vectors int, seed operandLists) ([]*isa.Program, error) {
 	if op.Kind == TileKernel {
 		return kernelBlock(tg, op, tiles, name)
 	}
 	if emit := groupEmitters[op.Kind]; emit != nil {
-		g := &groupEmitter{cube: newKernelEmitter(tg, op, name+"_c", isa.Cube)}
+		g := &groupEmitter{cube: newKernelEmitter(tg, op, name+"_c", isa.Cube, seed)}
 		progs := []*isa.Program{g.cube.prog}
 		for v := range vectors {
-			g.vec = append(g.vec, newKernelEmitter(tg, op, fmt.Sprintf("%s_v%d", name, v), isa.Vector))
+			g.vec = append(g.vec, newKernelEmitter(tg, op, fmt.Sprintf("%s_v%d", name, v), isa.Vector, seed))
 			progs = append(progs, g.vec[v].prog)
 		}
 		emit(g, tg, op, tiles)
 		return progs, nil
 	}
-	e := newKernelEmitter(tg, op, name, op.Core)
+	e := newKernelEmitter(tg, op, name, op.Core, seed)
 	switch op.Kind {
 	case TileMatmul:
 		emitPlainMatmul(e, tg, op, tiles)
