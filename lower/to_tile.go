@@ -49,13 +49,15 @@ func buildTileGraph(g *core.Graph, opts Options) (*TileGraph, error) {
 		}
 		if n.Op == "reshape" {
 			// Same bytes, new shape: an alias of the input's buffer, no kernel. A result
-			// aliases only inputs (whose buffers live through the run), never temps.
+			// that reshapes a temporary makes the temporary a result too, so that its
+			// bytes live through the run in a buffer of their own.
 			src := root(tg.Tensors, tensorOf[n.Inputs[0]])
-			if role == RoleTemp || tg.Tensors[src].Role == RoleInput {
-				t := addTensor(v, role)
-				tg.Tensors[t].Alias = src + 1
-				continue
+			if role == RoleOutput && tg.Tensors[src].Role == RoleTemp {
+				tg.Tensors[src].Role = RoleOutput
 			}
+			t := addTensor(v, role)
+			tg.Tensors[t].Alias = src + 1
+			continue
 		}
 		out := addTensor(v, role)
 		for _, op := range tileOpsOf(g, n, v, low, tensorOf, out) {
