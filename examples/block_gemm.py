@@ -3,7 +3,7 @@ tensor-level program, against numpy and against the compiler's own matmul.
 
 Each block (one cube core) computes a run of output tile pairs: two T x T tiles side by
 side, whose fp32 accumulators fill L0C. K is walked in stages of SK: one load brings the
-A panel [T, SK] into L1 and two loads the B panels [SK, T]; p.matmul of windows of them
+A panel [T, SK] into L1 and one the B panel [SK, 2T]; p.matmul of windows of them
 (am[:, s:s + TK]) extracts TK-wide slices into L0A/L0B, and the A slice serves both
 accumulators, so A is read once per pair. The stage loop is a device loop (p.range)
 whose body holds two stages (Python's range unrolls them), so consecutive stages use
@@ -36,10 +36,10 @@ def gemm_kernel(grid: int, T: int = 128, SK: int = 256, TK: int = 128) -> p.Bloc
                 for h in range(2):
                     k0 = (kk * 2 + h) * SK
                     am = p.load(a[i:i + T, k0:k0 + SK])
-                    bm = [p.load(b[k0:k0 + SK, j + q * T:j + (q + 1) * T]) for q in range(2)]
+                    bm = p.load(b[k0:k0 + SK, j:j + 2 * T])  # both tiles' B panels in one load
                     for s in range(0, SK, TK):
                         for q in range(2):
-                            acc[q] += p.matmul(am[:, s:s + TK], bm[q][s:s + TK, :])
+                            acc[q] += p.matmul(am[:, s:s + TK], bm[s:s + TK, q * T:(q + 1) * T])
             for q in range(2):
                 p.store(c[i:i + T, j + q * T:j + (q + 1) * T], acc[q])
 
