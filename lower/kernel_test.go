@@ -140,3 +140,20 @@ func TestCallKernelErrorsNameTheKernelsLine(t *testing.T) {
 	require.Contains(t, ce.Error(), "vec 32768 bytes")
 
 }
+
+// The lowered levels of a kernel (mixed, with the user's programs in the attributes)
+// print and parse back.
+func TestCallKernelTextRoundTrip(t *testing.T) {
+	a := core.TensorType{DType: dtype.Float16, Shape: core.Shape{16, 32}}
+	b := core.TensorType{DType: dtype.Float16, Shape: core.Shape{32, 16}}
+	g := kernelGraph(t, core.Attrs{"name": "mm", "programs": mixedKernel, "vectors": int64(2), "out_type": "f32[16,16]"}, a, b)
+	chip := presets(t)[0]
+	exe, err := Compile(g, Options{Chip: chip, Verify: true, StopAfter: "plan-exec"})
+	require.NoError(t, err)
+	text := exe.Exec().Format(true)
+	require.Contains(t, text, "kind=kernel")
+	back, err := ParseExecGraph(text)
+	require.NoError(t, err)
+	require.Equal(t, text, back.Format(true))
+	require.NoError(t, back.Verify(chip))
+}

@@ -30,7 +30,7 @@ import numpy as np
 from . import block_trace
 from ._location import user_location
 from .block_tile import MatWindow, Product, Tile
-from .block_trace import GMTensor, Index, Program, Sources, current, range  # noqa: A004
+from .block_trace import GMTensor, Program, Sources, current, range  # noqa: A004 (p.range)
 from .dtypes import as_dtype, float32, int32
 from .errors import CompileError, DTypeError, PyptoValueError, ShapeError
 

@@ -255,7 +255,7 @@ class GMTensor:
         return len(self.shape)
 
     def __getitem__(self, key) -> "View":
-        return View(self, 0, [(d, st, 0) for d, st in zip(self.shape, self.strides)], Index(0))[key]
+        return View(self, [(d, st, axis) for axis, (d, st) in enumerate(zip(self.shape, self.strides))], Index(0))[key]
 
     def tiled(self, tile_shape) -> "TiledTensor":
         """The tensor cut into tiles of tile_shape: ``x.tiled([64, 64])[i, k]`` is the
@@ -283,7 +283,7 @@ class View:
     """A strided window of a GM tensor: per remaining axis (size, stride, source axis),
     and an offset in elements."""
 
-    def __init__(self, t: GMTensor, axis0: int, dims, offset: Index):
+    def __init__(self, t: GMTensor, dims, offset: Index):
         self.t, self.dims, self.offset = t, dims, offset
 
     @property
@@ -321,8 +321,7 @@ class View:
                     idx = Index(idx.const + size)
                 self._check(axis, idx, 1, size)
                 offset = offset + idx * stride
-        v = View(self.t, 0, dims, offset)
-        return v
+        return View(self.t, dims, offset)
 
     def _check(self, axis: int, start: Index, n: int, size: int) -> None:
         lo, hi = start.bounds()
