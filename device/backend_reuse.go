@@ -59,10 +59,19 @@ func (c *Compiler) Compile(p *isa.Program) (mp *MachineProgram, err error) {
 		c.mu.Lock()
 		candidates := c.shapes[h]
 		c.mu.Unlock()
-		for _, e := range candidates {
-			if sameShape(e.src, e.base, p, base) && checksRepeat(e.src, p) {
-				return e.rebuild(p), nil
+		// Newest first: the last entry is likely of p's own task, whose operand lists
+		// p shares, which sameShape then need not compare.
+		for k := len(candidates) - 1; k >= 0; k-- {
+			e := candidates[k]
+			same, shared := sameShape(e.src, e.base, p, base)
+			if !same || !checksRepeat(e.src, p) {
+				continue
 			}
+			mp := e.rebuild(p)
+			if !shared { // p is of another task: its blocks compare faster with p
+				c.add(h, &shapeEntry{src: p, base: base, mp: mp, gmPCs: e.gmPCs})
+			}
+			return mp, nil
 		}
 	}
 	pipes, err := checkAndRoute(c.chip, p)
@@ -78,10 +87,14 @@ func (c *Compiler) Compile(p *isa.Program) (mp *MachineProgram, err error) {
 			e.gmPCs = append(e.gmPCs, pc)
 		}
 	}
+	c.add(h, e)
+	return mp, nil
+}
+
+func (c *Compiler) add(h uint64, e *shapeEntry) {
 	c.mu.Lock()
 	c.shapes[h] = append(c.shapes[h], e)
 	c.mu.Unlock()
-	return mp, nil
 }
 
 // rebuild is the machine program of p, which has e's shape: e's with p's GM views,
@@ -171,48 +184,53 @@ func shapeHash(p *isa.Program) (sum uint64, base []int, ok bool) {
 }
 
 // sameShape reports whether programs a and b (with shapeHash's bases) differ at most in
-// names and absolute GM offsets.
-func sameShape(a *isa.Program, baseA []int, b *isa.Program, baseB []int) bool {
+// names and absolute GM offsets, and whether they share the operand lists of all
+// their instructions that name no GM view (then only those that do were compared).
+func sameShape(a *isa.Program, baseA []int, b *isa.Program, baseB []int) (same, shared bool) {
 	if a.Core != b.Core || len(a.Params) != len(b.Params) || len(a.Regs) != len(b.Regs) ||
 		len(a.Tiles) != len(b.Tiles) || len(a.Body) != len(b.Body) {
-		return false
+		return false, false
 	}
 	for i, t := range a.Tiles {
 		u := b.Tiles[i]
 		t.Name, u.Name = "", ""
 		if t != u {
-			return false
+			return false, false
 		}
 	}
 	for i, q := range a.Params {
 		if q.DType != b.Params[i].DType || q.Elems != b.Params[i].Elems {
-			return false
+			return false, false
 		}
 	}
+	shared = true
 	for pc, in := range a.Body {
 		other := b.Body[pc]
 		if in.Op != other.Op || in.Mode != other.Mode || len(in.Args) != len(other.Args) {
-			return false
+			return false, false
 		}
 		if len(in.Args) > 0 && &in.Args[0] == &other.Args[0] {
 			continue // one list (the compiler shares the lists of a task's blocks)
 		}
+		gm := false
 		for i, x := range in.Args {
 			y := other.Args[i]
 			if math.Float64bits(x.Imm) != math.Float64bits(y.Imm) {
-				return false
+				return false, false
 			}
 			if x.Kind == isa.KindGM && y.Kind == isa.KindGM {
 				x.GM.Offset -= baseA[x.GM.Param]
 				y.GM.Offset -= baseB[y.GM.Param]
+				gm = true
 			}
 			x.Imm, y.Imm = 0, 0
 			if x != y {
-				return false
+				return false, false
 			}
 		}
+		shared = shared && gm
 	}
-	return true
+	return true, shared
 }
 
 // checksRepeat reports whether program b, of the same shape as a, which passed the
