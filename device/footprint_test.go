@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"pypto/dtype"
+	"pypto/isa"
 )
 
 // Every block reads the whole bias row; the footprint counts it once, while the DMA
@@ -29,4 +30,21 @@ func TestFootprintUnion(t *testing.T) {
 	assert.Equal(t, int64(8), written)
 	read, written = footprint(nil)
 	assert.Zero(t, read+written)
+}
+
+// A moved window continuing the last one of its param to the right extends its byte
+// runs; a repeated window adds nothing; another window adds its own runs.
+func TestRecordMovedExtendsContinuingWindows(t *testing.T) {
+	c := &coreSim{}
+	at := func(offset int) movedWindow {
+		return movedWindow{block: 3, base: 100, size: 2, view: isa.GMView{Offset: offset, Rows: 2, Cols: 4, RowStride: 16, ColStride: 1}}
+	}
+	c.recordMoved(at(0), 7)
+	c.recordMoved(at(4), 9)
+	c.recordMoved(at(4), 9)
+	c.recordMoved(at(64), 11)
+	assert.Equal(t, []gmInterval{
+		{lo: 100, hi: 116, block: 3, pc: 7}, {lo: 132, hi: 148, block: 3, pc: 7},
+		{lo: 228, hi: 236, block: 3, pc: 11}, {lo: 260, hi: 268, block: 3, pc: 11},
+	}, c.dynGM)
 }

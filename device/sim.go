@@ -2,8 +2,10 @@ package device
 
 import (
 	"fmt"
+	"runtime"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"pypto/isa"
 )
@@ -151,11 +153,19 @@ func checkMovedWindows(coreOf func(block int) int, blocks []Block, per [][]gmInt
 			moved = true
 		}
 	}
-	for i := range all {
-		if len(all[i]) > len(per[i]) {
-			all[i] = mergeIntervals(all[i])
-		}
+	// Each block's list is sorted on its own, the blocks in parallel.
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range min(runtime.GOMAXPROCS(0), len(all)) {
+		wg.Go(func() {
+			for i := int(next.Add(1) - 1); i < len(all); i = int(next.Add(1) - 1) {
+				if len(all[i]) > len(per[i]) {
+					all[i] = mergeIntervals(all[i])
+				}
+			}
+		})
 	}
+	wg.Wait()
 	sorted := sortedIntervals(all)
 	if !moved || len(blocks) < 2 {
 		return sorted, nil

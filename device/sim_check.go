@@ -2,6 +2,7 @@ package device
 
 import (
 	"cmp"
+	"container/heap"
 	"fmt"
 	"slices"
 
@@ -187,32 +188,41 @@ func abs(v int) int {
 	return v
 }
 
-// mergeIntervals sorts one block's intervals and merges touching ones of the same kind.
+// mergeIntervals sorts one block's intervals as sortedIntervals orders them and
+// merges touching ones of the same kind (the first keeps its place and pc).
 func mergeIntervals(ivs []gmInterval) []gmInterval {
-	// A total order (pc and block last), so which of equal intervals survives the
-	// merge does not depend on the sort algorithm.
-	slices.SortFunc(ivs, func(a, b gmInterval) int {
-		switch {
-		case a.write != b.write:
-			return boolOrder(a.write, b.write)
-		case a.lo != b.lo:
-			return cmp.Compare(a.lo, b.lo)
-		case a.hi != b.hi:
-			return cmp.Compare(a.hi, b.hi)
-		case a.pc != b.pc:
-			return cmp.Compare(a.pc, b.pc)
-		}
-		return cmp.Compare(a.block, b.block)
-	})
+	slices.SortFunc(ivs, compareIntervals)
 	out := ivs[:0]
+	last := [2]int{-1, -1} // the latest read and write in out
 	for _, iv := range ivs {
-		if k := len(out) - 1; k >= 0 && out[k].write == iv.write && iv.lo <= out[k].hi {
-			out[k].hi = max(out[k].hi, iv.hi)
+		k := 0
+		if iv.write {
+			k = 1
+		}
+		if j := last[k]; j >= 0 && iv.lo <= out[j].hi {
+			out[j].hi = max(out[j].hi, iv.hi)
 			continue
 		}
+		last[k] = len(out)
 		out = append(out, iv)
 	}
 	return out
+}
+
+// compareIntervals orders intervals by start, then block and pc (a total order, so
+// errors do not depend on the sort algorithm).
+func compareIntervals(a, b gmInterval) int {
+	switch {
+	case a.lo != b.lo:
+		return cmp.Compare(a.lo, b.lo)
+	case a.block != b.block:
+		return cmp.Compare(a.block, b.block)
+	case a.pc != b.pc:
+		return cmp.Compare(a.pc, b.pc)
+	case a.hi != b.hi:
+		return cmp.Compare(a.hi, b.hi)
+	}
+	return boolOrder(a.write, b.write)
 }
 
 // boolOrder compares booleans, false first.
@@ -260,28 +270,46 @@ func checkCrossBlock(coreOf func(block int) int, blocks []Block, per [][]gmInter
 	return checkSortedCrossBlock(coreOf, blocks, sortedIntervals(per))
 }
 
-// sortedIntervals flattens the blocks' intervals in the order the cross-block sweep
-// takes them: by start, then block and pc (a total order, so errors do not depend on
-// the sort algorithm).
+// sortedIntervals flattens the blocks' intervals in compareIntervals' order, the
+// order the cross-block sweep takes them. Each block's list is sorted already when it
+// comes from mergeIntervals, so the lists are merged through a heap of their heads.
 func sortedIntervals(per [][]gmInterval) []gmInterval {
-	var all []gmInterval
+	h := intervalHeads{}
+	n := 0
 	for _, ivs := range per {
-		all = append(all, ivs...)
-	}
-	slices.SortFunc(all, func(a, b gmInterval) int {
-		switch {
-		case a.lo != b.lo:
-			return cmp.Compare(a.lo, b.lo)
-		case a.block != b.block:
-			return cmp.Compare(a.block, b.block)
-		case a.pc != b.pc:
-			return cmp.Compare(a.pc, b.pc)
-		case a.hi != b.hi:
-			return cmp.Compare(a.hi, b.hi)
+		if !slices.IsSortedFunc(ivs, compareIntervals) {
+			ivs = slices.SortedFunc(slices.Values(ivs), compareIntervals)
 		}
-		return boolOrder(a.write, b.write)
-	})
+		if len(ivs) > 0 {
+			h = append(h, ivs)
+			n += len(ivs)
+		}
+	}
+	heap.Init(&h)
+	all := make([]gmInterval, 0, n)
+	for len(h) > 0 {
+		all = append(all, h[0][0])
+		if h[0] = h[0][1:]; len(h[0]) == 0 {
+			heap.Pop(&h)
+		} else {
+			heap.Fix(&h, 0)
+		}
+	}
 	return all
+}
+
+// intervalHeads is a heap of sorted interval lists by their first interval.
+type intervalHeads [][]gmInterval
+
+func (h intervalHeads) Len() int           { return len(h) }
+func (h intervalHeads) Less(i, j int) bool { return compareIntervals(h[i][0], h[j][0]) < 0 }
+func (h intervalHeads) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *intervalHeads) Push(x any)        { *h = append(*h, x.([]gmInterval)) }
+func (h *intervalHeads) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
 }
 
 // checkSortedCrossBlock is checkCrossBlock over sortedIntervals' list.

@@ -33,20 +33,29 @@ type coreSim struct {
 	trace                     []TraceEvent
 	prints                    []PrintRecord
 	dynGM                     []gmInterval // GM windows moved by registers, as they ran
-	// dynSeen holds the current block's moved windows; dynEnds finds its dynGM
-	// interval ending at a byte (key: the end times 2, plus 1 for a write), so that
-	// a run starting there (the next stage of a tile along K, the next tile of a row)
-	// extends it.
+	// dynSeen holds the current block's moved windows; dynLast, per param and kind
+	// (2*param, +1 for a write), its latest window whose byte runs a window
+	// continuing it to the right extends.
 	dynSeen  map[movedWindow]bool
-	dynEnds  map[int]int
-	endBlock int // the block dynSeen and dynEnds are about
+	dynLast  []lastWindow
+	endBlock int  // the block dynSeen and dynLast are about
+	noMoved  bool // the run's GM windows are not needed (a timed run's value shadow)
+}
+
+// lastWindow is a recorded window with unit column stride, whose row r's byte run is
+// dynGM[first+r].
+type lastWindow struct {
+	view        isa.GMView
+	size, first int
+	ok          bool
 }
 
 // movedWindow is a GM window a register moved, as it ran in one block. A loop meets
 // the same window many times (a GEMM re-reads each tile of A and B); its byte runs
-// are recorded once, and a run that continues a recorded one extends it, which keeps
-// the cross-block check and the footprint (a sort after the run) proportional to
-// the distinct bytes' runs, not to the instructions executed.
+// are recorded once, and a window that continues the last one of its param to the
+// right (the next stage along K, the next tile of a row) extends its runs, which
+// keeps the cross-block check and the footprint (sorts after the run) proportional
+// to the distinct runs, not to the instructions executed.
 type movedWindow struct {
 	block, base, size int
 	view              isa.GMView

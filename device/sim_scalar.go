@@ -264,38 +264,44 @@ func (r *blockRun) resolve(in *Instr) (*Instr, error) {
 }
 
 // recordMoved adds the byte runs of a moved window to the core's dynGM the first time
-// the window runs (pc: where), extending the interval a run continues; the
-// cross-block check merges touching intervals the same way.
+// the window runs in a block (pc: where); a window continuing the last one of its
+// param and kind to the right extends that one's runs instead (the cross-block check
+// merges touching intervals the same way).
 func (c *coreSim) recordMoved(w movedWindow, pc int) {
-	if c.dynSeen == nil {
-		c.dynSeen, c.dynEnds = map[movedWindow]bool{}, map[int]int{}
+	if c.noMoved {
+		return
 	}
-	if w.block != c.endBlock {
+	if c.dynSeen == nil || w.block != c.endBlock {
 		// Blocks run one after another, and a block's intervals extend only its own.
+		if c.dynSeen == nil {
+			c.dynSeen = map[movedWindow]bool{}
+		}
 		clear(c.dynSeen)
-		clear(c.dynEnds)
+		clear(c.dynLast)
 		c.endBlock = w.block
 	}
 	if c.dynSeen[w] {
 		return
 	}
 	c.dynSeen[w] = true
-	key := func(at int) int {
-		if w.write {
-			return 2*at + 1
-		}
-		return 2 * at
+	slot := 2 * w.view.Param
+	if w.write {
+		slot++
 	}
-	for _, r := range viewRuns(w.view, w.size) {
-		lo, hi := w.base+r[0], w.base+r[1]
-		if j, ok := c.dynEnds[key(lo)]; ok && c.dynGM[j].hi == lo {
-			c.dynGM[j].hi = hi
-			c.dynEnds[key(hi)] = j
-			continue
-		}
-		c.dynEnds[key(hi)] = len(c.dynGM)
-		c.dynGM = append(c.dynGM, gmInterval{lo: lo, hi: hi, block: w.block, pc: pc, write: w.write})
+	if slot >= len(c.dynLast) {
+		c.dynLast = append(c.dynLast, make([]lastWindow, slot+1-len(c.dynLast))...)
 	}
+	last, v := &c.dynLast[slot], w.view
+	unitCols := v.ColStride == 1 && v.RowStride != 0 && v.Rows > 0 && v.Cols > 0
+	if last.ok && unitCols && w.size == last.size && v.Rows == last.view.Rows && v.RowStride == last.view.RowStride && v.Offset == last.view.Offset+last.view.Cols {
+		for r := range v.Rows {
+			c.dynGM[last.first+r].hi += v.Cols * w.size
+		}
+		last.view.Cols += v.Cols
+		return
+	}
+	*last = lastWindow{view: v, size: w.size, first: len(c.dynGM), ok: unitCols}
+	c.dynGM = append(c.dynGM, viewIntervals(v, w.size, w.base, w.block, pc, w.write)...)
 }
 
 // size is a dimension given by register ref (or n when none), which must lie in

@@ -97,6 +97,7 @@ func runSharedTask(chip *Chip, kind isa.CoreKind, gm []byte, blocks []Block, cor
 	var wg sync.WaitGroup
 	for ci, t := range sims {
 		c := newCoreSim(chip, kind, ci, gm, fun)
+		c.noMoved = true // the timing loop records the moved windows
 		c.bufs = [isa.NumLocations][]byte{}
 		for loc, b := range t.bufs {
 			if len(b) > 0 {
