@@ -23,18 +23,45 @@ type emitter struct {
 // operandLists holds emitted operand lists by their contents.
 type operandLists map[operandsKey][]isa.Operand
 
-// operandListsOf collects the shareable operand lists of progs, to seed the emitters
-// of programs like them (the other blocks of a task).
-func operandListsOf(progs []*isa.Program) operandLists {
-	lists := operandLists{}
+// blockSeed is what the emitters of a task's later blocks take from its first block:
+// its operand lists, to share, and the sizes of its programs, to allocate at once.
+type blockSeed struct {
+	lists operandLists
+	sizes []programSize // per program of the block, in order
+}
+
+type programSize struct{ tiles, body int }
+
+// seedOf collects the seed of a block's programs.
+func seedOf(progs []*isa.Program) *blockSeed {
+	s := &blockSeed{lists: operandLists{}}
 	for _, p := range progs {
+		s.sizes = append(s.sizes, programSize{len(p.Tiles), len(p.Body)})
 		for _, in := range p.Body {
 			if key, ok := sharedOperandsKey(in.Args); ok {
-				lists[key] = in.Args
+				s.lists[key] = in.Args
 			}
 		}
 	}
-	return lists
+	return s
+}
+
+// useSeed makes e share the seed's operand lists and sizes its program like the
+// seed's program k.
+func (e *emitter) useSeed(seed *blockSeed, k int) {
+	if seed == nil {
+		return
+	}
+	e.seed = seed.lists
+	if k >= len(seed.sizes) {
+		return
+	}
+	if n := seed.sizes[k].tiles; n > 0 { // an empty program keeps nil slices
+		e.prog.Tiles = make([]isa.TileDecl, 0, n)
+	}
+	if n := seed.sizes[k].body; n > 0 {
+		e.prog.Body = make([]isa.Instr, 0, n)
+	}
 }
 
 func newEmitter(name string, core isa.CoreKind) *emitter {

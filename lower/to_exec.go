@@ -68,7 +68,7 @@ type block struct {
 func emitBlocks(tg *TileGraph, blocks []block) error {
 	progs := make([][]*isa.Program, len(blocks))
 	errs := make([]error, len(blocks))
-	seeds := map[*Task]operandLists{}
+	seeds := map[*Task]*blockSeed{}
 	var first, rest []int
 	for i, b := range blocks {
 		if b.index == 0 {
@@ -90,7 +90,7 @@ func emitBlocks(tg *TileGraph, blocks []block) error {
 		if errs[i] != nil {
 			return errs[i]
 		}
-		seeds[blocks[i].task] = operandListsOf(progs[i])
+		seeds[blocks[i].task] = seedOf(progs[i])
 	}
 	emit(rest)
 	for i, b := range blocks {
@@ -187,9 +187,8 @@ type groupEmitter struct {
 var groupEmitters = map[TileKind]func(g *groupEmitter, tg *TileGraph, op *TileOp, tiles []int){}
 
 // newKernelEmitter starts a program of one block whose params are op's kernel args.
-func newKernelEmitter(tg *TileGraph, op *TileOp, name string, core isa.CoreKind, seed operandLists) *emitter {
+func newKernelEmitter(tg *TileGraph, op *TileOp, name string, core isa.CoreKind) *emitter {
 	e := newEmitter(name, core)
-	e.seed = seed
 	for _, t := range kernelArgs(op) {
 		typ := tg.Tensors[t].Type
 		e.params[t] = len(e.prog.Params)
@@ -200,22 +199,25 @@ func newKernelEmitter(tg *TileGraph, op *TileOp, name string, core isa.CoreKind,
 
 // emitBlock generates the PTO programs of one block of a tile op: one, or for a mixed
 // op the cube program followed by vectors vector programs. Its emitters share the
-// operand lists of seed (see emitter.operands).
-func emitBlock(tg *TileGraph, op *TileOp, tiles []int, name string, vectors int, seed operandLists) ([]*isa.Program, error) {
+// operand lists of seed and start at the sizes of its programs (seed may be nil).
+func emitBlock(tg *TileGraph, op *TileOp, tiles []int, name string, vectors int, seed *blockSeed) ([]*isa.Program, error) {
 	if op.Kind == TileKernel {
 		return kernelBlock(tg, op, tiles, name)
 	}
 	if emit := groupEmitters[op.Kind]; emit != nil {
-		g := &groupEmitter{cube: newKernelEmitter(tg, op, name+"_c", isa.Cube, seed)}
+		g := &groupEmitter{cube: newKernelEmitter(tg, op, name+"_c", isa.Cube)}
+		g.cube.useSeed(seed, 0)
 		progs := []*isa.Program{g.cube.prog}
 		for v := range vectors {
-			g.vec = append(g.vec, newKernelEmitter(tg, op, fmt.Sprintf("%s_v%d", name, v), isa.Vector, seed))
+			g.vec = append(g.vec, newKernelEmitter(tg, op, fmt.Sprintf("%s_v%d", name, v), isa.Vector))
+			g.vec[v].useSeed(seed, 1+v)
 			progs = append(progs, g.vec[v].prog)
 		}
 		emit(g, tg, op, tiles)
 		return progs, nil
 	}
-	e := newKernelEmitter(tg, op, name, op.Core, seed)
+	e := newKernelEmitter(tg, op, name, op.Core)
+	e.useSeed(seed, 0)
 	switch op.Kind {
 	case TileMatmul:
 		emitPlainMatmul(e, tg, op, tiles)
