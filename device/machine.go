@@ -38,8 +38,8 @@ type Allocation struct {
 type Instr struct {
 	Op   isa.Opcode
 	Pipe isa.Pipe // the pipe that executes it; PipeS for TSYNC all
-	Args []Operand
 	Mode isa.Mode // the ISA's modifier (compare predicate, rounding mode, ...)
+	Args []Operand
 	// Src is the index of the instruction in the source program's Body, or -1 for an
 	// instruction the backend inserted (flags, barriers around loops).
 	Src int

@@ -289,8 +289,8 @@ func RegOp(i int) Operand     { return Operand{Kind: KindReg, Reg: i} }
 // is the default behaviour.
 type Instr struct {
 	Op   Opcode
-	Args []Operand
 	Mode Mode
+	Args []Operand
 }
 
 // Program is the code one core runs for one block of a task.
