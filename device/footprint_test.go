@@ -33,18 +33,22 @@ func TestFootprintUnion(t *testing.T) {
 }
 
 // A moved window continuing the last one of its param to the right extends its byte
-// runs; a repeated window adds nothing; another window adds its own runs.
+// runs, one continuing it downwards joins it; a repeated window adds nothing; another
+// window adds its own runs.
 func TestRecordMovedExtendsContinuingWindows(t *testing.T) {
 	c := &coreSim{}
-	at := func(offset int) movedWindow {
-		return movedWindow{block: 3, base: 100, size: 2, view: isa.GMView{Offset: offset, Rows: 2, Cols: 4, RowStride: 16, ColStride: 1}}
+	at := func(offset, rows, cols int) movedWindow {
+		return movedWindow{block: 3, base: 100, size: 2, view: isa.GMView{Offset: offset, Rows: rows, Cols: cols, RowStride: 16, ColStride: 1}}
 	}
-	c.recordMoved(at(0), 7)
-	c.recordMoved(at(4), 9)
-	c.recordMoved(at(4), 9)
-	c.recordMoved(at(64), 11)
+	c.recordMoved(at(0, 2, 4), 7)
+	c.recordMoved(at(4, 2, 4), 9)
+	c.recordMoved(at(4, 2, 4), 9)
+	c.recordMoved(at(32, 2, 8), 10)
+	c.recordMoved(at(8, 4, 4), 12)
+	c.recordMoved(at(64, 2, 4), 11)
 	assert.Equal(t, []gmInterval{
-		{lo: 100, hi: 116, block: 3, pc: 7}, {lo: 132, hi: 148, block: 3, pc: 7},
+		{lo: 100, hi: 124, block: 3, pc: 7}, {lo: 132, hi: 156, block: 3, pc: 7},
+		{lo: 164, hi: 188, block: 3, pc: 10}, {lo: 196, hi: 220, block: 3, pc: 10},
 		{lo: 228, hi: 236, block: 3, pc: 11}, {lo: 260, hi: 268, block: 3, pc: 11},
 	}, c.dynGM)
 }

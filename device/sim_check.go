@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"container/heap"
 	"fmt"
-	"slices"
 
 	"pypto/isa"
 )
@@ -191,7 +190,7 @@ func abs(v int) int {
 // mergeIntervals sorts one block's intervals as sortedIntervals orders them and
 // merges touching ones of the same kind (the first keeps its place and pc).
 func mergeIntervals(ivs []gmInterval) []gmInterval {
-	slices.SortFunc(ivs, compareIntervals)
+	ivs = sortedIntervals([][]gmInterval{ivs})
 	out := ivs[:0]
 	last := [2]int{-1, -1} // the latest read and write in out
 	for _, iv := range ivs {
@@ -270,19 +269,22 @@ func checkCrossBlock(coreOf func(block int) int, blocks []Block, per [][]gmInter
 	return checkSortedCrossBlock(coreOf, blocks, sortedIntervals(per))
 }
 
-// sortedIntervals flattens the blocks' intervals in compareIntervals' order, the
-// order the cross-block sweep takes them. Each block's list is sorted already when it
-// comes from mergeIntervals, so the lists are merged through a heap of their heads.
+// sortedIntervals flattens the blocks' intervals into a new list in compareIntervals'
+// order, the order the cross-block sweep takes them. Each list is cut into its
+// ascending runs, which are merged through a heap of their heads: the lists come
+// sorted (mergeIntervals) or in a few ascending runs (a window's rows, as recorded),
+// so this costs little more than a copy.
 func sortedIntervals(per [][]gmInterval) []gmInterval {
-	h := intervalHeads{}
+	var h intervalHeads
 	n := 0
 	for _, ivs := range per {
-		if !slices.IsSortedFunc(ivs, compareIntervals) {
-			ivs = slices.SortedFunc(slices.Values(ivs), compareIntervals)
-		}
-		if len(ivs) > 0 {
-			h = append(h, ivs)
-			n += len(ivs)
+		n += len(ivs)
+		start := 0
+		for i := 1; i <= len(ivs); i++ {
+			if i == len(ivs) || compareIntervals(ivs[i-1], ivs[i]) > 0 {
+				h = append(h, ivs[start:i])
+				start = i
+			}
 		}
 	}
 	heap.Init(&h)

@@ -266,7 +266,8 @@ func (r *blockRun) resolve(in *Instr) (*Instr, error) {
 // recordMoved adds the byte runs of a moved window to the core's dynGM the first time
 // the window runs in a block (pc: where); a window continuing the last one of its
 // param and kind to the right extends that one's runs instead (the cross-block check
-// merges touching intervals the same way).
+// merges touching intervals the same way), and one continuing it downwards joins it,
+// so that a later window continuing the joined one to the right extends both.
 func (c *coreSim) recordMoved(w movedWindow, pc int) {
 	if c.noMoved {
 		return
@@ -298,6 +299,13 @@ func (c *coreSim) recordMoved(w movedWindow, pc int) {
 			c.dynGM[last.first+r].hi += v.Cols * w.size
 		}
 		last.view.Cols += v.Cols
+		return
+	}
+	if last.ok && unitCols && w.size == last.size && v.Cols == last.view.Cols && v.RowStride == last.view.RowStride &&
+		v.Offset == last.view.Offset+last.view.Rows*v.RowStride && last.first+last.view.Rows == len(c.dynGM) {
+		// The window continues downwards and its rows follow the last's in dynGM.
+		c.dynGM = append(c.dynGM, viewIntervals(v, w.size, w.base, w.block, pc, w.write)...)
+		last.view.Rows += v.Rows
 		return
 	}
 	*last = lastWindow{view: v, size: w.size, first: len(c.dynGM), ok: unitCols}
