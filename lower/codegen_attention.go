@@ -82,9 +82,9 @@ func emitAttention(g *groupEmitter, tg *TileGraph, op *TileOp, tiles []int) {
 // L0B; the chunks' scores, probabilities and products alternate between two buffers.
 func emitAttentionCube(e *emitter, tg *TileGraph, op *TileOp, a attentionShape, tiles []int) {
 	out := tg.Tensors[op.Output].Type.Shape
-	qv := newMatrixView(e.params[op.Inputs[0]], tg.Tensors[op.Inputs[0]].Type.Shape, out, false)
-	kv := newMatrixView(e.params[op.Inputs[1]], tg.Tensors[op.Inputs[1]].Type.Shape, out, true)
-	vv := newMatrixView(e.params[op.Inputs[2]], tg.Tensors[op.Inputs[2]].Type.Shape, out, false)
+	qv := operandView(e, tg, op.Inputs[0], out, false)
+	kv := operandView(e, tg, op.Inputs[1], out, true)
+	vv := operandView(e, tg, op.Inputs[2], out, false)
 	l, s, eq, ev := op.Problem[1], op.Problem[2], op.Problem[3], op.Problem[4]
 	nc := a.chunks()
 	qMat := make([]int, nc)

@@ -7,40 +7,63 @@ import (
 	"pypto/isa"
 )
 
-// matrixView addresses op(X) for the matrices of a tensor X stored row-major as
-// [batch..., rows, cols]: element (i, j) of op(X) in batch b is X[b, i, j], or X[b, j, i]
-// when transposed. Transposition is a strided GM view, so it costs no separate pass
-// over the data; batch dimensions broadcast like an elementwise op's (stride 0).
+// matrixView addresses op(X) for the matrices of a tensor X [batch..., rows, cols]:
+// element (i, j) of op(X) in batch b is X[b, i, j], or X[b, j, i] when transposed, at
+// offset + b's batch offset + i*rowStride + j*colStride of the param (swapped when
+// transposed). A contiguous X has rowStride = cols and colStride = 1; a folded view
+// (a slice or transpose of another tensor, fold_views.go) has its own strides.
+// Transposition is a strided GM view, so it costs no separate pass over the data;
+// batch dimensions broadcast like an elementwise op's (stride 0).
 type matrixView struct {
-	param        int
-	cols         int // columns of the stored matrices
-	transposed   bool
-	batch        core.Shape // batch dims of the output
-	batchStrides []int      // element stride of each output batch dim in X
+	param                int
+	offset               int
+	rowStride, colStride int
+	transposed           bool
+	batch                core.Shape // batch dims of the output
+	batchStrides         []int      // element stride of each output batch dim in X
 }
 
+// newMatrixView views a contiguous X of shape x for an output of shape out.
 func newMatrixView(param int, x, out core.Shape, transposed bool) matrixView {
-	nb := len(out) - 2
-	rows, cols := x[len(x)-2], x[len(x)-1]
-	st := core.BroadcastStrides(x[:len(x)-2], out[:nb])
-	for i := range st {
-		st[i] *= rows * cols
+	return newStridedMatrixView(param, x, affineMap{strides: x.Strides()}, out, transposed)
+}
+
+// newStridedMatrixView views X of shape x whose element index k lies at m.offset +
+// sum(k_i * m.strides_i) of the param.
+func newStridedMatrixView(param int, x core.Shape, m affineMap, out core.Shape, transposed bool) matrixView {
+	nb, r := len(out)-2, len(x)
+	st := make([]int, nb)
+	for ax := range nb { // X's batch dims align with the output's last ones; size 1 broadcasts
+		if k := r - 2 - (nb - ax); k >= 0 && x[k] != 1 {
+			st[ax] = m.strides[k]
+		}
 	}
-	return matrixView{param: param, cols: cols, transposed: transposed, batch: out[:nb], batchStrides: st}
+	return matrixView{param: param, offset: m.offset, rowStride: m.strides[r-2], colStride: m.strides[r-1],
+		transposed: transposed, batch: out[:nb], batchStrides: st}
+}
+
+// operandView is the matrix view of input t of a matrix kernel: t's own param, or
+// the owner's for a folded view.
+func operandView(e *emitter, tg *TileGraph, t int, out core.Shape, transposed bool) matrixView {
+	x := tg.Tensors[t]
+	if x.View != nil {
+		return newStridedMatrixView(e.params[t], x.Type.Shape, *x.View, out, transposed)
+	}
+	return newMatrixView(e.params[t], x.Type.Shape, out, transposed)
 }
 
 // window is the rows x cols window at (i0, j0) of op(X) in batch b (row-major index
 // over the output's batch dims).
 func (v matrixView) window(b, i0, j0, rows, cols int) isa.GMView {
-	base := 0
+	base := v.offset
 	for ax := len(v.batch) - 1; ax >= 0; ax-- {
 		base += (b % v.batch[ax]) * v.batchStrides[ax]
 		b /= v.batch[ax]
 	}
-	if v.transposed {
-		return isa.GMView{Param: v.param, Offset: base + j0*v.cols + i0, Rows: rows, Cols: cols, RowStride: 1, ColStride: v.cols}
+	if v.transposed { // element (r, c) of the window is X[j0+c, i0+r]
+		return isa.GMView{Param: v.param, Offset: base + j0*v.rowStride + i0*v.colStride, Rows: rows, Cols: cols, RowStride: v.colStride, ColStride: v.rowStride}
 	}
-	return isa.GMView{Param: v.param, Offset: base + i0*v.cols + j0, Rows: rows, Cols: cols, RowStride: v.cols, ColStride: 1}
+	return isa.GMView{Param: v.param, Offset: base + i0*v.rowStride + j0*v.colStride, Rows: rows, Cols: cols, RowStride: v.rowStride, ColStride: v.colStride}
 }
 
 // outTile is one output tile of a matmul block: its batch index, first row and column,
@@ -102,13 +125,13 @@ func emitPlainMatmul(e *emitter, tg *TileGraph, op *TileOp, tiles []int) {
 // columns add nothing, and base blocks wholly past K are skipped. With K split
 // (kc < k) each grid point covers one chunk of K.
 func emitMatmul(e *emitter, tg *TileGraph, op *TileOp, tiles []int, parts int, store func(acc []int, t outTile)) {
-	a, b := tg.Tensors[op.Inputs[0]].Type, tg.Tensors[op.Inputs[1]].Type
+	a := tg.Tensors[op.Inputs[0]].Type
 	k := op.Problem[3]
 	t := matmulTilingOf(op.Tile)
 	out := matmulOutShape(tg, op)
 	dt := a.DType
-	av := newMatrixView(e.params[op.Inputs[0]], a.Shape, out, op.Attrs.Bool("transpose_a", false))
-	bv := newMatrixView(e.params[op.Inputs[1]], b.Shape, out, op.Attrs.Bool("transpose_b", false))
+	av := operandView(e, tg, op.Inputs[0], out, op.Attrs.Bool("transpose_a", false))
+	bv := operandView(e, tg, op.Inputs[1], out, op.Attrs.Bool("transpose_b", false))
 
 	kS := t.stageK()
 	aMat := e.pingPong("a_l1", isa.Mat, dt, t.tm, kS)

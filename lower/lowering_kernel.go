@@ -103,7 +103,7 @@ func kernelBlock(tg *TileGraph, op *TileOp, tiles []int, name string) ([]*isa.Pr
 	if err != nil {
 		return nil, err
 	}
-	args := kernelArgs(op)
+	args := kernelArgs(tg, op)
 	index := map[int]int{}
 	for i, t := range args {
 		index[t] = i

@@ -50,6 +50,7 @@ var passTable = []Pass{
 	{Name: "fuse-elementwise", MinLevel: O2, Produces: LevelTensor, After: []string{"split-reductions", "sort-last-axis", "expand-pad", "expand-arg-reductions", "dce", "fuse-rows"}, Run: runFuseElementwise},
 	{Name: "fuse-epilogue", MinLevel: O2, Produces: LevelTensor, After: []string{"fuse-elementwise"}, Run: runFuseEpilogue},
 	{Name: "bind-constants", Required: true, Produces: LevelTensor, After: []string{"dce"}, Run: runBindConstants},
+	{Name: "fold-views", MinLevel: O2, Produces: LevelTensor, After: []string{"fuse-epilogue"}, Run: runFoldViews},
 	{Name: "tile", Required: true, Produces: LevelTile, After: []string{"split-reductions"}, Run: runTile},
 	{Name: "assign-cores", Required: true, Produces: LevelBlock, After: []string{"tile"}, Run: runAssignCores},
 	{Name: "plan-exec", Required: true, Produces: LevelExec, After: []string{"assign-cores"}, Run: runPlanExec},
@@ -104,6 +105,8 @@ type compilation struct {
 	dumps     []string // "before/after" text of each level, when Options.Dump is set
 	// layouts are the layout conversions the program keeps (see runInferLayouts).
 	layouts []LayoutConversion
+	// folds are the views matrix kernels read in place (see runFoldViews).
+	folds map[core.Value]viewFold
 }
 
 // run is the one driver loop: run each enabled pass, time it, verify the IR it leaves
@@ -191,7 +194,7 @@ func runDecompose(c *compilation) error {
 }
 
 func runTile(c *compilation) error {
-	tg, err := buildTileGraph(c.graph, c.opts)
+	tg, err := buildTileGraph(c.graph, c.opts, c.folds)
 	c.tile = tg
 	return err
 }

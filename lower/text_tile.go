@@ -38,6 +38,9 @@ func (g *TileGraph) Format() string {
 		if t.Alias != 0 {
 			fmt.Fprintf(&b, " alias t%d", t.Alias-1)
 		}
+		if t.View != nil {
+			fmt.Fprintf(&b, " view offset=%d strides=%s", t.View.offset, intList(t.View.strides))
+		}
 		b.WriteString("\n")
 	}
 	fmt.Fprintf(&b, "  params %s\n", tensorList(g.Params))
@@ -132,7 +135,7 @@ func (p *textParser) tileGraph() *TileGraph {
 	return tp.g
 }
 
-// tensor := 'tensor' tN ':' type role '%' value ['alias' tM]
+// tensor := 'tensor' tN ':' type role '%' value ['alias' tM ['view' 'offset=' int 'strides=' ints]]
 func (tp *tileParser) tensor() {
 	tp.next()
 	tp.numberedAs("t", len(tp.g.Tensors), "tensor")
@@ -146,10 +149,22 @@ func (tp *tileParser) tensor() {
 		tp.next()
 		ref := tp.tensorRef("aliased tensor")
 		src := tp.g.Tensors[ref.id]
-		if src.Alias != 0 || src.Type.Bytes() != typ.Bytes() || role == RoleInput {
+		view := isWord(tp.peek(), "view")
+		if src.Alias != 0 || (!view && src.Type.Bytes() != typ.Bytes()) || role == RoleInput {
 			tp.fail(ref.tok, "t%d cannot alias t%d: an alias views an earlier tensor of its size that is no alias, and is not an input", len(tp.g.Tensors), ref.id)
 		}
 		t.Alias = ref.id + 1
+		if view {
+			tp.next()
+			tp.key("offset", " after 'view'")
+			m := affineMap{offset: tp.integer("view offset")}
+			tp.key("strides", " after the view offset")
+			at := tp.peek()
+			if m.strides = tp.intList("view strides"); len(m.strides) != len(typ.Shape) {
+				tp.fail(at, "expected %d view strides, one per axis of %s, found %d", len(typ.Shape), typ, len(m.strides))
+			}
+			t.View = &m
+		}
 	}
 	tp.g.Tensors = append(tp.g.Tensors, t)
 }

@@ -30,6 +30,20 @@ type GMTensor struct {
 	// a reshape of a contiguous tensor holds the same bytes, so it gets no kernel and no
 	// buffer of its own.
 	Alias int
+	// View, set on some aliases, maps this tensor's index to an element of the aliased
+	// one (offset + sum of index_k * strides_k): a strided view (a folded slice or
+	// transpose) that only matrix kernels read, binding the aliased tensor as their
+	// param (see fold_views.go). Without it an alias is a contiguous reshape.
+	View *affineMap
+}
+
+// paramTensor is the tensor a kernel binds for input t: t, or the owner of a strided
+// view.
+func paramTensor(tensors []GMTensor, t int) int {
+	if tensors[t].View != nil {
+		return root(tensors, t)
+	}
+	return t
 }
 
 // root is the tensor that owns t's GM bytes: t, or the tensor it is an alias of.
@@ -136,8 +150,11 @@ func (g *TileGraph) Verify() error {
 		produced[p] = true
 	}
 	for i, t := range g.Tensors {
-		if a := t.Alias; a > 0 && (a-1 >= i || g.Tensors[a-1].Alias != 0 || g.Tensors[a-1].Type.Bytes() != t.Type.Bytes() || t.Role == RoleInput) {
+		if a := t.Alias; a > 0 && (a-1 >= i || g.Tensors[a-1].Alias != 0 || (t.View == nil && g.Tensors[a-1].Type.Bytes() != t.Type.Bytes()) || t.Role == RoleInput) {
 			return fmt.Errorf("tilegraph: t%d is an alias of t%d, which must be an earlier tensor of the same size that is no alias itself", i, a-1)
+		}
+		if t.View != nil && (t.Alias == 0 || t.Role != RoleTemp || len(t.View.strides) != len(t.Type.Shape)) {
+			return fmt.Errorf("tilegraph: t%d is a strided view, which must be a temporary alias with one stride per axis", i)
 		}
 	}
 	for i, op := range g.Ops {

@@ -22,7 +22,7 @@ func buildExecGraph(bg *BlockGraph, vectorsPerBlock int) (*ExecGraph, error) {
 		}
 		op := tg.Ops[k.Op]
 		task := &Task{Name: fmt.Sprintf("%s_%d", op.Op, ki), Kernel: ki, Core: k.Core}
-		task.Args = kernelArgs(op)
+		task.Args = kernelArgs(tg, op)
 		deps := map[int]bool{}
 		for _, in := range op.Inputs {
 			for _, p := range producers[root(tg.Tensors, in)] {
@@ -161,13 +161,14 @@ func planMemory(eg *ExecGraph) {
 	}
 }
 
-// kernelArgs lists the GM tensors a tile op's kernel takes: its distinct inputs, then
-// its output. A tensor read twice (x + x) is one param, so no two params alias.
-func kernelArgs(op *TileOp) []int {
+// kernelArgs lists the GM tensors a tile op's kernel takes: its distinct inputs (the
+// owners of strided views), then its output. A tensor read twice (x + x) is one param,
+// so no two params alias.
+func kernelArgs(tg *TileGraph, op *TileOp) []int {
 	var args []int
 	seen := map[int]bool{}
 	for _, t := range append(append([]int(nil), op.Inputs...), op.Output) {
-		if !seen[t] {
+		if t = paramTensor(tg.Tensors, t); !seen[t] {
 			seen[t] = true
 			args = append(args, t)
 		}
@@ -189,10 +190,15 @@ var groupEmitters = map[TileKind]func(g *groupEmitter, tg *TileGraph, op *TileOp
 // newKernelEmitter starts a program of one block whose params are op's kernel args.
 func newKernelEmitter(tg *TileGraph, op *TileOp, name string, core isa.CoreKind) *emitter {
 	e := newEmitter(name, core)
-	for _, t := range kernelArgs(op) {
+	for _, t := range kernelArgs(tg, op) {
 		typ := tg.Tensors[t].Type
 		e.params[t] = len(e.prog.Params)
 		e.prog.Params = append(e.prog.Params, isa.Param{Name: fmt.Sprintf("t%d", t), DType: typ.DType, Elems: typ.Shape.NumElements()})
+	}
+	for _, t := range op.Inputs { // a strided view reads its owner's param (operandView)
+		if p := paramTensor(tg.Tensors, t); p != t {
+			e.params[t] = e.params[p]
+		}
 	}
 	return e
 }

@@ -8,7 +8,7 @@ import (
 
 // buildTileGraph expands every node of the Tensor Graph over a grid of tiles. Each op is
 // its own tile op with its result in GM (fusion is a later pass).
-func buildTileGraph(g *core.Graph, opts Options) (*TileGraph, error) {
+func buildTileGraph(g *core.Graph, opts Options, folds map[core.Value]viewFold) (*TileGraph, error) {
 	chip := opts.Chip
 	tg := &TileGraph{Name: g.Name}
 	isOutput := map[core.Value]bool{}
@@ -46,6 +46,13 @@ func buildTileGraph(g *core.Graph, opts Options) (*TileGraph, error) {
 		role := RoleTemp
 		if isOutput[v] {
 			role = RoleOutput
+		}
+		if f, ok := folds[v]; ok { // read in place by matrix kernels: no kernel
+			src := root(tg.Tensors, tensorOf[f.src])
+			t := addTensor(v, RoleTemp)
+			m := f.m
+			tg.Tensors[t].Alias, tg.Tensors[t].View = src+1, &m
+			continue
 		}
 		if n.Op == "reshape" {
 			// Same bytes, new shape: an alias of the input's buffer, no kernel. A result
