@@ -209,8 +209,8 @@ func sameShape(a *isa.Program, baseA []int, b *isa.Program, baseB []int) (same, 
 		if in.Op != other.Op || in.Mode != other.Mode || len(in.Args) != len(other.Args) {
 			return false, false
 		}
-		if len(in.Args) > 0 && &in.Args[0] == &other.Args[0] {
-			continue // one list (the compiler shares the lists of a task's blocks)
+		if len(in.Args) > 0 && &in.Args[0] == &other.Args[0] && !namesGM(in) {
+			continue // one list (lower shares the lists of a task's blocks); GM views would need their bases compared
 		}
 		gm := false
 		for i, x := range in.Args {

@@ -51,3 +51,17 @@ func TestCompilerReusesOnlyWhatCompileWouldReturn(t *testing.T) {
 		assert.Equal(t, want, got)
 	}
 }
+
+func TestSameShapeComparesSharedListsWithGMViews(t *testing.T) {
+	// b's last load shares a's operand list (same raw offset), but b's first views of x
+	// start elsewhere, so the load's offset relative to them differs: another shape.
+	a := gmHazardProgram("a", 0, 4)
+	b := gmHazardProgram("b", 64, 4)
+	b.Body[2].Args = a.Body[2].Args
+	_, baseA, ok := shapeHash(a)
+	require.True(t, ok)
+	_, baseB, ok := shapeHash(b)
+	require.True(t, ok)
+	same, _ := sameShape(a, baseA, b, baseB)
+	assert.False(t, same)
+}
