@@ -353,4 +353,5 @@ def install(namespace: dict) -> None:
         dispatch(name, bt.cast)
     for name in ("sum", "max", "min"):
         dispatch(name, lambda x, axis=-1, keepdims=False, _n=name: bt.reduce(_n, x, axis))
+        namespace["reduce_" + name] = namespace[name]  # the aliases stay the same functions
     dispatch("zeros", lambda *shape, dtype=None: zeros(shape, dtype), always=True)
