@@ -18,25 +18,25 @@ type emitter struct {
 	slab   []isa.Operand
 	shared operandLists // see operands
 	seed   operandLists // lists of another program to share too, read only
+	// seedBody is the body of the program this one is likely to repeat (read only).
+	seedBody []isa.Instr
 }
 
 // operandLists holds emitted operand lists by their contents.
 type operandLists map[operandsKey][]isa.Operand
 
 // blockSeed is what the emitters of a task's later blocks take from its first block:
-// its operand lists, to share, and the sizes of its programs, to allocate at once.
+// its programs, whose instructions mostly recur at the same positions, and their
+// operand lists by contents.
 type blockSeed struct {
+	progs []*isa.Program
 	lists operandLists
-	sizes []programSize // per program of the block, in order
 }
-
-type programSize struct{ tiles, body int }
 
 // seedOf collects the seed of a block's programs.
 func seedOf(progs []*isa.Program) *blockSeed {
-	s := &blockSeed{lists: operandLists{}}
+	s := &blockSeed{progs: progs, lists: operandLists{}}
 	for _, p := range progs {
-		s.sizes = append(s.sizes, programSize{len(p.Tiles), len(p.Body)})
 		for _, in := range p.Body {
 			if key, ok := sharedOperandsKey(in.Args); ok {
 				s.lists[key] = in.Args
@@ -46,21 +46,23 @@ func seedOf(progs []*isa.Program) *blockSeed {
 	return s
 }
 
-// useSeed makes e share the seed's operand lists and sizes its program like the
-// seed's program k.
+// useSeed makes e share the seed's operand lists and start its program at the size
+// of the seed's program k, whose body it is likely to repeat.
 func (e *emitter) useSeed(seed *blockSeed, k int) {
 	if seed == nil {
 		return
 	}
 	e.seed = seed.lists
-	if k >= len(seed.sizes) {
+	if k >= len(seed.progs) {
 		return
 	}
-	if n := seed.sizes[k].tiles; n > 0 { // an empty program keeps nil slices
-		e.prog.Tiles = make([]isa.TileDecl, 0, n)
+	like := seed.progs[k]
+	e.seedBody = like.Body
+	if len(like.Tiles) > 0 { // an empty program keeps nil slices
+		e.prog.Tiles = make([]isa.TileDecl, 0, len(like.Tiles))
 	}
-	if n := seed.sizes[k].body; n > 0 {
-		e.prog.Body = make([]isa.Instr, 0, n)
+	if len(like.Body) > 0 {
+		e.prog.Body = make([]isa.Instr, 0, len(like.Body))
 	}
 }
 
@@ -89,6 +91,9 @@ func (e *emitter) emit(op isa.Opcode, args ...isa.Operand) {
 // others are copied to the slab. The result is capped, so appending to it cannot
 // reach other lists; nothing changes an emitted instruction's operands in place.
 func (e *emitter) operands(args []isa.Operand) []isa.Operand {
+	if k := len(e.prog.Body); k < len(e.seedBody) && sameOperands(e.seedBody[k].Args, args) {
+		return e.seedBody[k].Args // the common case: the seed's instruction at this position
+	}
 	key, shareable := sharedOperandsKey(args)
 	if shareable {
 		if out, ok := e.seed[key]; ok {
@@ -111,6 +116,21 @@ func (e *emitter) operands(args []isa.Operand) []isa.Operand {
 		e.shared[key] = out
 	}
 	return out
+}
+
+// sameOperands reports whether a, a list without GM views, is b, immediates bit for
+// bit.
+func sameOperands(a, b []isa.Operand) bool {
+	if len(a) != len(b) || len(a) == 0 {
+		return false
+	}
+	for i := range a {
+		x, y := &a[i], &b[i]
+		if x.Kind == isa.KindGM || *x != *y || math.Float64bits(x.Imm) != math.Float64bits(y.Imm) {
+			return false
+		}
+	}
+	return true
 }
 
 // operandsKey identifies a short operand list of tiles, immediates, pipes and
