@@ -32,9 +32,9 @@ func TestFootprintUnion(t *testing.T) {
 	assert.Zero(t, read+written)
 }
 
-// A moved window continuing the last one of its param to the right extends its byte
-// runs, one continuing it downwards joins it; a repeated window adds nothing; another
-// window adds its own runs.
+// A moved window continuing rows of the last one of its param to the right extends
+// their byte runs, one continuing it downwards joins it; a repeated window adds
+// nothing.
 func TestRecordMovedExtendsContinuingWindows(t *testing.T) {
 	c := &coreSim{}
 	at := func(offset, rows, cols int) movedWindow {
@@ -45,10 +45,13 @@ func TestRecordMovedExtendsContinuingWindows(t *testing.T) {
 	c.recordMoved(at(4, 2, 4), 9)
 	c.recordMoved(at(32, 2, 8), 10)
 	c.recordMoved(at(8, 4, 4), 12)
+	c.recordMoved(at(44, 2, 4), 13)
 	c.recordMoved(at(64, 2, 4), 11)
+	c.recordMoved(at(3, 1, 4), 14)
 	assert.Equal(t, []gmInterval{
 		{lo: 100, hi: 124, block: 3, pc: 7}, {lo: 132, hi: 156, block: 3, pc: 7},
-		{lo: 164, hi: 188, block: 3, pc: 10}, {lo: 196, hi: 220, block: 3, pc: 10},
+		{lo: 164, hi: 196, block: 3, pc: 10}, {lo: 196, hi: 228, block: 3, pc: 10},
 		{lo: 228, hi: 236, block: 3, pc: 11}, {lo: 260, hi: 268, block: 3, pc: 11},
+		{lo: 106, hi: 114, block: 3, pc: 14},
 	}, c.dynGM)
 }

@@ -42,20 +42,20 @@ type coreSim struct {
 	noMoved  bool // the run's GM windows are not needed (a timed run's value shadow)
 }
 
-// lastWindow is a recorded window with unit column stride, whose row r's byte run is
-// dynGM[first+r].
+// lastWindow is recorded windows joined downwards, one run per row: row r (in
+// elements from offset, rowStride apart, of size bytes) is dynGM[first+r], whatever
+// windows to its right extended it.
 type lastWindow struct {
-	view        isa.GMView
-	size, first int
-	ok          bool
+	offset, rows, rowStride, size, first int
+	ok                                   bool
 }
 
 // movedWindow is a GM window a register moved, as it ran in one block. A loop meets
 // the same window many times (a GEMM re-reads each tile of A and B); its byte runs
-// are recorded once, and a window that continues the last one of its param to the
-// right (the next stage along K, the next tile of a row) extends its runs, which
-// keeps the cross-block check and the footprint (sorts after the run) proportional
-// to the distinct runs, not to the instructions executed.
+// are recorded once, and a window that continues rows of the last one of its param
+// to the right (the next stage along K, the next tile of a row) extends their runs,
+// which keeps the cross-block check and the footprint (sorts after the run)
+// proportional to the distinct runs, not to the instructions executed.
 type movedWindow struct {
 	block, base, size int
 	view              isa.GMView

@@ -293,23 +293,39 @@ func (c *coreSim) recordMoved(w movedWindow, pc int) {
 		c.dynLast = append(c.dynLast, make([]lastWindow, slot+1-len(c.dynLast))...)
 	}
 	last, v := &c.dynLast[slot], w.view
-	unitCols := v.ColStride == 1 && v.RowStride != 0 && v.Rows > 0 && v.Cols > 0
-	if last.ok && unitCols && w.size == last.size && v.Rows == last.view.Rows && v.RowStride == last.view.RowStride && v.Offset == last.view.Offset+last.view.Cols {
-		for r := range v.Rows {
-			c.dynGM[last.first+r].hi += v.Cols * w.size
+	rowRuns := v.ColStride == 1 && v.RowStride > 0 && v.Rows > 0 && v.Cols > 0 // one run per row, in order
+	if last.ok && rowRuns && w.size == last.size && v.RowStride == last.rowStride {
+		if c.extendRight(last, v, w.base) {
+			return
 		}
-		last.view.Cols += v.Cols
-		return
+		if v.Offset == last.offset+last.rows*v.RowStride && last.first+last.rows == len(c.dynGM) {
+			// The window continues downwards and its rows follow the last's in dynGM.
+			c.dynGM = append(c.dynGM, viewIntervals(v, w.size, w.base, w.block, pc, w.write)...)
+			last.rows += v.Rows
+			return
+		}
 	}
-	if last.ok && unitCols && w.size == last.size && v.Cols == last.view.Cols && v.RowStride == last.view.RowStride &&
-		v.Offset == last.view.Offset+last.view.Rows*v.RowStride && last.first+last.view.Rows == len(c.dynGM) {
-		// The window continues downwards and its rows follow the last's in dynGM.
-		c.dynGM = append(c.dynGM, viewIntervals(v, w.size, w.base, w.block, pc, w.write)...)
-		last.view.Rows += v.Rows
-		return
-	}
-	*last = lastWindow{view: v, size: w.size, first: len(c.dynGM), ok: unitCols}
+	*last = lastWindow{offset: v.Offset, rows: v.Rows, rowStride: v.RowStride, size: w.size, first: len(c.dynGM), ok: rowRuns}
 	c.dynGM = append(c.dynGM, viewIntervals(v, w.size, w.base, w.block, pc, w.write)...)
+}
+
+// extendRight extends the runs of last's rows that window v (one run per row, last's
+// row stride) continues to the right, if its every row starts where such a run ends.
+func (c *coreSim) extendRight(last *lastWindow, v isa.GMView, base int) bool {
+	r0 := (v.Offset - last.offset) / v.RowStride
+	if v.Offset < last.offset || r0+v.Rows > last.rows {
+		return false
+	}
+	runs := c.dynGM[last.first+r0 : last.first+r0+v.Rows]
+	for r := range runs {
+		if runs[r].hi != base+(v.Offset+r*v.RowStride)*last.size {
+			return false
+		}
+	}
+	for r := range runs {
+		runs[r].hi += v.Cols * last.size
+	}
+	return true
 }
 
 // size is a dimension given by register ref (or n when none), which must lie in

@@ -32,9 +32,10 @@ type result struct {
 func main() {
 	reps := flag.Int("reps", 1, "runs per case (the fastest counts)")
 	only := flag.String("case", "", "run only the cases whose name contains this")
+	mode := flag.String("mode", "", "run only this mode (functional or timed)")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the runs to this file")
 	flag.Parse()
-	if err := profiled(*cpuProfile, func() error { return run(*reps, *only) }); err != nil {
+	if err := profiled(*cpuProfile, func() error { return run(*reps, *only, *mode) }); err != nil {
 		fmt.Fprintln(os.Stderr, "pto-simspeed:", err)
 		os.Exit(1)
 	}
@@ -65,7 +66,7 @@ type workload struct {
 	gm     []byte
 }
 
-func run(reps int, only string) error {
+func run(reps int, only, onlyMode string) error {
 	chip, err := device.Preset("a2")
 	if err != nil {
 		return err
@@ -92,6 +93,9 @@ func run(reps int, only string) error {
 			return err
 		}
 		for _, mode := range []string{"functional", "timed"} {
+			if onlyMode != "" && mode != onlyMode {
+				continue
+			}
 			opts := device.RunOptions{Functional: mode == "functional"}
 			best := -1.0
 			var cycles int64
