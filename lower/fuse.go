@@ -30,9 +30,9 @@ func fusable(n *core.Node) bool {
 	return !missing
 }
 
-// runFuseElementwise groups each fusable node with its one consumer when the consumer
-// is fusable and has the same shape (so the producer's value is one tile of the
-// consumer's iteration space; a constant fits any shape), and rewrites each group of two
+// runFuseElementwise groups each fusable node with its consumers when they are fusable,
+// all in one group and of the same shape (so the producer's value is one tile of the
+// consumers' iteration space; a constant fits any shape), and rewrites each group of two
 // or more into a fused op.
 func runFuseElementwise(c *compilation) error {
 	g := c.graph
@@ -41,29 +41,20 @@ func runFuseElementwise(c *compilation) error {
 	for _, o := range g.Outputs {
 		isOut[o] = true
 	}
-	root := make([]core.Value, len(g.Nodes))
-	for i := range root {
-		root[i] = core.Value(i)
-	}
-	for i := len(g.Nodes) - 1; i >= 0; i-- {
-		n := g.Nodes[i]
-		if n.Op == core.OpParam || !fusable(n) || isOut[core.Value(i)] || len(users[i]) != 1 {
-			continue
-		}
-		u := users[i][0]
-		// A constant (full) is the same at every index, so it fuses into a consumer of any
-		// shape it broadcasts to; other producers must cover the consumer's space.
-		sameSpace := g.Type(core.Value(i)).Shape.Equal(g.Type(u).Shape) || n.Op == "full"
-		if fusable(g.Nodes[u]) && sameSpace {
-			root[i] = root[u]
+	// Groups where values read by several steps stay on chip; where such a group needs
+	// more scratch than the chip has, its single-reader chains alone, and where even
+	// those do not fit, no fusion.
+	root := elementwiseGroups(g, users, isOut, true)
+	chains := elementwiseGroups(g, users, isOut, false)
+	members := groupMembers(root)
+	for r, group := range members {
+		if !fusedFits(c, g, append(group, r)) {
+			for _, m := range append(group, r) {
+				root[m] = chains[m] // chains never leave the group they are part of
+			}
 		}
 	}
-	members := map[core.Value][]core.Value{}
-	for i, r := range root {
-		if int(r) != i {
-			members[r] = append(members[r], core.Value(i))
-		}
-	}
+	members = groupMembers(root)
 	for r, group := range members {
 		if !fusedFits(c, g, append(group, r)) { // too much scratch for the chip: keep them apart
 			for _, m := range group {
@@ -90,6 +81,48 @@ func runFuseElementwise(c *compilation) error {
 	}
 	c.graph = ng
 	return nil
+}
+
+// elementwiseGroups gives each node the last node of its fusion group (consumers are
+// visited first, so their groups are final). A fusable node joins its consumers' group
+// when they are fusable, of its shape (a constant fits any shape: it is the same at
+// every index) and, with shared, all in one group; without shared, when it has one
+// consumer.
+func elementwiseGroups(g *core.Graph, users [][]core.Value, isOut map[core.Value]bool, shared bool) []core.Value {
+	root := make([]core.Value, len(g.Nodes))
+	for i := range root {
+		root[i] = core.Value(i)
+	}
+	for i := len(g.Nodes) - 1; i >= 0; i-- {
+		n := g.Nodes[i]
+		if n.Op == core.OpParam || !fusable(n) || isOut[core.Value(i)] || len(users[i]) == 0 || (!shared && len(users[i]) != 1) {
+			continue
+		}
+		group, ok := core.Value(-1), true
+		for _, u := range users[i] {
+			sameSpace := g.Type(core.Value(i)).Shape.Equal(g.Type(u).Shape) || n.Op == "full"
+			if !fusable(g.Nodes[u]) || !sameSpace || (group >= 0 && root[u] != group) {
+				ok = false
+				break
+			}
+			group = root[u]
+		}
+		if ok {
+			root[i] = group
+		}
+	}
+	return root
+}
+
+// groupMembers lists the other members of each group of two or more, by its last node.
+func groupMembers(root []core.Value) map[core.Value][]core.Value {
+	members := map[core.Value][]core.Value{}
+	for i, r := range root {
+		if int(r) != i {
+			members[r] = append(members[r], core.Value(i))
+		}
+	}
+	return members
 }
 
 // buildFusedOp makes the op (fused or fused_rows) of group (its members and, last, its

@@ -19,8 +19,8 @@ func taskOps(exe *Executable) []string {
 	return ops
 }
 
-// A chain of elementwise ops becomes one kernel; a value read twice, or that is a
-// graph output, stays in GM.
+// A chain of elementwise ops becomes one kernel; a value read twice by one kernel
+// stays on chip when the chip has the scratch for it (a2), else in GM (tiny).
 func TestElementwiseChainsFuse(t *testing.T) {
 	chip := presets(t)[0]
 	bl := core.NewBuilder("chain")
@@ -32,13 +32,18 @@ func TestElementwiseChainsFuse(t *testing.T) {
 		return v
 	}
 	y := op("tanh", op("mul", op("add", x, b), x)) // add, mul, tanh: one kernel
-	z := op("add", y, y)                           // y is read twice: y stays a tensor
+	z := op("add", y, y)                           // y is read twice
 	bl.Output(op("relu", z))
 	g := bl.Graph()
 	exe, err := Compile(g, Options{Chip: chip, Verify: true})
 	require.NoError(t, err)
 	require.Equal(t, []string{"fused", "fused"}, taskOps(exe), "add-mul-tanh, then add-relu")
 	compileAndCompare(t, chip, g, 0)
+	a2 := presets(t)[1]
+	one, err := Compile(g, Options{Chip: a2, Verify: true})
+	require.NoError(t, err)
+	require.Equal(t, []string{"fused"}, taskOps(one), "all five in one kernel")
+	compileAndCompare(t, a2, g, 0)
 
 	unfused, err := Compile(g, Options{Chip: chip, Verify: true, Disabled: map[string]bool{"fuse-elementwise": true}})
 	require.NoError(t, err)
