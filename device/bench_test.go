@@ -70,3 +70,22 @@ func BenchmarkSoftmax(b *testing.B) {
 	}
 	b.ReportMetric(float64(st.Cycles), "sim-cycles")
 }
+
+// BenchmarkMatmulKernel runs the selected fp16 cube kernel (matmulF32Exact) on the
+// calibration GEMM's base block, 128 x 64 @ 64 x 256 into an f32 accumulator.
+func BenchmarkMatmulKernel(b *testing.B) {
+	const m, k, n = 128, 64, 256
+	rng := rand.New(rand.NewPCG(5, 6))
+	a := make([]float32, m*k)
+	bm := make([]float32, k*n)
+	c := make([]float32, m*n)
+	for _, s := range [][]float32{a, bm} {
+		for i := range s {
+			s[i] = dtype.Float16ToFloat32(dtype.Float32ToFloat16(float32(rng.NormFloat64())))
+		}
+	}
+	b.SetBytes(2 * m * k * n) // "bytes" = flops, so MB/s reads as MFLOP/s
+	for b.Loop() {
+		matmulF32Exact(c, a, bm, m, k, n, n, k, n)
+	}
+}

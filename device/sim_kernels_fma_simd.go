@@ -16,8 +16,10 @@ func matmulExactAVX512(c, a, b []float32, m, k, n, ldc, lda, ldb int) {
 	}
 	// The bounds checks of every element the blocks touch.
 	_, _, _ = c[(m-1)*ldc+n-1], a[(m-1)*lda+k-1], b[(k-1)*ldb+n-1]
-	for i := 0; i < m4; i += 4 {
-		for j := 0; j < n64; j += 64 {
+	// Columns outside, rows inside: the k x 64 slice of b the blocks share stays in
+	// the L1 cache while the rows of a stream past it.
+	for j := 0; j < n64; j += 64 {
+		for i := 0; i < m4; i += 4 {
 			fma4x64(&c[i*ldc+j], &a[i*lda], &b[j], k, ldc, lda, ldb)
 		}
 	}
