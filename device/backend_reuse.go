@@ -1,7 +1,6 @@
 package device
 
 import (
-	"maps"
 	"math"
 	"slices"
 	"sync"
@@ -21,7 +20,8 @@ import (
 
 // Compiler compiles programs for one chip, compiling each shape once. It is safe for
 // concurrent use. The machine programs of one shape share the operand slices of
-// instructions that name no GM view: compiled programs are never modified. It keeps
+// instructions that name no GM view, their high-water marks and, when their names
+// agree, their params and allocations: compiled programs are never modified. It keeps
 // the programs it compiled to compare later ones with, so they must not change while
 // it is in use.
 type Compiler struct {
@@ -101,9 +101,15 @@ func (c *Compiler) add(h uint64, e *shapeEntry) {
 // names and params.
 func (e *shapeEntry) rebuild(p *isa.Program) *MachineProgram {
 	src := e.mp
-	tiles := slices.Clone(src.Tiles)
-	for i := range tiles {
-		tiles[i].Decl = p.Tiles[i]
+	// Same names: the declarations are the same too, and shared like the operands.
+	params, regs, tiles := src.Params, src.Regs, src.Tiles
+	if !sameNames(e.src, p) {
+		params = append([]isa.Param(nil), p.Params...)
+		regs = append([]isa.RegDecl(nil), p.Regs...)
+		tiles = slices.Clone(src.Tiles)
+		for i := range tiles {
+			tiles[i].Decl = p.Tiles[i]
+		}
 	}
 	ins := slices.Clone(src.Instrs)
 	n := 0
@@ -126,11 +132,11 @@ func (e *shapeEntry) rebuild(p *isa.Program) *MachineProgram {
 		Name:      p.Name,
 		Chip:      src.Chip,
 		Core:      p.Core,
-		Params:    append([]isa.Param(nil), p.Params...),
-		Regs:      append([]isa.RegDecl(nil), p.Regs...),
+		Params:    params,
+		Regs:      regs,
 		Tiles:     tiles,
 		Instrs:    ins,
-		HighWater: maps.Clone(src.HighWater),
+		HighWater: src.HighWater,
 	}
 }
 
