@@ -33,10 +33,7 @@ func EliminateCommonSubexpressions(g *Graph) *Graph {
 		}
 		key.Reset()
 		fmt.Fprintf(&key, "%s(", n.Op)
-		ins := make([]Value, len(n.Inputs))
-		for k, in := range n.Inputs {
-			ins[k] = same[in]
-		}
+		ins := n.mapInputs(same)
 		if commutative[n.Op] {
 			slices.Sort(ins)
 		}

@@ -57,10 +57,7 @@ func decomposeOnce(g *Graph) (*Graph, error) {
 		if n.Op == OpParam {
 			continue
 		}
-		ins := make([]Value, len(n.Inputs))
-		for k, in := range n.Inputs {
-			ins[k] = vals[in]
-		}
+		ins := n.mapInputs(vals)
 		def, _ := LookupOp(n.Op)
 		var v Value
 		var err error

@@ -16,6 +16,25 @@ type Node struct {
 	Loc    Location // where the user's code created it (not part of the text form)
 }
 
+// OutputSet is the set of values g returns.
+func (g *Graph) OutputSet() map[Value]bool {
+	out := make(map[Value]bool, len(g.Outputs))
+	for _, o := range g.Outputs {
+		out[o] = true
+	}
+	return out
+}
+
+// mapInputs gives n's inputs as values of a graph being rebuilt from n's: vals maps
+// every earlier value of n's graph to its counterpart.
+func (n *Node) mapInputs(vals []Value) []Value {
+	ins := make([]Value, len(n.Inputs))
+	for k, in := range n.Inputs {
+		ins[k] = vals[in]
+	}
+	return ins
+}
+
 // Graph is a Tensor Graph: nodes in topological order (every input of a node is an
 // earlier node), the parameters among them, and the values it returns.
 type Graph struct {

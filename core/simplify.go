@@ -227,10 +227,7 @@ func SimplifyAlgebra(g *Graph) (*Graph, error) {
 		if n.Op == OpParam {
 			continue
 		}
-		ins := make([]Value, len(n.Inputs))
-		for k, in := range n.Inputs {
-			ins[k] = vals[in]
-		}
+		ins := n.mapInputs(vals)
 		done := false
 		for _, s := range byOp[n.Op] {
 			v, ok, err := s.apply(b, n, ins)

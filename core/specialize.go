@@ -180,10 +180,7 @@ func Specialize(g *Graph, b Binding) (*Graph, error) {
 		if n.Op == OpParam {
 			continue
 		}
-		ins := make([]Value, len(n.Inputs))
-		for k, in := range n.Inputs {
-			ins[k] = vals[in]
-		}
+		ins := n.mapInputs(vals)
 		v, err := out.Op(n.Op, ins, substituteAttrs(n.Attrs, b), n.Loc)
 		if err != nil {
 			e := AsError(err)

@@ -45,10 +45,7 @@ func viewFolds(g *core.Graph) map[core.Value]viewFold {
 	}
 	// Keep the views every reader of which can take them, from the last node back.
 	users := g.Users()
-	isOut := map[core.Value]bool{}
-	for _, o := range g.Outputs {
-		isOut[o] = true
-	}
+	isOut := g.OutputSet()
 	folds := map[core.Value]viewFold{}
 	for i := len(g.Nodes) - 1; i >= 0; i-- {
 		v := core.Value(i)

@@ -37,10 +37,7 @@ func fusable(n *core.Node) bool {
 func runFuseElementwise(c *compilation) error {
 	g := c.graph
 	users := g.Users()
-	isOut := map[core.Value]bool{}
-	for _, o := range g.Outputs {
-		isOut[o] = true
-	}
+	isOut := g.OutputSet()
 	// Groups where values read by several steps stay on chip; where such a group needs
 	// more scratch than the chip has, its single-reader chains alone, and where even
 	// those do not fit, no fusion.

@@ -26,10 +26,7 @@ type attentionMatch struct {
 func runFuseAttention(c *compilation) error {
 	g := c.graph
 	users := g.Users()
-	isOut := map[core.Value]bool{}
-	for _, o := range g.Outputs {
-		isOut[o] = true
-	}
+	isOut := g.OutputSet()
 	private := func(v core.Value) bool { return len(users[v]) == 1 && !isOut[v] }
 	roots := map[core.Value]*attentionMatch{}
 	absorbed := map[core.Value]bool{}

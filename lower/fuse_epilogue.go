@@ -21,10 +21,7 @@ import (
 func runFuseEpilogue(c *compilation) error {
 	g := c.graph
 	users := g.Users()
-	isOut := map[core.Value]bool{}
-	for _, o := range g.Outputs {
-		isOut[o] = true
-	}
+	isOut := g.OutputSet()
 	type pair struct {
 		mm     core.Value
 		body   string

@@ -38,10 +38,7 @@ func lastAxisOfOne(a, b core.Shape) bool {
 func runFuseRows(c *compilation) error {
 	g := c.graph
 	users := g.Users()
-	isOut := map[core.Value]bool{}
-	for _, o := range g.Outputs {
-		isOut[o] = true
-	}
+	isOut := g.OutputSet()
 	root := make([]core.Value, len(g.Nodes))
 	for i := range root {
 		root[i] = -1

@@ -68,10 +68,7 @@ func runInferLayouts(c *compilation) error {
 func keptConversions(g *core.Graph) []LayoutConversion {
 	var out []LayoutConversion
 	users := g.Users()
-	isOut := map[core.Value]bool{}
-	for _, o := range g.Outputs {
-		isOut[o] = true
-	}
+	isOut := g.OutputSet()
 	for i, n := range g.Nodes {
 		if n.Op != "layout_transform" || (len(users[i]) == 0 && !isOut[core.Value(i)]) {
 			continue

@@ -11,10 +11,7 @@ import "pypto/core"
 func runSplitConstants(c *compilation) error {
 	g := c.graph
 	users := g.Users()
-	isOut := map[core.Value]bool{}
-	for _, o := range g.Outputs {
-		isOut[o] = true
-	}
+	isOut := g.OutputSet()
 	shared := func(x core.Value) bool { return g.Nodes[x].Op == "full" && len(users[x]) > 1 }
 	// keep reports whether constant x still has a reader that takes the shared node.
 	keep := func(x core.Value) bool {
