@@ -102,7 +102,7 @@ func RunTask(chip *Chip, gm []byte, kind isa.CoreKind, blocks []Block, opts RunO
 		for bi := ci; bi < len(blocks); bi += cores {
 			for loc, n := range extents[blocks[bi].Prog] {
 				if n > len(c.bufs[loc]) {
-					c.bufs[loc] = make([]byte, n)
+					c.bufs[loc] = newBuffer(int(loc), n)
 				}
 			}
 		}
@@ -130,6 +130,7 @@ func RunTask(chip *Chip, gm []byte, kind isa.CoreKind, blocks []Block, opts RunO
 		return nil, err
 	}
 	st = collect(chip, kind, blocks, sims, extents)
+	releaseBuffers(sims)
 	st.FootprintRead, st.FootprintWritten = footprint(windows)
 	if mem != nil {
 		st.L2Hits, st.L2Misses = mem.hits, mem.misses

@@ -149,6 +149,7 @@ func RunGroupTask(chip *Chip, gm []byte, groups []Group, opts RunOptions) (st *T
 		longest = max(longest, a.cube.cycles)
 	}
 	addCounters(st, sims)
+	releaseBuffers(sims)
 	st.FootprintRead, st.FootprintWritten = footprint(windows)
 	if mem != nil {
 		st.L2Hits, st.L2Misses = mem.hits, mem.misses
@@ -187,7 +188,7 @@ func (a *aiCore) size(extents map[*MachineProgram]map[isa.Location]int) {
 	grow := func(c *coreSim, m *MachineProgram) {
 		for loc, n := range extents[m] {
 			if n > len(c.bufs[loc]) {
-				c.bufs[loc] = make([]byte, n)
+				c.bufs[loc] = newBuffer(int(loc), n)
 			}
 		}
 	}

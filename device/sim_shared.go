@@ -94,14 +94,16 @@ func runSharedTask(chip *Chip, kind isa.CoreKind, gm []byte, blocks []Block, cor
 	fun := opts
 	fun.Functional, fun.Trace = true, false
 	errs := make([]error, len(sims))
+	shadows := make([]*coreSim, len(sims))
 	var wg sync.WaitGroup
 	for ci, t := range sims {
 		c := newCoreSim(chip, kind, ci, gm, fun)
+		shadows[ci] = c
 		c.noMoved = true // the timing loop records the moved windows
 		c.bufs = [isa.NumLocations][]byte{}
 		for loc, b := range t.bufs {
 			if len(b) > 0 {
-				c.bufs[loc] = make([]byte, len(b))
+				c.bufs[loc] = newBuffer(loc, len(b))
 			}
 		}
 		wg.Go(func() { errs[ci] = c.run(blocks, cores) })
@@ -111,6 +113,7 @@ func runSharedTask(chip *Chip, kind isa.CoreKind, gm []byte, blocks []Block, cor
 	}
 	err := runShared(sims, blocks, cores)
 	wg.Wait()
+	releaseBuffers(shadows)
 	if err != nil {
 		return err // a race or a timing-side error comes first
 	}

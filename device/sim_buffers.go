@@ -1,0 +1,36 @@
+package device
+
+import (
+	"sync"
+
+	"pypto/isa"
+)
+
+// The cores' buffers (L1, L0, UB: about a megabyte per core) are recycled between
+// tasks: fresh ones cost page faults and garbage collections on every run, as much
+// as the simulated work of a small task.
+var bufferPools [isa.NumLocations]sync.Pool // of *[]byte
+
+// newBuffer returns n zero bytes for a core's buffer at loc, reusing a released one
+// of that location when it is large enough.
+func newBuffer(loc int, n int) []byte {
+	if p, _ := bufferPools[loc].Get().(*[]byte); p != nil && cap(*p) >= n {
+		b := (*p)[:n]
+		clear(b)
+		return b
+	}
+	return make([]byte, n)
+}
+
+// releaseBuffers hands the cores' buffers back for later tasks; the cores must not
+// run again.
+func releaseBuffers(sims []*coreSim) {
+	for _, c := range sims {
+		for loc, b := range c.bufs {
+			if cap(b) > 0 {
+				bufferPools[loc].Put(&b)
+			}
+			c.bufs[loc] = nil
+		}
+	}
+}
