@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"container/heap"
 	"fmt"
+	"iter"
 
 	"pypto/isa"
 )
@@ -117,7 +118,7 @@ func blockGM(gm []byte, core, bi int, blk *Block) ([]gmInterval, error) {
 			if o.GM.OffsetReg != 0 {
 				continue // moved at run time: recorded as it runs (blockRun.resolve)
 			}
-			ivs = append(ivs, viewIntervals(o.GM, o.DType.Size(), blk.ParamAddrs[o.GM.Param], bi, pc, write)...)
+			ivs = appendViewIntervals(ivs, o.GM, o.DType.Size(), blk.ParamAddrs[o.GM.Param], bi, pc, write)
 		}
 	}
 	// Hazards are tracked per param, so two params of one block must not share bytes
@@ -138,46 +139,52 @@ func writesGM(op isa.Opcode, gi int) bool {
 	return gi == 0 && (op == isa.TSTORE || op == isa.TSTORE_FP || op == isa.MSCATTER)
 }
 
-// viewIntervals is the GM byte runs of a view for the cross-block check.
-func viewIntervals(v isa.GMView, size, base, bi, pc int, write bool) []gmInterval {
-	var ivs []gmInterval
-	for _, r := range viewRuns(v, size) {
-		ivs = append(ivs, gmInterval{lo: base + r[0], hi: base + r[1], block: bi, pc: pc, write: write})
+// appendViewIntervals appends the GM byte runs of a view to ivs, for the cross-block
+// check.
+func appendViewIntervals(ivs []gmInterval, v isa.GMView, size, base, bi, pc int, write bool) []gmInterval {
+	for lo, hi := range viewRuns(v, size) {
+		ivs = append(ivs, gmInterval{lo: base + lo, hi: base + hi, block: bi, pc: pc, write: write})
 	}
 	return ivs
 }
 
-// viewRuns lists the contiguous byte runs (relative to the param) a view touches: a
-// run per row when one axis has unit stride, per element otherwise; rows repeated by
-// a zero stride are listed once.
-func viewRuns(v isa.GMView, size int) [][2]int {
-	if v.Rows <= 0 || v.Cols <= 0 {
-		return nil
-	}
-	rows, cols, rs, cs := v.Rows, v.Cols, v.RowStride, v.ColStride
-	if abs(rs) == 1 && abs(cs) != 1 { // contiguous columns: walk them as rows
-		rows, cols, rs, cs = cols, rows, cs, rs
-	}
-	if rs == 0 {
-		rows = 1
-	}
-	var runs [][2]int
-	for r := 0; r < rows; r++ {
-		start := v.Offset + r*rs
-		switch {
-		case cs == 0 || cols == 1:
-			runs = append(runs, [2]int{start * size, (start + 1) * size})
-		case abs(cs) == 1:
-			lo := min(start, start+(cols-1)*cs)
-			runs = append(runs, [2]int{lo * size, (lo + cols) * size})
-		default:
-			for c := 0; c < cols; c++ {
-				e := start + c*cs
-				runs = append(runs, [2]int{e * size, (e + 1) * size})
+// viewRuns yields the contiguous byte runs [lo, hi) (relative to the param) a view
+// touches: a run per row when one axis has unit stride, per element otherwise; rows
+// repeated by a zero stride are yielded once.
+func viewRuns(v isa.GMView, size int) iter.Seq2[int, int] {
+	return func(yield func(lo, hi int) bool) {
+		if v.Rows <= 0 || v.Cols <= 0 {
+			return
+		}
+		rows, cols, rs, cs := v.Rows, v.Cols, v.RowStride, v.ColStride
+		if abs(rs) == 1 && abs(cs) != 1 { // contiguous columns: walk them as rows
+			rows, cols, rs, cs = cols, rows, cs, rs
+		}
+		if rs == 0 {
+			rows = 1
+		}
+		for r := 0; r < rows; r++ {
+			start := v.Offset + r*rs
+			switch {
+			case cs == 0 || cols == 1:
+				if !yield(start*size, (start+1)*size) {
+					return
+				}
+			case abs(cs) == 1:
+				lo := min(start, start+(cols-1)*cs)
+				if !yield(lo*size, (lo+cols)*size) {
+					return
+				}
+			default:
+				for c := 0; c < cols; c++ {
+					e := start + c*cs
+					if !yield(e*size, (e+1)*size) {
+						return
+					}
+				}
 			}
 		}
 	}
-	return runs
 }
 
 func abs(v int) int {

@@ -300,13 +300,13 @@ func (c *coreSim) recordMoved(w movedWindow, pc int) {
 		}
 		if v.Offset == last.offset+last.rows*v.RowStride && last.first+last.rows == len(c.dynGM) {
 			// The window continues downwards and its rows follow the last's in dynGM.
-			c.dynGM = append(c.dynGM, viewIntervals(v, w.size, w.base, w.block, pc, w.write)...)
+			c.dynGM = appendViewIntervals(c.dynGM, v, w.size, w.base, w.block, pc, w.write)
 			last.rows += v.Rows
 			return
 		}
 	}
 	*last = lastWindow{offset: v.Offset, rows: v.Rows, rowStride: v.RowStride, size: w.size, first: len(c.dynGM), ok: rowRuns}
-	c.dynGM = append(c.dynGM, viewIntervals(v, w.size, w.base, w.block, pc, w.write)...)
+	c.dynGM = appendViewIntervals(c.dynGM, v, w.size, w.base, w.block, pc, w.write)
 }
 
 // extendRight extends the runs of last's rows that window v (one run per row, last's
