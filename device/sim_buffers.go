@@ -6,14 +6,14 @@ import (
 	"pypto/isa"
 )
 
-// The cores' buffers (L1, L0, UB: about a megabyte per core) are recycled between
-// tasks: fresh ones cost page faults and garbage collections on every run, as much
-// as the simulated work of a small task.
+// The cores' buffers (L1, L0, UB: hundreds of kilobytes per core) are recycled between
+// tasks: fresh ones cost page faults and garbage collections on every run (1.5 of 19
+// ms for the 1024^3 GEMM of bench/sim_speed.py).
 var bufferPools [isa.NumLocations]sync.Pool // of *[]byte
 
 // newBuffer returns n zero bytes for a core's buffer at loc, reusing a released one
 // of that location when it is large enough.
-func newBuffer(loc int, n int) []byte {
+func newBuffer(loc, n int) []byte {
 	if p, _ := bufferPools[loc].Get().(*[]byte); p != nil && cap(*p) >= n {
 		b := (*p)[:n]
 		clear(b)
