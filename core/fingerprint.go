@@ -2,11 +2,11 @@ package core
 
 import (
 	"encoding/binary"
+	"encoding/hex"
 	"fmt"
 	"hash/maphash"
 	"math"
 	"slices"
-	"strconv"
 )
 
 // Fingerprint is a 128-bit hash of everything the text form of g holds (its name,
@@ -31,10 +31,10 @@ func Fingerprint(g *Graph) string {
 	for _, o := range g.Outputs {
 		buf = binary.AppendVarint(buf, int64(o))
 	}
-	var out [32]byte
-	h1, h2 := maphash.Bytes(fingerprintSeeds[0], buf), maphash.Bytes(fingerprintSeeds[1], buf)
-	hexOf := strconv.AppendUint(strconv.AppendUint(out[:0], h1, 16), h2, 16)
-	return string(hexOf)
+	var sum [16]byte
+	binary.BigEndian.PutUint64(sum[:8], maphash.Bytes(fingerprintSeeds[0], buf))
+	binary.BigEndian.PutUint64(sum[8:], maphash.Bytes(fingerprintSeeds[1], buf))
+	return hex.EncodeToString(sum[:])
 }
 
 // fingerprintSeeds make the two independent 64-bit halves of a fingerprint.
