@@ -185,10 +185,29 @@ func (g *graphGen) step() {
 			w = g.param(core.TensorType{DType: dtype.Float16, Shape: g.typ(w).Shape})
 			a, _ = g.op("cast", core.Attrs{"dtype": "float16"}, a)
 		}
-		if k := g.rng.IntN(2); k == 0 {
-			g.op("matmul", nil, a, w)
-		} else if wt, ok := g.op("transpose", nil, w); ok {
-			g.op("matmul", core.Attrs{"transpose_b": true}, a, wt)
+		var prod core.Value
+		ok := false
+		switch g.rng.IntN(3) {
+		case 0:
+			prod, ok = g.op("matmul", nil, a, w)
+		case 1:
+			if wt, tok := g.op("transpose", nil, w); tok {
+				prod, ok = g.op("matmul", core.Attrs{"transpose_b": true}, a, wt)
+			}
+		case 2: // a column slice of a wider weight: a strided view the matmul reads in place
+			tw := g.typ(w)
+			wide := g.param(core.TensorType{DType: tw.DType, Shape: core.Shape{tw.Shape[0], tw.Shape[1] + 3}})
+			if sw, sok := g.op("slice", core.Attrs{"starts": []int64{0, 2}, "stops": []int64{int64(tw.Shape[0]), int64(tw.Shape[1] + 2)}, "steps": []int64{1, 1}}, wide); sok {
+				prod, ok = g.op("matmul", nil, a, sw)
+			}
+		}
+		// Sometimes the product goes 3-D and meets a same-shape operand there, as a
+		// linear layer's output meets its residual.
+		if pt := g.typ(prod); ok && g.rng.IntN(2) == 0 && len(pt.Shape) == 2 {
+			shape3 := []int64{1, int64(pt.Shape[0]), int64(pt.Shape[1])}
+			if r, rok := g.op("reshape", core.Attrs{"shape": shape3}, prod); rok {
+				g.op("add", nil, r, g.param(g.typ(r)))
+			}
 		}
 	}
 }
