@@ -81,7 +81,7 @@ func emitAttention(g *groupEmitter, tg *TileGraph, op *TileOp, tiles []int) {
 // L0A when there are two); K^T and V blocks stream through L1 (double buffered) into
 // L0B; the chunks' scores, probabilities and products alternate between two buffers.
 func emitAttentionCube(e *emitter, tg *TileGraph, op *TileOp, a attentionShape, tiles []int) {
-	out := tg.Tensors[op.Output].Type.Shape
+	out := attentionOutShape(tg, op)
 	qv := operandView(e, tg, op.Inputs[0], out, false)
 	kv := operandView(e, tg, op.Inputs[1], out, true)
 	vv := operandView(e, tg, op.Inputs[2], out, false)
@@ -211,7 +211,7 @@ func (v *attentionVector) column(name string) int {
 
 // emitAttentionVector is vector core h's program over the block's tiles.
 func emitAttentionVector(e *emitter, tg *TileGraph, op *TileOp, a attentionShape, tiles []int, h int) {
-	out := tg.Tensors[op.Output].Type.Shape
+	out := attentionOutShape(tg, op)
 	l, s, ev := op.Problem[1], op.Problem[2], op.Problem[4]
 	causal := op.Attrs.Bool("is_causal", false)
 	v := &attentionVector{e: e, a: a, h: h, blockMasks: map[blockMask]int{}, scaleBy: op.Attrs.Str("scale_by", "")}
@@ -277,7 +277,7 @@ func emitAttentionVector(e *emitter, tg *TileGraph, op *TileOp, a attentionShape
 			}
 		}
 	}
-	ov := newMatrixView(e.params[op.Output], out, out, false)
+	ov := attentionOutView(e, tg, op)
 	step := 0
 	for _, t := range tiles {
 		b, qi := attentionTileOf(op, t)
@@ -414,4 +414,31 @@ func (v *attentionVector) absorb(kb int, cs chunkState) {
 func init() {
 	lowerings["flash_attention"] = lowering{kind: TileAttention, core: isa.Cube}
 	groupEmitters[TileAttention] = emitAttention
+}
+
+// attentionOutShape is the shape the kernel computes, [..., H, L, Ev], whichever way
+// the output stores it.
+func attentionOutShape(tg *TileGraph, op *TileOp) core.Shape {
+	return attentionOutType(op, tg.Tensors).Shape
+}
+
+// attentionOutType is the output's type seen as the kernel computes it (attentionOutShape).
+func attentionOutType(op *TileOp, tensors []GMTensor) core.TensorType {
+	t := tensors[op.Output].Type
+	if op.Attrs.Bool("heads_last", false) {
+		t.Shape = core.SwapHeads(t.Shape)
+	}
+	return t
+}
+
+// attentionOutView addresses the output: row-major [..., H, L, Ev], or heads-last
+// [..., L, H, Ev] storage seen with the heads and query axes exchanged.
+func attentionOutView(e *emitter, tg *TileGraph, op *TileOp) matrixView {
+	out := attentionOutShape(tg, op)
+	st := tg.Tensors[op.Output].Type.Shape.Strides()
+	if op.Attrs.Bool("heads_last", false) {
+		n := len(st)
+		st[n-3], st[n-2] = st[n-2], st[n-3]
+	}
+	return newStridedMatrixView(e.params[op.Output], out, affineMap{strides: st}, out, false)
 }

@@ -90,3 +90,37 @@ func TestReshapeView(t *testing.T) {
 	require.True(t, ok)
 	assert.Equal(t, []int{0, 1, 0}, r.strides)
 }
+
+// Multi-head attention's transpose back to [batch, seq, heads, dim] is made by the
+// attention kernel's stores; the reshape merging the heads is then an alias.
+func TestAttentionStoresHeadsLast(t *testing.T) {
+	const b, s, h, d = 2, 40, 3, 16
+	for _, chip := range presets(t) {
+		t.Run(chip.Name, func(t *testing.T) {
+			bl := core.NewBuilder("heads")
+			typ := core.TensorType{DType: dtype.Float16, Shape: core.Shape{b, h, s, d}}
+			q, k, v := bl.Param("q", typ), bl.Param("k", typ), bl.Param("v", typ)
+			op := func(name string, attrs core.Attrs, in ...core.Value) core.Value {
+				x, err := bl.Op(name, in, attrs, core.Location{})
+				require.NoError(t, err)
+				return x
+			}
+			a := op("scaled_dot_product_attention", core.Attrs{"is_causal": true}, q, k, v)
+			a = op("transpose", core.Attrs{"perm": []int64{0, 2, 1, 3}}, a)
+			bl.Output(op("reshape", core.Attrs{"shape": []int64{b, s, h * d}}, a))
+			g := bl.Graph()
+			exe, err := Compile(g, Options{Chip: chip, Verify: true})
+			require.NoError(t, err)
+			assert.Equal(t, []string{"flash_attention"}, taskOps(exe))
+			plain, err := Compile(g, Options{Chip: chip, Verify: true, Disabled: map[string]bool{"fold-attention-transpose": true}})
+			require.NoError(t, err)
+			assert.Equal(t, []string{"flash_attention", "transpose"}, taskOps(plain))
+			_, raw := randomInputs(g)
+			got, _, err := exe.Run(raw)
+			require.NoError(t, err)
+			want, _, err := plain.Run(raw)
+			require.NoError(t, err)
+			require.Equal(t, want, got)
+		})
+	}
+}

@@ -50,6 +50,7 @@ var passTable = []Pass{
 	{Name: "fuse-elementwise", MinLevel: O2, Produces: LevelTensor, After: []string{"split-reductions", "sort-last-axis", "expand-pad", "expand-arg-reductions", "dce", "fuse-rows"}, Run: runFuseElementwise},
 	{Name: "fuse-epilogue", MinLevel: O2, Produces: LevelTensor, After: []string{"fuse-elementwise"}, Run: runFuseEpilogue},
 	{Name: "bind-constants", Required: true, Produces: LevelTensor, After: []string{"dce"}, Run: runBindConstants},
+	{Name: "fold-attention-transpose", MinLevel: O2, Produces: LevelTensor, After: []string{"fuse-attention"}, Run: runFoldAttentionTranspose},
 	{Name: "fold-views", MinLevel: O2, Produces: LevelTensor, After: []string{"fuse-epilogue"}, Run: runFoldViews},
 	{Name: "tile", Required: true, Produces: LevelTile, After: []string{"split-reductions"}, Run: runTile},
 	{Name: "assign-cores", Required: true, Produces: LevelBlock, After: []string{"tile"}, Run: runAssignCores},

@@ -97,7 +97,7 @@ func attentionTile(chip *device.Chip, op *TileOp, tensors []GMTensor) ([]int, st
 	if a.nv < 1 || 3*a.nv > isa.NumQueues {
 		return nil, "", fmt.Errorf("attention needs 1 to %d vector cores per AI core, chip %s has %d", isa.NumQueues/3, chip.Name, a.nv)
 	}
-	p := attentionProblem(tensors[op.Inputs[0]].Type, tensors[op.Inputs[1]].Type, tensors[op.Output].Type)
+	p := attentionProblem(tensors[op.Inputs[0]].Type, tensors[op.Inputs[1]].Type, attentionOutType(op, tensors))
 	causal := op.Attrs.Bool("is_causal", false)
 	a.hr = min(64, roundUp(ceilDiv(max(p[1], 1), a.nv), cubeAlign))
 	a.cpv = min(2, ceilDiv(max(p[1], 1), a.nv*a.hr))
@@ -148,7 +148,7 @@ func newAttentionShape(nv int, op *TileOp, tensors []GMTensor) attentionShape {
 			*in.dt = tensors[op.Inputs[in.at]].Type.DType
 		}
 	}
-	p := attentionProblem(q, tensors[op.Inputs[1]].Type, tensors[op.Output].Type)
+	p := attentionProblem(q, tensors[op.Inputs[1]].Type, attentionOutType(op, tensors))
 	a.dp, a.dv = roundUp(max(p[3], 1), cubeAlign), roundUp(max(p[4], 1), cubeAlign)
 	return a
 }

@@ -117,7 +117,7 @@ func chooseTiling(op *TileOp, tensors []GMTensor, opts Options) error {
 			op.Reason, err = fitEpilogue(chip, op, tensors)
 		}
 	case TileAttention:
-		op.Problem = attentionProblem(tensors[op.Inputs[0]].Type, tensors[op.Inputs[1]].Type, outT)
+		op.Problem = attentionProblem(tensors[op.Inputs[0]].Type, tensors[op.Inputs[1]].Type, attentionOutType(op, tensors))
 		op.Tile, op.Reason, err = attentionTile(chip, op, tensors)
 	case TileSort:
 		in := tensors[op.Inputs[0]].Type
