@@ -51,7 +51,3 @@ func (d *dec) done(v Value) (Value, error) {
 	}
 	return v, nil
 }
-
-// computeFloat is the dtype composites compute in: float32 for everything narrower,
-// as the vector unit accumulates half-precision reductions in float32.
-func computeFloat(dtype.DType) dtype.DType { return dtype.Float32 }

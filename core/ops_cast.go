@@ -1,8 +1,6 @@
 package core
 
 import (
-	"math"
-
 	"pypto/dtype"
 )
 
@@ -86,5 +84,3 @@ func attrShape(op string, dims []int) (Shape, *Error) {
 	}
 	return s, nil
 }
-
-var inf = math.Inf(1)

@@ -106,9 +106,6 @@ func (v elems) setRow(r int, xs []float64) {
 	}
 }
 
-// integer reports whether the tile's values compute as integers (bool included).
-func (v elems) integer() bool { return v.o.DType.IsInt() || v.o.DType == dtype.Bool }
-
 // bits is the width of an integer dtype.
 func (v elems) bits() uint { return uint(8 * v.o.DType.Size()) }
 

@@ -273,11 +273,10 @@ func execConvert(m *machine, in Instr) error {
 
 // reduction is the running value of a row or column reduction.
 type reduction struct {
-	op  Opcode
-	d   dtype.DType
-	f   float64
-	i   int64
-	nan bool
+	op Opcode
+	d  dtype.DType
+	f  float64
+	i  int64
 }
 
 func newReduction(op Opcode, d dtype.DType) *reduction {

@@ -39,9 +39,6 @@ type matmulProblem struct {
 	wholeK bool
 }
 
-// splitK reports whether the tiling splits K over blocks.
-func (p matmulProblem) splitK(t matmulTiling) bool { return kChunks(p.k, t.kc) > 1 }
-
 func kChunks(k, kc int) int { return max(1, ceilDiv(k, kc)) }
 
 // accType is the accumulator dtype of L0C: fp32, int32 for int8 operands.
