@@ -12,21 +12,9 @@ the simulated figures beside the published ones.
 """
 import argparse
 import json
-import os
-import shutil
-import subprocess
 import sys
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
-def run_helper(chip):
-    go = shutil.which("go")
-    if go is None:
-        sys.exit("calibrate.py: the Go toolchain (go) is needed to build cmd/pto-calibrate")
-    out = subprocess.run([go, "run", "./cmd/pto-calibrate", "-json", "-chip", chip],
-                         cwd=ROOT, check=True, capture_output=True, text=True)
-    return json.loads(out.stdout)
+from gocmd import run_json
 
 
 def main():
@@ -34,10 +22,7 @@ def main():
     ap.add_argument("--json", action="store_true", help="print a JSON list")
     ap.add_argument("--chip", default="a2", help="chip preset (default a2)")
     args = ap.parse_args()
-    try:
-        rows = run_helper(args.chip)
-    except subprocess.CalledProcessError as e:
-        sys.exit("calibrate.py: cmd/pto-calibrate failed:\n" + e.stderr)
+    rows = run_json("calibrate.py", "pto-calibrate", ["-json", "-chip", args.chip])
     if args.json:
         json.dump(rows, sys.stdout, indent=2)
         print()

@@ -22,23 +22,9 @@ session's cache), tasks and bound (what sets the roofline).
 """
 import argparse
 import json
-import os
-import shutil
-import subprocess
 import sys
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
-def run_helper(chip, case):
-    go = shutil.which("go")
-    if go is None:
-        sys.exit("kernels.py: the Go toolchain (go) is needed to build cmd/pto-kernels")
-    cmd = [go, "run", "./cmd/pto-kernels", "-json", "-chip", chip]
-    if case:
-        cmd += ["-case", case]
-    out = subprocess.run(cmd, cwd=ROOT, check=True, capture_output=True, text=True)
-    return json.loads(out.stdout)
+from gocmd import run_json
 
 
 def main():
@@ -47,10 +33,8 @@ def main():
     ap.add_argument("--chip", default="a2", help="chip preset (default a2)")
     ap.add_argument("--case", default="", help="only the cases matching this regular expression")
     args = ap.parse_args()
-    try:
-        rows = run_helper(args.chip, args.case)
-    except subprocess.CalledProcessError as e:
-        sys.exit("kernels.py: cmd/pto-kernels failed:\n" + e.stderr)
+    extra = ["-case", args.case] if args.case else []
+    rows = run_json("kernels.py", "pto-kernels", ["-json", "-chip", args.chip, *extra])
     if args.json:
         json.dump(rows, sys.stdout, indent=2)
         print()
