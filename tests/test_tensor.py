@@ -1,7 +1,11 @@
 """p.Tensor construction, host round trips (including non-contiguous numpy views),
 dtypes and the Python protocol methods. No compilation involved except where noted."""
 
+import os
 import pickle
+import subprocess
+import sys
+import textwrap
 
 import ml_dtypes
 import numpy as np
@@ -46,6 +50,31 @@ def test_tensor_rejects_bad_layouts_and_shapes():
         p.Tensor([2, -1])
     with pytest.raises(TypeError):
         p.Tensor("abc")
+
+
+def test_ml_dtypes_loads_on_first_bfloat16_use():
+    # A fresh process: importing pypto leaves ml_dtypes (most of a second) unloaded;
+    # the first use of p.bfloat16 as a numpy dtype loads it and round trips values.
+    script = textwrap.dedent(
+        """
+        import sys
+        import numpy as np
+        import pypto as p
+        assert "ml_dtypes" not in sys.modules
+        assert p.bfloat16.itemsize == 2 and p.bfloat16 == "bf16"
+        assert "ml_dtypes" not in sys.modules
+        a = np.array([1.0, -2.5, 3.140625], dtype=p.bfloat16.numpy)
+        import ml_dtypes
+        assert a.dtype == ml_dtypes.bfloat16
+        out = (p.from_numpy(a) + p.from_numpy(a)).numpy()
+        assert out.dtype == ml_dtypes.bfloat16 and out.tolist() == [2.0, -5.0, 6.28125]
+        assert p.dtypes.as_dtype(a.dtype.newbyteorder(">")) is p.bfloat16
+        print("ok")
+        """
+    )
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, env=env)
+    assert r.returncode == 0 and "ok" in r.stdout, r.stdout + r.stderr
 
 
 @pytest.mark.parametrize("dt", ALL_DTYPES, ids=lambda d: d.name)

@@ -1,9 +1,9 @@
 """Element types: ``p.float32``, ``p.float16``, ``p.bfloat16``, ``p.int8``, ``p.int32``,
-``p.bool_``. Each maps to a numpy dtype; bfloat16 is ``ml_dtypes.bfloat16``."""
+``p.bool_``. Each maps to a numpy dtype; bfloat16 is ``ml_dtypes.bfloat16``, imported on
+first use because importing ml_dtypes takes most of a second."""
 
 from __future__ import annotations
 
-import ml_dtypes
 import numpy as np
 
 __all__ = ["DType", "float32", "float16", "bfloat16", "int8", "int32", "bool_", "as_dtype"]
@@ -12,16 +12,21 @@ __all__ = ["DType", "float32", "float16", "bfloat16", "int8", "int32", "bool_", 
 class DType:
     """A PyPTO element type. ``code`` is its number in the C ABI."""
 
-    __slots__ = ("name", "code", "numpy")
+    __slots__ = ("name", "code", "itemsize", "_numpy")
 
-    def __init__(self, name: str, code: int, np_dtype):
+    def __init__(self, name: str, code: int, np_dtype, itemsize: int):
+        """``np_dtype`` is a numpy type, or None for bfloat16 (ml_dtypes, loaded by ``numpy``)."""
         self.name = name
         self.code = code
-        self.numpy = np.dtype(np_dtype)
+        self.itemsize = itemsize
+        self._numpy = None if np_dtype is None else np.dtype(np_dtype)
 
     @property
-    def itemsize(self) -> int:
-        return self.numpy.itemsize
+    def numpy(self) -> np.dtype:
+        """The numpy dtype; for bfloat16 the first use imports ml_dtypes."""
+        if self._numpy is None:
+            self._numpy = _bfloat16_numpy()
+        return self._numpy
 
     @property
     def is_floating(self) -> bool:
@@ -48,17 +53,24 @@ class DType:
         return (as_dtype, (self.name,))
 
 
+def _bfloat16_numpy() -> np.dtype:
+    import ml_dtypes
+
+    return np.dtype(ml_dtypes.bfloat16)
+
+
 # Codes are the Go dtype package's (and the C ABI's).
-float32 = DType("float32", 1, np.float32)
-float16 = DType("float16", 2, np.float16)
-bfloat16 = DType("bfloat16", 3, ml_dtypes.bfloat16)
-int8 = DType("int8", 4, np.int8)
-int32 = DType("int32", 5, np.int32)
-bool_ = DType("bool", 6, np.bool_)
+float32 = DType("float32", 1, np.float32, 4)
+float16 = DType("float16", 2, np.float16, 2)
+bfloat16 = DType("bfloat16", 3, None, 2)
+int8 = DType("int8", 4, np.int8, 1)
+int32 = DType("int32", 5, np.int32, 4)
+bool_ = DType("bool", 6, np.bool_, 1)
 
 ALL = (float32, float16, bfloat16, int8, int32, bool_)
 _BY_CODE = {d.code: d for d in ALL}
-_BY_NUMPY = {d.numpy: d for d in ALL}
+# bfloat16 is matched by name (a bfloat16 array means ml_dtypes is already loaded).
+_BY_NUMPY = {d.numpy: d for d in ALL if d is not bfloat16}
 _BY_NAME = {d.name: d for d in ALL}
 _BY_NAME.update({"f32": float32, "f16": float16, "bf16": bfloat16, "i8": int8, "i32": int32, "bool_": bool_})
 
@@ -81,9 +93,12 @@ def as_dtype(x) -> DType:
     except TypeError:
         nd = None
     if nd is not None:
-        d = _BY_NUMPY.get(nd.newbyteorder("=") if nd.byteorder not in ("=", "|") else nd)
+        native = nd.newbyteorder("=") if nd.byteorder not in ("=", "|") else nd
+        d = _BY_NUMPY.get(native)
         if d is not None:
             return d
+        if native.name == "bfloat16" and native == bfloat16.numpy:
+            return bfloat16
     from .errors import DTypeError
     from ._location import user_location
 
