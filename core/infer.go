@@ -47,6 +47,9 @@ func InferOpConstraints(name string, in []TensorType, attrs Attrs) (TensorType, 
 	if t.Layout, err = resultLayout(def.Name, in, t, full); err != nil {
 		return TensorType{}, nil, nil, err
 	}
+	if err := checkResultSize(name, t); err != nil {
+		return TensorType{}, nil, nil, err
+	}
 	return t, full, cons, nil
 }
 

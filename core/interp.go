@@ -27,6 +27,9 @@ func Interpret(g *Graph, inputs []*Array) ([]*Array, error) {
 		param := g.Nodes[p]
 		in := inputs[k]
 		name := "%" + quoteName(param.Name)
+		if err := checkReferenceSize(param.Type); err != nil {
+			return nil, err
+		}
 		switch {
 		case in == nil:
 			return nil, Errorf(ValueError, "input %d (%s) is nil", k, name)
@@ -41,6 +44,9 @@ func Interpret(g *Graph, inputs []*Array) ([]*Array, error) {
 	for i, n := range g.Nodes {
 		if n.Op == OpParam {
 			continue
+		}
+		if err := checkReferenceSize(n.Type); err != nil {
+			return nil, err.WithLoc(n.Loc)
 		}
 		args := make([]*Array, len(n.Inputs))
 		for k, in := range n.Inputs {

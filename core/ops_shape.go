@@ -4,6 +4,8 @@ package core
 // transpose (a permutation of the axes), broadcast_to (numpy broadcasting made
 // explicit). squeeze and unsqueeze are composites over reshape.
 
+import "pypto/internal/checked"
+
 func init() {
 	Register(&OpDef{Name: "reshape", Arity: 1, Attrs: []AttrSpec{{"shape", []int64{}}},
 		Doc: "the same elements in row-major order with a new shape; one dimension may be -1 (inferred)", Infer: inferReshape, Eval: evalCopy})
@@ -46,7 +48,10 @@ func inferReshape(in []TensorType, attrs Attrs) (TensorType, *Error) {
 			return TensorType{}, Errorf(ShapeError, "reshape: shape %v has a negative dimension", want)
 		default:
 			out[i] = d
-			known *= d
+			var ok bool
+			if known, ok = checked.Mul(known, d); !ok {
+				return TensorType{}, Errorf(MemoryError, "reshape: shape %v has more elements than a 64-bit size can count", want)
+			}
 		}
 	}
 	n := x.Shape.NumElements()

@@ -5,6 +5,8 @@ package core
 // along an axis; stack joins them along a new axis (a composite: unsqueeze each, then
 // concat); pad surrounds a tensor with a constant.
 
+import "pypto/internal/checked"
+
 func init() {
 	Register(&OpDef{Name: "slice", Arity: 1, Attrs: []AttrSpec{{"starts", []int64{}}, {"stops", []int64{}}, {"steps", []int64{}}},
 		Doc: "x[start:stop:step] on every axis (resolved bounds, as slice.indices gives them; negative steps walk backwards)", Infer: inferSlice, Eval: evalSlice})
@@ -89,7 +91,11 @@ func inferConcat(in []TensorType, attrs Attrs) (TensorType, *Error) {
 					Suggest("all dimensions but the concatenation axis must match")
 			}
 		}
-		out[ax] += t.Shape[ax]
+		d, ok := checked.Add(out[ax], t.Shape[ax])
+		if !ok {
+			return TensorType{}, Errorf(MemoryError, "concat: the sizes on axis %d overflow a 64-bit size", ax)
+		}
+		out[ax] = d
 		dt = PromoteTypes(dt, t.DType)
 	}
 	return TensorType{DType: dt, Shape: out}, nil
@@ -164,7 +170,12 @@ func inferPad(in []TensorType, attrs Attrs) (TensorType, *Error) {
 		if pads[2*i] < 0 || pads[2*i+1] < 0 {
 			return TensorType{}, Errorf(ValueError, "pad: negative padding %d on axis %d", min(pads[2*i], pads[2*i+1]), i).Suggest("use slicing to remove elements")
 		}
-		out[i] += pads[2*i] + pads[2*i+1]
+		both, ok1 := checked.Add(pads[2*i], pads[2*i+1])
+		d, ok2 := checked.Add(out[i], both)
+		if !ok1 || !ok2 {
+			return TensorType{}, Errorf(MemoryError, "pad: padding axis %d of size %d by %d and %d overflows a 64-bit size", i, out[i], pads[2*i], pads[2*i+1])
+		}
+		out[i] = d
 	}
 	return TensorType{DType: x.DType, Shape: out}, nil
 }

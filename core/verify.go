@@ -2,8 +2,9 @@ package core
 
 import (
 	"fmt"
-	"math"
 	"sort"
+
+	"pypto/internal/checked"
 )
 
 // Verify checks that g is well-formed IR: the invariant every pass must keep and every
@@ -171,17 +172,10 @@ func checkType(t TensorType) string {
 		if d < 0 {
 			return fmt.Sprintf("negative dimension in shape %s", t.Shape)
 		}
-		if d == 0 {
-			return "" // an empty tensor, however large its other dims
-		}
 	}
-	const widest = 4 // bytes of the largest element type (f32, i32)
-	n := 1
-	for _, d := range t.Shape {
-		if n > math.MaxInt/d/widest {
-			return fmt.Sprintf("shape %s has too many elements", t.Shape)
-		}
-		n *= d
+	// The widest array of a value is the reference interpreter's (float64).
+	if _, ok := checked.Bytes(t.Shape, referenceElemBytes); !ok {
+		return fmt.Sprintf("shape %s has too many elements", t.Shape)
 	}
 	return ""
 }

@@ -24,6 +24,8 @@ type Chip struct {
 	CubeCores   int     // AIC count
 	VectorCores int     // AIV count
 	ClockHz     float64 // core clock; cycles / ClockHz = seconds
+	// HBMBytes is the device memory (GM) a program's tensors live in; 0 means no limit.
+	HBMBytes int
 
 	// Buffers holds the per-core buffer of each location (one copy per core).
 	Buffers map[isa.Location]Buffer

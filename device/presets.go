@@ -138,24 +138,31 @@ func withL2(c *Chip) *Chip {
 	return c
 }
 
+// Device memory. a2: npu-facts (910B1, 64 GB of HBM). a5: assumed equal to the a2's (no
+// public figure). tiny: ours, small like the rest of it.
+const (
+	a2HBMBytes   = 64 << 30
+	tinyHBMBytes = 4 << 30
+)
+
 // presets builds a fresh Chip per call so callers may modify what they get.
 var presets = map[string]func() *Chip{
 	// 910B1-class (npu-facts): 24 AIC + 48 AIV at 1850 MHz, L1 512 KB, L0A/L0B 64 KB,
 	// L0C 128 KB, UB 192 KB, BT 1 KB.
 	"a2": func() *Chip {
-		return withL2(withRates(&Chip{Name: "a2", CubeCores: 24, VectorCores: 48, ClockHz: 1.85e9,
+		return withL2(withRates(&Chip{Name: "a2", CubeCores: 24, VectorCores: 48, ClockHz: 1.85e9, HBMBytes: a2HBMBytes,
 			Buffers: buffers(512*kib, 64*kib, 64*kib, 128*kib, 192*kib, 1*kib)}))
 	},
 	// 950-class (npu-facts): 32 AIC + 64 AIV at 1650 MHz, L0C 256 KB, UB 248 KB. L1,
 	// L0A/L0B, BT and all rates are assumed equal to the A2's.
 	"a5": func() *Chip {
-		return withL2(withRates(&Chip{Name: "a5", CubeCores: 32, VectorCores: 64, ClockHz: 1.65e9,
+		return withL2(withRates(&Chip{Name: "a5", CubeCores: 32, VectorCores: 64, ClockHz: 1.65e9, HBMBytes: a2HBMBytes,
 			Buffers: buffers(512*kib, 64*kib, 64*kib, 256*kib, 248*kib, 1*kib)}))
 	},
 	// A deliberately small part (ours): few cores and small buffers so tests exercise
 	// tiling and multi-block tasks quickly. Rates and clock are the A2's.
 	"tiny": func() *Chip {
-		return withRates(&Chip{Name: "tiny", CubeCores: 2, VectorCores: 4, ClockHz: 1.85e9,
+		return withRates(&Chip{Name: "tiny", CubeCores: 2, VectorCores: 4, ClockHz: 1.85e9, HBMBytes: tinyHBMBytes,
 			Buffers: buffers(64*kib, 16*kib, 16*kib, 32*kib, 32*kib, 1*kib)})
 	},
 }

@@ -59,6 +59,9 @@ func RunTask(chip *Chip, gm []byte, kind isa.CoreKind, blocks []Block, opts RunO
 	if err := chip.Validate(); err != nil {
 		return nil, err
 	}
+	if err := chip.CheckGM(len(gm), gmWhat); err != nil {
+		return nil, err
+	}
 	cores := chip.Cores(kind)
 	if cores <= 0 {
 		return nil, taskErr("chip %s has no %s cores", chip.Name, kind)

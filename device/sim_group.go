@@ -38,6 +38,9 @@ func RunGroupTask(chip *Chip, gm []byte, groups []Group, opts RunOptions) (st *T
 	if err := chip.Validate(); err != nil {
 		return nil, err
 	}
+	if err := chip.CheckGM(len(gm), gmWhat); err != nil {
+		return nil, err
+	}
 	if len(groups) == 0 {
 		return nil, taskErr("task has no groups")
 	}

@@ -8,6 +8,7 @@ import (
 
 	"pypto/core"
 	"pypto/device"
+	"pypto/internal/checked"
 	"pypto/isa"
 )
 
@@ -110,6 +111,12 @@ func (e *Executable) RunWith(inputs [][]byte, opts device.RunOptions) (outputs [
 		return nil, nil, core.Errorf(core.ValueError, "program takes %d inputs, got %d", n, len(inputs))
 	}
 	inputs = append(inputs[:len(inputs):len(inputs)], e.constants...)
+	if err := e.chip.CheckGM(e.exec.GMBytes, gmWhat); err != nil {
+		return nil, nil, core.MemoryErrorOf(err)
+	}
+	if err := checked.Host(e.exec.GMBytes, gmWhat); err != nil {
+		return nil, nil, core.MemoryErrorOf(err)
+	}
 	gm := make([]byte, e.exec.GMBytes)
 	for i, t := range tg.Params {
 		want := tg.Tensors[t].Type
@@ -142,6 +149,8 @@ func (e *Executable) RunWith(inputs [][]byte, opts device.RunOptions) (outputs [
 	}
 	return outputs, stats, nil
 }
+
+func gmWhat() string { return "the program's global memory" }
 
 // runTask runs one task's machine programs, its params bound to addrs: blocks of one
 // core kind, or a mixed task's groups of a cube and its vector programs.

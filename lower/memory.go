@@ -4,6 +4,8 @@ import (
 	"fmt"
 
 	"pypto/core"
+	"pypto/device"
+	"pypto/internal/checked"
 )
 
 // MemoryPlan summarises the GM memory plan of a compiled program: what a run needs of
@@ -41,6 +43,22 @@ func (g *ExecGraph) MemoryPlan() MemoryPlan {
 func (m MemoryPlan) String() string {
 	return fmt.Sprintf("peak %d bytes: inputs %d, constants %d, outputs %d, workspace %d (%d without reuse)",
 		m.PeakBytes, m.InputBytes, m.ConstantBytes, m.OutputBytes, m.WorkspaceBytes, m.WorkspaceNoReuseBytes)
+}
+
+// checkDeviceSizes refuses a graph with a value larger than the chip's device memory
+// before anything is tiled or planned for it (a huge value would otherwise become
+// millions of tiles first), naming the value's op and line.
+func checkDeviceSizes(chip *device.Chip, g *core.Graph) error {
+	for _, n := range g.Nodes {
+		b, ok := checked.Bytes(n.Type.Shape, n.Type.DType.Size())
+		if !ok {
+			b = -1
+		}
+		if err := chip.CheckGM(b, func() string { return "the value of " + n.Op + ", of type " + n.Type.String() + "," }); err != nil {
+			return core.MemoryErrorOf(err).WithLoc(n.Loc)
+		}
+	}
+	return nil
 }
 
 // runCheckMemoryPool refuses a plan that needs more device memory than the pool the

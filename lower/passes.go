@@ -178,7 +178,7 @@ func runVerifyTensor(c *compilation) error {
 	if err := core.Verify(c.graph); err != nil {
 		return core.Errorf(core.InternalError, "input graph is invalid: %v", err)
 	}
-	return nil
+	return checkDeviceSizes(c.chip, c.graph)
 }
 
 // runDecompose rewrites composite ops (softmax, layer_norm, mean, ...) into the

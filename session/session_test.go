@@ -355,7 +355,7 @@ func TestZerosAndFromBytes(t *testing.T) {
 	_, err = Zeros(f32Type(2, -1))
 	assert.Equal(t, core.ShapeError, coreErr(t, err).Kind)
 	_, err = Zeros(f32Type(1<<30, 1<<30))
-	assert.Equal(t, core.ValueError, coreErr(t, err).Kind)
+	assert.Equal(t, core.MemoryError, coreErr(t, err).Kind)
 	b := make([]byte, 8)
 	binary.LittleEndian.PutUint32(b[4:], math.Float32bits(2.5))
 	x, err := FromBytes(f32Type(2), b)

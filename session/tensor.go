@@ -185,21 +185,16 @@ func checkType(t core.TensorType) error {
 			return nil
 		}
 	}
-	n := 1
 	for i, d := range t.Shape {
 		if d < 0 {
 			return core.Errorf(core.ShapeError, "dimension %d of shape %v is negative", i, t.Shape)
 		}
-		if d > 0 && n > maxElements/d {
-			return core.Errorf(core.ValueError, "shape %v has too many elements (limit %d)", t.Shape, maxElements)
-		}
-		n *= d
+	}
+	if err := core.CheckHostSize(t); err != nil {
+		return err
 	}
 	return nil
 }
-
-// maxElements bounds tensor sizes so size arithmetic never overflows.
-const maxElements = 1 << 40
 
 func cloneType(t core.TensorType) core.TensorType { return t.Clone() }
 

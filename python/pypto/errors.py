@@ -8,6 +8,8 @@ Every error the Go core reports arrives as one of these classes, chosen by its k
     │   │   └── SymbolicShapeError  (also a TypeError) a symbolic dim's value is needed
     │   └── DTypeError              (also a TypeError) element types do not fit together
     ├── PyptoValueError             (also a ValueError) a bad argument
+    ├── PyptoMemoryError            (also a MemoryError) a tensor larger than the machine's
+    │                               memory or the device's (refused before allocating)
     ├── DeviceError                 the simulated device failed or cannot be used
     └── InternalError               a bug in PyPTO (a Go panic is reported this way)
 
@@ -30,6 +32,7 @@ __all__ = [
     "SymbolicShapeError",
     "DTypeError",
     "PyptoValueError",
+    "PyptoMemoryError",
     "DeviceError",
     "InternalError",
 ]
@@ -139,6 +142,13 @@ class PyptoValueError(PyptoError, ValueError):
     kind = "ValueError"
 
 
+class PyptoMemoryError(PyptoError, MemoryError):
+    """A tensor or buffer larger than this machine's memory or the device's (HBM), or
+    whose size overflows: refused, with the size and the limit, before anything is allocated."""
+
+    kind = "MemoryError"
+
+
 class DeviceError(PyptoError):
     """The simulated device failed, or cannot be used (e.g. after fork)."""
 
@@ -157,6 +167,7 @@ _BY_KIND = {
     "SymbolicShapeError": SymbolicShapeError,
     "DTypeError": DTypeError,
     "ValueError": PyptoValueError,
+    "MemoryError": PyptoMemoryError,
     "DeviceError": DeviceError,
     "InternalError": InternalError,
 }
