@@ -5,7 +5,10 @@ Cases: fp16 GEMM 1024^3 and 2048^3 on the a2 preset (the calibration kernel of
 device/calib; numpy computes it in float32), row softmax and layer norm over a
 4096 x 4096 float32 matrix, each in functional mode (values only) and timed (values
 and the timing model). The simulator runs in the Go helper cmd/pto-simspeed, which
-measures its own RunTask time; numpy runs in this process.
+measures its own RunTask time; numpy runs in this process. Two cases time PyPTO's own
+host path in fresh Python processes: `import` (seconds for `import pypto`; numpy_s is
+`import numpy`) and `eager_small_op` (a 4x8 float32 add on a2 then .numpy(), per op;
+numpy_s is numpy's add).
 
     python bench/sim_speed.py --json    # [{case, sim_s, numpy_s, ratio, ...}, ...]
 """
@@ -54,6 +57,66 @@ def numpy_cases():
     return cases
 
 
+# The host path of PyPTO itself, each measured in a fresh Python process: the time of
+# `import pypto` (against `import numpy`), and an eager 4x8 float32 add on the a2 preset
+# followed by .numpy() (graph build, compile-cache hit, device run, copy back), per op,
+# against numpy's add of the same arrays.
+_IMPORT = "import time; t0 = time.perf_counter(); import {0}; print(time.perf_counter() - t0)"
+_EAGER = """
+import json, time
+import numpy as np
+import pypto as p
+p.set_device("a2")
+a = np.arange(32, dtype=np.float32).reshape(4, 8)
+b = np.full((4, 8), 0.5, np.float32)
+x, y = p.from_numpy(a), p.from_numpy(b)
+for _ in range(100):
+    (x + y).numpy()
+def per_op(f, n=200, batches={0}):
+    best = None
+    for _ in range(batches):
+        t0 = time.perf_counter()
+        for _ in range(n):
+            r = f()
+        el = (time.perf_counter() - t0) / n
+        best = el if best is None else min(best, el)
+    return best, r
+sim, r = per_op(lambda: (x + y).numpy())
+assert np.array_equal(r, a + b), r
+ref, _ = per_op(lambda: a + b)
+print(json.dumps([sim, ref]))
+"""
+
+
+def python_env():
+    """The environment of the measuring processes: a source checkout's python/ comes
+    first when its library is built, otherwise the installed pypto is used."""
+    env = dict(os.environ)
+    src = os.path.join(ROOT, "python")
+    if os.path.exists(os.path.join(src, "pypto", "libpypto.so")):
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [src, env.get("PYTHONPATH", "")]))
+    return env
+
+
+def python_run(code, env):
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    if out.returncode != 0:
+        sys.exit("sim_speed.py: a measuring process failed:\n" + out.stderr)
+    return json.loads(out.stdout)
+
+
+def python_cases(reps):
+    """Rows of the import and eager_small_op cases."""
+    env = python_env()
+    imp = {m: min(python_run(_IMPORT.format(m), env) for _ in range(max(reps, 5))) for m in ("pypto", "numpy")}
+    sim, ref = python_run(_EAGER.format(max(reps, 10)), env)
+    return [
+        {"case": "import", "mode": "fresh process", "sim_s": imp["pypto"], "numpy_s": imp["numpy"],
+         "ratio": imp["pypto"] / imp["numpy"]},
+        {"case": "eager_small_op", "mode": "eager", "sim_s": sim, "numpy_s": ref, "ratio": sim / ref},
+    ]
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--json", action="store_true", help="print a JSON list")
@@ -82,12 +145,13 @@ def main():
         rows.append({"case": f"{r['case']} {r['mode']}", "sim_s": r["sim_s"], "numpy_s": n,
                      "ratio": r["sim_s"] / n, "mode": r["mode"], "sim_cycles": r["sim_cycles"],
                      "simd": r["simd"]})
+    rows += python_cases(args.reps)
     if args.json:
         json.dump(rows, sys.stdout, indent=2)
         print()
         return
     for r in rows:
-        print(f"{r['case']:<32} sim {r['sim_s']:8.3f} s  numpy {r['numpy_s']:8.4f} s  ratio {r['ratio']:7.1f}")
+        print(f"{r['case']:<32} sim {r['sim_s']:9.3g} s  numpy {r['numpy_s']:9.3g} s  ratio {r['ratio']:7.1f}")
 
 
 if __name__ == "__main__":

@@ -7,6 +7,7 @@ import (
 	"runtime/cgo"
 	"runtime/debug"
 	"strings"
+	"sync"
 
 	"pypto/core"
 	"pypto/session"
@@ -147,10 +148,42 @@ func decodeLocation(s string) (core.Location, error) {
 	if strings.TrimSpace(s) == "" {
 		return loc, nil
 	}
+	if loc, ok := locations.get(s); ok {
+		return loc, nil
+	}
 	if err := json.Unmarshal([]byte(s), &loc); err != nil {
 		return loc, core.Errorf(core.ValueError, "bad location JSON %q: %v", s, err)
 	}
+	locations.put(s, loc)
 	return loc, nil
+}
+
+// locationCache holds decoded location JSON: an eager loop sends the same few call
+// sites over and over, and decoding JSON costs more than building the op.
+type locationCache struct {
+	mu sync.Mutex
+	m  map[string]core.Location
+}
+
+// maxLocations bounds the cache; when full it starts over.
+const maxLocations = 4096
+
+var locations = &locationCache{m: map[string]core.Location{}}
+
+func (c *locationCache) get(s string) (core.Location, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	loc, ok := c.m[s]
+	return loc, ok
+}
+
+func (c *locationCache) put(s string, loc core.Location) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.m) >= maxLocations {
+		clear(c.m)
+	}
+	c.m[s] = loc
 }
 
 // decodeAttrs parses a JSON object into core.Attrs: integers become int64, other

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"runtime/cgo"
 	"testing"
 
@@ -106,6 +107,16 @@ func TestDecodeLocation(t *testing.T) {
 	assert.True(t, loc.IsZero())
 	_, err = decodeLocation("nope")
 	assert.Error(t, err)
+	_, err = decodeLocation("nope")
+	assert.Error(t, err, "a bad location is not cached")
+	// Repeated call sites come from the cache, and a full cache starts over.
+	for i := range maxLocations + 10 {
+		s := fmt.Sprintf(`{"file": "/x/m.py", "line": %d, "func": "f"}`, i%(maxLocations+5))
+		loc, err := decodeLocation(s)
+		require.NoError(t, err)
+		require.Equal(t, core.Location{File: "/x/m.py", Line: i % (maxLocations + 5), Func: "f"}, loc)
+	}
+	assert.LessOrEqual(t, len(locations.m), maxLocations)
 }
 
 func TestStatsJSON(t *testing.T) {

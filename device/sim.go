@@ -137,6 +137,7 @@ func RunTask(chip *Chip, gm []byte, kind isa.CoreKind, blocks []Block, opts RunO
 	st.FootprintRead, st.FootprintWritten = footprint(windows)
 	if mem != nil {
 		st.L2Hits, st.L2Misses = mem.hits, mem.misses
+		mem.release()
 	}
 	return st, nil
 }

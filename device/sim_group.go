@@ -156,6 +156,7 @@ func RunGroupTask(chip *Chip, gm []byte, groups []Group, opts RunOptions) (st *T
 	st.FootprintRead, st.FootprintWritten = footprint(windows)
 	if mem != nil {
 		st.L2Hits, st.L2Misses = mem.hits, mem.misses
+		mem.release()
 	}
 	st.Cycles = int64(chip.LaunchCycles) + longest
 	return st, nil

@@ -1,6 +1,10 @@
 package device
 
-import "pypto/isa"
+import (
+	"sync"
+
+	"pypto/isa"
+)
 
 // memSystem is the part of the memory hierarchy all cores of a task share: an LRU L2
 // over GM lines and the HBM bandwidth behind it. It is used only when the chip has an
@@ -13,7 +17,10 @@ type memSystem struct {
 	// numbers most recent first (-1: empty); a miss evicts the set's least recent.
 	tags       []int32
 	sets, ways int
-	lines      int // lines in GM
+	// filled lists the sets that hold a line, so release can empty just those: the
+	// tags (megabytes for a chip's L2) are reused by later tasks, not cleared whole.
+	filled []int32
+	lines  int // lines in GM
 	// missEnds holds the end time (task cycles) of every load with a missing line
 	// still in flight: the cores that share HBM with a new miss.
 	missEnds     []int64
@@ -23,19 +30,48 @@ type memSystem struct {
 func newMemSystem(chip *Chip, gmBytes int) *memSystem {
 	ways := max(1, chip.L2Ways)
 	sets := max(1, chip.L2Bytes/(chip.L2LineBytes*ways))
-	m := &memSystem{chip: chip, lines: (gmBytes + chip.L2LineBytes - 1) / chip.L2LineBytes,
-		sets: sets, ways: ways, tags: make([]int32, sets*ways)}
-	for i := range m.tags {
-		m.tags[i] = -1
+	m := &memSystem{chip: chip, lines: (gmBytes + chip.L2LineBytes - 1) / chip.L2LineBytes, sets: sets, ways: ways}
+	if t, _ := emptyTags.Get().(*l2Tags); t != nil && len(t.tags) == sets*ways {
+		m.tags, m.filled = t.tags, t.filled[:0]
+	} else {
+		m.tags = make([]int32, sets*ways)
+		for i := range m.tags {
+			m.tags[i] = -1
+		}
 	}
 	return m
+}
+
+// l2Tags is an empty L2 tag array kept for the next task, with its filled list's memory.
+type l2Tags struct {
+	tags   []int32
+	filled []int32
+}
+
+var emptyTags sync.Pool // of *l2Tags
+
+// release empties the sets the task filled and hands the tags to later tasks; m must
+// not be used again.
+func (m *memSystem) release() {
+	for _, s := range m.filled {
+		set := m.tags[int(s)*m.ways:][:m.ways]
+		for w := range set {
+			set[w] = -1
+		}
+	}
+	emptyTags.Put(&l2Tags{tags: m.tags, filled: m.filled})
+	m.tags, m.filled = nil, nil
 }
 
 // touch makes line l the most recent of its set, inserting it (and evicting the
 // set's least recent line when the set is full) if it was absent; it reports whether
 // it was present.
 func (m *memSystem) touch(l int) bool {
-	set := m.tags[m.setOf(l)*m.ways:][:m.ways]
+	s := m.setOf(l)
+	set := m.tags[s*m.ways:][:m.ways]
+	if set[0] < 0 { // the set's first line: a set never empties again
+		m.filled = append(m.filled, int32(s))
+	}
 	li := int32(l)
 	w := 0
 	for w < len(set)-1 && set[w] != li {

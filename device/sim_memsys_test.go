@@ -75,6 +75,25 @@ func TestL2EvictsTheLeastRecentLine(t *testing.T) {
 	assert.False(t, m.touch(0))
 }
 
+func TestL2StartsEmptyForEveryTask(t *testing.T) {
+	// The tags of a finished task are reused by the next one: they must come back
+	// empty, and a task's hits must not depend on what ran before it.
+	chip := preset(t, "a2")
+	for range 3 {
+		m := newMemSystem(chip, 1<<20)
+		for l := range 200 {
+			assert.False(t, m.touch(l), "line %d in a new task's L2", l)
+		}
+		assert.True(t, m.touch(7))
+		m.release()
+	}
+	_, first := loadDurations(t, chip, 2)
+	_, again := loadDurations(t, chip, 2)
+	assert.Equal(t, first.L2Hits, again.L2Hits)
+	assert.Equal(t, first.L2Misses, again.L2Misses)
+	assert.Equal(t, first.Cycles, again.Cycles)
+}
+
 func TestL2SetsConflict(t *testing.T) {
 	chip := preset(t, "a2")
 	chip.L2Bytes, chip.L2Ways = 32*1024, 2 // 32 sets of 2 ways

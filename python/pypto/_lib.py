@@ -9,6 +9,7 @@ details are fetched as JSON and raised as the matching :mod:`pypto.errors` excep
 
 from __future__ import annotations
 
+import atexit
 import ctypes
 import json
 import os
@@ -122,6 +123,17 @@ def _mark_forked() -> None:
 if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_mark_forked)
 
+# At exit the process is ending: handles are not freed one by one any more.
+_exiting = False
+
+
+def _mark_exiting() -> None:
+    global _exiting
+    _exiting = True
+
+
+atexit.register(_mark_exiting)
+
 
 def _fork_error() -> errors.DeviceError:
     return errors.DeviceError(
@@ -174,7 +186,7 @@ def call_string(fn, *args) -> str:
 
 def free_handle(h: int) -> None:
     """Releases a handle; used by finalizers, so it never raises."""
-    if _forked or not h:
+    if _forked or _exiting or not h:
         return
     st = lib.pypto_handle_free(h)
     if st:

@@ -26,9 +26,22 @@ def user_location() -> Location:
     return Location(f.f_code.co_filename, f.f_lineno, f.f_code.co_name)
 
 
+# (code object, line) -> its location JSON: eager loops call ops from a few places,
+# and encoding the JSON each time costs more than the op's own bookkeeping.
+_JSON_CACHE: dict = {}
+_JSON_CACHE_MAX = 4096
+
+
 def user_location_json() -> bytes:
     """user_location() as the JSON the C ABI takes."""
     f = _frame()
     if f is None:
         return b""
-    return json.dumps({"file": f.f_code.co_filename, "line": f.f_lineno, "func": f.f_code.co_name}).encode()
+    key = (f.f_code, f.f_lineno)
+    text = _JSON_CACHE.get(key)
+    if text is None:
+        text = json.dumps({"file": f.f_code.co_filename, "line": f.f_lineno, "func": f.f_code.co_name}).encode()
+        if len(_JSON_CACHE) >= _JSON_CACHE_MAX:
+            _JSON_CACHE.clear()
+        _JSON_CACHE[key] = text
+    return text

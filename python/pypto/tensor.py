@@ -11,7 +11,6 @@ import ctypes
 import numbers
 import operator
 import threading
-import weakref
 
 import numpy as np
 
@@ -43,7 +42,7 @@ class Tensor:
       shape ``[..., K1, M1, 16, C0]``). See :mod:`pypto.layouts`.
     """
 
-    __slots__ = ("_handle", "_shape", "_dtype", "_type_info", "_finalizer", "__weakref__")
+    __slots__ = ("_handle", "_shape", "_dtype", "_type_info", "__weakref__")
 
     # numpy must defer to our reflected operators (ndarray + Tensor -> Tensor.__radd__).
     __array_ufunc__ = None
@@ -98,9 +97,6 @@ class Tensor:
 
     def _adopt(self, handle: int) -> None:
         self._handle = handle
-        fin = weakref.finalize(self, _lib.free_handle, handle)
-        fin.atexit = False  # the process is ending: nothing to free
-        self._finalizer = fin
         code, ndim = ctypes.c_int32(), ctypes.c_int32()
         shape = (ctypes.c_int64 * _MAX_NDIM)()
         _lib.call(
@@ -113,6 +109,15 @@ class Tensor:
             info = self._info()
             dims = tuple(d if isinstance(d, int) else Dim(d) for d in info["shape"])
         self._shape = dims
+
+    def __del__(self, _free=_lib.free_handle):
+        # A method rather than weakref.finalize: it costs a tenth as much per tensor,
+        # which counts in eager loops of small ops. _free is bound now because module
+        # globals may be gone when the interpreter shuts down.
+        handle = getattr(self, "_handle", 0)  # unset when __init__ failed early
+        if handle:
+            self._handle = 0
+            _free(handle)
 
     # --- properties -------------------------------------------------------------------------
 
@@ -195,7 +200,8 @@ class Tensor:
         if any(isinstance(d, Dim) for d in self._shape):
             self.realize()  # raises: a symbolic tensor has no data
         out = np.empty(self._shape, dtype=self._dtype.numpy)
-        _lib.call(_lib.lib.pypto_copy_out, self._handle, out.ctypes.data, out.ndim, _lib.int64_array(out.strides))
+        # A new array is C-contiguous: no strides (NULL) to pass.
+        _lib.call(_lib.lib.pypto_copy_out, self._handle, out.__array_interface__["data"][0], out.ndim, None)
         return out
 
     def __array__(self, dtype=None, copy=None):

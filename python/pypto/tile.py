@@ -15,9 +15,7 @@ from __future__ import annotations
 
 import itertools
 import numbers
-import weakref
 
-from . import _lib
 from ._location import user_location
 from .errors import PyptoValueError, ShapeError, SymbolicShapeError
 from .symbolic import Dim, same_dim
@@ -53,10 +51,7 @@ def _adopt_as_tile(t: Tensor, index, offset, tile_shape, config) -> Tile:
     """t's value as a Tile: the handle moves to the new object (t must not be used after)."""
     tile = Tile.__new__(Tile)
     tile._handle, tile._shape, tile._dtype, tile._type_info = t._handle, t._shape, t._dtype, t._type_info
-    t._finalizer.detach()  # the handle is the tile's now; it frees it
-    fin = weakref.finalize(tile, _lib.free_handle, t._handle)
-    fin.atexit = False
-    tile._finalizer = fin
+    t._handle = 0  # the handle is the tile's now; it frees it
     tile.index, tile.offset, tile.tile_shape, tile.config = index, offset, tile_shape, config
     return tile
 
