@@ -27,12 +27,12 @@ import numbers
 
 import numpy as np
 
-from . import block_trace
+from . import _validate as check, block_trace
 from ._location import user_location
 from .block_tile import MatWindow, Product, Tile
 from .block_trace import GMTensor, Program, Sources, current, range  # noqa: A004 (p.range)
-from .dtypes import as_dtype, float32, int32
-from .errors import CompileError, DTypeError, PyptoValueError, ShapeError
+from .dtypes import float32, int32
+from .errors import CompileError, DTypeError, PyptoTypeError, PyptoValueError, ShapeError
 
 __all__ = [
     "block_kernel",
@@ -57,13 +57,26 @@ class BlockKernel:
     """A Python function traced into block programs (see the module's doc)."""
 
     def __init__(self, fn, grid=1, core="vector", vectors=2, out_shape=None, out_dtype=None, output_layout=None, name=None):
-        if core not in _CORES:
-            raise PyptoValueError(f"block_kernel: core is {core!r}, want one of {', '.join(_CORES)}")
-        if not callable(grid) and (not isinstance(grid, numbers.Integral) or grid < 1):
-            raise PyptoValueError(f"block_kernel: grid is {grid!r}, want an int >= 1 or a function of the inputs")
-        self.fn, self.grid, self.core, self.vectors = fn, grid, core, int(vectors) if core == "mixed" else 0
+        op = "block_kernel"
+        if not callable(fn):
+            raise check.fail(op, "fn", fn, "a function (the kernel)")
+        core = check.choice(core, "core", op, _CORES)
+        if not _is_function(grid):
+            grid = check.integer(grid, "grid", op, lo=1)
+        vectors = check.integer(vectors, "vectors", op, lo=1)
+        if out_shape is not None and not _is_function(out_shape):
+            out_shape = _out_shape(out_shape, "out_shape", op)
+        if out_dtype is not None and not _is_function(out_dtype):
+            out_dtype = check.dtype(out_dtype, "out_dtype", op)
+        if output_layout is not None:
+            from .layouts import as_layout
+
+            output_layout = as_layout(output_layout, op, "output_layout")
+        if name is not None and (not isinstance(name, str) or not name):
+            raise check.fail(op, "name", name, "a non-empty string or None")
+        self.fn, self.grid, self.core, self.vectors = fn, grid, core, vectors if core == "mixed" else 0
         self.out_shape, self.out_dtype, self.output_layout = out_shape, out_dtype, output_layout
-        self.name = name or fn.__name__
+        self.name = name or getattr(fn, "__name__", "kernel")
         self._traced = {}
         functools.update_wrapper(self, fn)
 
@@ -73,15 +86,38 @@ class BlockKernel:
     def _output(self, ins, out_shapes, out_dtypes):
         shape = _one("out_shapes", out_shapes, True) if out_shapes is not None else self.out_shape
         dt = _one("out_dtypes", out_dtypes, False) if out_dtypes is not None else self.out_dtype
-        shape = shape(*ins) if callable(shape) else shape
-        dt = dt(*ins) if callable(dt) else dt
+        shape_from = "out_shapes" if out_shapes is not None else "out_shape"
+        dt_from = "out_dtypes" if out_dtypes is not None else "out_dtype"
+        shape = shape(*ins) if _is_function(shape) else shape
+        dt = dt(*ins) if _is_function(dt) else dt
         if shape is None:
             raise PyptoValueError(
                 f"kernel {self.name}: the output's shape is unknown",
                 location=user_location(),
                 suggestions=["pass out_shapes=[...] to p.call_kernel, or declare out_shape= in @p.block_kernel"],
             )
-        return tuple(int(d) for d in shape), as_dtype(dt if dt is not None else ins[0].dtype if ins else float32)
+        dt = dt if dt is not None else ins[0].dtype if ins else float32
+        return _out_shape(shape, shape_from, f"kernel {self.name}"), check.dtype(dt, dt_from, f"kernel {self.name}")
+
+    def __reduce__(self):
+        # A kernel pickles by reference to its module-level name (the function it
+        # traces is code, which pickle does not carry by value).
+        import sys
+
+        module = sys.modules.get(getattr(self, "__module__", ""), None)
+        qualname = getattr(self, "__qualname__", self.name)
+        obj = module
+        for part in qualname.split("."):
+            obj = getattr(obj, part, None)
+        if obj is not self:
+            raise PyptoTypeError(
+                f"a p.block_kernel ({self.name}) pickles by reference to its module-level name, "
+                f"and {qualname} in module {getattr(self, '__module__', '?')} is not this kernel",
+                location=user_location(),
+                suggestions=["define the kernel at the top level of a module (not inside a function), "
+                             "or send its inputs and call the kernel in the other process"],
+            )  # fmt: skip
+        return qualname
 
     def trace(self, ins, out_shape, out_dtype) -> dict:
         """The call_kernel attributes for inputs of these shapes and dtypes."""
@@ -122,10 +158,24 @@ class BlockKernel:
 
     def programs(self, *tensors, out_shapes=None, out_dtypes=None) -> str:
         """The PTO text the kernel traces to for these inputs (for reading and tests)."""
-        ins = [_as_input(t) for t in tensors]
+        ins = [_as_input(t, i) for i, t in enumerate(tensors)]
         shape, dt = self._output(ins, out_shapes, out_dtypes)
         return self.trace(ins, shape, dt)["programs"]
 
+
+
+def _is_function(v) -> bool:
+    """A function of the inputs, as out_shape, out_dtype and grid may be (a type such as
+    numpy.float16 is callable too, but names a dtype)."""
+    return callable(v) and not isinstance(v, type)
+
+
+def _out_shape(shape, name: str, op: str) -> tuple:
+    """A kernel output's shape: concrete sizes, each >= 1."""
+    dims = check.shape(shape, name, op, symbolic=False)
+    if not dims or any(d < 1 for d in dims):
+        raise check.fail(op, name, shape, "a shape of sizes >= 1", ShapeError)
+    return dims
 
 
 def _one(what, v, is_shape):
@@ -167,8 +217,10 @@ _registry = {}
 
 def register_kernel(name: str, kernel: BlockKernel) -> BlockKernel:
     """Makes a kernel callable by name with p.call_kernel."""
+    if not isinstance(name, str) or not name:
+        raise check.fail("register_kernel", "name", name, "a non-empty string")
     if not isinstance(kernel, BlockKernel):
-        raise TypeError(f"register_kernel: {name!r} must be a @p.block_kernel function, not {type(kernel).__name__}")
+        raise check.fail("register_kernel", "kernel", kernel, "a @p.block_kernel function")
     _registry[name] = kernel
     return kernel
 
@@ -177,14 +229,12 @@ def registered_kernels() -> dict:
     return dict(_registry)
 
 
-def _as_input(t):
-    from .tensor import Tensor, from_numpy
+def _as_input(t, i=0):
+    from .tensor import Tensor, as_tensor
 
-    if isinstance(t, Tensor):
-        return t
-    if isinstance(t, np.ndarray):
-        return from_numpy(t)
-    raise TypeError(f"call_kernel: inputs must be p.Tensor or numpy arrays, not {type(t).__name__}")
+    if isinstance(t, (Tensor, np.ndarray)):
+        return as_tensor(t, "call_kernel", f"input {i}")
+    raise check.fail("call_kernel", f"input {i}", t, "a p.Tensor or a numpy array")
 
 
 def call_kernel(kernel, *tensors, out_shapes=None, out_dtypes=None):
@@ -201,7 +251,9 @@ def call_kernel(kernel, *tensors, out_shapes=None, out_dtypes=None):
                 suggestions=[f"registered: {sorted(_registry)}" if _registry else "register it with p.register_kernel(name, kernel)"],
             )
         kernel = _registry[kernel]
-    ins = [_as_input(t) for t in tensors]
+    if not isinstance(kernel, BlockKernel):
+        raise check.fail("call_kernel", "kernel", kernel, "a @p.block_kernel function or a registered kernel's name")
+    ins = [_as_input(t, i) for i, t in enumerate(tensors)]
     for t in ins:
         for d in t.shape:
             int(d)  # a symbolic size raises SymbolicShapeError: p.compile then traces concretely
@@ -236,7 +288,7 @@ def load(view) -> Tile:
         if isinstance(view, GMTensor):
             view = view[tuple(slice(None) for _ in view.shape)]
         else:
-            raise TypeError(f"p.load takes a view of a kernel argument (x[i:j, :]), not {type(view).__name__}")
+            raise check.fail("p.load", "view", view, "a view of a kernel argument (x[i:j, :])")
     rows, cols, _, _ = view.window()
     loc = "mat" if prog.core == "cube" else "vec"
     t = Tile(prog, loc, view.t.dtype, rows, cols)
@@ -250,10 +302,12 @@ def store(view, tile) -> None:
     prog = current()
     if isinstance(view, GMTensor):
         view = view[tuple(slice(None) for _ in view.shape)]
+    if not isinstance(view, block_trace.View):
+        raise check.fail("p.store", "view", view, "a view of a kernel argument (y[i:j, :])")
     if isinstance(tile, Product):
         tile = tile.materialize()
     if not isinstance(tile, Tile):
-        raise TypeError(f"p.store stores a tile, not {type(tile).__name__}")
+        raise check.fail("p.store", "tile", tile, "a tile")
     rows, cols, _, _ = view.window()
     if (rows, cols) != tile.shape:
         raise ShapeError(
@@ -283,12 +337,15 @@ def zeros(shape, dtype=None) -> Tile:
     accumulator (float32, or int32 for int8 products) that the first ``acc +=
     p.matmul(...)`` sets."""
     prog = current()
+    if len(shape) == 2 and isinstance(shape[0], (list, tuple)) and not isinstance(shape[1], (numbers.Integral, np.integer)):
+        if dtype is not None:
+            raise PyptoValueError("p.zeros: dtype is given twice", location=user_location())
+        shape, dtype = shape[:1], shape[1]  # p.zeros([r, c], dtype)
     shape = tuple(shape[0]) if len(shape) == 1 and isinstance(shape[0], (list, tuple)) else tuple(shape)
-    if len(shape) != 2:
-        raise ShapeError(f"p.zeros in a kernel makes 2-D tiles, not shape {list(shape)}", location=user_location())
-    rows, cols = (int(d) for d in shape)
+    rows, cols = _tile_shape(shape, "shape", "p.zeros")
+    dtype = check.dtype(dtype, "dtype", "p.zeros", optional=True)
     if prog.core == "cube":
-        dt = as_dtype(dtype) if dtype is not None else float32
+        dt = dtype if dtype is not None else float32
         if dt not in (float32, int32):
             raise DTypeError(
                 f"p.zeros on a cube core is an accumulator, which holds float32 or int32, not {dt.name}",
@@ -297,17 +354,30 @@ def zeros(shape, dtype=None) -> Tile:
         t = Tile(prog, "acc", dt, rows, cols, declare=False)
         t.pending_zero = True
         return t
-    t = Tile(prog, "vec", as_dtype(dtype) if dtype is not None else float32, rows, cols)
+    t = Tile(prog, "vec", dtype if dtype is not None else float32, rows, cols)
     prog.emit(f"texpands {t.ref}, 0")
     return t
+
+
+def _tile_shape(shape, name: str, op: str) -> tuple:
+    """A tile's (rows, cols): two sizes >= 1."""
+    dims = check.shape(shape, name, op, symbolic=False)
+    if len(dims) != 2:
+        raise ShapeError(f"{op} in a kernel makes 2-D tiles, not shape {list(dims)}", location=user_location())
+    if min(dims) < 1:
+        raise check.fail(op, name, shape, "two sizes >= 1 (rows, cols)", ShapeError)
+    return dims
 
 
 def push(tile, queue: int = 0) -> None:
     """Sends a copy of a tile to the other side of the AI core through queue ``queue``:
     an accumulator from the cube to a vector core, or a Vec tile back."""
     prog = current()
+    queue = check.integer(queue, "queue", "p.push", lo=0)
     if isinstance(tile, Product):
         tile = tile.materialize()
+    if not isinstance(tile, Tile):
+        raise check.fail("p.push", "tile", tile, "a tile")
     if tile.loc not in ("acc", "vec"):
         raise CompileError(f"p.push sends accumulators and Vec tiles, not a {tile.loc} tile", location=user_location())
     prog.emit(f"tpush {int(queue)}, {tile.ref}")
@@ -317,8 +387,9 @@ def pop(shape, dtype, queue: int = 0) -> Tile:
     """Receives the oldest tile of queue ``queue`` (converted to dtype): a Vec tile on a
     vector core, an L1 (mat) tile on the cube, ready for p.matmul."""
     prog = current()
-    rows, cols = (int(d) for d in shape)
-    t = Tile(prog, "mat" if prog.core == "cube" else "vec", as_dtype(dtype), rows, cols)
+    rows, cols = _tile_shape(shape, "shape", "p.pop")
+    queue = check.integer(queue, "queue", "p.pop", lo=0)
+    t = Tile(prog, "mat" if prog.core == "cube" else "vec", check.dtype(dtype, "dtype", "p.pop"), rows, cols)
     prog.emit(f"tpop {t.ref}, {int(queue)}")
     prog.emit(f"tfree {int(queue)}")
     return t

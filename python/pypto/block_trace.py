@@ -11,8 +11,9 @@ import builtins
 import numbers
 import threading
 
+from . import _validate as check
 from ._location import user_location
-from .errors import CompileError, ShapeError
+from .errors import CompileError, PyptoValueError, ShapeError
 
 _DTYPE_TEXT = {"float32": "f32", "float16": "f16", "bfloat16": "bf16", "int8": "i8", "int32": "i32", "bool": "bool"}
 
@@ -217,10 +218,11 @@ def range(start, stop=None, step: int = 1):  # noqa: A001 (p.range mirrors Pytho
     (``x[i * 64:(i + 1) * 64]``); Python's ``range`` unrolls instead."""
     if stop is None:
         start, stop = 0, start
-    for v in (start, stop, step):
-        if not isinstance(v, numbers.Integral):
-            raise TypeError(f"p.range takes ints, not {type(v).__name__}")
-    return _loop(int(start), int(step), len(builtins.range(start, stop, step)))
+    start, stop = check.integer(start, "start", "p.range"), check.integer(stop, "stop", "p.range")
+    step = check.integer(step, "step", "p.range")
+    if step == 0:
+        raise check.fail("p.range", "step", step, "a nonzero int", PyptoValueError)
+    return _loop(start, step, len(builtins.range(start, stop, step)))
 
 
 def _loop(start: int, step: int, n: int):

@@ -13,9 +13,12 @@ import threading
 
 import numpy as np
 
-from .dtypes import DType, as_dtype, bool_, float32, int32
+from . import _validate as check
+from ._location import user_location
+from .dtypes import DType, bool_, float32, int32
+from .errors import PyptoValueError
 from .symbolic import Dim
-from .tensor import Tensor, _as_shape, apply, from_numpy
+from .tensor import Tensor, apply, from_numpy, host_array
 
 __all__ = [
     "zeros", "ones", "full", "zeros_like", "ones_like", "full_like", "empty", "constant", "arange", "eye",
@@ -23,10 +26,21 @@ __all__ = [
 ]  # fmt: skip
 
 
-def _shape_args(shape) -> tuple:
-    if len(shape) == 1 and not isinstance(shape[0], (numbers.Integral, Tensor, Dim)):
+def _shape_args(shape, op: str, symbolic: bool = True) -> tuple:
+    """The shape of f(2, 3) or f([2, 3])."""
+    if len(shape) == 1 and not isinstance(shape[0], (numbers.Integral, np.integer, Tensor, Dim)):
         shape = shape[0]
-    return _as_shape(shape)
+    return check.shape(shape, "shape", op, symbolic=symbolic)
+
+
+def _shape_and_dtype(args, dtype, op: str):
+    """The shape and dtype of f(2, 3, dtype=d), f([2, 3], dtype=d) and f([2, 3], d)
+    (the form the block level's p.zeros also takes)."""
+    if len(args) == 2 and isinstance(args[0], (list, tuple)) and not isinstance(args[1], (numbers.Integral, np.integer, Tensor, Dim)):
+        if dtype is not None:
+            raise PyptoValueError(f"{op}: dtype is given twice", location=user_location())
+        args, dtype = args[:1], args[1]
+    return _shape_args(args, op), check.dtype(dtype, "dtype", op, optional=True) or float32
 
 
 def _host(arr: np.ndarray, dt: DType) -> Tensor:
@@ -47,66 +61,80 @@ def _symbolic_full(shape, value, dt: DType) -> Tensor:
     return apply("full", [], {"shape": list(shape), "value": float(value), "dtype": dt.name})
 
 
-def zeros(*shape, dtype=float32) -> Tensor:
-    """A tensor of zeros: ``zeros([2, 3])`` or ``zeros(2, 3)``."""
-    shape = _shape_args(shape)
+def zeros(*shape, dtype=None) -> Tensor:
+    """A tensor of zeros: ``zeros([2, 3])``, ``zeros(2, 3)`` or ``zeros([2, 3], p.float16)``;
+    dtype defaults to float32."""
+    shape, dt = _shape_and_dtype(shape, dtype, "zeros")
     if any(isinstance(d, Dim) for d in shape):
-        return _symbolic_full(shape, 0, as_dtype(dtype))
-    return Tensor(shape, dtype=dtype)
+        return _symbolic_full(shape, 0, dt)
+    return Tensor(shape, dtype=dt)
 
 
 empty = zeros  # PyPTO has no uninitialised memory: empty is zeros.
 
 
-def ones(*shape, dtype=float32) -> Tensor:
-    """A tensor of ones."""
-    return full(_shape_args(shape), 1, dtype=dtype)
+def ones(*shape, dtype=None) -> Tensor:
+    """A tensor of ones (the forms of zeros)."""
+    shape, dt = _shape_and_dtype(shape, dtype, "ones")
+    return full(shape, 1, dtype=dt)
 
 
 def full(shape, fill_value, dtype=None) -> Tensor:
     """A tensor of shape filled with fill_value; dtype defaults to float32 for floats,
     int32 for ints and bool for bools."""
-    dt = as_dtype(dtype) if dtype is not None else _default_dtype(fill_value)
-    shape = _as_shape(shape)
+    if not isinstance(fill_value, (numbers.Real, np.integer, np.floating, np.bool_)):
+        raise check.fail("full", "fill_value", fill_value, "a number or a bool")
+    dt = check.dtype(dtype, "dtype", "full", optional=True) or _default_dtype(fill_value)
+    shape = check.shape(shape, "shape", "full")
     if any(isinstance(d, Dim) for d in shape):
         return _symbolic_full(shape, fill_value, dt)
     return _host(np.full(shape, fill_value, dtype=np.float64 if dt != bool_ else np.bool_), dt)
 
 
-def _like(x, dtype):
-    return tuple(x.shape), as_dtype(dtype) if dtype is not None else as_dtype(x.dtype)
+def _like(x, dtype, op):
+    if not hasattr(x, "shape") or not hasattr(x, "dtype"):
+        raise check.fail(op, "x", x, "a p.Tensor or a numpy array")
+    return check.shape(tuple(x.shape), "x.shape", op), check.dtype(dtype if dtype is not None else x.dtype, "dtype", op)
 
 
 def zeros_like(x, dtype=None) -> Tensor:
     """Zeros of x's shape and (unless given) dtype."""
-    shape, dt = _like(x, dtype)
+    shape, dt = _like(x, dtype, "zeros_like")
     return zeros(shape, dtype=dt)
 
 
 def ones_like(x, dtype=None) -> Tensor:
     """Ones of x's shape and (unless given) dtype."""
-    shape, dt = _like(x, dtype)
+    shape, dt = _like(x, dtype, "ones_like")
     return ones(shape, dtype=dt)
 
 
 def full_like(x, fill_value, dtype=None) -> Tensor:
     """fill_value in x's shape and (unless given) dtype."""
-    shape, dt = _like(x, dtype)
+    shape, dt = _like(x, dtype, "full_like")
     return full(shape, fill_value, dtype=dt)
 
 
 def constant(value, dtype=None) -> Tensor:
     """A constant tensor from a scalar or nested lists: ``p.constant(1024)`` is a 0-d
     int32 tensor (usable as a dimension, since it converts to an int)."""
-    if dtype is None:
+    if isinstance(value, Tensor):
+        value = value.numpy()
+    if value is None or isinstance(value, (str, bytes, dict, set)):
+        raise check.fail("constant", "value", value, "a number, a bool or nested lists of them")
+    try:
         arr = np.asarray(value)
-        if arr.dtype == np.float64:
-            dtype = float32
-        elif arr.dtype.kind in "iu":
-            dtype = int32
-        else:
-            dtype = as_dtype(arr.dtype)
-    return _host(np.asarray(value), as_dtype(dtype))
+    except (TypeError, ValueError) as e:
+        raise check.fail("constant", "value", value, f"a number, a bool or nested lists of them ({e})") from None
+    if arr.dtype.kind not in "biuf":
+        raise check.fail("constant", "value", value, "a number, a bool or nested lists of them")
+    dt = check.dtype(dtype, "dtype", "constant", optional=True)
+    if dt is None:
+        dt = float32 if arr.dtype.kind == "f" and not check.dtype_supported(arr.dtype) else None
+    if dt is None:
+        arr = host_array(arr, "constant", "value")
+        dt = check.dtype(arr.dtype, "value", "constant")
+    return _host(arr, dt)
 
 
 def arange(start, stop=None, step=1, dtype=None) -> Tensor:
@@ -114,14 +142,30 @@ def arange(start, stop=None, step=1, dtype=None) -> Tensor:
     arguments, float32 otherwise."""
     if stop is None:
         start, stop = 0, start
-    if dtype is None:
-        dtype = int32 if all(isinstance(v, numbers.Integral) for v in (start, stop, step)) else float32
-    return _host(np.arange(start, stop, step), as_dtype(dtype))
+    start = _real(start, "start", "arange")
+    stop = _real(stop, "stop", "arange")
+    step = _real(step, "step", "arange")
+    if step == 0:
+        raise check.fail("arange", "step", step, "a nonzero number", PyptoValueError)
+    dt = check.dtype(dtype, "dtype", "arange", optional=True)
+    if dt is None:
+        dt = int32 if all(isinstance(v, int) for v in (start, stop, step)) else float32
+    return _host(np.arange(start, stop, step), dt)
+
+
+def _real(v, name, op):
+    """An int stays an int, other numbers become floats."""
+    if isinstance(v, (numbers.Integral, np.integer)) and not isinstance(v, (bool, np.bool_)):
+        return int(v)
+    return check.number(v, name, op)
 
 
 def eye(n, m=None, k=0, dtype=float32) -> Tensor:
     """An n x m matrix with ones on diagonal k."""
-    return _host(np.eye(n, m, k), as_dtype(dtype))
+    n = check.integer(n, "n", "eye", lo=0)
+    m = check.integer(m, "m", "eye", lo=0, optional=True)
+    k = check.integer(k, "k", "eye")
+    return _host(np.eye(n, m, k), check.dtype(dtype, "dtype", "eye"))
 
 
 # --- seeded random tensors -------------------------------------------------------------------
@@ -135,7 +179,7 @@ def manual_seed(seed: int) -> None:
     a program draws the same values on every run."""
     global _rng
     with _rng_lock:
-        _rng = np.random.default_rng(int(seed))
+        _rng = np.random.default_rng(check.integer(seed, "seed", "manual_seed", lo=0))
 
 
 @contextlib.contextmanager
@@ -147,22 +191,29 @@ def generator():
 
 def randn(*shape, dtype=float32) -> Tensor:
     """Standard normal samples (drawn in float64, rounded to dtype)."""
+    shape, dt = _shape_args(shape, "randn", False), check.dtype(dtype, "dtype", "randn")
     with generator() as g:
-        arr = g.standard_normal(_shape_args(shape))
-    return _host(arr.astype(np.float32), as_dtype(dtype))
+        arr = g.standard_normal(shape)
+    return _host(arr.astype(np.float32), dt)
 
 
 def rand(*shape, dtype=float32) -> Tensor:
     """Uniform samples in [0, 1) (rounded to dtype, which may round up to 1 in float16)."""
+    shape, dt = _shape_args(shape, "rand", False), check.dtype(dtype, "dtype", "rand")
     with generator() as g:
-        arr = g.random(_shape_args(shape))
-    return _host(arr.astype(np.float32), as_dtype(dtype))
+        arr = g.random(shape)
+    return _host(arr.astype(np.float32), dt)
 
 
 def randint(low, high=None, size=(), dtype=int32) -> Tensor:
     """Uniform integers in [low, high) (numpy's integers); randint(high) draws from [0, high)."""
     if high is None:
         low, high = 0, low
+    low = check.integer(low, "low", "randint")
+    high = check.integer(high, "high", "randint")
+    if high <= low:
+        raise check.fail("randint", "high", high, f"an int > low ({low})", PyptoValueError)
+    size, dt = check.shape(size, "size", "randint", symbolic=False), check.dtype(dtype, "dtype", "randint")
     with generator() as g:
-        arr = g.integers(low, high, size=_as_shape(size))
-    return _host(arr, as_dtype(dtype))
+        arr = g.integers(low, high, size=size)
+    return _host(arr, dt)

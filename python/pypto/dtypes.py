@@ -29,6 +29,12 @@ class DType:
         return self._numpy
 
     @property
+    def dtype(self) -> np.dtype:
+        """The numpy dtype: what ``numpy.dtype(p.float16)`` and ``numpy.zeros(n,
+        dtype=p.float16)`` read."""
+        return self.numpy
+
+    @property
     def is_floating(self) -> bool:
         return self.code in (1, 2, 3)
 
@@ -47,7 +53,9 @@ class DType:
             return NotImplemented
 
     def __hash__(self) -> int:
-        return hash(("pypto.DType", self.code))
+        # Equal objects hash alike: p.float16 == numpy.dtype("float16"), so a dict keyed
+        # by either finds the other.
+        return hash(self.numpy)
 
     def __reduce__(self):
         return (as_dtype, (self.name,))

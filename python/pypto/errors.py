@@ -7,9 +7,11 @@ Every error the Go core reports arrives as one of these classes, chosen by its k
     │   ├── ShapeError              (also a ValueError) shapes do not fit together
     │   │   └── SymbolicShapeError  (also a TypeError) a symbolic dim's value is needed
     │   └── DTypeError              (also a TypeError) element types do not fit together
-    ├── PyptoValueError             (also a ValueError) a bad argument
+    ├── PyptoValueError             (also a ValueError) a bad argument value
     ├── PyptoMemoryError            (also a MemoryError) a tensor larger than the machine's
     │                               memory or the device's (refused before allocating)
+    ├── PyptoTypeError              (also a TypeError) an argument of the wrong kind
+    ├── PyptoIndexError             (also an IndexError) an index outside a tensor
     ├── DeviceError                 the simulated device failed or cannot be used
     └── InternalError               a bug in PyPTO (a Go panic is reported this way)
 
@@ -33,6 +35,8 @@ __all__ = [
     "DTypeError",
     "PyptoValueError",
     "PyptoMemoryError",
+    "PyptoTypeError",
+    "PyptoIndexError",
     "DeviceError",
     "InternalError",
 ]
@@ -149,6 +153,18 @@ class PyptoMemoryError(PyptoError, MemoryError):
     kind = "MemoryError"
 
 
+class PyptoTypeError(PyptoError, TypeError):
+    """An argument of the wrong kind (a string where a flag or an int is wanted, ...)."""
+
+    kind = "TypeError"
+
+
+class PyptoIndexError(PyptoError, IndexError):
+    """An index outside a tensor or a grid, or too many indices."""
+
+    kind = "IndexError"
+
+
 class DeviceError(PyptoError):
     """The simulated device failed, or cannot be used (e.g. after fork)."""
 
@@ -168,6 +184,8 @@ _BY_KIND = {
     "DTypeError": DTypeError,
     "ValueError": PyptoValueError,
     "MemoryError": PyptoMemoryError,
+    "TypeError": PyptoTypeError,
+    "IndexError": PyptoIndexError,
     "DeviceError": DeviceError,
     "InternalError": InternalError,
 }

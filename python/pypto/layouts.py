@@ -57,7 +57,7 @@ NZ = Layout("NZ")
 _BY_NAME = {l.name: l for l in (ND, NCHW, NHWC, CHWN, NZ)}
 
 
-def as_layout(x) -> Layout:
+def as_layout(x, op: str = "layout", name: str = "layout") -> Layout:
     """A Layout from a Layout or its name (None is ND)."""
     if x is None:
         return ND
@@ -65,7 +65,14 @@ def as_layout(x) -> Layout:
         return x
     if isinstance(x, str) and x.upper() in _BY_NAME:
         return _BY_NAME[x.upper()]
-    raise ValueError(f"unknown layout {x!r}: use p.ND, p.NCHW, p.NHWC, p.CHWN or p.NZ")
+    from . import _validate as check
+    from ._location import user_location
+    from .errors import PyptoValueError
+
+    raise PyptoValueError(
+        f"{op}: {name} is an unknown layout {check.given(x)}: use p.ND, p.NCHW, p.NHWC, p.CHWN or p.NZ (or its name)",
+        location=user_location(),
+    )
 
 
 def layout_transform(x, target_layout) -> Tensor:
@@ -74,10 +81,10 @@ def layout_transform(x, target_layout) -> Tensor:
     the last two axes into zero-padded fractals and NZ -> ND puts it back; ND and a 4-D
     layout only name the axes. Other pairs go through ND. Converting to the layout x
     already has returns x."""
-    from .ops import _as_tensor
+    from .tensor import as_tensor
 
-    x = _as_tensor(x, "layout_transform")
-    target = as_layout(target_layout)
+    x = as_tensor(x, "layout_transform")
+    target = as_layout(target_layout, "layout_transform", "target_layout")
     if x.layout == target:
         return x
     return apply("layout_transform", [x], {"layout": target.name})

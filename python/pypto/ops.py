@@ -6,9 +6,14 @@ not widen a tensor's dtype: ``x * 2`` keeps x's dtype)."""
 from __future__ import annotations
 
 import math
+import numbers
 
-from .dtypes import as_dtype
-from .tensor import Tensor, apply, is_scalar
+import numpy as np
+
+from . import _validate as check
+from ._location import user_location
+from .errors import PyptoValueError, ShapeError
+from .tensor import Tensor, apply, as_tensor, from_numpy
 
 __all__ = [
     "add", "sub", "subtract", "mul", "multiply", "div", "divide", "true_divide", "floor_divide", "mod",
@@ -23,7 +28,7 @@ __all__ = [
 
 def _bin(name, doc):
     def f(a, b) -> Tensor:
-        return apply(name, [a, b])
+        return apply(name, [a, b], names=("a", "b"))
 
     f.__name__ = f.__qualname__ = name
     f.__doc__ = doc + ", elementwise with numpy broadcasting."
@@ -32,7 +37,7 @@ def _bin(name, doc):
 
 def _un(name, doc):
     def f(x) -> Tensor:
-        return apply(name, [x])
+        return apply(name, [x], names=("x",))
 
     f.__name__ = f.__qualname__ = name
     f.__doc__ = doc + ", elementwise."
@@ -81,26 +86,27 @@ isfinite = _un("isfinite", "x is neither infinite nor NaN")
 
 def round(x, decimals: int = 0) -> Tensor:
     """x rounded to the nearest integer, halves to even (numpy's round); decimals must be 0."""
-    if decimals != 0:
-        raise NotImplementedError("round: only decimals=0 is supported")
-    return apply("round", [x])
+    if check.integer(decimals, "decimals", "round") != 0:
+        raise check.fail("round", "decimals", decimals, "0 (rounding to other decimals is not supported yet)", PyptoValueError)
+    return apply("round", [x], names=("x",))
 
 
 def gelu(x, approximate: str = "none") -> Tensor:
     """x * Phi(x): exact (erf) with approximate="none", or the tanh form with "tanh"."""
-    return apply("gelu", [x], {"approximate": approximate})
+    approximate = check.choice(approximate, "approximate", "gelu", ("none", "tanh"))
+    return apply("gelu", [x], {"approximate": approximate}, names=("x",))
 
 
 def clip(x, min=None, max=None) -> Tensor:
     """x limited to [min, max] (either may be None); bounds may be tensors or scalars,
     which take x's dtype. NaN propagates."""
     if min is None and max is None:
-        raise ValueError("clip: give min, max or both")
+        raise PyptoValueError("clip: give min, max or both", location=user_location())
     if min is None:
-        return apply("minimum", [x, max], scalar_anchor=[0])
+        return apply("minimum", [x, max], scalar_anchor=[0], names=("x", "max"))
     if max is None:
-        return apply("maximum", [x, min], scalar_anchor=[0])
-    return apply("clip", [x, min, max], scalar_anchor=[0])
+        return apply("maximum", [x, min], scalar_anchor=[0], names=("x", "min"))
+    return apply("clip", [x, min, max], scalar_anchor=[0], names=("x", "min", "max"))
 
 
 clamp = clip
@@ -109,12 +115,12 @@ clamp = clip
 def where(cond, a, b) -> Tensor:
     """a where cond is true, else b; the three broadcast together. Scalars among a and b
     take the other's dtype."""
-    return apply("where", [cond, a, b], scalar_anchor=[1, 2])
+    return apply("where", [cond, a, b], scalar_anchor=[1, 2], names=("cond", "a", "b"))
 
 
 def cast(x, dtype) -> Tensor:
     """x converted to dtype (rounding rules in docs/api.md)."""
-    return apply("cast", [x], {"dtype": as_dtype(dtype).name})
+    return apply("cast", [x], {"dtype": check.dtype(dtype, "dtype", "cast").name}, names=("x",))
 
 
 astype = cast
@@ -127,15 +133,20 @@ def matmul(a, b, transpose_b: bool = False, transpose_a: bool = False, *, tile_c
     from the result. float16/bfloat16/float32 operands accumulate in float32 on the cube
     unit and give their own dtype; int8 gives int32. ``tile_config`` (a p.TileConfig,
     shape [tm, tn, tk]) fixes the cube kernel's tile instead of the compiler's search."""
+    transpose_a = check.flag(transpose_a, "transpose_a", "matmul")
+    transpose_b = check.flag(transpose_b, "transpose_b", "matmul")
     if tile_config is not None:
         from .tile_ops import tile_matmul
 
         return tile_matmul(a, b, transpose_b, transpose_a, tile_config=tile_config)
-    a = _as_tensor(a, "matmul")
-    b = _as_tensor(b, "matmul")
-    attrs = {"transpose_a": bool(transpose_a), "transpose_b": bool(transpose_b)}
+    a = as_tensor(a, "matmul", "a")
+    b = as_tensor(b, "matmul", "b")
+    attrs = {"transpose_a": transpose_a, "transpose_b": transpose_b}
     if a.ndim == 0 or b.ndim == 0:
-        raise _shape_error(f"matmul: operands must have at least 1 dimension, got shapes {list(a.shape)} and {list(b.shape)}")
+        raise ShapeError(
+            f"matmul: operands must have at least 1 dimension, got shapes {list(a.shape)} and {list(b.shape)}",
+            location=user_location(),
+        )
     a1, b1 = a.ndim == 1, b.ndim == 1
     if a1:
         a = a.reshape([1, a.shape[0]] if not transpose_a else [a.shape[0], 1])
@@ -164,55 +175,34 @@ def linear(x, weight, bias=None, out_features=None, *, dtype=None) -> Tensor:
     """
     in_features = _feature_count(weight)
     if in_features is not None:
-        import numpy as np
-
         from .creation import generator
-        from .tensor import from_numpy
 
-        out_features = _feature_count(bias if out_features is None else out_features)
-        if out_features is None:
-            raise TypeError("linear(x, in_features, out_features): out_features must be an int")
-        x = _as_tensor(x, "linear")
-        dt = dtype or x.dtype
+        name = "bias" if out_features is None else "out_features"
+        out_features = check.integer(bias if out_features is None else out_features, name, "linear", lo=0)
+        if in_features < 0:
+            raise check.fail("linear", "in_features", in_features, "an int >= 0", PyptoValueError)
+        x = as_tensor(x, "linear", "x")
+        dt = check.dtype(dtype, "dtype", "linear", optional=True) or x.dtype
         bound = 1 / math.sqrt(in_features) if in_features else 0.0
-        dt = as_dtype(dt)
         with generator() as g:
             w = g.uniform(-bound, bound, size=(out_features, in_features))
             b = g.uniform(-bound, bound, size=(out_features,))
         w, b = from_numpy(w.astype(np.float32).astype(dt.numpy)), from_numpy(b.astype(np.float32).astype(dt.numpy))
         return apply("linear", [x, w, b])
+    if dtype is not None:
+        raise check.fail("linear", "dtype", dtype, "None when weight is a tensor (the parameters' dtype is theirs)", PyptoValueError)
+    if out_features is not None:
+        raise check.fail("linear", "out_features", out_features, "None when weight is a tensor", PyptoValueError)
     ins = [x, weight] if bias is None else [x, weight, bias]
-    return apply("linear", ins)
+    return apply("linear", ins, names=("x", "weight", "bias"))
 
 
 def _feature_count(v):
     """v as a layer size when it is one: an int or a 0-d integer tensor (p.constant)."""
-    import numbers
-
-    if isinstance(v, bool):
+    if isinstance(v, (bool, np.bool_)):
         return None
-    if isinstance(v, numbers.Integral):
+    if isinstance(v, (numbers.Integral, np.integer)):
         return int(v)
     if isinstance(v, Tensor) and v.ndim == 0 and not v.dtype.is_floating and v.dtype.name != "bool":
         return int(v)
     return None
-
-
-def _as_tensor(x, op):
-    from .tensor import from_numpy, scalar_tensor, scalar_dtype
-    import numpy as np
-
-    if isinstance(x, Tensor):
-        return x
-    if isinstance(x, np.ndarray):
-        return from_numpy(x)
-    if is_scalar(x):
-        return scalar_tensor(x, scalar_dtype(x, None, op))
-    raise TypeError(f"{op}: expected a p.Tensor or a numpy array, not {type(x).__name__}")
-
-
-def _shape_error(msg):
-    from ._location import user_location
-    from .errors import ShapeError
-
-    return ShapeError(msg, location=user_location())

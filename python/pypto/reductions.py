@@ -3,9 +3,8 @@ reduce_* names are the same functions."""
 
 from __future__ import annotations
 
-import numbers
-
-from .tensor import Tensor, apply
+from . import _validate as check
+from .tensor import Tensor, apply, as_tensor
 
 __all__ = [
     "sum", "prod", "max", "min", "amax", "amin", "mean", "var", "std", "argmax", "argmin",
@@ -13,28 +12,15 @@ __all__ = [
 ]  # fmt: skip
 
 
-def _axes(x, axis):
-    """axis as the list the Go ops take: None means every axis (an empty list)."""
-    if axis is None:
-        return []
-    if isinstance(axis, numbers.Integral):
-        return [int(axis)]
-    axes = [int(a) for a in axis]
-    return axes
-
-
 def _reduce(op, x, axis, keepdims, extra=None):
-    from .ops import _as_tensor
-
-    x = _as_tensor(x, op)
-    axes = _axes(x, axis)
-    if axis is not None and not isinstance(axis, numbers.Integral) and len(axes) == 0:
-        # numpy's axis=(): nothing is reduced; the result still has the op's dtype.
-        axes = None
-    attrs = {"axis": axes if axes is not None else [], "keepdims": bool(keepdims)}
+    x = as_tensor(x, op)
+    axes = check.axes(axis, "axis", op, x.ndim)
+    keepdims = check.flag(keepdims, "keepdims", op)
+    attrs = {"axis": axes if axes is not None else [], "keepdims": keepdims}
     if extra:
         attrs.update(extra)
-    if axes is None:
+    if axes == []:
+        # numpy's axis=(): nothing is reduced; the result still has the op's dtype.
         return apply(op, [x.reshape(list(x.shape) + [1])], dict(attrs, axis=[-1], keepdims=False))
     return apply(op, [x], attrs)
 
@@ -69,22 +55,21 @@ def mean(x, axis=None, keepdims: bool = False) -> Tensor:
 
 def var(x, axis=None, keepdims: bool = False, ddof: float = 0) -> Tensor:
     """The variance over axis, dividing by N - ddof (numpy's default ddof=0)."""
-    return _reduce("var", x, axis, keepdims, {"ddof": float(ddof)})
+    return _reduce("var", x, axis, keepdims, {"ddof": check.number(ddof, "ddof", "var", lo=0)})
 
 
 def std(x, axis=None, keepdims: bool = False, ddof: float = 0) -> Tensor:
     """The standard deviation over axis, sqrt(var)."""
-    return _reduce("std", x, axis, keepdims, {"ddof": float(ddof)})
+    return _reduce("std", x, axis, keepdims, {"ddof": check.number(ddof, "ddof", "std", lo=0)})
 
 
 def _arg(op, x, axis, keepdims):
-    from .ops import _as_tensor
-
-    x = _as_tensor(x, op)
+    x = as_tensor(x, op)
+    keepdims = check.flag(keepdims, "keepdims", op)
     if axis is None:  # numpy: the index into the flattened tensor
         flat = apply(op, [x.reshape([-1])], {"axis": 0, "keepdims": False})
         return flat.reshape([1] * x.ndim) if keepdims else flat
-    return apply(op, [x], {"axis": int(axis), "keepdims": bool(keepdims)})
+    return apply(op, [x], {"axis": check.axis(axis, "axis", op, x.ndim), "keepdims": keepdims})
 
 
 def argmax(x, axis=None, keepdims: bool = False) -> Tensor:

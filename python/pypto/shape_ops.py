@@ -7,10 +7,11 @@ import numbers
 
 import numpy as np
 
+from . import _validate as check
 from ._location import user_location
-from .errors import PyptoValueError, ShapeError, SymbolicShapeError
+from .errors import PyptoIndexError, PyptoTypeError, PyptoValueError, ShapeError, SymbolicShapeError
 from .symbolic import Dim, same_dim
-from .tensor import Tensor, apply
+from .tensor import Tensor, apply, as_tensor, from_numpy
 
 __all__ = [
     "reshape", "transpose", "permute", "broadcast_to", "expand", "squeeze", "unsqueeze", "expand_dims", "flatten",
@@ -19,28 +20,22 @@ __all__ = [
 ]  # fmt: skip
 
 
-def _t(x, op):
-    from .ops import _as_tensor
-
-    return _as_tensor(x, op)
+def _t(x, op, name="x"):
+    return as_tensor(x, op, name)
 
 
-def _int_or_dim(d):
-    return d if isinstance(d, Dim) else int(d)
-
-
-def _ints(v):
-    """A shape or axis list: ints, with symbolic dims kept as they are."""
-    if isinstance(v, (numbers.Integral, Tensor, Dim)):
-        return [_int_or_dim(v)]
-    return [_int_or_dim(d) for d in v]
+def _varargs(args):
+    """The sizes or axes of f(x, 1, 2) or f(x, [1, 2]) as one sequence."""
+    if len(args) == 1 and not isinstance(args[0], (numbers.Integral, np.integer, Tensor, Dim)):
+        return args[0]
+    return args
 
 
 def reshape(x, *shape) -> Tensor:
     """The same elements in row-major order with a new shape; one dimension may be -1."""
-    if len(shape) == 1:
-        shape = shape[0]
-    return apply("reshape", [_t(x, "reshape")], {"shape": _ints(shape)})
+    x = _t(x, "reshape")
+    shape = check.shape(_varargs(shape), "shape", "reshape", wildcards=1)
+    return apply("reshape", [x], {"shape": list(shape)})
 
 
 def transpose(x, *axes) -> Tensor:
@@ -48,34 +43,34 @@ def transpose(x, *axes) -> Tensor:
     ``transpose(x, (1, 0, 2))`` or ``transpose(x, 1, 0, 2)`` permutes them. Two axes
     alone, ``transpose(x, 0, 1)`` on a tensor of rank > 2, swap them (torch's form)."""
     x = _t(x, "transpose")
-    if len(axes) == 1 and not isinstance(axes[0], numbers.Integral):
-        axes = tuple(axes[0])
+    if len(axes) == 1 and axes[0] is None:
+        axes = ()
+    axes = check.axes(_varargs(axes), "axes", "transpose", x.ndim)
     if len(axes) == 2 and x.ndim != 2:
-        a, b = (int(v) % max(x.ndim, 1) for v in axes)
+        a, b = (v % x.ndim for v in axes)
         perm = list(range(x.ndim))
         perm[a], perm[b] = perm[b], perm[a]
         axes = perm
-    return apply("transpose", [x], {"perm": [int(a) for a in axes]})
+    return apply("transpose", [x], {"perm": axes})
 
 
 def permute(x, *dims) -> Tensor:
     """Axes permuted: result axis i is input axis dims[i] (torch's permute)."""
-    if len(dims) == 1 and not isinstance(dims[0], numbers.Integral):
-        dims = tuple(dims[0])
-    return apply("transpose", [_t(x, "permute")], {"perm": [int(d) for d in dims]})
+    x = _t(x, "permute")
+    dims = check.axes(_varargs(dims), "dims", "permute", x.ndim)
+    return apply("transpose", [x], {"perm": dims})
 
 
 def broadcast_to(x, shape) -> Tensor:
     """x broadcast to shape (numpy rules)."""
-    return apply("broadcast_to", [_t(x, "broadcast_to")], {"shape": _ints(shape)})
+    x = _t(x, "broadcast_to")
+    return apply("broadcast_to", [x], {"shape": list(check.shape(shape, "shape", "broadcast_to"))})
 
 
 def expand(x, *sizes) -> Tensor:
     """torch's expand: broadcast_to where -1 keeps x's size on that axis."""
     x = _t(x, "expand")
-    if len(sizes) == 1 and not isinstance(sizes[0], numbers.Integral):
-        sizes = tuple(sizes[0])
-    sizes = [_int_or_dim(s) for s in sizes]
+    sizes = list(check.shape(_varargs(sizes), "sizes", "expand", wildcards=None))
     off = len(sizes) - x.ndim
     shape = [x.shape[i - off] if isinstance(s, int) and s == -1 and i >= off else s for i, s in enumerate(sizes)]
     return broadcast_to(x, shape)
@@ -83,12 +78,18 @@ def expand(x, *sizes) -> Tensor:
 
 def squeeze(x, axis=None) -> Tensor:
     """x without size-1 axes (those in axis, or all)."""
-    return apply("squeeze", [_t(x, "squeeze")], {"axis": [] if axis is None else _ints(axis)})
+    x = _t(x, "squeeze")
+    axes = check.axes(axis, "axis", "squeeze", x.ndim)
+    return apply("squeeze", [x], {"axis": [] if axes is None else axes})
 
 
 def unsqueeze(x, axis) -> Tensor:
     """x with size-1 axes inserted at the positions axis names in the result."""
-    return apply("unsqueeze", [_t(x, "unsqueeze")], {"axis": _ints(axis)})
+    x = _t(x, "unsqueeze")
+    axes = check.axes(axis, "axis", "unsqueeze")
+    if axes is None:
+        raise check.fail("unsqueeze", "axis", axis, "an int or a tuple of ints")
+    return apply("unsqueeze", [x], {"axis": check.axes(axes, "axis", "unsqueeze", x.ndim + len(axes))})
 
 
 expand_dims = unsqueeze
@@ -98,8 +99,10 @@ def flatten(x, start_dim: int = 0, end_dim: int = -1) -> Tensor:
     """Axes start_dim..end_dim merged into one (torch's flatten)."""
     x = _t(x, "flatten")
     if x.ndim == 0:
+        check.axis(start_dim, "start_dim", "flatten"), check.axis(end_dim, "end_dim", "flatten")
         return x.reshape([1])
-    s, e = start_dim % x.ndim, end_dim % x.ndim
+    s = check.axis(start_dim, "start_dim", "flatten", x.ndim) % x.ndim
+    e = check.axis(end_dim, "end_dim", "flatten", x.ndim) % x.ndim
     n = 1
     for d in x.shape[s : e + 1]:
         n = n * d
@@ -108,10 +111,8 @@ def flatten(x, start_dim: int = 0, end_dim: int = -1) -> Tensor:
 
 def concat(tensors, axis: int = 0) -> Tensor:
     """The tensors joined along axis (dtypes promote)."""
-    tensors = [_t(t, "concat") for t in tensors]
-    if not tensors:
-        raise PyptoValueError("concat: needs at least one tensor", location=user_location())
-    return apply("concat", tensors, {"axis": int(axis)})
+    tensors = _tensor_list(tensors, "concat")
+    return apply("concat", tensors, {"axis": check.axis(axis, "axis", "concat", tensors[0].ndim)})
 
 
 concatenate = cat = concat
@@ -119,16 +120,23 @@ concatenate = cat = concat
 
 def stack(tensors, axis: int = 0) -> Tensor:
     """The tensors (all of one shape) joined along a new axis."""
-    tensors = [_t(t, "stack") for t in tensors]
+    tensors = _tensor_list(tensors, "stack")
+    return apply("stack", tensors, {"axis": check.axis(axis, "axis", "stack", tensors[0].ndim + 1)})
+
+
+def _tensor_list(tensors, op: str) -> list:
+    """A non-empty list or tuple of tensors (arrays and scalars converted)."""
+    if isinstance(tensors, (Tensor, np.ndarray, str, bytes)) or not isinstance(tensors, (list, tuple)):
+        raise check.fail(op, "tensors", tensors, "a list or tuple of tensors")
     if not tensors:
-        raise PyptoValueError("stack: needs at least one tensor", location=user_location())
-    return apply("stack", tensors, {"axis": int(axis)})
+        raise PyptoValueError(f"{op}: needs at least one tensor", location=user_location())
+    return [_t(t, op, f"tensors[{i}]") for i, t in enumerate(tensors)]
 
 
 def unstack(x, axis: int = 0) -> list:
     """The slices of x along axis, each without that axis (the inverse of stack)."""
     x = _t(x, "unstack")
-    ax = _norm_axis(axis, x.ndim, "unstack")
+    ax = check.axis(axis, "axis", "unstack", x.ndim) % x.ndim
     return [getitem(x, (slice(None),) * ax + (i,)) for i in range(x.shape[ax])]
 
 
@@ -136,10 +144,10 @@ def split(x, indices_or_sections, axis: int = 0) -> list:
     """numpy's split: an int n cuts axis into n equal parts (it must divide the size);
     a list gives the indices where parts start."""
     x = _t(x, "split")
-    ax = _norm_axis(axis, x.ndim, "split")
+    ax = check.axis(axis, "axis", "split", x.ndim) % x.ndim
     n = x.shape[ax]
-    if isinstance(indices_or_sections, numbers.Integral):
-        k = int(indices_or_sections)
+    if not isinstance(indices_or_sections, (list, tuple, range, np.ndarray)):
+        k = check.integer(indices_or_sections, "indices_or_sections", "split")
         if k <= 0 or n % k:
             raise ShapeError(
                 f"split: axis {ax} of size {n} cannot be split into {k} equal parts",
@@ -148,7 +156,8 @@ def split(x, indices_or_sections, axis: int = 0) -> list:
             )
         bounds = [n * i // k for i in range(k + 1)]
     else:
-        bounds = [0] + [min(max(int(i), 0), n) for i in indices_or_sections] + [n]
+        points = [check.integer(i, "indices_or_sections", "split") for i in indices_or_sections]
+        bounds = [0] + [min(max(i, 0), n) for i in points] + [n]
     return [getitem(x, (slice(None),) * ax + (slice(a, max(a, b)),)) for a, b in zip(bounds, bounds[1:])]
 
 
@@ -156,20 +165,31 @@ def pad(x, pad_width, constant_values=0) -> Tensor:
     """numpy's pad in constant mode: pad_width is an int, a (before, after) pair, or one
     pair per axis."""
     x = _t(x, "pad")
-    pw = np.broadcast_to(np.asarray(pad_width, dtype=np.int64), (x.ndim, 2))
-    return apply("pad", [x], {"pads": [int(v) for v in pw.reshape(-1)], "value": float(constant_values)})
+    want = "an int >= 0, a (before, after) pair or one pair per axis"
+    try:
+        arr = np.asarray(pad_width)
+        pw = np.broadcast_to(arr, (x.ndim, 2)) if arr.dtype.kind in "iu" and arr.ndim <= 2 else None
+    except ValueError:
+        pw = None
+    if pw is None:
+        raise check.fail("pad", "pad_width", pad_width, want)
+    if (pw < 0).any():
+        raise check.fail("pad", "pad_width", pad_width, want, PyptoValueError)
+    value = check.number(constant_values, "constant_values", "pad", finite=False)
+    return apply("pad", [x], {"pads": [int(v) for v in pw.reshape(-1)], "value": value})
 
 
 def take_along_axis(x, indices, axis: int) -> Tensor:
     """numpy's take_along_axis: out[..., i, ...] = x[..., indices[..., i, ...], ...]."""
-    return apply("take_along_axis", [_t(x, "take_along_axis"), _t(indices, "take_along_axis")], {"axis": int(axis)})
+    x, indices = _t(x, "take_along_axis"), _t(indices, "take_along_axis", "indices")
+    return apply("take_along_axis", [x, indices], {"axis": check.axis(axis, "axis", "take_along_axis", x.ndim)})
 
 
 def gather(x, dim: int, index) -> Tensor:
     """torch's gather: out[i][j] = x[index[i][j]][j] (dim 0) and so on; index may be
     smaller than x on the other axes."""
-    x, index = _t(x, "gather"), _t(index, "gather")
-    d = _norm_axis(dim, x.ndim, "gather")
+    x, index = _t(x, "gather"), _t(index, "gather", "index")
+    d = check.axis(dim, "dim", "gather", x.ndim) % x.ndim
     if index.ndim == x.ndim and any(index.shape[i] < x.shape[i] for i in range(x.ndim) if i != d):
         x = getitem(x, tuple(slice(0, index.shape[i]) if i != d else slice(None) for i in range(x.ndim)))
     return take_along_axis(x, index, d)
@@ -177,15 +197,16 @@ def gather(x, dim: int, index) -> Tensor:
 
 def index_select(x, axis: int, index) -> Tensor:
     """The slices of x at the 1-d indices along axis (torch's index_select)."""
-    return apply("index_select", [_t(x, "index_select"), _t(index, "index_select")], {"axis": int(axis)})
+    x, index = _t(x, "index_select"), _t(index, "index_select", "index")
+    return apply("index_select", [x, index], {"axis": check.axis(axis, "axis", "index_select", x.ndim)})
 
 
 def take(x, indices, axis: int = None) -> Tensor:
     """numpy's take with an axis (None: of the flattened tensor); indices of any shape."""
-    x, idx = _t(x, "take"), _t(indices, "take")
+    x, idx = _t(x, "take"), _t(indices, "take", "indices")
     if axis is None:
         x, axis = x.reshape([-1]), 0
-    ax = _norm_axis(axis, x.ndim, "take")
+    ax = check.axis(axis, "axis", "take", x.ndim) % x.ndim
     out = index_select(x, ax, idx.reshape([-1]))
     return out.reshape(list(x.shape[:ax]) + list(idx.shape) + list(x.shape[ax + 1 :]))
 
@@ -212,30 +233,54 @@ def _symbolic_slice(k: slice, size: Dim):
     return bound(k.start, 0), bound(k.stop, size), step
 
 
-def _norm_axis(axis, ndim, op):
-    axis = int(axis)
-    if not -ndim <= axis < ndim:
-        raise PyptoValueError(
-            f"{op}: axis {axis} is out of range for a {ndim}-d tensor",
-            location=user_location(),
-            suggestions=["use axis=-1 for the last axis"] if ndim else ["reshape the 0-d tensor to 1-d first"],
-        )
-    return axis % ndim
+def _is_mask(k) -> bool:
+    """Whether an index is a boolean mask (or a bool, which numpy reads as one)."""
+    if isinstance(k, (bool, np.bool_)):
+        return True
+    if isinstance(k, Tensor):
+        return k.dtype.name == "bool"
+    if isinstance(k, (list, np.ndarray)):
+        try:
+            return np.asarray(k).dtype == np.bool_
+        except (TypeError, ValueError):
+            return False
+    return False
+
+
+def _index_array(k) -> Tensor:
+    """A list or numpy array of indices as an int32 tensor."""
+    try:
+        arr = np.asarray(k)
+    except (TypeError, ValueError):
+        arr = None
+    if arr is None or arr.dtype.kind not in "iu":
+        raise check.fail("getitem", "index", k, "an integer array (or a list of ints)")
+    return from_numpy(arr)
 
 
 def getitem(x, key) -> Tensor:
     """numpy basic indexing: ints, slices (with steps, negative too), None, Ellipsis,
     plus one integer array (a list, numpy array or int tensor) on one axis."""
+    x = _t(x, "getitem")
     if not isinstance(key, tuple):
         key = (key,)
-    if any(isinstance(k, (bool, np.bool_)) for k in key):
-        raise TypeError("indexing with booleans is not supported; use p.where")
+    for k in key:
+        if _is_mask(k):
+            raise PyptoTypeError(
+                "boolean-mask indexing (x[mask]) is not supported yet: its result's size depends on the values",
+                location=user_location(),
+                suggestions=[
+                    "keep the shape and replace the other elements: p.where(mask, x, 0)",
+                    "or reduce over the mask: p.sum(p.where(mask, x, 0)), p.max(p.where(mask, x, -inf))",
+                    "or select on the host: x.numpy()[mask.numpy()]",
+                ],
+            )
     n_ell = sum(1 for k in key if k is Ellipsis)
     if n_ell > 1:
-        raise IndexError("an index can only have a single ellipsis ('...')")
+        raise PyptoIndexError("an index can only have a single ellipsis ('...')", location=user_location())
     used = sum(1 for k in key if k is not None and k is not Ellipsis)
     if used > x.ndim:
-        raise IndexError(f"too many indices for a tensor of shape {list(x.shape)}: {used} were given")
+        raise PyptoIndexError(f"too many indices for a tensor of shape {list(x.shape)}: {used} were given", location=user_location())
     if n_ell:
         i = key.index(Ellipsis)
         key = key[:i] + (slice(None),) * (x.ndim - used) + key[i + 1 :]
@@ -264,24 +309,24 @@ def getitem(x, key) -> Tensor:
         elif isinstance(k, (numbers.Integral, np.integer)) or (isinstance(k, Tensor) and k.ndim == 0 and not k.dtype.is_floating):
             i = int(k)
             if not -size <= i < size:
-                raise IndexError(f"index {i} is out of bounds for axis {dim} with size {size}")
+                raise PyptoIndexError(f"index {i} is out of bounds for axis {dim} with size {size}", location=user_location())
             i %= size
             starts.append(i), stops.append(i + 1), steps.append(1)
         elif isinstance(k, (list, np.ndarray, Tensor)):
             if array_at is not None:
-                raise NotImplementedError("indexing with more than one integer array is not supported; use take_along_axis")
-            idx = k if isinstance(k, Tensor) else np.asarray(k)
-            if isinstance(idx, np.ndarray) and idx.dtype.kind not in "iu":
-                raise TypeError(f"array indices must be integers, got {idx.dtype}")
-            if isinstance(idx, np.ndarray):
-                from .tensor import from_numpy
-
-                idx = from_numpy(idx.astype(np.int32))
+                raise PyptoTypeError(
+                    "indexing with more than one integer array is not supported yet",
+                    location=user_location(),
+                    suggestions=["index one axis at a time, or use p.take_along_axis"],
+                )
+            idx = k if isinstance(k, Tensor) else _index_array(k)
+            if idx.dtype.is_floating:
+                raise PyptoTypeError(f"array indices must be integers, got {idx.dtype.name}", location=user_location())
             array_at = (len(out_shape), idx)
             starts.append(0), stops.append(size), steps.append(1)
             out_shape.append(size)
         else:
-            raise TypeError(f"unsupported index {k!r} of type {type(k).__name__}")
+            raise check.fail("getitem", "index", k, "an int, a slice, None, ..., or an integer array")
         dim += 1
     y = x
     if not all(same_dim(a, 0) and same_dim(b, d) and s == 1 for a, b, s, d in zip(starts, stops, steps, x.shape)):

@@ -14,15 +14,15 @@ import threading
 
 import numpy as np
 
-from . import _lib
+from . import _lib, _validate as check
 from ._location import user_location, user_location_json
-from .dtypes import DType, as_dtype, float32, from_code
-from .errors import PyptoError, PyptoValueError, ShapeError
+from .dtypes import DType, float32, from_code, int32
+from .errors import DTypeError, PyptoError, PyptoTypeError, PyptoValueError, ShapeError
 from .symbolic import Dim, dim_text
 
 __all__ = ["Tensor", "from_numpy"]
 
-_MAX_NDIM = 64
+_MAX_NDIM = check.MAX_NDIM
 
 
 class Tensor:
@@ -40,6 +40,12 @@ class Tensor:
     - ``layout`` (``p.ND`` by default, ``p.NCHW``, ``p.NHWC``, ``p.CHWN``, ``p.NZ``)
       names the axes; ``shape`` is given in the layout's order (for NZ, the fractal
       shape ``[..., K1, M1, 16, C0]``). See :mod:`pypto.layouts`.
+
+    Tensors are values: ``copy.copy``, ``copy.deepcopy`` and ``pickle`` (also across
+    processes, e.g. a ``spawn`` multiprocessing worker's result) give a new tensor with
+    the same values, dtype, shape and layout (a pending tensor is computed first). A
+    symbolic placeholder copies and pickles as its description (dtype, symbolic shape,
+    layout); a traced value inside ``p.compile`` has no value and refuses.
     """
 
     __slots__ = ("_handle", "_shape", "_dtype", "_type_info", "__weakref__")
@@ -50,9 +56,9 @@ class Tensor:
     def __init__(self, shape, dtype=float32, data=None, layout=None):
         from .layouts import ND, as_layout
 
-        dt = as_dtype(dtype)
-        lay = as_layout(layout)
-        shape = _as_shape(shape)
+        dt = check.dtype(dtype, "dtype", "p.Tensor", optional=True) or float32
+        lay = as_layout(layout, "p.Tensor")
+        shape = check.shape(shape, "shape", "p.Tensor")
         if any(isinstance(d, Dim) for d in shape):
             if data is not None:
                 raise ShapeError(
@@ -72,10 +78,15 @@ class Tensor:
             if isinstance(data, Tensor):
                 data = data.numpy()
             try:
-                arr = np.broadcast_to(np.asarray(data, dtype=dt.numpy), shape)
+                with np.errstate(all="ignore"):
+                    values = np.asarray(data, dtype=dt.numpy)
+            except (TypeError, ValueError, OverflowError) as e:
+                raise check.fail("p.Tensor", "data", data, f"numbers convertible to {dt.name} ({e})", PyptoValueError) from None
+            try:
+                arr = np.broadcast_to(values, shape)
             except ValueError as e:
                 raise ShapeError(
-                    f"data of shape {np.shape(data)} does not fit a tensor of shape {list(shape)}: {e}",
+                    f"p.Tensor: data of shape {list(np.shape(values))} does not fit a tensor of shape {list(shape)}: {e}",
                     location=user_location(),
                 ) from None
             handle = _from_host(arr, dt)
@@ -229,6 +240,29 @@ class Tensor:
             raise TypeError(f"only integer tensors can be used as an index, not {self._dtype.name}")
         return int(self._scalar("an index"))
 
+    # --- copies and pickles: by value -----------------------------------------------------
+
+    def __reduce__(self):
+        if any(isinstance(d, Dim) for d in self._shape):
+            return (_placeholder_from_text, (self._info()["text"],))
+        try:
+            arr = self.numpy()
+        except PyptoValueError:
+            raise PyptoTypeError(
+                "a traced tensor inside p.compile has no value to copy or pickle",
+                location=user_location(),
+                suggestions=["copy or pickle the inputs or the results of the compiled function instead"],
+            ) from None
+        text = self._info()["text"]
+        return (_tensor_from_value, (arr, text.split("@", 1)[1] if "@" in text else ""))
+
+    def __copy__(self) -> "Tensor":
+        fn, args = self.__reduce__()
+        return fn(*args)
+
+    def __deepcopy__(self, memo) -> "Tensor":
+        return self.__copy__()
+
     def _scalar(self, what: str):
         if self.size != 1:
             raise PyptoValueError(
@@ -238,10 +272,14 @@ class Tensor:
         return self.numpy().reshape(()).item()
 
     def __repr__(self) -> str:
+        # Always returns (a notebook cell must show something): when the values cannot
+        # be computed the repr says why instead of raising.
         try:
             arr = self.numpy()
         except PyptoValueError:  # a traced value inside p.compile: no data yet
-            return f"pypto.Tensor(shape={list(self._shape)}, dtype={self._dtype.name}, traced)"
+            return f"pypto.Tensor(shape={self._shape_text()}, dtype={self._dtype_text()}, traced)"
+        except Exception as e:  # noqa: BLE001
+            return f"pypto.Tensor(shape={self._shape_text()}, dtype={self._dtype_text()}, values not shown: {_why(e)})"
         body = np.array2string(arr, separator=", ", prefix="pypto.Tensor(")
         return f"pypto.Tensor({body}, dtype={self._dtype.name})"
 
@@ -249,7 +287,17 @@ class Tensor:
         try:
             return str(self.numpy())
         except PyptoValueError:
-            return f"<traced tensor of shape {list(self._shape)} and dtype {self._dtype.name}>"
+            return f"<traced tensor of shape {self._shape_text()} and dtype {self._dtype_text()}>"
+        except Exception as e:  # noqa: BLE001
+            return f"<tensor of shape {self._shape_text()} and dtype {self._dtype_text()}; values not shown: {_why(e)}>"
+
+    def _shape_text(self) -> str:
+        shape = getattr(self, "_shape", None)
+        return "?" if shape is None else str(list(shape))
+
+    def _dtype_text(self) -> str:
+        dt = getattr(self, "_dtype", None)
+        return "?" if dt is None else dt.name
 
     # --- operators ------------------------------------------------------------------------
     # Python scalars on either side keep the tensor's dtype (numpy 2 weak scalars).
@@ -323,7 +371,10 @@ class Tensor:
 
     def __invert__(self):
         if self._dtype.name != "bool":
-            raise TypeError(f"~ is logical not and needs a bool tensor, not {self._dtype.name} (bitwise ops are not supported)")
+            raise PyptoTypeError(
+                f"~ is logical not and needs a bool tensor, not {self._dtype.name} (bitwise ops are not supported)",
+                location=user_location(),
+            )
         return apply("logical_not", [self])
 
     def _logic(self, op, o, reflected=False):
@@ -332,7 +383,10 @@ class Tensor:
         for t in (self, o):
             dt = t.dtype if isinstance(t, Tensor) else None
             if dt is not None and dt.name != "bool":
-                raise TypeError(f"{op}: & | ^ are logical ops on bool tensors, not {dt.name} (bitwise ops are not supported)")
+                raise PyptoTypeError(
+                    f"{op}: & | ^ are logical ops on bool tensors, not {dt.name} (bitwise ops are not supported)",
+                    location=user_location(),
+                )
         return apply(op, [o, self] if reflected else [self, o])
 
     def __and__(self, o):
@@ -382,22 +436,35 @@ class Tensor:
         return iter(self[i] for i in range(self._shape[0]))
 
 
-def _as_shape(shape) -> tuple:
+def _as_shape(shape, op: str = "p.Tensor", name: str = "shape") -> tuple:
     """shape as a tuple of ints and symbolic Dims (p.constant 0-d tensors become ints)."""
-    if isinstance(shape, (numbers.Integral, Dim)):
-        shape = (shape,)
-    try:
-        if isinstance(shape, (str, bytes)):
-            raise TypeError
-        dims = tuple(d if isinstance(d, Dim) else operator.index(d) for d in shape)
-    except TypeError:
-        raise TypeError(f"shape must be a list of integers or p.symbol dims, got {shape!r}") from None
-    for d in dims:
-        if isinstance(d, int) and d < 0:
-            raise ShapeError(f"shape {list(dims)} has a negative dimension", location=user_location())
-    if len(dims) > _MAX_NDIM:
-        raise ShapeError(f"shape {list(dims)} has more than {_MAX_NDIM} dimensions", location=user_location())
-    return dims
+    return check.shape(shape, name, op)
+
+
+def _why(e: BaseException) -> str:
+    """An exception's first line, for a repr that cannot show values."""
+    text = (getattr(e, "message", None) or str(e)).splitlines()
+    return f"{type(e).__name__}: {text[0] if text else ''}"
+
+
+def _tensor_from_value(arr: np.ndarray, layout_text: str) -> "Tensor":
+    """A tensor rebuilt from its values and layout text (a pickle's or a copy's)."""
+    dt = check.dtype(arr.dtype, "value", "pickle")
+    handle = _from_host(arr, dt)
+    if layout_text:
+        try:
+            handle = _with_layout(handle, layout_text)
+        except BaseException:
+            _lib.free_handle(handle)
+            raise
+    return Tensor._wrap(handle)
+
+
+def _placeholder_from_text(type_text: str) -> "Tensor":
+    """A placeholder rebuilt from its type text, e.g. f16[batch,4]@NHWC."""
+    h = _lib.Handle()
+    _lib.call(_lib.lib.pypto_placeholder_type, type_text.encode(), ctypes.byref(h))
+    return Tensor._wrap(h.value)
 
 
 _SHORT = {"float32": "f32", "float16": "f16", "bfloat16": "bf16", "int8": "i8", "int32": "i32", "bool": "bool"}
@@ -432,8 +499,11 @@ def _with_layout(handle: int, layout_text: str) -> int:
     return h.value
 
 
-def _from_host(arr: np.ndarray, dt: DType) -> int:
-    """Copies a numpy array (any strides) into a new Go tensor; returns its handle."""
+def _from_host(arr: np.ndarray, dt) -> int:
+    """Copies a numpy array (any strides) into a new Go tensor of dtype dt (None: the
+    array's own, which must be supported); returns its handle."""
+    if dt is None:
+        dt = check.dtype(arr.dtype, "arr", "from_numpy")
     if not arr.dtype.isnative:
         arr = arr.astype(arr.dtype.newbyteorder("="))
     h = _lib.Handle()
@@ -452,10 +522,54 @@ def _from_host(arr: np.ndarray, dt: DType) -> int:
 def from_numpy(arr) -> Tensor:
     """A tensor holding a copy of a numpy array (any dtype PyPTO supports, bfloat16 as
     ``ml_dtypes.bfloat16``; non-contiguous, transposed and negatively strided views are
-    fine). float64/int64 arrays raise DTypeError: convert them explicitly."""
-    arr = np.asarray(arr)
-    dt = as_dtype(arr.dtype)
-    return Tensor._wrap(_from_host(arr, dt))
+    fine). Other integer arrays (int64, numpy's default, int16, uint8, ...) become int32
+    when every value fits, else raise naming the first value that does not; float64
+    arrays raise DTypeError: convert them explicitly."""
+    return Tensor._wrap(_from_host(host_array(arr, "from_numpy", "arr"), None))
+
+
+def host_array(arr, op: str, name: str) -> np.ndarray:
+    """arr as a numpy array of a dtype PyPTO supports: integer arrays of other widths are
+    converted to int32 when their values fit; anything else that is not supported is an
+    error naming the argument."""
+    if arr is None or isinstance(arr, (str, bytes, dict, set)):
+        raise check.fail(op, name, arr, "a numpy array (or nested lists of numbers)")
+    try:
+        a = np.asarray(arr)
+    except (TypeError, ValueError) as e:
+        raise check.fail(op, name, arr, f"a numpy array (or nested lists of numbers): {e}") from None
+    if a.dtype.kind in "iu" and not check.dtype_supported(a.dtype):
+        return _to_int32(a, op, name)
+    if a.dtype.kind not in "biuf" and not check.dtype_supported(a.dtype):
+        raise check.fail(op, name, arr, "an array of numbers (float32, float16, bfloat16, int8, int32 or bool)", DTypeError)
+    check.dtype(a.dtype, name, op)
+    return a
+
+
+def _to_int32(a: np.ndarray, op: str, name: str) -> np.ndarray:
+    info = np.iinfo(np.int32)
+    bad = (a < info.min) | (a > info.max)
+    if bad.any():
+        where = np.unravel_index(int(np.argmax(bad)), a.shape) if a.ndim else ()
+        raise PyptoValueError(
+            f"{op}: {name} is a {a.dtype} array whose value {a[where]} at index {list(int(i) for i in where)} "
+            f"does not fit int32, the widest integer PyPTO supports",
+            location=user_location(),
+            suggestions=["keep values in [-2**31, 2**31 - 1], or convert to float32: arr.astype(numpy.float32)"],
+        )
+    return a.astype(np.int32)
+
+
+def as_tensor(x, op: str, name: str = "x") -> Tensor:
+    """An op's tensor argument: a p.Tensor, a numpy array (converted as from_numpy does)
+    or a Python scalar (a 0-d tensor of its weak dtype)."""
+    if isinstance(x, Tensor):
+        return x
+    if isinstance(x, np.ndarray):
+        return Tensor._wrap(_from_host(host_array(x, op, name), None))
+    if is_scalar(x):
+        return scalar_tensor(x, scalar_dtype(x, None, op))
+    raise check.fail(op, name, x, "a p.Tensor, a numpy array or a Python scalar")
 
 
 # --- applying ops ---------------------------------------------------------------------------
@@ -490,7 +604,7 @@ def scalar_dtype(value, anchor, op: str = "", exact_compare: bool = False) -> DT
     from .dtypes import bool_, int32, int8
 
     if isinstance(value, np.generic) and not isinstance(value, (np.float64, np.int64, np.bool_)):
-        return as_dtype(value.dtype)  # numpy scalars of a supported dtype are typed, not weak
+        return check.dtype(value.dtype, "operand", op)  # numpy scalars of a supported dtype are typed, not weak
     if isinstance(value, (bool, np.bool_)):
         return anchor if anchor is not None else bool_
     if isinstance(value, numbers.Integral):
@@ -507,7 +621,7 @@ def scalar_dtype(value, anchor, op: str = "", exact_compare: bool = False) -> DT
         return anchor
     if isinstance(value, numbers.Real):
         return anchor if anchor is not None and anchor.is_floating else float32
-    raise TypeError(f"{op}: unsupported scalar {value!r} of type {type(value).__name__}")
+    raise check.fail(op, "operand", value, "a p.Tensor, a numpy array or a Python scalar")
 
 
 def scalar_tensor(value, dt: DType) -> Tensor:
@@ -517,14 +631,6 @@ def scalar_tensor(value, dt: DType) -> Tensor:
     with np.errstate(all="ignore"):
         arr = np.asarray(value).astype(dt.numpy)
     return Tensor._wrap(_from_host(arr.reshape(()), dt))
-
-
-def _operand(x, op: str, pos: int) -> Tensor:
-    if isinstance(x, Tensor):
-        return x
-    if isinstance(x, np.ndarray):
-        return from_numpy(x)
-    raise TypeError(f"{op}: operand {pos} must be a p.Tensor, a numpy array or a Python scalar, not {type(x).__name__}")
 
 
 def _binary(op: str, a, b):
@@ -541,28 +647,32 @@ op_tile = threading.local()
 _COMPARISONS = {"equal", "not_equal", "less", "less_equal", "greater", "greater_equal"}
 
 
-def apply(op: str, inputs, attrs=None, scalar_anchor=None) -> Tensor:
+def apply(op: str, inputs, attrs=None, scalar_anchor=None, names=None) -> Tensor:
     """Applies a registered Go op, recording the user's location. Python scalars among
     the inputs become 0-d tensors typed by scalar_dtype against the promotion of the
     tensor inputs (or of those listed in scalar_anchor). The result is pending; its
-    shape and dtype are known (and checked) now."""
-    if any(not isinstance(x, (Tensor, np.ndarray)) for x in inputs):
+    shape and dtype are known (and checked) now. ``names`` are the inputs' argument
+    names, for errors (default: "operand <i>")."""
+
+    def name(i):
+        return names[i] if names and i < len(names) else f"operand {i}"
+
+    inputs = [as_tensor(x, op, name(i)) if isinstance(x, np.ndarray) else x for i, x in enumerate(inputs)]
+    if any(not isinstance(x, Tensor) for x in inputs):
         for i, x in enumerate(inputs):
             if not isinstance(x, (Tensor, np.ndarray)) and not is_scalar(x):
-                raise TypeError(
-                    f"{op}: operand {i} must be a p.Tensor, a numpy array or a Python scalar, not {type(x).__name__}"
-                )
+                raise check.fail(op, name(i), x, "a p.Tensor, a numpy array or a Python scalar")
         anchor = None
         picks = inputs if scalar_anchor is None else [inputs[i] for i in scalar_anchor]
         for x in picks:
-            if isinstance(x, (Tensor, np.ndarray)):
-                d = x.dtype if isinstance(x, Tensor) else as_dtype(x.dtype)
+            if isinstance(x, Tensor):
+                d = x.dtype
                 anchor = d if anchor is None else promote_types(anchor, d)
         inputs = [
             x if not is_scalar(x) else scalar_tensor(x, scalar_dtype(x, anchor, op, op in _COMPARISONS))
             for x in inputs
         ]
-    ins = [_operand(x, op, i) for i, x in enumerate(inputs)]
+    ins = [x if isinstance(x, Tensor) else as_tensor(x, op, name(i)) for i, x in enumerate(inputs)]
     tile = getattr(op_tile, "attrs", None)
     if tile is not None and op in tile[0]:
         attrs = {**(attrs or {}), **tile[1]}

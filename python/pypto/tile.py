@@ -16,10 +16,11 @@ from __future__ import annotations
 import itertools
 import numbers
 
+from . import _validate as check
 from ._location import user_location
-from .errors import PyptoValueError, ShapeError, SymbolicShapeError
+from .errors import PyptoIndexError, PyptoTypeError, PyptoValueError, ShapeError, SymbolicShapeError
 from .symbolic import Dim, same_dim
-from .tensor import Tensor
+from .tensor import Tensor, as_tensor
 from .tile_config import TileConfig, as_tile_config
 
 __all__ = ["tile", "Tile", "TileGrid", "tile_concat"]
@@ -81,16 +82,18 @@ class TileGrid:
         if isinstance(index, numbers.Integral):
             index = (index,)
         if not isinstance(index, tuple) or len(index) != len(self.shape):
-            raise IndexError(
-                f"a tile grid of shape {list(self.shape)} is indexed by {len(self.shape)} grid coordinates, not {index!r}"
+            raise PyptoIndexError(
+                f"a tile grid of shape {list(self.shape)} is indexed by {len(self.shape)} grid coordinates, not {index!r}",
+                location=user_location(),
             )
         coords = []
         for axis, (i, g) in enumerate(zip(index, self.shape)):
-            if not isinstance(i, numbers.Integral):
-                raise TypeError(f"grid coordinates are integers, not {i!r}")
-            i = int(i) + g if int(i) < 0 else int(i)
+            i = check.integer(i, "grid coordinate", "TileGrid")
+            i = i + g if i < 0 else i
             if not 0 <= i < g:
-                raise IndexError(f"grid coordinate {int(index[axis])} is out of range for axis {axis} of {g} tiles")
+                raise PyptoIndexError(
+                    f"grid coordinate {int(index[axis])} is out of range for axis {axis} of {g} tiles", location=user_location()
+                )
             coords.append(i)
         coords = tuple(coords)
         if coords not in self._tiles:  # one view per tile, so the traced graph slices each once
@@ -147,21 +150,19 @@ def tile(x, tile_shape=None, *, config=None) -> TileGrid:
     the axis' own size: the whole axis) or of ``config.shape`` (a p.TileConfig, also
     accepted as the second argument). Axes that are tiled need concrete sizes; under
     p.compile a symbolic size makes the trace fall back to concrete shapes."""
-    from .ops import _as_tensor
-
-    x = _as_tensor(x, "tile")
+    x = as_tensor(x, "tile")
     if isinstance(tile_shape, TileConfig):
         tile_shape, config = None, tile_shape
     if config is None:
         if tile_shape is None:
-            raise TypeError("p.tile: give tile_shape=[...] or a p.TileConfig")
+            raise PyptoTypeError("p.tile: give tile_shape=[...] or a p.TileConfig", location=user_location())
         config = TileConfig(shape=tile_shape)
     else:
         config = as_tile_config(config, "p.tile")
         if tile_shape is not None:
-            raise TypeError("p.tile: give tile_shape or config, not both")
+            raise PyptoTypeError("p.tile: give tile_shape or config, not both", location=user_location())
     if config.shape is None:
-        raise TypeError("p.tile: the TileConfig has no shape")
+        raise PyptoTypeError("p.tile: the TileConfig has no shape", location=user_location())
     if config.layout is not None and config.layout != x.layout:
         raise ShapeError(
             f"p.tile: the tile shape is given in layout {config.layout}, the tensor's is {x.layout}",
@@ -204,6 +205,8 @@ def tile_concat(tiles, axis: int = 0) -> Tensor:
     tiled along several axes, :meth:`TileGrid.assemble` joins one result per tile."""
     from .shape_ops import concat
 
+    if isinstance(tiles, (Tensor, str, bytes)) or not hasattr(tiles, "__iter__"):
+        raise check.fail("tile_concat", "tiles", tiles, "a list of tiles (or tensors)")
     tiles = list(tiles)
     if not tiles:
         raise PyptoValueError("tile_concat: needs at least one tile", location=user_location())

@@ -12,6 +12,8 @@ from __future__ import annotations
 import contextlib
 import numbers
 
+from . import _validate as check
+from .errors import PyptoValueError, ShapeError
 from .symbolic import Dim
 from .tensor import op_tile
 
@@ -44,12 +46,14 @@ class TileConfig:
         if shape is not None:
             if isinstance(shape, (numbers.Integral, Dim)):
                 shape = [shape]
-            shape = tuple(_tile_dim(d) for d in shape)
+            if isinstance(shape, (str, bytes)) or not isinstance(shape, (list, tuple)):
+                raise check.fail("TileConfig", "shape", shape, "a list of tile sizes (None or -1: a whole axis)")
+            shape = tuple(_tile_dim(d, shape) for d in shape)
         fmt = getattr(format, "name", format)
         if not isinstance(fmt, str) or fmt.upper() not in _FORMATS:
-            raise ValueError(f"TileConfig: format must be ND or NZ (p.ND, p.NZ or a string), not {format!r}")
+            raise check.fail("TileConfig", "format", format, "ND or NZ (p.ND, p.NZ or a string)", PyptoValueError)
         self.shape = shape
-        self.layout = None if layout is None else as_layout(layout)
+        self.layout = None if layout is None else as_layout(layout, "TileConfig")
         self.format = fmt.upper()
 
     def __repr__(self) -> str:
@@ -70,21 +74,22 @@ class TileConfig:
         attrs = {"tile_format": self.format}
         if self.shape is not None:
             if any(d is None or isinstance(d, Dim) or d <= 0 for d in self.shape):
-                raise ValueError(f"TileConfig: an op's tile needs positive integer sizes, got {list(self.shape)}")
+                raise check.fail("tile_config", "shape", list(self.shape), "positive integer sizes for an op's tile", PyptoValueError)
             attrs["tile_shape"] = [int(d) for d in self.shape]
         return attrs
 
 
-def _tile_dim(d):
+def _tile_dim(d, shape):
     if d is None or isinstance(d, Dim):
         return d
-    if isinstance(d, bool) or not isinstance(d, numbers.Integral):
-        raise TypeError(f"TileConfig: shape entries are integers (None or -1: a whole axis), not {d!r}")
-    d = int(d)
+    want = "positive tile sizes (None or -1: a whole axis)"
+    if check.int_or_none(d) is None:
+        raise check.fail("TileConfig", "shape", shape, want)
+    d = check.int_or_none(d)
     if d == -1:
         return None
     if d <= 0:
-        raise ValueError(f"TileConfig: tile sizes must be positive (-1 or None: the whole axis), got {d}")
+        raise check.fail("TileConfig", "shape", shape, want, ShapeError)
     return d
 
 
@@ -94,7 +99,7 @@ def as_tile_config(x, what: str) -> TileConfig:
         return x
     if isinstance(x, (list, tuple)):
         return TileConfig(shape=x)
-    raise TypeError(f"{what}: tile_config must be a p.TileConfig or a shape list, not {type(x).__name__}")
+    raise check.fail(what, "tile_config", x, "a p.TileConfig or a shape list")
 
 
 @contextlib.contextmanager
