@@ -5,15 +5,25 @@ from __future__ import annotations
 import json
 import os
 import sys
+import sysconfig
 
 from .errors import Location
 
 _PKG_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+# The standard library's own frames (copy.copy, pickle, functools) are never the user's
+# line either; installed packages under it (site-packages) may be.
+_STDLIB_DIR = os.path.join(sysconfig.get_paths()["stdlib"], "")
+
+
+def _is_library(filename: str) -> bool:
+    if filename.startswith(_PKG_DIR):
+        return True
+    return filename.startswith(_STDLIB_DIR) and "-packages" + os.sep not in filename
 
 
 def _frame():
     f = sys._getframe(2)
-    while f is not None and f.f_code.co_filename.startswith(_PKG_DIR):
+    while f is not None and _is_library(f.f_code.co_filename):
         f = f.f_back
     return f
 

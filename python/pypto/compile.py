@@ -18,12 +18,13 @@ import weakref
 
 import numpy as np
 
-from . import _lib
+from . import _lib, _validate as check
+from ._location import user_location
 from .config import CompileConfig
 from .device import get_device
-from .errors import CompileError, PyptoError, ShapeError, SymbolicShapeError
+from .errors import CompileError, PyptoError, PyptoTypeError, ShapeError, SymbolicShapeError
 from .symbolic import Dim, symbol
-from .tensor import Tensor, _type_text, from_numpy
+from .tensor import Tensor, _placeholder_from_text, _type_text, as_tensor
 
 __all__ = ["compile", "Executor"]
 
@@ -52,13 +53,15 @@ def compile(fn, config=None, *, inputs=None, dynamic=None) -> "Executor":
     compile for. Invalid options raise here, before anything is traced.
     """
     if not callable(fn):
-        raise TypeError(f"p.compile needs a function, got {type(fn).__name__}")
+        raise check.fail("p.compile", "fn", fn, "a function")
     if config is None:
         config = CompileConfig()
     if not isinstance(config, CompileConfig):
-        raise TypeError(f"p.compile: config must be a p.CompileConfig or None, not {type(config).__name__}")
-    if dynamic not in (None, True, False):
-        raise ValueError(f"p.compile: dynamic must be None, True or False, got {dynamic!r}")
+        raise check.fail("p.compile", "config", config, "a p.CompileConfig or None")
+    if dynamic is not None:
+        dynamic = check.flag(dynamic, "dynamic", "p.compile")
+    if inputs is not None and (isinstance(inputs, (Tensor, str, bytes)) or not isinstance(inputs, (list, tuple))):
+        raise check.fail("p.compile", "inputs", inputs, "a list of p.Tensors (or (shape, dtype) pairs)")
     _lib.call(_lib.lib.pypto_config_check, config._json())
     ex = Executor(fn, dynamic, config)
     if inputs is not None:
@@ -76,13 +79,28 @@ class _Compiled:
         self._finalizer = weakref.finalize(self, _lib.free_handle, handle)
         self._finalizer.atexit = False
 
+    # One object owns the handle: copies are the object itself (it never changes).
+    def __copy__(self):
+        return self
+
+    def __deepcopy__(self, memo):
+        return self
+
+    def __reduce__(self):
+        raise PyptoTypeError("a compiled program cannot be pickled; pickle its p.compile Executor, which compiles again")
+
     def info(self) -> dict:
         return json.loads(_lib.call_string(_lib.lib.pypto_executor_info_json, self.handle))
 
 
 class Executor:
     """A function compiled for the simulated NPU. Call ``run(*inputs)`` (or the executor
-    itself) with p.Tensors or numpy arrays."""
+    itself) with p.Tensors or numpy arrays.
+
+    ``copy.copy`` and ``copy.deepcopy`` give an executor of the same function and options
+    sharing the programs compiled so far; ``pickle`` (e.g. to a ``spawn`` worker) carries
+    the function (by reference: a module-level function), the options and the traced
+    input types, and the other process compiles again on its first run."""
 
     def __init__(self, fn, dynamic=None, config=None):
         self._fn = fn
@@ -95,7 +113,31 @@ class Executor:
         self._static: dict = {}  # (shapes, dtypes, layouts, device) -> _Compiled
         self._lock = threading.Lock()
         self._last: _Compiled | None = None
+        self._tracing = threading.local()  # .active: this thread is inside the function
 
+    def __copy__(self) -> "Executor":
+        ex = Executor(self._fn, self._dynamic, self._config)
+        ex._given = dict(self._given) if self._given is not None else None
+        ex._given_inputs = self._given_inputs
+        ex._symbolic, ex._static = dict(self._symbolic), dict(self._static)
+        return ex
+
+    def __deepcopy__(self, memo) -> "Executor":
+        return self.__copy__()
+
+    def __reduce__(self):
+        import pickle
+
+        try:
+            pickle.dumps(self._fn)
+        except Exception as e:  # noqa: BLE001 (pickle raises several kinds)
+            raise PyptoTypeError(
+                f"a p.compile Executor pickles its function by reference, and {self._name} cannot be pickled ({e})",
+                location=user_location(),
+                suggestions=["compile a function defined at the top level of a module (not a lambda or a nested function)"],
+            ) from None
+        given = None if self._given_inputs is None else [t._info()["text"] for t in self._given_inputs]
+        return (_executor_from_parts, (self._fn, self._dynamic, self._config, given))
     @property
     def config(self) -> CompileConfig:
         """The compile options this executor was made with."""
@@ -113,21 +155,26 @@ class Executor:
             if isinstance(x, tuple) and len(x) == 2:
                 x = Tensor(x[0], dtype=x[1]) if any(isinstance(d, Dim) for d in x[0]) else _placeholder(x[0], x[1])
             if not isinstance(x, Tensor):
-                raise TypeError(f"p.compile: inputs[{i}] must be a p.Tensor (or a (shape, dtype) pair), not {type(x).__name__}")
+                raise check.fail("p.compile", f"inputs[{i}]", x, "a p.Tensor (or a (shape, dtype) pair)")
             placeholders.append(x if _is_placeholder(x) else _placeholder(x.shape, x.dtype, x.layout))
         self._given_inputs = placeholders
         self._given = {self._device(): self._trace(placeholders)}
 
     def _trace(self, placeholders) -> _Compiled:
-        result = self._fn(*placeholders)
+        self._tracing.active = True
+        try:
+            result = self._fn(*placeholders)
+        finally:
+            self._tracing.active = False
         if isinstance(result, Tensor):
             outs, structure = [result], "single"
         elif isinstance(result, (tuple, list)) and result and all(isinstance(r, Tensor) for r in result):
             outs, structure = list(result), "tuple" if isinstance(result, tuple) else "list"
         else:
-            raise TypeError(
+            raise PyptoTypeError(
                 f"p.compile: {self._name} must return a p.Tensor or a non-empty tuple/list of them, "
-                f"got {type(result).__name__}"
+                f"got {type(result).__name__}",
+                location=user_location(),
             )
         h = _lib.Handle()
         _lib.call(
@@ -160,7 +207,16 @@ class Executor:
     # --- running --------------------------------------------------------------------------
 
     def run(self, *inputs):
-        tensors = [x if isinstance(x, Tensor) else from_numpy(_require_array(x, i)) for i, x in enumerate(inputs)]
+        if getattr(self._tracing, "active", False):
+            raise CompileError(
+                f"p.compile: {self._name} runs its own executor while that executor traces it (re-entrant tracing)",
+                location=user_location(),
+                suggestions=[
+                    f"call the Python function {self._name} itself there: its ops are traced into the same program",
+                    "or compile the inner computation as a separate function",
+                ],
+            )
+        tensors = [_run_input(x, i) for i, x in enumerate(inputs)]
         device = self._device()
         if self._given is not None:
             compiled = self._given.get(device)
@@ -374,7 +430,15 @@ def _param_names(fn, n: int) -> list:
     return names
 
 
-def _require_array(x, i):
-    if isinstance(x, np.ndarray):
-        return x
-    raise TypeError(f"Executor.run: input {i} must be a p.Tensor or a numpy array, not {type(x).__name__}")
+def _run_input(x, i) -> Tensor:
+    if isinstance(x, (Tensor, np.ndarray)):
+        return as_tensor(x, "Executor.run", f"input {i}")
+    raise check.fail("Executor.run", f"input {i}", x, "a p.Tensor or a numpy array")
+
+
+def _executor_from_parts(fn, dynamic, config, given) -> Executor:
+    """An executor rebuilt from a pickle: it traces and compiles again when it runs."""
+    ex = Executor(fn, dynamic, config)
+    if given is not None:
+        ex._trace_given([_placeholder_from_text(text) for text in given])
+    return ex

@@ -116,7 +116,7 @@ def as_dtype(x) -> DType:
     elif nd is not None and nd.kind in "iu":
         hint = ["convert first, e.g. arr.astype(numpy.int32)"]
     raise DTypeError(
-        f"unsupported dtype {nd if nd is not None else x!r}: PyPTO supports float32, float16, bfloat16, int8, int32 and bool",
+        f"unsupported dtype {str(nd) if nd is not None else repr(x)}: PyPTO supports float32, float16, bfloat16, int8, int32 and bool",
         location=user_location(),
         suggestions=hint,
     )

@@ -8,7 +8,6 @@ from collections import namedtuple
 from . import _validate as check
 from ._location import user_location
 from .errors import PyptoValueError, ShapeError
-from .symbolic import Dim
 from .tensor import Tensor, apply, as_tensor
 
 __all__ = ["softmax", "log_softmax", "layer_norm", "rms_norm", "scaled_dot_product_attention", "topk", "TopK", "sort", "argsort", "cumsum"]

@@ -16,7 +16,7 @@ import numpy as np
 
 from . import _lib, _validate as check
 from ._location import user_location, user_location_json
-from .dtypes import DType, float32, from_code, int32
+from .dtypes import DType, float32, from_code
 from .errors import DTypeError, PyptoError, PyptoTypeError, PyptoValueError, ShapeError
 from .symbolic import Dim, dim_text
 
@@ -247,7 +247,9 @@ class Tensor:
             return (_placeholder_from_text, (self._info()["text"],))
         try:
             arr = self.numpy()
-        except PyptoValueError:
+        except PyptoValueError as e:
+            if not _has_no_data(e):
+                raise
             raise PyptoTypeError(
                 "a traced tensor inside p.compile has no value to copy or pickle",
                 location=user_location(),
@@ -276,9 +278,9 @@ class Tensor:
         # be computed the repr says why instead of raising.
         try:
             arr = self.numpy()
-        except PyptoValueError:  # a traced value inside p.compile: no data yet
-            return f"pypto.Tensor(shape={self._shape_text()}, dtype={self._dtype_text()}, traced)"
         except Exception as e:  # noqa: BLE001
+            if _has_no_data(e):  # a traced value inside p.compile, a symbolic placeholder
+                return f"pypto.Tensor(shape={self._shape_text()}, dtype={self._dtype_text()}, traced)"
             return f"pypto.Tensor(shape={self._shape_text()}, dtype={self._dtype_text()}, values not shown: {_why(e)})"
         body = np.array2string(arr, separator=", ", prefix="pypto.Tensor(")
         return f"pypto.Tensor({body}, dtype={self._dtype.name})"
@@ -286,9 +288,9 @@ class Tensor:
     def __str__(self) -> str:
         try:
             return str(self.numpy())
-        except PyptoValueError:
-            return f"<traced tensor of shape {self._shape_text()} and dtype {self._dtype_text()}>"
         except Exception as e:  # noqa: BLE001
+            if _has_no_data(e):
+                return f"<traced tensor of shape {self._shape_text()} and dtype {self._dtype_text()}>"
             return f"<tensor of shape {self._shape_text()} and dtype {self._dtype_text()}; values not shown: {_why(e)}>"
 
     def _shape_text(self) -> str:
@@ -439,6 +441,12 @@ class Tensor:
 def _as_shape(shape, op: str = "p.Tensor", name: str = "shape") -> tuple:
     """shape as a tuple of ints and symbolic Dims (p.constant 0-d tensors become ints)."""
     return check.shape(shape, name, op)
+
+
+def _has_no_data(e: BaseException) -> bool:
+    """Whether realising failed because the tensor is a traced value (inside p.compile)
+    or a symbolic placeholder: it has no data, which is no fault."""
+    return isinstance(e, PyptoValueError) and "no data" in e.message
 
 
 def _why(e: BaseException) -> str:
