@@ -1,6 +1,7 @@
 package device
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 
@@ -9,38 +10,74 @@ import (
 
 // Flag insertion with loops. A loop body runs many times from one copy of code, so
 // its flags must be right for every iteration, and hazards cross the loop's
-// boundaries in three ways: from the code before the loop into the body, from one
-// iteration into the next (loop-carried, e.g. a load that overwrites a tile the
-// previous iteration's vector instructions still read), and from the body into the
-// code after the loop. The scheme:
+// boundaries in three ways: from the code before the loop into the body (entry),
+// from one iteration into the next (loop-carried, e.g. a load that overwrites a tile
+// the previous iteration's vector instructions still read) and from the body into
+// the code after the loop (exit). The scheme synchronises all three with flags, so a
+// loop costs what the same instructions unrolled cost:
 //
-//   - Every loop is bracketed by full barriers (TSYNC all before LOOP and after
-//     ENDLOOP), paid once per execution of the loop, not per iteration. Nothing before
-//     a loop then needs a flag into it, nothing in it a flag out of it, and to the code
-//     around it the loop is just a barrier.
-//   - The body is analysed as two consecutive copies B1 B2 by the straight-line
-//     analysis (findSyncs), starting from "everything known" (the entry barrier) and
-//     with inner loops standing for barriers. Syncs inside B1 are the per-iteration
-//     syncs; syncs from B1 into B2 are the loop-carried ones. Access sets are static
-//     (tile addresses are fixed, register-moved GM views cover their whole param), so
-//     a hazard between iterations k-2 and k implies the same hazard between k-1 and k,
-//     which B1 -> B2 finds; two copies are enough.
-//   - A loop-carried sync Q -> P keeps the straight-line placement (set right after
-//     its producer, wait right before its consumer) in the body, plus a priming
-//     SET_FLAG before the loop, consumed by the first iteration's wait, and a draining
-//     WAIT_FLAG after it, consuming the last iteration's set. Every (pair, id) thus
-//     alternates set, wait in every execution, for any trip count, zero included, and
-//     the next iteration's load can overlap this iteration's compute when the body
-//     double-buffers.
-//   - A loop-carried sync holds its event id for the whole loop. When a pair's ids run
-//     out, the loop falls back to a full barrier at the start of every iteration
-//     instead of its loop-carried syncs (correct, without overlap between iterations).
+//   - A loop body is analysed by the straight-line analysis (findSyncs) as two
+//     consecutive copies B1 B2, every inner loop expanded to one copy of its body.
+//     Syncs inside B1 are the per-iteration syncs; syncs from B1 into B2 are the
+//     loop-carried ones. Access sets are static (tile addresses are fixed,
+//     register-moved GM views cover their whole param), so a hazard between
+//     iterations k-2 and k implies the same hazard between k-1 and k, which B1 -> B2
+//     finds; two copies are enough.
+//   - The region around a loop (the program, or the body of an enclosing loop) is
+//     analysed with the loop expanded to one copy of its body, standing for its first
+//     iteration (entry hazards) and its last (exit hazards); an instruction of a later
+//     iteration has the same accesses on the same in-order pipe, so ordering the
+//     first (last) one orders all. Syncs with both ends in the loop are the loop's own.
+//   - A loop-carried sync Q -> P keeps the straight-line placement in the body (set
+//     after its producer, wait before its consumer), plus a priming SET_FLAG before
+//     the loop that the first iteration's wait consumes and a draining WAIT_FLAG after
+//     the ENDLOOP that consumes the last iteration's set. Every (pair, id) thus
+//     alternates set, wait.
+//   - Entry syncs: a hazard from X before the loop (pipe Q) to C in the body (pipe P)
+//     needs no flag of its own when a carried sync Q -> P of the loop waits at or
+//     before C in the body: its priming set moves to just after X, and the first
+//     iteration's wait orders X before C. Otherwise the wait goes before the LOOP.
+//   - Exit syncs: a hazard from Y in the body (Q) to D after the loop (P) needs no
+//     flag of its own when a carried sync Q -> P of the loop sets at or after Y: its
+//     drain (on P, after the ENDLOOP) already orders the last Y before D. Otherwise
+//     the set goes after the ENDLOOP.
+//     Both also look through nested loops: a carried sync of an inner loop around X
+//     or Y serves the same way.
+//   - Event ids: a loop-carried sync holds its id in the whole region around its
+//     loop; the syncs inside the loop avoid the ids of those and of the region's syncs
+//     that span the loop.
+//
+// The analysis of a loop as its first and last iteration holds for loops that run at
+// least once. A loop whose trip count is not a positive constant (a register: it may
+// be zero) is bracketed instead: TSYNC all before LOOP and after ENDLOOP, paid once
+// per execution of the loop; to the code around it, it is a barrier. When event ids
+// run out the whole program falls back to bracketing every loop, and a bracketed
+// loop whose carried syncs find no ids gets a barrier at the start of every
+// iteration instead (correct, without overlap between iterations).
 
-// loopSyncs is what the flag inserter adds around and inside one loop.
-type loopSyncs struct {
-	carried []syncNeed // producer and consumer are instruction indices in the body
-	barrier bool       // fall back to a barrier at the start of every iteration
+// loopPlan is what the flag inserter decides for one loop.
+type loopPlan struct {
+	start, end int  // indices of the LOOP and its ENDLOOP
+	parent     int  // LOOP index of the enclosing loop, -1 at top level
+	bracketed  bool // TSYNC all before the LOOP and after the ENDLOOP
+	barrier    bool // a TSYNC all at the start of every iteration instead of carried syncs
+	carried    []carriedSync
+	inner      []int // LOOP indices of the loops directly inside
+	intra      []syncNeed
 }
+
+// carriedSync is a loop-carried sync. Positions are instruction indices at the body's
+// own depth: the set goes after setAt (an instruction, or an inner loop's ENDLOOP),
+// the wait before waitAt (an instruction, or an inner loop's LOOP). The priming set
+// goes after primeAt in the code around the loop (-1: just before the LOOP).
+type carriedSync struct {
+	pair          pipePair
+	setAt, waitAt int
+	primeAt, id   int
+}
+
+// errNoIDs says the flags do not fit the chip's event ids.
+var errNoIDs = errors.New("event ids exhausted")
 
 // matchLoops pairs every LOOP with its ENDLOOP (match[i] is the partner, -1 for other
 // instructions).
@@ -67,21 +104,8 @@ func matchLoops(ins []Instr) ([]int, error) {
 	return match, nil
 }
 
-// regionItems lists the instructions of ins[lo:hi] at the region's own depth; an inner
-// loop appears as the index of its LOOP.
-func regionItems(match []int, lo, hi int) []int {
-	var items []int
-	for i := lo; i < hi; i++ {
-		items = append(items, i)
-		if match[i] > i {
-			i = match[i]
-		}
-	}
-	return items
-}
-
-// barrierInstr is a TSYNC all: what the flag inserter adds around loops, and what an
-// inner loop stands for when its enclosing region is analysed.
+// barrierInstr is a TSYNC all: what the flag inserter adds around bracketed loops,
+// and what such a loop stands for when its enclosing region is analysed.
 func barrierInstr() Instr {
 	return Instr{Op: isa.TSYNC, Pipe: isa.PipeS, Args: []Operand{{Kind: isa.KindPipe, Pipe: isa.PipeAll}}, Src: -1, Match: -1}
 }
@@ -95,6 +119,11 @@ func flagOp(op isa.Opcode, pair pipePair, id int) Instr {
 	return Instr{Op: op, Pipe: p, Args: args, Src: -1, Match: -1}
 }
 
+// runsAtLeastOnce reports whether a LOOP's trip count is a positive constant.
+func runsAtLeastOnce(in Instr) bool {
+	return len(in.Args) > 1 && in.Args[1].Kind == isa.KindImm && in.Args[1].Imm >= 1
+}
+
 // insertSyncs returns ins with the flags and barriers the hazards need, and the
 // LOOP / ENDLOOP instructions matched.
 func insertSyncs(chip *Chip, name string, core isa.CoreKind, ins []Instr) ([]Instr, error) {
@@ -105,102 +134,12 @@ func insertSyncs(chip *Chip, name string, core isa.CoreKind, ins []Instr) ([]Ins
 	if err != nil {
 		return fail(err)
 	}
-	manual := manualIDs(ins)
-	before := make([][]Instr, len(ins)) // waits before instruction i
-	after := make([][]Instr, len(ins))  // sets after instruction i
-	loops := map[int]*loopSyncs{}
-
-	// held lists, per pipe pair, the ids loop-carried syncs of enclosing loops hold.
-	var plan func(lo, hi, loop int, held map[pipePair][]int) error
-	plan = func(lo, hi, loop int, held map[pipePair][]int) error {
-		items := regionItems(match, lo, hi)
-		copies := 1
-		if loop >= 0 {
-			copies = 2
-		}
-		seq := make([]Instr, 0, copies*len(items))
-		for range copies {
-			for _, i := range items {
-				if ins[i].Op == isa.LOOP {
-					seq = append(seq, barrierInstr())
-				} else {
-					seq = append(seq, ins[i])
-				}
-			}
-		}
-		n := len(items)
-		var intra, carried []syncNeed
-		for _, s := range findSyncs(core, seq) {
-			switch {
-			case s.consumer < n:
-				intra = append(intra, s)
-			case s.producer < n:
-				s.producer, s.consumer = items[s.producer], items[s.consumer-n]
-				carried = append(carried, s)
-			}
-			// Syncs inside the second copy repeat the first copy's.
-		}
-		inner := held
-		if loop >= 0 {
-			ls := &loopSyncs{barrier: true}
-			loops[loop] = ls
-			if ids, ok := carriedIDs(chip, manual, held, carried); ok {
-				for k := range carried {
-					carried[k].id = ids[k]
-				}
-				withCarried := withHeld(held, carried)
-				// The per-iteration syncs must still find ids beside the carried ones;
-				// if they cannot, the loop falls back to the barrier.
-				if assignEventIDs(chip, union(manual, withCarried), slices.Clone(intra)) == nil {
-					ls.carried, ls.barrier, inner = carried, false, withCarried
-				}
-			}
-		}
-		if err := assignEventIDs(chip, union(manual, inner), intra); err != nil {
-			return err
-		}
-		for _, s := range intra {
-			after[items[s.setAfter]] = append(after[items[s.setAfter]], flagOp(isa.SET_FLAG, s.pair, s.id))
-			before[items[s.consumer]] = append(before[items[s.consumer]], flagOp(isa.WAIT_FLAG, s.pair, s.id))
-		}
-		for _, s := range loops[loop].carriedOrNil() {
-			after[s.producer] = append(after[s.producer], flagOp(isa.SET_FLAG, s.pair, s.id))
-			before[s.consumer] = append(before[s.consumer], flagOp(isa.WAIT_FLAG, s.pair, s.id))
-		}
-		for _, i := range items {
-			if ins[i].Op == isa.LOOP {
-				if err := plan(i+1, match[i], i, inner); err != nil {
-					return err
-				}
-			}
-		}
-		return nil
+	out, err := newFlagPlanner(chip, core, ins, match, false).run()
+	if errors.Is(err, errNoIDs) {
+		out, err = newFlagPlanner(chip, core, ins, match, true).run()
 	}
-	if err := plan(0, len(ins), -1, nil); err != nil {
+	if err != nil {
 		return fail(err)
-	}
-
-	out := make([]Instr, 0, len(ins)+8)
-	for i, in := range ins {
-		ls := loops[i]
-		if in.Op == isa.LOOP {
-			out = append(out, barrierInstr())
-			for _, s := range ls.carried {
-				out = append(out, flagOp(isa.SET_FLAG, s.pair, s.id)) // primes the first iteration's wait
-			}
-		}
-		out = append(out, before[i]...)
-		out = append(out, in)
-		out = append(out, after[i]...)
-		switch {
-		case in.Op == isa.LOOP && ls.barrier:
-			out = append(out, barrierInstr())
-		case in.Op == isa.ENDLOOP:
-			for _, s := range loops[match[i]].carried {
-				out = append(out, flagOp(isa.WAIT_FLAG, s.pair, s.id)) // drains the last iteration's set
-			}
-			out = append(out, barrierInstr())
-		}
 	}
 	outMatch, err := matchLoops(out)
 	if err != nil {
@@ -212,53 +151,188 @@ func insertSyncs(chip *Chip, name string, core isa.CoreKind, ins []Instr) ([]Ins
 	return out, nil
 }
 
-func (ls *loopSyncs) carriedOrNil() []syncNeed {
-	if ls == nil {
-		return nil
-	}
-	return ls.carried
+// flagPlanner inserts the flags of one program.
+type flagPlanner struct {
+	chip   *Chip
+	core   isa.CoreKind
+	ins    []Instr
+	loops  map[int]*loopPlan // by LOOP index
+	within []int             // innermost LOOP index around each instruction, -1 outside loops
+	manual map[pipePair][]int
+	top    []syncNeed // syncs of the code outside loops
+	topIn  []int      // loops at top level
+	// bracketAll is the fallback: every loop bracketed by barriers.
+	bracketAll bool
 }
 
-// carriedIDs gives each loop-carried sync its own id for the whole loop, avoiding
-// manual ids and the ids enclosing loops' carried syncs hold; ok is false when a pair
-// runs out.
-func carriedIDs(chip *Chip, manual, held map[pipePair][]int, carried []syncNeed) ([]int, bool) {
-	taken := union(manual, held)
-	ids := make([]int, len(carried))
-	for k, s := range carried {
-		id := 0
-		for id < chip.FlagEventIDs && slices.Contains(taken[s.pair], id) {
-			id++
+func newFlagPlanner(chip *Chip, core isa.CoreKind, ins []Instr, match []int, bracketAll bool) *flagPlanner {
+	pl := &flagPlanner{chip: chip, core: core, ins: ins, loops: map[int]*loopPlan{}, within: make([]int, len(ins)), manual: manualIDs(ins), bracketAll: bracketAll}
+	var open []int
+	for i, in := range ins {
+		cur := -1
+		if len(open) > 0 {
+			cur = open[len(open)-1]
 		}
-		if id == chip.FlagEventIDs {
-			return nil, false
+		pl.within[i] = cur
+		switch in.Op {
+		case isa.LOOP:
+			pl.loops[i] = &loopPlan{start: i, end: match[i], parent: cur, bracketed: bracketAll || !runsAtLeastOnce(in)}
+			if cur >= 0 {
+				pl.loops[cur].inner = append(pl.loops[cur].inner, i)
+			} else {
+				pl.topIn = append(pl.topIn, i)
+			}
+			open = append(open, i)
+		case isa.ENDLOOP:
+			open = open[:len(open)-1]
+			pl.within[i] = cur
 		}
-		ids[k] = id
-		taken[s.pair] = append(taken[s.pair], id)
 	}
-	return ids, true
+	return pl
 }
 
-// union merges two per-pair id lists into a fresh map.
-func union(a, b map[pipePair][]int) map[pipePair][]int {
-	out := map[pipePair][]int{}
-	for _, m := range []map[pipePair][]int{a, b} {
-		for pp, ids := range m {
-			for _, id := range ids {
-				if !slices.Contains(out[pp], id) {
-					out[pp] = append(out[pp], id)
-				}
+func (pl *flagPlanner) run() ([]Instr, error) {
+	// Analyses go inner loops first: a region's entry and exit syncs look at the
+	// carried syncs of the loops inside it. LOOP indices of inner loops are larger.
+	starts := make([]int, 0, len(pl.loops))
+	for s := range pl.loops {
+		starts = append(starts, s)
+	}
+	slices.Sort(starts)
+	for _, s := range slices.Backward(starts) {
+		lp := pl.loops[s]
+		lp.intra, lp.carried = pl.analyse(lp.start+1, lp.end, lp)
+	}
+	pl.top, _ = pl.analyse(0, len(pl.ins), nil)
+	if err := pl.assign(nil, pl.top, pl.topIn, nil); err != nil {
+		return nil, err
+	}
+	return pl.emit(), nil
+}
+
+// elem is one instruction of an analysed sequence: its index in the program, the
+// region-level item containing it (itself, or the LOOP of the region's inner loop
+// around it) and the copy of the body it belongs to (0 or 1).
+type elem struct{ pc, item, copy int }
+
+// expand appends the instructions of ins[lo:hi] to seq, inner loops as one copy of
+// their body (bracketed ones as a barrier); item < 0 means lo:hi is the region itself.
+func (pl *flagPlanner) expand(lo, hi, item, copy int, seq *[]Instr, meta *[]elem) {
+	for i := lo; i < hi; i++ {
+		it := item
+		if it < 0 {
+			it = i
+		}
+		if pl.ins[i].Op == isa.LOOP {
+			lp := pl.loops[i]
+			if lp.bracketed {
+				*seq = append(*seq, barrierInstr())
+				*meta = append(*meta, elem{i, it, copy})
+			} else {
+				pl.expand(i+1, lp.end, it, copy, seq, meta)
+			}
+			i = lp.end
+			continue
+		}
+		*seq = append(*seq, pl.ins[i])
+		*meta = append(*meta, elem{i, it, copy})
+	}
+}
+
+// analyse finds the syncs of the region ins[lo:hi]: the body of loop lp (two copies:
+// per-iteration and carried syncs) or, with lp nil, the top level.
+func (pl *flagPlanner) analyse(lo, hi int, lp *loopPlan) ([]syncNeed, []carriedSync) {
+	copies := 1
+	if lp != nil {
+		copies = 2
+	}
+	var seq []Instr
+	var meta []elem
+	for c := range copies {
+		pl.expand(lo, hi, -1, c, &seq, &meta)
+	}
+	var intra []syncNeed
+	var carried []carriedSync
+	for _, s := range findSyncs(pl.core, seq) {
+		p, c := meta[s.producer], meta[s.consumer]
+		if p.copy == 1 || (p.copy == c.copy && p.item == c.item && p.item != p.pc) {
+			continue // repeats the first copy, or the inner loop's own
+		}
+		setAt, ok := pl.setSlot(s.pair, p)
+		if !ok {
+			continue
+		}
+		waitAt, prime, movable := pl.waitSlot(s.pair, c)
+		if prime != nil {
+			// A carried sync of a loop around c orders the hazard: its first wait
+			// consumes the priming set, which comes after the producer on Q (a
+			// producer of the previous iteration precedes any priming set of this
+			// one). The region's own inner loop's priming set moves up to just after
+			// the producer.
+			if c.copy == 0 && movable {
+				prime.primeAt = max(prime.primeAt, setAt)
+			}
+			continue
+		}
+		if c.copy == 0 {
+			intra = append(intra, syncNeed{pair: s.pair, producer: setAt, consumer: waitAt})
+		} else {
+			carried = append(carried, carriedSync{pair: s.pair, setAt: setAt, waitAt: waitAt, primeAt: -1})
+		}
+	}
+	return prune(intra), pruneCarried(carried)
+}
+
+// setSlot is where the set of a sync from producer p goes: after p itself at the
+// region's level, or after the ENDLOOP of the region's inner loop around p. ok is
+// false when a carried sync of a loop around p (inside that inner loop) already
+// orders p's last execution before everything after the loop (its drain).
+func (pl *flagPlanner) setSlot(pair pipePair, p elem) (int, bool) {
+	if p.item == p.pc {
+		return p.pc, true
+	}
+	for l := pl.within[p.pc]; l >= 0; l = pl.loops[l].parent {
+		for _, c := range pl.loops[l].carried {
+			if c.pair == pair && c.setAt >= p.pc {
+				return 0, false
 			}
 		}
+		if l == p.item {
+			break
+		}
 	}
-	return out
+	return pl.loops[p.item].end, true
 }
 
-// withHeld adds the ids of a loop's carried syncs to those its enclosing loops hold.
-func withHeld(held map[pipePair][]int, carried []syncNeed) map[pipePair][]int {
-	add := map[pipePair][]int{}
-	for _, s := range carried {
-		add[s.pair] = append(add[s.pair], s.id)
+// waitSlot is where the wait of a sync into consumer c goes: before c itself at the
+// region's level, or before the LOOP of the region's inner loop around c. When a
+// carried sync of a loop around c (inside that inner loop, or the inner loop itself)
+// waits at or before c, its priming set orders the hazard: that sync is returned
+// instead, the outermost such (movable: it is the region's inner loop's own, whose
+// priming set can move up to the producer).
+func (pl *flagPlanner) waitSlot(pair pipePair, c elem) (int, *carriedSync, bool) {
+	if c.item == c.pc {
+		return c.pc, nil, false
 	}
-	return union(held, add)
+	var found *carriedSync
+	owner := -1
+	for l := pl.within[c.pc]; l >= 0; l = pl.loops[l].parent {
+		lp := pl.loops[l]
+		var best *carriedSync // the latest wait at or before c: its priming set moves least
+		for k := range lp.carried {
+			if cs := &lp.carried[k]; cs.pair == pair && cs.waitAt <= c.pc && (best == nil || cs.waitAt > best.waitAt) {
+				best = cs
+			}
+		}
+		if best != nil {
+			found, owner = best, l
+		}
+		if l == c.item {
+			break
+		}
+	}
+	if found != nil {
+		return 0, found, owner == c.item
+	}
+	return c.item, nil, false
 }

@@ -57,12 +57,13 @@ func TestLoopCarriedSyncsArePrimedAndDrained(t *testing.T) {
 	loop := indexOf(ops, "s loop")
 	end := indexOf(ops, "s endloop")
 	require.Positive(t, loop)
-	// Before the loop: a barrier, then one priming set per carried pair.
-	assert.Equal(t, "s tsync", ops[loop-3])
+	// Before the loop: one priming set per carried pair, no barrier (the loop runs a
+	// constant number of times, at least once).
 	assert.ElementsMatch(t, []string{"v set_flag", "mte3 set_flag"}, ops[loop-2:loop])
-	// After it: the draining waits, then a barrier.
+	assert.NotContains(t, ops, "s tsync")
+	// After it: the draining waits.
 	assert.ElementsMatch(t, []string{"mte2 wait_flag", "v wait_flag"}, ops[end+1:end+3])
-	assert.Equal(t, "s tsync", ops[end+3])
+	assert.Len(t, ops, end+3)
 	// In the body, each carried wait comes right before its consumer.
 	body := strings.Join(ops[loop:end], " | ")
 	assert.Contains(t, body, "mte2 wait_flag | mte2 tload")
