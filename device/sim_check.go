@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"iter"
 
+	"pypto/internal/checked"
 	"pypto/isa"
 )
 
@@ -96,8 +97,9 @@ func blockGM(gm []byte, core, bi int, blk *Block) ([]gmInterval, error) {
 	pr := make([]prange, len(m.Params))
 	for i, p := range m.Params {
 		lo := blk.ParamAddrs[i]
-		hi := lo + p.Elems*p.DType.Size()
-		if lo < 0 || hi > len(gm) {
+		n, ok1 := p.Bytes()
+		hi, ok2 := checked.Add(lo, n)
+		if !ok1 || !ok2 || hi > len(gm) {
 			return nil, fail(-1, "param %d (%s %s[%d]) at GM bytes [%d, %d) lies outside the %d-byte GM", i, p.Name, p.DType, p.Elems, lo, hi, len(gm))
 		}
 		pr[i] = prange{lo, hi}

@@ -3,6 +3,7 @@ package device
 import (
 	"fmt"
 
+	"pypto/internal/checked"
 	"pypto/isa"
 )
 
@@ -59,8 +60,9 @@ func (c *coreSim) gmBase(x *execCtx, o Operand) (int, error) {
 	}
 	prm := m.Params[v.Param]
 	base := blk.ParamAddrs[v.Param]
-	if base < 0 || base+prm.Elems*prm.DType.Size() > len(c.gm) {
-		return 0, fmt.Errorf("param %s at GM byte %d (%d bytes) lies outside the %d-byte GM", prm.Name, base, prm.Elems*prm.DType.Size(), len(c.gm))
+	n, ok1 := prm.Bytes()
+	if end, ok2 := checked.Add(base, n); !ok1 || !ok2 || end > len(c.gm) {
+		return 0, fmt.Errorf("param %s at GM byte %d (%s[%d]) lies outside the %d-byte GM", prm.Name, base, prm.DType, prm.Elems, len(c.gm))
 	}
 	if o.DType != prm.DType {
 		return 0, fmt.Errorf("GM operand dtype %s differs from param %s's %s", o.DType, prm.Name, prm.DType)

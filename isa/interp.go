@@ -6,6 +6,7 @@ import (
 	"io"
 
 	"pypto/dtype"
+	"pypto/internal/checked"
 )
 
 // The reference semantics: a hardware-neutral interpreter of PTO programs that
@@ -179,15 +180,15 @@ func newMachine(c Core, sh *shared) (*machine, error) {
 		return nil, m.errorf(-1, "%d param buffers for %d params", len(c.Params), len(p.Params))
 	}
 	for i, prm := range p.Params {
-		if need := prm.Elems * prm.DType.Size(); len(c.Params[i]) < need {
+		if need, ok := prm.Bytes(); !ok || len(c.Params[i]) < need {
 			return nil, m.errorf(-1, "param %%%s needs %d bytes (%d x %s), its buffer has %d", quoteName(prm.Name), need, prm.Elems, prm.DType, len(c.Params[i]))
 		}
 	}
 	m.tiles = make([][]float64, len(p.Tiles))
 	total := 0
 	for i, t := range p.Tiles {
-		n, ok := mulInt(t.Rows, t.Cols)
-		if total += n; !ok || total > maxInterpElems {
+		n, ok := checked.Mul(t.Rows, t.Cols)
+		if total, ok = checked.Add(total, n); !ok || total > maxInterpElems {
 			return nil, m.errorf(-1, "the tiles hold more than the %d elements the reference interpreter keeps (tile %s is %dx%d)", maxInterpElems, tileRef(t), t.Rows, t.Cols)
 		}
 		m.tiles[i] = make([]float64, n)

@@ -10,7 +10,10 @@
 // interpreter that defines what every instruction computes.
 package isa
 
-import "pypto/dtype"
+import (
+	"pypto/dtype"
+	"pypto/internal/checked"
+)
 
 // Location is the on-chip buffer a tile lives in.
 type Location uint8
@@ -108,6 +111,10 @@ type Param struct {
 	DType dtype.DType
 	Elems int
 }
+
+// Bytes is the param's size in GM and whether it is exact: false when the count is
+// negative or its bytes overflow an int (Verify rejects such a param).
+func (p Param) Bytes() (int, bool) { return checked.Mul(p.Elems, p.DType.Size()) }
 
 // TileDecl declares a tile: a typed rows x cols block in one on-chip buffer.
 //

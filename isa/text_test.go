@@ -273,7 +273,7 @@ func interpretIfSmall(p *Program) {
 	}
 	params := make([][]byte, len(p.Params))
 	for i, prm := range p.Params {
-		n, ok := mulInt(prm.Elems, prm.DType.Size())
+		n, ok := prm.Bytes()
 		if !ok || n > 1<<20 {
 			return
 		}

@@ -3,10 +3,10 @@ package isa
 import (
 	"fmt"
 	"math"
-	"math/bits"
 	"strings"
 
 	"pypto/dtype"
+	"pypto/internal/checked"
 )
 
 // The verifier's rules. docs/isa.md lists the same rules for readers; the per-opcode
@@ -168,6 +168,9 @@ func checkParam(prm Param) string {
 	case prm.Elems < 0:
 		return fmt.Sprintf("negative element count %d", prm.Elems)
 	}
+	if _, ok := prm.Bytes(); !ok {
+		return "more bytes than a 64-bit size can count"
+	}
 	return ""
 }
 
@@ -222,11 +225,11 @@ func checkAlignment(t TileDecl) string {
 	case Vec, Mat, Bias:
 		switch t.Layout {
 		case LayoutND:
-			if rowBytes, ok := mulInt(t.Cols, t.DType.Size()); !ok || rowBytes%32 != 0 {
+			if rowBytes, ok := checked.Mul(t.Cols, t.DType.Size()); !ok || rowBytes%32 != 0 {
 				return fmt.Sprintf("row of %d x %s is not a multiple of 32 bytes", t.Cols, t.DType)
 			}
 		case LayoutDN:
-			if colBytes, ok := mulInt(t.Rows, t.DType.Size()); !ok || colBytes%32 != 0 {
+			if colBytes, ok := checked.Mul(t.Rows, t.DType.Size()); !ok || colBytes%32 != 0 {
 				return fmt.Sprintf("column of %d x %s (dn) is not a multiple of 32 bytes", t.Rows, t.DType)
 			}
 		}
@@ -265,9 +268,9 @@ func (v *verifier) validSize(what string, n int, r RegRef, full int) string {
 }
 
 func tileBytes(t TileDecl) (int, bool) {
-	size, ok := mulInt(t.Rows, t.Cols)
+	size, ok := checked.Mul(t.Rows, t.Cols)
 	if ok {
-		size, ok = mulInt(size, t.DType.Size())
+		size, ok = checked.Mul(size, t.DType.Size())
 	}
 	return size, ok
 }
@@ -298,18 +301,6 @@ func byteCount(n int, ok bool) string {
 
 func isCubeInput(d dtype.DType) bool {
 	return d == dtype.Float16 || d == dtype.BFloat16 || d == dtype.Float32 || d == dtype.Int8
-}
-
-// mulInt multiplies non-negative ints, reporting overflow.
-func mulInt(a, b int) (int, bool) {
-	if a < 0 || b < 0 {
-		return 0, false
-	}
-	hi, lo := bits.Mul64(uint64(a), uint64(b))
-	if hi != 0 || lo > math.MaxInt {
-		return 0, false
-	}
-	return int(lo), true
 }
 
 // instr returns what is wrong with an instruction, or "".

@@ -5,6 +5,7 @@ import (
 	"math"
 
 	"pypto/dtype"
+	"pypto/internal/checked"
 )
 
 // opRules holds the per-opcode checks of the verifier (the rules are listed in
@@ -178,8 +179,8 @@ func checkWindow(op Opcode, prm Param, view GMView, store bool) string {
 		return fmt.Sprintf("%s view writes elements of %s more than once (zero stride over %dx%d)", op, name, view.Rows, view.Cols)
 	}
 	// Everything is non-negative here, so a sum that turns negative has overflowed.
-	r, ok1 := mulInt(view.Rows-1, view.RowStride)
-	c, ok2 := mulInt(view.Cols-1, view.ColStride)
+	r, ok1 := checked.Mul(view.Rows-1, view.RowStride)
+	c, ok2 := checked.Mul(view.Cols-1, view.ColStride)
 	partial := view.Offset + r
 	last := partial + c
 	if !ok1 || !ok2 || partial < 0 || last < 0 || last >= prm.Elems {

@@ -11,6 +11,7 @@ import (
 	"codeberg.org/sbinet/npyio/npy"
 
 	"pypto/dtype"
+	"pypto/internal/checked"
 )
 
 // array is a .npy file's contents as float64 values in C order.
@@ -27,33 +28,70 @@ func readNPY(path string) (array, error) {
 	if err != nil {
 		return array{}, err
 	}
-	br := bytes.NewReader(data)
-	r, err := parseNPYHeader(br)
+	a, err := decodeNPY(data)
 	if err != nil {
 		return array{}, fmt.Errorf("%s: %w", path, err)
 	}
+	return a, nil
+}
+
+// decodeNPY decodes the bytes of a .npy file. Sizes come from the header, which may
+// say anything: nothing is allocated before the data is known to be in the file.
+func decodeNPY(data []byte) (array, error) {
+	if err := checkNPYHeaderLength(data); err != nil {
+		return array{}, err
+	}
+	br := bytes.NewReader(data)
+	r, err := parseNPYHeader(br)
+	if err != nil {
+		return array{}, err
+	}
 	h := r.Header.Descr
 	if h.Fortran {
-		return array{}, fmt.Errorf("%s: Fortran-order arrays are not supported (save with np.ascontiguousarray)", path)
+		return array{}, fmt.Errorf("Fortran-order arrays are not supported (save with np.ascontiguousarray)")
 	}
-	n := 1
-	for _, d := range h.Shape {
-		n *= d
+	n, ok := checked.Product(h.Shape)
+	if !ok {
+		return array{}, fmt.Errorf("shape %v has a negative size or more elements than a 64-bit count holds", h.Shape)
 	}
 	typ := strings.Trim(h.Type, `'"`)
 	decode, size, err := npyDecoder(typ)
 	if err != nil {
-		return array{}, fmt.Errorf("%s: %w", path, err)
+		return array{}, err
 	}
 	body := data[len(data)-br.Len():]
-	if len(body) < n*size {
-		return array{}, fmt.Errorf("%s: %d data bytes for %d elements of %s", path, len(body), n, typ)
+	// The data must be in the file, so what is allocated below is bounded by its size.
+	if need, ok := checked.Mul(n, size); !ok || len(body) < need {
+		return array{}, fmt.Errorf("%d data bytes for %d elements of %s (shape %v)", len(body), n, typ, h.Shape)
+	}
+	if err := checked.Host(n*8, func() string { return fmt.Sprintf("the %d values of shape %v", n, h.Shape) }); err != nil {
+		return array{}, err
 	}
 	vals := make([]float64, n)
 	for i := range vals {
 		vals[i] = decode(body[i*size:])
 	}
 	return array{shape: h.Shape, values: vals}, nil
+}
+
+// checkNPYHeaderLength checks that the header the file announces is in the file:
+// npyio allocates the announced length (up to 4 GiB in a version 2 file) first.
+func checkNPYHeaderLength(data []byte) error {
+	const magic = "\x93NUMPY"
+	if len(data) < 10 || string(data[:6]) != magic {
+		return fmt.Errorf("not a .npy file (no \\x93NUMPY magic)")
+	}
+	n, start := int(binary.LittleEndian.Uint16(data[8:10])), 10
+	if data[6] >= 2 {
+		if len(data) < 12 {
+			return fmt.Errorf("truncated .npy header")
+		}
+		n, start = int(binary.LittleEndian.Uint32(data[8:12])), 12
+	}
+	if len(data)-start < n {
+		return fmt.Errorf("the .npy header announces %d bytes, the file has %d after it", n, len(data)-start)
+	}
+	return nil
 }
 
 // parseNPYHeader reads the header with npyio, which panics on some malformed
@@ -109,11 +147,7 @@ func npyType(d dtype.DType) (string, dtype.DType) {
 
 // writeNPY writes values as a version 1.0 .npy file of the param's dtype.
 func writeNPY(path string, d dtype.DType, shape []int, values []float64) error {
-	n := 1
-	for _, s := range shape {
-		n *= s
-	}
-	if n != len(values) {
+	if n, ok := checked.Product(shape); !ok || n != len(values) {
 		return fmt.Errorf("%s: shape %v holds %d elements, the param has %d", path, shape, n, len(values))
 	}
 	descr, store := npyType(d)

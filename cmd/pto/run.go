@@ -8,6 +8,7 @@ import (
 
 	"pypto/device"
 	"pypto/dtype"
+	"pypto/internal/checked"
 	"pypto/isa"
 )
 
@@ -51,7 +52,7 @@ func cmdRun(args []string, stdout io.Writer) error {
 	fs := newFlags("run")
 	target := fs.String("target", "ref", "ref (the reference interpreter) or sim (the simulated NPU)")
 	chipName := fs.String("chip", "a2", "chip preset for -target sim ("+fmt.Sprint(device.PresetNames())+")")
-	maxSteps := fs.Int64("max-steps", 0, "reference: stop after this many instructions (0: no limit)")
+	maxSteps := fs.Int64("max-steps", 0, "stop after this many executed instructions (ref: of the program, sim: of the block; 0: the default budget)")
 	var ins, outs bindings
 	fs.Var(&ins, "i", "param=in.npy: fill a param from a .npy file (repeatable)")
 	fs.Var(&outs, "o", "param=out.npy[:d0,d1,...]: write a param after the run (repeatable)")
@@ -63,11 +64,13 @@ func cmdRun(args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	params := make([][]byte, len(p.Params))
+	params, err := newParams(p)
+	if err != nil {
+		return err
+	}
 	index := map[string]int{}
 	for i, prm := range p.Params {
 		index[prm.Name] = i
-		params[i] = make([]byte, prm.Elems*prm.DType.Size())
 	}
 	lookup := func(b binding) (int, error) {
 		i, ok := index[b.param]
@@ -96,15 +99,7 @@ func cmdRun(args []string, stdout io.Writer) error {
 			return err
 		}
 	}
-	switch *target {
-	case "ref":
-		err = isa.InterpretCores([]isa.Core{{Prog: p, Params: params}}, isa.InterpOptions{Print: stdout, MaxSteps: *maxSteps})
-	case "sim":
-		err = simulate(p, params, *chipName, stdout)
-	default:
-		return fmt.Errorf("target %q is neither ref nor sim: %w", *target, errUsage)
-	}
-	if err != nil {
+	if err := execute(p, params, *target, *chipName, *maxSteps, stdout); err != nil {
 		return err
 	}
 	for _, o := range outs {
@@ -121,9 +116,36 @@ func cmdRun(args []string, stdout io.Writer) error {
 	return nil
 }
 
+// newParams allocates p's params, zeroed, once their sizes are known to fit in memory.
+func newParams(p *isa.Program) ([][]byte, error) {
+	params := make([][]byte, len(p.Params))
+	for i, prm := range p.Params {
+		n, ok := prm.Bytes()
+		if !ok {
+			n = -1
+		}
+		if err := checked.Host(n, func() string { return fmt.Sprintf("param %%%s (%s[%d])", prm.Name, prm.DType, prm.Elems) }); err != nil {
+			return nil, fmt.Errorf("kernel %s: %v", p.Name, err)
+		}
+		params[i] = make([]byte, n)
+	}
+	return params, nil
+}
+
+// execute runs p on target ("ref" or "sim") with its params in place.
+func execute(p *isa.Program, params [][]byte, target, chipName string, maxSteps int64, stdout io.Writer) error {
+	switch target {
+	case "ref":
+		return isa.InterpretCores([]isa.Core{{Prog: p, Params: params}}, isa.InterpOptions{Print: stdout, MaxSteps: maxSteps})
+	case "sim":
+		return simulate(p, params, chipName, maxSteps, stdout)
+	}
+	return fmt.Errorf("target %q is neither ref nor sim: %w", target, errUsage)
+}
+
 // simulate compiles p for a chip preset, runs it as a one-block task with the params
 // laid out in GM, copies them back and prints the time.
-func simulate(p *isa.Program, params [][]byte, chipName string, stdout io.Writer) error {
+func simulate(p *isa.Program, params [][]byte, chipName string, maxSteps int64, stdout io.Writer) error {
 	chip, err := device.Preset(chipName)
 	if err != nil {
 		return err
@@ -136,13 +158,24 @@ func simulate(p *isa.Program, params [][]byte, chipName string, stdout io.Writer
 	size := 0
 	for i, b := range params {
 		addrs[i] = size
-		size += (len(b) + gmAlign - 1) / gmAlign * gmAlign
+		var ok bool
+		if size, ok = checked.Add(size, (len(b)+gmAlign-1)/gmAlign*gmAlign); !ok {
+			size = -1
+			break
+		}
+	}
+	gmWhat := func() string { return fmt.Sprintf("the GM of kernel %s's %d params", p.Name, len(params)) }
+	if err := chip.CheckGM(size, gmWhat); err != nil {
+		return err
+	}
+	if err := checked.Host(size, gmWhat); err != nil {
+		return err
 	}
 	gm := make([]byte, max(size, gmAlign))
 	for i, b := range params {
 		copy(gm[addrs[i]:], b)
 	}
-	st, err := device.RunTask(chip, gm, p.Core, []device.Block{{Prog: m, ParamAddrs: addrs}}, device.RunOptions{})
+	st, err := device.RunTask(chip, gm, p.Core, []device.Block{{Prog: m, ParamAddrs: addrs}}, device.RunOptions{MaxInstructions: maxSteps})
 	if err != nil {
 		return err
 	}

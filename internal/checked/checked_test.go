@@ -83,3 +83,13 @@ func TestSize(t *testing.T) {
 		}
 	}
 }
+
+func TestEnvironmentLowersTheLimit(t *testing.T) {
+	t.Setenv(envName, "100000000") // 100 MB
+	if err := Host(200<<20, func() string { return "a buffer" }); err == nil || !strings.Contains(err.Error(), "the limit PYPTO_HOST_MEMORY_LIMIT sets") {
+		t.Fatalf("Host(200 MiB) under a 100 MB limit = %v", err)
+	}
+	if err := Host(80<<20, func() string { return "a buffer" }); err != nil {
+		t.Fatalf("Host(80 MiB) under a 100 MB limit = %v", err)
+	}
+}

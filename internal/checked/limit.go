@@ -49,13 +49,19 @@ func Within(bytes, limit int, what func() string, of string) error {
 }
 
 // Host checks that an allocation of bytes (-1 for an overflowed size) fits in this
-// machine's memory: its physical memory, and for large allocations the memory
-// available now (MemAvailable), so that the allocation is refused with an error
-// rather than attempted. Small allocations cost one comparison; what is called only
-// to build the error.
+// machine's memory: its physical memory (or the memory limit of the cgroup it runs
+// in), the limit PYPTO_HOST_MEMORY_LIMIT sets (bytes), and for large allocations the
+// memory available now, so that the allocation is refused with an error rather than
+// attempted. Small allocations cost one comparison; what is called only to build the
+// error.
 func Host(bytes int, what func() string) error {
 	if bytes >= 0 && bytes < freshCheckBytes {
 		return nil
+	}
+	if limit, ok := envLimit(); ok {
+		if err := Within(bytes, limit, what, "the limit "+envName+" sets"); err != nil {
+			return err
+		}
 	}
 	total, avail := hostMemory()
 	if total <= 0 { // the system does not say: only an overflowed size is refused
@@ -70,21 +76,65 @@ func Host(bytes int, what func() string) error {
 	return nil
 }
 
+// envName is the variable that lowers the limit, for a process that must share the
+// machine (tests, fuzzing, a service).
+const envName = "PYPTO_HOST_MEMORY_LIMIT"
+
+func envLimit() (int, bool) {
+	v := os.Getenv(envName)
+	if v == "" {
+		return 0, false
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(v))
+	return n, err == nil && n >= 0
+}
+
 // freshCheckBytes is the size from which Host reads the memory available at the time
 // of the call (a read of /proc/meminfo, tens of microseconds): below it the cost
 // would show on small eager ops, above it it is nothing beside the allocation.
 const freshCheckBytes = 64 << 20
 
 // hostMemory is the machine's physical memory and the memory available when it was
-// first asked, in bytes (0 where the system does not say).
-var hostMemory = sync.OnceValues(func() (int, int) { return readMeminfo() })
+// first asked, in bytes (0 where the system does not say), each capped by the memory
+// limit of the cgroup the process runs in.
+var hostMemory = sync.OnceValues(func() (int, int) { return readMemory() })
 
-// availableNow reads MemAvailable again; fallback is used where it cannot be read.
+// availableNow reads the available memory again; fallback is used where it cannot be read.
 func availableNow(fallback int) int {
-	if _, avail := readMeminfo(); avail > 0 {
+	if _, avail := readMemory(); avail > 0 {
 		return avail
 	}
 	return fallback
+}
+
+func readMemory() (total, avail int) {
+	total, avail = readMeminfo()
+	if limit, used, ok := readCgroup(); ok {
+		if total <= 0 || limit < total {
+			total = limit
+		}
+		if free := max(limit-used, 1); avail <= 0 || free < avail {
+			avail = free
+		}
+	}
+	return total, avail
+}
+
+// readCgroup returns the cgroup v2 memory limit and current use, where a limit is set.
+func readCgroup() (limit, used int, ok bool) {
+	read := func(name string) (int, bool) {
+		b, err := os.ReadFile("/sys/fs/cgroup/" + name)
+		if err != nil {
+			return 0, false
+		}
+		n, err := strconv.Atoi(strings.TrimSpace(string(b)))
+		return n, err == nil && n > 0
+	}
+	if limit, ok = read("memory.max"); !ok { // "max" means none
+		return 0, 0, false
+	}
+	used, _ = read("memory.current")
+	return limit, used, true
 }
 
 // HostTotal is this machine's physical memory in bytes, or 0 where the system does not
