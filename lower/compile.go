@@ -34,7 +34,8 @@ type Options struct {
 }
 
 // Executable is a compiled graph ready to run on the simulated device. It is
-// immutable, so Run may be called from several goroutines at once.
+// immutable but for its pool of GM images, so Run may be called from several
+// goroutines at once.
 type Executable struct {
 	chip    *device.Chip
 	graph   *core.Graph
@@ -48,6 +49,7 @@ type Executable struct {
 	// constants are the data of the last params, which Run binds itself (see
 	// runBindConstants).
 	constants [][]byte
+	images    gmImages // GM images of finished runs, for the next ones
 }
 
 var passTableOnce = sync.OnceValue(func() error { return checkPassTable(passTable) })
@@ -117,7 +119,7 @@ func (e *Executable) RunWith(inputs [][]byte, opts device.RunOptions) (outputs [
 	if err := checked.Host(e.exec.GMBytes, gmWhat); err != nil {
 		return nil, nil, core.MemoryErrorOf(err)
 	}
-	gm := make([]byte, e.exec.GMBytes)
+	gm := e.images.get(e)
 	for i, t := range tg.Params {
 		want := tg.Tensors[t].Type
 		if len(inputs[i]) != want.Bytes() {
@@ -147,6 +149,7 @@ func (e *Executable) RunWith(inputs [][]byte, opts device.RunOptions) (outputs [
 		off := e.exec.Buffers[t].Offset
 		outputs = append(outputs, append([]byte(nil), gm[off:off+n]...))
 	}
+	e.images.put(gm) // only on success: a failed run's image is left to the collector
 	return outputs, stats, nil
 }
 
