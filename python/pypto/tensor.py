@@ -116,7 +116,7 @@ class Tensor:
         dims = tuple(shape[: ndim.value])
         self._dtype = from_code(code.value)
         self._type_info = None
-        if any(d < 0 for d in dims):  # symbolic: the Go core marks those dims -1
+        if dims and min(dims) < 0:  # symbolic: the Go core marks those dims -1
             info = self._info()
             dims = tuple(d if isinstance(d, int) else Dim(d) for d in info["shape"])
         self._shape = dims
@@ -208,9 +208,11 @@ class Tensor:
 
     def numpy(self) -> np.ndarray:
         """The value as a new numpy array (bfloat16 as ``ml_dtypes.bfloat16``)."""
-        if any(isinstance(d, Dim) for d in self._shape):
+        try:
+            out = np.empty(self._shape, dtype=self._dtype.numpy)
+        except TypeError:  # a symbolic shape (Dim entries)
             self.realize()  # raises: a symbolic tensor has no data
-        out = np.empty(self._shape, dtype=self._dtype.numpy)
+            raise
         # A new array is C-contiguous: no strides (NULL) to pass.
         _lib.call(_lib.lib.pypto_copy_out, self._handle, out.__array_interface__["data"][0], out.ndim, None)
         return out
@@ -662,6 +664,32 @@ def apply(op: str, inputs, attrs=None, scalar_anchor=None, names=None) -> Tensor
     shape and dtype are known (and checked) now. ``names`` are the inputs' argument
     names, for errors (default: "operand <i>")."""
 
+    ins = inputs
+    for x in inputs:
+        if not isinstance(x, Tensor):  # arrays and scalars to convert (tensors alone: the eager fast path)
+            ins = _tensor_inputs(op, inputs, scalar_anchor, names)
+            break
+    tile = getattr(op_tile, "attrs", None)
+    if tile is not None and op in tile[0]:
+        attrs = {**(attrs or {}), **tile[1]}
+    loc = user_location_json()
+    attrs_json = _json_attrs(attrs) if attrs else None
+    h = _lib.Handle()
+    _lib.call(
+        _lib.lib.pypto_apply,
+        op.encode(),
+        _lib.handle_array([t._handle for t in ins]),
+        len(ins),
+        attrs_json,
+        loc,
+        ctypes.byref(h),
+    )
+    return Tensor._wrap(h.value)
+
+
+def _tensor_inputs(op: str, inputs, scalar_anchor, names) -> list:
+    """apply's inputs as tensors: numpy arrays copied in, Python scalars as 0-d tensors."""
+
     def name(i):
         return names[i] if names and i < len(names) else f"operand {i}"
 
@@ -680,23 +708,7 @@ def apply(op: str, inputs, attrs=None, scalar_anchor=None, names=None) -> Tensor
             x if not is_scalar(x) else scalar_tensor(x, scalar_dtype(x, anchor, op, op in _COMPARISONS))
             for x in inputs
         ]
-    ins = [x if isinstance(x, Tensor) else as_tensor(x, op, name(i)) for i, x in enumerate(inputs)]
-    tile = getattr(op_tile, "attrs", None)
-    if tile is not None and op in tile[0]:
-        attrs = {**(attrs or {}), **tile[1]}
-    loc = user_location_json()
-    attrs_json = _json_attrs(attrs) if attrs else None
-    h = _lib.Handle()
-    _lib.call(
-        _lib.lib.pypto_apply,
-        op.encode(),
-        _lib.handle_array(t._handle for t in ins),
-        len(ins),
-        attrs_json,
-        loc,
-        ctypes.byref(h),
-    )
-    return Tensor._wrap(h.value)
+    return [x if isinstance(x, Tensor) else as_tensor(x, op, name(i)) for i, x in enumerate(inputs)]
 
 
 def _json_attrs(attrs: dict) -> bytes:
