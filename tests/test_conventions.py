@@ -54,8 +54,11 @@ def test_from_numpy_and_tensor_name_bad_inputs():
     with pytest.raises(p.DTypeError, match="arr must be an array of numbers"):
         p.from_numpy(np.array([object()]))
     assert p.Tensor([2, 3], dtype=None).dtype == p.float32  # None is the default, float32
-    with pytest.raises(p.PyptoValueError, match="p.Tensor: data must be numbers convertible to float32"):
-        p.Tensor([2], data=["a", "b"])
+    for text in (["a", "b"], "1.5", np.array(["1", "2"])):  # numpy would parse "1.5"; PyPTO does not
+        with pytest.raises(p.PyptoTypeError, match="p.Tensor: data must be numbers"):
+            p.Tensor([2], data=text)
+    with pytest.raises(p.PyptoValueError, match="p.Tensor: data must be numbers convertible to int8"):
+        p.Tensor([2], dtype=p.int8, data=[[1, 2], [3]])  # ragged
 
 
 def test_repr_of_traced_and_symbolic_tensors():

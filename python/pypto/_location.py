@@ -15,15 +15,18 @@ _PKG_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
 _STDLIB_DIR = os.path.join(sysconfig.get_paths()["stdlib"], "")
 
 
-def _is_library(filename: str) -> bool:
+def _is_library(code) -> bool:
+    filename = code.co_filename
     if filename.startswith(_PKG_DIR):
         return True
+    if filename == "<string>" and code.co_name == "__init__":
+        return True  # the __init__ a dataclass generates (p.CompileConfig)
     return filename.startswith(_STDLIB_DIR) and "-packages" + os.sep not in filename
 
 
 def _frame():
     f = sys._getframe(2)
-    while f is not None and _is_library(f.f_code.co_filename):
+    while f is not None and _is_library(f.f_code):
         f = f.f_back
     return f
 

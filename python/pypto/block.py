@@ -179,9 +179,10 @@ def _out_shape(shape, name: str, op: str) -> tuple:
 
 
 def _one(what, v, is_shape):
-    if is_shape and v and not isinstance(v[0], (list, tuple)):
-        return v  # one shape given directly
-    if isinstance(v, (list, tuple)):
+    """The one output's shape or dtype of out_shapes=/out_dtypes= (a list of one, or the
+    value itself: a shape list for out_shapes)."""
+    listed = isinstance(v, (list, tuple)) and (not is_shape or (v and isinstance(v[0], (list, tuple))))
+    if listed:
         if len(v) != 1:
             raise PyptoValueError(f"call_kernel: {what} lists {len(v)} outputs; a kernel has one output", location=user_location())
         return v[0]

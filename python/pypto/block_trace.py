@@ -216,9 +216,10 @@ def range(start, stop=None, step: int = 1):  # noqa: A001 (p.range mirrors Pytho
     on its own, so that an accumulator started with p.zeros is set by its first matmul
     and accumulated by the rest). ``i`` is an index usable in views
     (``x[i * 64:(i + 1) * 64]``); Python's ``range`` unrolls instead."""
+    start = check.integer(start, "start", "p.range")
     if stop is None:
         start, stop = 0, start
-    start, stop = check.integer(start, "start", "p.range"), check.integer(stop, "stop", "p.range")
+    stop = check.integer(stop, "stop", "p.range")
     step = check.integer(step, "step", "p.range")
     if step == 0:
         raise check.fail("p.range", "step", step, "a nonzero int", PyptoValueError)

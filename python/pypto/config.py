@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
+from ._location import user_location
 from .errors import PyptoTypeError, PyptoValueError
 
 __all__ = ["CompileConfig"]
@@ -37,18 +38,28 @@ class CompileConfig:
 
     def __post_init__(self):
         if isinstance(self.opt_level, bool) or not isinstance(self.opt_level, int) or self.opt_level not in _LEVELS:
-            raise PyptoValueError(f"CompileConfig: opt_level must be 0, 1, 2 or 3, got {self.opt_level!r}")
+            raise PyptoValueError(
+                f"CompileConfig: opt_level must be 0, 1, 2 or 3, got {self.opt_level!r}", location=user_location()
+            )
         passes = self.disable_passes
         if isinstance(passes, str):
             passes = (passes,)
         if not isinstance(passes, (tuple, list, set, frozenset)) or not all(isinstance(p, str) for p in passes):
-            raise PyptoTypeError(f"CompileConfig: disable_passes must be pass names (strings), got {self.disable_passes!r}")
+            raise PyptoTypeError(
+                f"CompileConfig: disable_passes must be pass names (strings), got {self.disable_passes!r}",
+                location=user_location(),
+            )
         object.__setattr__(self, "disable_passes", tuple(sorted(set(passes))))
         pool = self.memory_pool_bytes
         if pool is not None and (isinstance(pool, bool) or not isinstance(pool, int) or pool <= 0):
-            raise PyptoValueError(f"CompileConfig: memory_pool_bytes must be a positive number of bytes or None, got {pool!r}")
+            raise PyptoValueError(
+                f"CompileConfig: memory_pool_bytes must be a positive number of bytes or None, got {pool!r}",
+                location=user_location(),
+            )
         if self.chip is not None and not isinstance(self.chip, str):
-            raise PyptoTypeError(f"CompileConfig: chip must be a device preset name or None, got {self.chip!r}")
+            raise PyptoTypeError(
+                f"CompileConfig: chip must be a device preset name or None, got {self.chip!r}", location=user_location()
+            )
 
     def _json(self) -> bytes:
         return json.dumps(

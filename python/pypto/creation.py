@@ -165,7 +165,7 @@ def eye(n, m=None, k=0, dtype=float32) -> Tensor:
     n = check.integer(n, "n", "eye", lo=0)
     m = check.integer(m, "m", "eye", lo=0, optional=True)
     k = check.integer(k, "k", "eye")
-    return _host(np.eye(n, m, k), check.dtype(dtype, "dtype", "eye"))
+    return _host(np.eye(n, m, k), check.dtype(dtype, "dtype", "eye", optional=True) or float32)
 
 
 # --- seeded random tensors -------------------------------------------------------------------
@@ -191,7 +191,7 @@ def generator():
 
 def randn(*shape, dtype=float32) -> Tensor:
     """Standard normal samples (drawn in float64, rounded to dtype)."""
-    shape, dt = _shape_args(shape, "randn", False), check.dtype(dtype, "dtype", "randn")
+    shape, dt = _shape_args(shape, "randn", False), check.dtype(dtype, "dtype", "randn", optional=True) or float32
     with generator() as g:
         arr = g.standard_normal(shape)
     return _host(arr.astype(np.float32), dt)
@@ -199,7 +199,7 @@ def randn(*shape, dtype=float32) -> Tensor:
 
 def rand(*shape, dtype=float32) -> Tensor:
     """Uniform samples in [0, 1) (rounded to dtype, which may round up to 1 in float16)."""
-    shape, dt = _shape_args(shape, "rand", False), check.dtype(dtype, "dtype", "rand")
+    shape, dt = _shape_args(shape, "rand", False), check.dtype(dtype, "dtype", "rand", optional=True) or float32
     with generator() as g:
         arr = g.random(shape)
     return _host(arr.astype(np.float32), dt)
@@ -213,7 +213,8 @@ def randint(low, high=None, size=(), dtype=int32) -> Tensor:
     high = check.integer(high, "high", "randint")
     if high <= low:
         raise check.fail("randint", "high", high, f"an int > low ({low})", PyptoValueError)
-    size, dt = check.shape(size, "size", "randint", symbolic=False), check.dtype(dtype, "dtype", "randint")
+    size = check.shape(size, "size", "randint", symbolic=False)
+    dt = check.dtype(dtype, "dtype", "randint", optional=True) or int32
     with generator() as g:
         arr = g.integers(low, high, size=size)
     return _host(arr, dt)

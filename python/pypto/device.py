@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from . import _lib
+from . import _lib, errors
 
 __all__ = ["set_device", "get_device", "last_stats", "cache_info", "clear_cache", "lowered_ops", "composite_ops"]
 
@@ -15,7 +15,17 @@ def set_device(name: str) -> None:
     tiling quickly), both simulated; or "reference", the Go reference interpreter (exact
     results, no timing), which runs every op, including those without a device lowering
     yet (see lowered_ops())."""
-    _lib.call(_lib.lib.pypto_set_device, str(name).encode())
+    if not isinstance(name, str):
+        from . import _validate as check
+
+        raise check.fail("set_device", "name", name, 'a device name ("a2", "tiny", "reference", ...)')
+    try:
+        _lib.call(_lib.lib.pypto_set_device, name.encode())
+    except errors.PyptoValueError as e:
+        from ._location import user_location
+
+        e.message, e.location = f"set_device: name: {e.message}", e.location or user_location()
+        raise
 
 
 def get_device() -> str:

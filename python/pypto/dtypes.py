@@ -98,7 +98,7 @@ def as_dtype(x) -> DType:
         return _BY_NAME[x.lower()]
     try:
         nd = np.dtype(x)
-    except TypeError:
+    except Exception:  # noqa: BLE001 (numpy raises TypeError, ValueError, even SyntaxError for odd strings)
         nd = None
     if nd is not None:
         native = nd.newbyteorder("=") if nd.byteorder not in ("=", "|") else nd

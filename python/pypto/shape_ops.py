@@ -129,7 +129,7 @@ def _tensor_list(tensors, op: str) -> list:
     if isinstance(tensors, (Tensor, np.ndarray, str, bytes)) or not isinstance(tensors, (list, tuple)):
         raise check.fail(op, "tensors", tensors, "a list or tuple of tensors")
     if not tensors:
-        raise PyptoValueError(f"{op}: needs at least one tensor", location=user_location())
+        raise PyptoValueError(f"{op}: tensors is empty; give at least one tensor", location=user_location())
     return [_t(t, op, f"tensors[{i}]") for i, t in enumerate(tensors)]
 
 

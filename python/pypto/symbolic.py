@@ -182,7 +182,12 @@ def symbol(name: str) -> Dim:
     compiled program binds from its inputs' shapes. Names are identifiers ('.' is
     allowed after the first character)."""
     if not isinstance(name, str) or not _NAME.match(name):
-        raise ValueError(f"p.symbol: {name!r} is not a valid symbol name (letters, digits, '_' and '.', not starting with a digit)")
+        from . import _validate as check
+        from .errors import PyptoValueError
+
+        raise check.fail(
+            "p.symbol", "name", name, "a symbol name (letters, digits, '_' and '.', not starting with a digit)", PyptoValueError
+        )
     return Dim(name)
 
 

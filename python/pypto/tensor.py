@@ -77,6 +77,8 @@ class Tensor:
         else:
             if isinstance(data, Tensor):
                 data = data.numpy()
+            if _is_text_or_objects(data):
+                raise check.fail("p.Tensor", "data", data, "numbers (an array, nested lists or a scalar), not text or objects")
             try:
                 with np.errstate(all="ignore"):
                     values = np.asarray(data, dtype=dt.numpy)
@@ -445,6 +447,18 @@ def _as_shape(shape, op: str = "p.Tensor", name: str = "shape") -> tuple:
     return check.shape(shape, name, op)
 
 
+def _is_text_or_objects(data) -> bool:
+    """Whether data holds strings or Python objects, which numpy would convert loosely
+    ("1.5" to 1.5) or not at all."""
+    if isinstance(data, (str, bytes)):
+        return True
+    try:
+        arr = data if isinstance(data, np.ndarray) else np.asarray(data)
+    except (TypeError, ValueError):
+        return False  # the conversion reports it
+    return arr.dtype.kind in "USOMm"
+
+
 def _has_no_data(e: BaseException) -> bool:
     """Whether realising failed because the tensor is a traced value (inside p.compile)
     or a symbolic placeholder: it has no data, which is no fault."""
@@ -590,8 +604,8 @@ _RANK = {"bool": 0, "int8": 1, "int32": 2, "bfloat16": 3, "float16": 3, "float32
 def promote_types(a: DType, b: DType) -> DType:
     """The dtype of a binary elementwise op on tensors of dtypes a and b (the table in
     docs/api.md; the Go core's PromoteTypes)."""
-    from .dtypes import bfloat16, float16
-
+    if not isinstance(a, DType) or not isinstance(b, DType):
+        a, b = check.dtype(a, "a", "promote_types"), check.dtype(b, "b", "promote_types")
     if a == b:
         return a
     if {a.name, b.name} == {"float16", "bfloat16"}:
@@ -600,7 +614,8 @@ def promote_types(a: DType, b: DType) -> DType:
 
 
 def is_scalar(x) -> bool:
-    return isinstance(x, (numbers.Number, np.generic)) and not isinstance(x, np.ndarray)
+    """A real Python or numpy scalar (bools, ints, floats; not complex numbers)."""
+    return isinstance(x, (numbers.Real, np.bool_, np.integer, np.floating))
 
 
 def scalar_dtype(value, anchor, op: str = "", exact_compare: bool = False) -> DType:

@@ -156,9 +156,9 @@ def tile(x, tile_shape=None, *, config=None) -> TileGrid:
     if config is None:
         if tile_shape is None:
             raise PyptoTypeError("p.tile: give tile_shape=[...] or a p.TileConfig", location=user_location())
-        config = TileConfig(shape=tile_shape)
+        config = as_tile_config(tile_shape, "p.tile", "tile_shape")
     else:
-        config = as_tile_config(config, "p.tile")
+        config = as_tile_config(config, "p.tile", "config")
         if tile_shape is not None:
             raise PyptoTypeError("p.tile: give tile_shape or config, not both", location=user_location())
     if config.shape is None:
@@ -205,9 +205,9 @@ def tile_concat(tiles, axis: int = 0) -> Tensor:
     tiled along several axes, :meth:`TileGrid.assemble` joins one result per tile."""
     from .shape_ops import concat
 
-    if isinstance(tiles, (Tensor, str, bytes)) or not hasattr(tiles, "__iter__"):
+    if not isinstance(tiles, (list, tuple)) and not hasattr(tiles, "__next__"):  # a list, a tuple or a generator
         raise check.fail("tile_concat", "tiles", tiles, "a list of tiles (or tensors)")
-    tiles = list(tiles)
+    tiles = [as_tensor(t, "tile_concat", f"tiles[{i}]") for i, t in enumerate(tiles)]
     if not tiles:
-        raise PyptoValueError("tile_concat: needs at least one tile", location=user_location())
+        raise PyptoValueError("tile_concat: tiles is empty; give at least one tile", location=user_location())
     return concat(tiles, axis=axis)

@@ -13,7 +13,7 @@ import contextlib
 import numbers
 
 from . import _validate as check
-from .errors import PyptoValueError, ShapeError
+from .errors import PyptoError, PyptoValueError, ShapeError
 from .symbolic import Dim
 from .tensor import op_tile
 
@@ -93,13 +93,17 @@ def _tile_dim(d, shape):
     return d
 
 
-def as_tile_config(x, what: str) -> TileConfig:
+def as_tile_config(x, what: str, name: str = "tile_config") -> TileConfig:
     """x as a TileConfig: one, or a shape list."""
     if isinstance(x, TileConfig):
         return x
     if isinstance(x, (list, tuple)):
-        return TileConfig(shape=x)
-    raise check.fail(what, "tile_config", x, "a p.TileConfig or a shape list")
+        try:
+            return TileConfig(shape=x)
+        except PyptoError as e:
+            e.message = f"{what}: {name}: {e.message}"
+            raise
+    raise check.fail(what, name, x, "a p.TileConfig or a shape list")
 
 
 @contextlib.contextmanager

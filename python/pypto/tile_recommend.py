@@ -7,10 +7,11 @@ from collections import namedtuple
 
 import numpy as np
 
+from . import _validate as check
 from .compile import compile as _compile
 from .config import CompileConfig
-from .dtypes import as_dtype
-from .tensor import Tensor, apply
+from .errors import PyptoTypeError, PyptoValueError
+from .tensor import Tensor, apply, host_array
 from .tile_config import TileConfig
 
 __all__ = ["recommend_tile", "TileChoice"]
@@ -49,26 +50,35 @@ def recommend_tile(op_or_fn, inputs, attrs=None, *, config=None, measure=False) 
         fn.__name__ = name
     elif callable(op_or_fn):
         if attrs is not None:
-            raise TypeError("recommend_tile: attrs go with an op name; bind them into the function instead")
+            raise check.fail("recommend_tile", "attrs", attrs, "None with a function (attrs go with an op name; bind them into the function instead)")
         fn = op_or_fn
     else:
-        raise TypeError(f"recommend_tile: give a function or an op name, not {type(op_or_fn).__name__}")
+        raise check.fail("recommend_tile", "op_or_fn", op_or_fn, "a function of tensors or an op name")
+    if attrs is not None and not isinstance(attrs, dict):
+        raise check.fail("recommend_tile", "attrs", attrs, "a dict of the op's attributes or None")
+    if isinstance(inputs, (Tensor, np.ndarray, str, bytes)) or not isinstance(inputs, (list, tuple)):
+        raise check.fail("recommend_tile", "inputs", inputs, "a list of p.Tensors, numpy arrays or (shape, dtype) pairs")
+    measure = check.flag(measure, "measure", "recommend_tile")
+    if config is not None and not isinstance(config, CompileConfig):
+        raise check.fail("recommend_tile", "config", config, "a p.CompileConfig or None")
     signature = []
     for i, x in enumerate(inputs):
         if isinstance(x, Tensor):
             signature.append((tuple(x.shape), x.dtype))
         elif isinstance(x, np.ndarray):
-            signature.append((x.shape, as_dtype(x.dtype)))
+            arr = host_array(x, "recommend_tile", f"inputs[{i}]")
+            signature.append((arr.shape, check.dtype(arr.dtype, f"inputs[{i}]", "recommend_tile")))
         elif isinstance(x, tuple) and len(x) == 2:
-            signature.append((tuple(x[0]), as_dtype(x[1])))
+            signature.append((check.shape(x[0], f"inputs[{i}]", "recommend_tile", symbolic=False),
+                              check.dtype(x[1], f"inputs[{i}]", "recommend_tile")))  # fmt: skip
         else:
-            raise TypeError(f"recommend_tile: inputs[{i}] must be a p.Tensor, a numpy array or a (shape, dtype) pair")
+            raise check.fail("recommend_tile", f"inputs[{i}]", x, "a p.Tensor, a numpy array or a (shape, dtype) pair")
     ex = _compile(fn, config or CompileConfig(), inputs=signature)
     if measure:
         ex.run(*(np.zeros(shape, dt.numpy) for shape, dt in signature))
     info = next(iter(ex._given.values())).info()
     if info["tiles"] is None:
-        raise ValueError(f"recommend_tile: device {info['device']!r} compiles no tiles; choose a chip preset")
+        raise PyptoValueError(f"recommend_tile: device {info['device']!r} compiles no tiles; choose a chip preset")
     out = []
     for t in info["tiles"]:
         cycles = t["estimated_cycles"]
