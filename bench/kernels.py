@@ -18,7 +18,9 @@ roofline_frac (roofline_ms / sim_ms), cube_busy, gm_bytes (distinct GM bytes the
 tasks read and wrote: HBM traffic with an L2 that holds the data),
 compulsory_gm_bytes (inputs once, outputs once), compile_ms (a cold compile), plus
 cached_compile_ms for the GPT case (a compile that finds the program in the
-session's cache), tasks and bound (what sets the roofline).
+session's cache), tasks, bound (what sets the roofline) and instrs_per_core (static
+machine instructions of the largest program a core runs: the code its instruction
+cache must hold).
 """
 import argparse
 import json
@@ -40,11 +42,12 @@ def main():
         print()
         return
     print(f"{'case':<38} {'sim ms':>9} {'roof ms':>9} {'frac':>6} {'bound':>7} {'cube':>6} "
-          f"{'GM/comp':>8} {'compile ms':>11} {'tasks':>6}")
+          f"{'GM/comp':>8} {'compile ms':>11} {'tasks':>6} {'instrs':>7}")
     for r in rows:
         ratio = r["gm_bytes"] / r["compulsory_gm_bytes"]
         print(f"{r['case']:<38} {r['sim_ms']:>9.4f} {r['roofline_ms']:>9.4f} {r['roofline_frac']:>6.3f} "
-              f"{r['bound']:>7} {r['cube_busy']:>6.3f} {ratio:>8.2f} {r['compile_ms']:>11.1f} {r['tasks']:>6}")
+              f"{r['bound']:>7} {r['cube_busy']:>6.3f} {ratio:>8.2f} {r['compile_ms']:>11.1f} {r['tasks']:>6} "
+              f"{r['instrs_per_core']:>7}")
         if "cached_compile_ms" in r:
             print(f"{'':<38} cached compile {r['cached_compile_ms']:.4f} ms")
 

@@ -32,7 +32,9 @@ import (
 //     after its producer, wait before its consumer), plus a priming SET_FLAG before
 //     the loop that the first iteration's wait consumes and a draining WAIT_FLAG after
 //     the ENDLOOP that consumes the last iteration's set. Every (pair, id) thus
-//     alternates set, wait.
+//     alternates set, wait. The priming set goes as early as its id allows (at the
+//     start of the region around the loop, or after the loop before it), so that it
+//     orders nothing the first iteration does not need.
 //   - Entry syncs: a hazard from X before the loop (pipe Q) to C in the body (pipe P)
 //     needs no flag of its own when a carried sync Q -> P of the loop waits at or
 //     before C in the body: its priming set moves to just after X, and the first
@@ -43,9 +45,9 @@ import (
 //     the set goes after the ENDLOOP.
 //     Both also look through nested loops: a carried sync of an inner loop around X
 //     or Y serves the same way.
-//   - Event ids: a loop-carried sync holds its id in the whole region around its
-//     loop; the syncs inside the loop avoid the ids of those and of the region's syncs
-//     that span the loop.
+//   - Event ids: in the region around its loop a loop-carried sync holds its id from
+//     its priming set to its drain, beside the region's own syncs; the syncs inside
+//     the loop avoid the ids of those and of the region's syncs that span the loop.
 //
 // The analysis of a loop as its first and last iteration holds for loops that run at
 // least once. A loop whose trip count is not a positive constant (a register: it may
@@ -69,11 +71,14 @@ type loopPlan struct {
 // carriedSync is a loop-carried sync. Positions are instruction indices at the body's
 // own depth: the set goes after setAt (an instruction, or an inner loop's ENDLOOP),
 // the wait before waitAt (an instruction, or an inner loop's LOOP). The priming set
-// goes after primeAt in the code around the loop (-1: just before the LOOP).
+// goes after primeAt in the code around the loop (-1: at the start of the program).
 type carriedSync struct {
 	pair          pipePair
 	setAt, waitAt int
 	primeAt, id   int
+	// drainAt is where the draining wait goes in the code around the loop: before
+	// that instruction (or loop), the first that needs it; -1: right after the ENDLOOP.
+	drainAt int
 }
 
 // errNoIDs says the flags do not fit the chip's event ids.
@@ -258,7 +263,7 @@ func (pl *flagPlanner) analyse(lo, hi int, lp *loopPlan) ([]syncNeed, []carriedS
 		if p.copy == 1 || (p.copy == c.copy && p.item == c.item && p.item != p.pc) {
 			continue // repeats the first copy, or the inner loop's own
 		}
-		setAt, ok := pl.setSlot(s.pair, p)
+		setAt, ok := pl.setSlot(s.pair, p, c, hi)
 		if !ok {
 			continue
 		}
@@ -277,31 +282,50 @@ func (pl *flagPlanner) analyse(lo, hi int, lp *loopPlan) ([]syncNeed, []carriedS
 		if c.copy == 0 {
 			intra = append(intra, syncNeed{pair: s.pair, producer: setAt, consumer: waitAt})
 		} else {
-			carried = append(carried, carriedSync{pair: s.pair, setAt: setAt, waitAt: waitAt, primeAt: -1})
+			carried = append(carried, carriedSync{pair: s.pair, setAt: setAt, waitAt: waitAt, primeAt: -1, drainAt: -1})
 		}
 	}
 	return prune(intra), pruneCarried(carried)
 }
 
-// setSlot is where the set of a sync from producer p goes: after p itself at the
-// region's level, or after the ENDLOOP of the region's inner loop around p. ok is
-// false when a carried sync of a loop around p (inside that inner loop) already
-// orders p's last execution before everything after the loop (its drain).
-func (pl *flagPlanner) setSlot(pair pipePair, p elem) (int, bool) {
+// setSlot is where the set of a sync from producer p to consumer c goes: after p
+// itself at the region's level, or after the ENDLOOP of the region's inner loop
+// around p. ok is false when a carried sync of a loop around p (inside that inner
+// loop, or the inner loop itself) sets at or after p: its drain orders p's last
+// execution before c. The inner loop's own such sync is preferred, and its drain
+// moves down to just before c (before c's loop; in the next iteration of the
+// region's loop, before that loop's ENDLOOP at end).
+func (pl *flagPlanner) setSlot(pair pipePair, p, c elem, end int) (int, bool) {
 	if p.item == p.pc {
 		return p.pc, true
 	}
+	var found *carriedSync
+	owner := -1
 	for l := pl.within[p.pc]; l >= 0; l = pl.loops[l].parent {
-		for _, c := range pl.loops[l].carried {
-			if c.pair == pair && c.setAt >= p.pc {
-				return 0, false
+		lp := pl.loops[l]
+		for k := range lp.carried {
+			if cs := &lp.carried[k]; cs.pair == pair && cs.setAt >= p.pc {
+				found, owner = cs, l
+				break
 			}
 		}
 		if l == p.item {
 			break
 		}
 	}
-	return pl.loops[p.item].end, true
+	if found == nil {
+		return pl.loops[p.item].end, true
+	}
+	if owner == p.item {
+		at := end
+		if c.copy == 0 {
+			at = c.item
+		}
+		if found.drainAt < 0 || at < found.drainAt {
+			found.drainAt = at
+		}
+	}
+	return 0, false
 }
 
 // waitSlot is where the wait of a sync into consumer c goes: before c itself at the

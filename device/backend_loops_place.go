@@ -38,57 +38,89 @@ func pruneCarried(cs []carriedSync) []carriedSync {
 	needs = prune(needs)
 	out := make([]carriedSync, len(needs))
 	for k, s := range needs {
-		out[k] = carriedSync{pair: s.pair, setAt: s.producer, waitAt: s.consumer, primeAt: -1}
+		out[k] = carriedSync{pair: s.pair, setAt: s.producer, waitAt: s.consumer, primeAt: -1, drainAt: -1}
 	}
 	return out
 }
 
 // assign gives event ids to the syncs of one region (the body of lp, or the top
-// level when lp is nil): its inner loops' carried syncs first, each its own id for
-// the whole region, then the region's syncs, then recursively the inner loops. held
-// lists the ids live across the whole region (enclosing loops' carried syncs and
-// syncs that span the region's loop), lp's own carried syncs aside.
+// level when lp is nil), then recursively to those of its inner loops. In the region
+// an inner loop's carried sync is an interval from its priming set to its drain, and
+// shares the ids with the region's syncs; inside the loop it holds its id throughout.
+// heldOuter lists the ids live across the whole region (enclosing loops' carried
+// syncs and syncs that span the region's loop), lp's own carried syncs aside.
 func (pl *flagPlanner) assign(lp *loopPlan, intra []syncNeed, inner []int, heldOuter map[pipePair][]int) error {
-	held := heldOuter
+	held, start := heldOuter, -1
 	if lp != nil {
-		held = withCarried(heldOuter, lp.carried)
+		held, start = withCarried(heldOuter, lp.carried), lp.start
 	}
-	reserved := union(pl.manual, held)
+	type ref struct{ loop, k int } // k-th carried sync of loop; loop -1: intra[k]
+	needs := make([]syncNeed, 0, len(intra))
+	refs := make([]ref, 0, len(intra))
+	for k, s := range intra {
+		needs, refs = append(needs, s), append(refs, ref{-1, k})
+	}
+	prev := start // a priming set goes no earlier than the end of the previous loop
 	for _, s := range inner {
 		l := pl.loops[s]
-		ids, ok := carriedIDs(pl.chip, reserved, l.carried)
-		if !ok {
-			if !l.bracketed {
-				return errNoIDs
-			}
-			l.carried, l.barrier = nil, true
-			continue
-		}
 		for k := range l.carried {
-			l.carried[k].id = ids[k]
+			c := &l.carried[k]
+			at := l.start // a bracketed loop primes after its barrier
+			if !l.bracketed {
+				c.primeAt = max(c.primeAt, prev)
+				at = c.primeAt
+			}
+			drain := l.end
+			if c.drainAt >= 0 {
+				drain = c.drainAt
+			}
+			needs = append(needs, syncNeed{pair: c.pair, producer: at, consumer: drain, fixed: true})
+			refs = append(refs, ref{s, k})
 		}
-		reserved = withCarried(reserved, l.carried)
+		prev = l.end
 	}
-	if err := assignEventIDs(pl.chip, reserved, intra); err != nil {
-		switch {
-		case lp != nil && lp.bracketed && len(lp.carried) > 0:
-			lp.carried, lp.barrier = nil, true
-			return pl.assign(lp, intra, inner, heldOuter)
-		case !pl.bracketAll:
+	order := make([]int, len(needs))
+	for k := range order {
+		order[k] = k
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(needs[a].consumer, needs[b].consumer) })
+	sorted := make([]syncNeed, len(needs))
+	for k, o := range order {
+		sorted[k] = needs[o]
+	}
+	if err := assignEventIDs(pl.chip, union(pl.manual, held), sorted); err != nil {
+		if !pl.bracketAll {
 			return errNoIDs
 		}
-		return err
+		// Bracketed loops give up their carried syncs for a barrier per iteration:
+		// the inner ones first, then this one.
+		dropped := false
+		for _, s := range inner {
+			if l := pl.loops[s]; len(l.carried) > 0 {
+				l.carried, l.barrier, dropped = nil, true, true
+			}
+		}
+		if !dropped && lp != nil && len(lp.carried) > 0 {
+			lp.carried, lp.barrier, dropped = nil, true, true
+		}
+		if !dropped {
+			return err
+		}
+		return pl.assign(lp, intra, inner, heldOuter)
+	}
+	for k, o := range order {
+		r := refs[o]
+		if r.loop < 0 {
+			intra[r.k] = sorted[k]
+		} else {
+			pl.loops[r.loop].carried[r.k].id = sorted[k].id
+		}
 	}
 	for _, s := range inner {
 		l := pl.loops[s]
 		hl := held
-		for _, o := range inner {
-			if o != s {
-				hl = withCarried(hl, pl.loops[o].carried)
-			}
-		}
-		for _, n := range intra {
-			if n.setAfter <= l.start && n.consumer > l.end {
+		for _, n := range sorted {
+			if n.setAfter <= l.start && n.consumer >= l.end {
 				hl = union(hl, map[pipePair][]int{n.pair: {n.id}})
 			}
 		}
@@ -97,25 +129,6 @@ func (pl *flagPlanner) assign(lp *loopPlan, intra []syncNeed, inner []int, heldO
 		}
 	}
 	return nil
-}
-
-// carriedIDs gives each loop-carried sync its own id, avoiding the taken ones; ok is
-// false when a pair runs out.
-func carriedIDs(chip *Chip, taken map[pipePair][]int, carried []carriedSync) ([]int, bool) {
-	taken = union(taken, nil)
-	ids := make([]int, len(carried))
-	for k, s := range carried {
-		id := 0
-		for id < chip.FlagEventIDs && slices.Contains(taken[s.pair], id) {
-			id++
-		}
-		if id == chip.FlagEventIDs {
-			return nil, false
-		}
-		ids[k] = id
-		taken[s.pair] = append(taken[s.pair], id)
-	}
-	return ids, true
 }
 
 // union merges two per-pair id lists into a fresh map.
@@ -143,12 +156,16 @@ func withCarried(held map[pipePair][]int, carried []carriedSync) map[pipePair][]
 }
 
 // emit returns the program with its flags and barriers in place. Before a LOOP come
-// the waits of entry syncs, then sets (priming sets, and sets an exhausted id pool
-// moved there); after an ENDLOOP the draining waits, then the sets of exit syncs.
+// the waits of entry syncs, then sets an exhausted id pool moved there (and a
+// bracketed loop's priming sets); after an ENDLOOP the draining waits, then the sets
+// of exit syncs. A priming set goes right after the producers it orders, or with
+// none as early as its id allows: at the start of the region around its loop or
+// after the loop before it.
 func (pl *flagPlanner) emit() []Instr {
 	n := len(pl.ins)
 	before, after := make([][]Instr, n), make([][]Instr, n)
 	prelude, drains := make([][]Instr, n), make([][]Instr, n)
+	var head []Instr // sets at the start of the program
 	place := func(needs []syncNeed) {
 		for _, s := range needs {
 			set := flagOp(isa.SET_FLAG, s.pair, s.id)
@@ -171,15 +188,23 @@ func (pl *flagPlanner) emit() []Instr {
 			set, wait := flagOp(isa.SET_FLAG, c.pair, c.id), flagOp(isa.WAIT_FLAG, c.pair, c.id)
 			after[c.setAt] = append(after[c.setAt], set)
 			before[c.waitAt] = append(before[c.waitAt], wait)
-			if c.primeAt < 0 {
+			switch {
+			case lp.bracketed:
 				prelude[lp.start] = append(prelude[lp.start], set)
-			} else {
+			case c.primeAt >= 0:
 				after[c.primeAt] = append(after[c.primeAt], set)
+			default: // at the start of the program
+				head = append(head, set)
 			}
-			drains[lp.end] = append(drains[lp.end], wait)
+			if c.drainAt >= 0 {
+				before[c.drainAt] = append(before[c.drainAt], wait)
+			} else {
+				drains[lp.end] = append(drains[lp.end], wait)
+			}
 		}
 	}
 	out := make([]Instr, 0, n+n/2)
+	out = append(out, head...)
 	for i, in := range pl.ins {
 		out = append(out, before[i]...)
 		switch in.Op {

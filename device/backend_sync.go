@@ -55,6 +55,9 @@ type syncNeed struct {
 	consumer int // wait goes before this instruction
 	setAfter int
 	id       int
+	// fixed: the set cannot move later (a loop-carried sync's interval in the region
+	// around its loop, from its priming set to its drain).
+	fixed bool
 }
 
 // findSyncs walks the program in order and records a sync for every cross-pipe
@@ -167,7 +170,7 @@ func assignEventIDs(chip *Chip, reserved map[pipePair][]int, needs []syncNeed) e
 		if len(st.free) > 0 {
 			s.id, st.free = st.free[0], st.free[1:]
 		} else {
-			if len(st.active) == 0 {
+			if len(st.active) == 0 || s.fixed {
 				return fmt.Errorf("no event id left for flags from %s to %s: manual flags and loop-carried syncs use all %d", s.pair.src, s.pair.dst, chip.FlagEventIDs)
 			}
 			oldest := needs[st.active[0]]

@@ -34,7 +34,10 @@ type row struct {
 	CompileMs         float64 `json:"compile_ms"`
 	CachedCompileMs   float64 `json:"cached_compile_ms,omitempty"`
 	Tasks             int     `json:"tasks"`
-	Bound             string  `json:"bound"` // what sets the roofline: cube, vector or memory
+	// InstrsPerCore is the size of the largest program a core runs (static machine
+	// instructions, flags included): what its instruction cache must hold.
+	InstrsPerCore int    `json:"instrs_per_core"`
+	Bound         string `json:"bound"` // what sets the roofline: cube, vector or memory
 }
 
 func main() {
@@ -79,10 +82,10 @@ func main() {
 		fmt.Println(string(out))
 		return
 	}
-	fmt.Printf("%-24s %9s %9s %6s %6s %8s %8s %9s %6s\n", "case", "sim ms", "roof ms", "frac", "cube", "GM MB", "comp MB", "compile", "tasks")
+	fmt.Printf("%-24s %9s %9s %6s %6s %8s %8s %9s %6s %7s\n", "case", "sim ms", "roof ms", "frac", "cube", "GM MB", "comp MB", "compile", "tasks", "instrs")
 	for _, r := range rows {
-		fmt.Printf("%-24s %9.4f %9.4f %6.3f %6.3f %8.1f %8.1f %7.1fms %6d\n", r.Case, r.SimMs, r.RooflineMs, r.RooflineFrac, r.CubeBusy,
-			float64(r.GMBytes)/1e6, float64(r.CompulsoryGMBytes)/1e6, r.CompileMs, r.Tasks)
+		fmt.Printf("%-24s %9.4f %9.4f %6.3f %6.3f %8.1f %8.1f %7.1fms %6d %7d\n", r.Case, r.SimMs, r.RooflineMs, r.RooflineFrac, r.CubeBusy,
+			float64(r.GMBytes)/1e6, float64(r.CompulsoryGMBytes)/1e6, r.CompileMs, r.Tasks, r.InstrsPerCore)
 	}
 }
 

@@ -38,6 +38,11 @@ func measure(chip *device.Chip, c benchCase) (r row, err error) {
 		}
 	}
 
+	for _, t := range exe.Exec().Tasks {
+		for _, m := range t.Machine {
+			r.InstrsPerCore = max(r.InstrsPerCore, len(m.Instrs))
+		}
+	}
 	if compileOnly {
 		return r, nil
 	}
