@@ -29,10 +29,13 @@ import numpy as np
 
 from . import _validate as check, block_trace
 from ._location import user_location
+from . import block_tile
 from .block_tile import MatWindow, Product, Tile
 from .block_trace import GMTensor, Program, Sources, current, range  # noqa: A004 (p.range)
 from .dtypes import float32, int32
 from .errors import CompileError, DTypeError, PyptoTypeError, PyptoValueError, ShapeError
+from .layouts import as_layout, layout_transform
+from .tensor import Tensor, apply, as_tensor
 
 __all__ = [
     "block_kernel",
@@ -69,8 +72,6 @@ class BlockKernel:
         if out_dtype is not None and not _is_function(out_dtype):
             out_dtype = check.dtype(out_dtype, "out_dtype", op)
         if output_layout is not None:
-            from .layouts import as_layout
-
             output_layout = as_layout(output_layout, op, "output_layout")
         if name is not None and (not isinstance(name, str) or not name):
             raise check.fail(op, "name", name, "a non-empty string or None")
@@ -231,8 +232,6 @@ def registered_kernels() -> dict:
 
 
 def _as_input(t, i=0):
-    from .tensor import Tensor, as_tensor
-
     if isinstance(t, (Tensor, np.ndarray)):
         return as_tensor(t, "call_kernel", f"input {i}")
     raise check.fail("call_kernel", f"input {i}", t, "a p.Tensor or a numpy array")
@@ -242,8 +241,6 @@ def call_kernel(kernel, *tensors, out_shapes=None, out_dtypes=None):
     """Runs a block-level kernel (a @p.block_kernel function or a registered name) on
     tensors; the result is a pending p.Tensor like any op's, so kernels mix freely with
     tensor-level code, in eager programs and under p.compile."""
-    from .tensor import apply
-
     if isinstance(kernel, str):
         if kernel not in _registry:
             raise PyptoValueError(
@@ -261,8 +258,6 @@ def call_kernel(kernel, *tensors, out_shapes=None, out_dtypes=None):
     shape, dt = kernel._output(ins, out_shapes, out_dtypes)
     out = apply("call_kernel", ins, kernel.trace(ins, shape, dt))
     if kernel.output_layout is not None:
-        from .layouts import layout_transform
-
         out = layout_transform(out, kernel.output_layout)  # names the axes; no data moves
     return out
 
@@ -403,8 +398,6 @@ def _is_tile(x) -> bool:
 def install(namespace: dict) -> None:
     """Lets the tensor-level functions of namespace (the pypto module) take tiles inside
     a kernel: p.exp(tile), p.matmul(a, b), p.zeros([16, 16]), p.maximum(t, 0), ...."""
-    from . import block_tile as bt
-
     def dispatch(name, tile_fn, always=False):
         tensor_fn = namespace[name]
 
@@ -417,13 +410,13 @@ def install(namespace: dict) -> None:
         namespace[name] = f
 
     for name in ("exp", "log", "sqrt", "rsqrt", "abs", "neg", "relu", "reciprocal"):
-        dispatch(name, functools.partial(bt.unary, name))
-    dispatch("maximum", bt.maximum)
-    dispatch("minimum", bt.minimum)
-    dispatch("matmul", lambda a, b, **kw: bt.matmul(a, b))
+        dispatch(name, functools.partial(block_tile.unary, name))
+    dispatch("maximum", block_tile.maximum)
+    dispatch("minimum", block_tile.minimum)
+    dispatch("matmul", lambda a, b, **kw: block_tile.matmul(a, b))
     for name in ("cast", "astype"):
-        dispatch(name, bt.cast)
+        dispatch(name, block_tile.cast)
     for name in ("sum", "max", "min"):
-        dispatch(name, lambda x, axis=-1, keepdims=False, _n=name: bt.reduce(_n, x, axis))
+        dispatch(name, lambda x, axis=-1, keepdims=False, _n=name: block_tile.reduce(_n, x, axis))
         namespace["reduce_" + name] = namespace[name]  # the aliases stay the same functions
     dispatch("zeros", lambda *shape, dtype=None: zeros(shape, dtype), always=True)

@@ -20,7 +20,9 @@ import numpy as np
 
 from . import _lib, _validate as check
 from ._location import user_location
+from ._layout import as_layout
 from .config import CompileConfig
+from .dtypes import as_dtype
 from .device import get_device
 from .errors import CompileError, PyptoError, PyptoTypeError, ShapeError, SymbolicShapeError
 from .symbolic import Dim, symbol
@@ -390,9 +392,6 @@ class Executor:
 
 
 def _placeholder(shape, dtype, layout=None) -> Tensor:
-    from .dtypes import as_dtype
-    from .layouts import as_layout
-
     h = _lib.Handle()
     text = _type_text(as_dtype(dtype), tuple(shape), as_layout(layout))
     _lib.call(_lib.lib.pypto_placeholder_type, text.encode(), ctypes.byref(h))

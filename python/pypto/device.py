@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import json
 
-from . import _lib, errors
+from . import _lib, _validate as check, errors
+from ._location import user_location
 
 __all__ = ["set_device", "get_device", "last_stats", "cache_info", "clear_cache", "lowered_ops", "composite_ops"]
 
@@ -16,14 +17,10 @@ def set_device(name: str) -> None:
     results, no timing), which runs every op, including those without a device lowering
     yet (see lowered_ops())."""
     if not isinstance(name, str):
-        from . import _validate as check
-
         raise check.fail("set_device", "name", name, 'a device name ("a2", "tiny", "reference", ...)')
     try:
         _lib.call(_lib.lib.pypto_set_device, name.encode())
     except errors.PyptoValueError as e:
-        from ._location import user_location
-
         e.message, e.location = f"set_device: name: {e.message}", e.location or user_location()
         raise
 

@@ -6,6 +6,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from ._location import user_location
+from .errors import DTypeError
+
 __all__ = ["DType", "float32", "float16", "bfloat16", "int8", "int32", "bool_", "as_dtype"]
 
 
@@ -107,9 +110,6 @@ def as_dtype(x) -> DType:
             return d
         if native.name == "bfloat16" and native == bfloat16.numpy:
             return bfloat16
-    from .errors import DTypeError
-    from ._location import user_location
-
     hint = []
     if nd is not None and nd.kind == "f":
         hint = ["convert first, e.g. arr.astype(numpy.float32) (or float16 / ml_dtypes.bfloat16)"]

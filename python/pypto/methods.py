@@ -3,6 +3,8 @@ p.Tensor here so that each function is written once."""
 
 from __future__ import annotations
 
+import numpy as np
+
 from . import nn, ops, reductions, shape_ops
 from .tensor import Tensor
 
@@ -33,6 +35,23 @@ for _mod, _names in _METHODS.items():
 
 def _matmul(self, other, transpose_b: bool = False, transpose_a: bool = False):
     return ops.matmul(self, other, transpose_b=transpose_b, transpose_a=transpose_a)
+
+
+def _matmul_op(self, o):
+    if not isinstance(o, (Tensor, np.ndarray)):
+        return NotImplemented
+    return ops.matmul(self, o)
+
+
+def _rmatmul_op(self, o):
+    if not isinstance(o, (Tensor, np.ndarray)):
+        return NotImplemented
+    return ops.matmul(o, self)
+
+
+# Operators whose ops live above p.Tensor (tensor.py imports none of the op modules).
+Tensor.__matmul__, Tensor.__rmatmul__ = _matmul_op, _rmatmul_op
+Tensor.__getitem__ = shape_ops.getitem
 
 
 Tensor.matmul = _matmul

@@ -8,6 +8,7 @@ from collections import namedtuple
 from . import _validate as check
 from ._location import user_location
 from .errors import PyptoValueError, ShapeError
+from .creation import ones
 from .tensor import Tensor, apply, as_tensor
 
 __all__ = ["softmax", "log_softmax", "layer_norm", "rms_norm", "scaled_dot_product_attention", "topk", "TopK", "sort", "argsort", "cumsum"]
@@ -57,8 +58,6 @@ def _norm_inputs(op, x, normalized_shape, weight, bias, axis):
             raise check.fail(op, "axis", axis, "an int or a tuple of ints")
     ins = [x]
     if weight is not None or bias is not None:
-        from .creation import ones
-
         if weight is None:
             shape = [x.shape[a] for a in axes] if axes == list(range(-len(axes), 0)) else [1]
             weight = ones(shape, dtype=x.dtype)

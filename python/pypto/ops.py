@@ -13,7 +13,9 @@ import numpy as np
 from . import _validate as check
 from ._location import user_location
 from .errors import PyptoValueError, ShapeError
+from .creation import generator
 from .tensor import Tensor, apply, as_tensor, from_numpy
+from .tile_config import tiled_ops
 
 __all__ = [
     "add", "sub", "subtract", "mul", "multiply", "div", "divide", "true_divide", "floor_divide", "mod",
@@ -136,9 +138,8 @@ def matmul(a, b, transpose_b: bool = False, transpose_a: bool = False, *, tile_c
     transpose_a = check.flag(transpose_a, "transpose_a", "matmul")
     transpose_b = check.flag(transpose_b, "transpose_b", "matmul")
     if tile_config is not None:
-        from .tile_ops import tile_matmul
-
-        return tile_matmul(a, b, transpose_b, transpose_a, tile_config=tile_config)
+        with tiled_ops(("matmul", "batch_matmul"), tile_config, "p.matmul"):
+            return matmul(a, b, transpose_b, transpose_a)
     a = as_tensor(a, "matmul", "a")
     b = as_tensor(b, "matmul", "b")
     attrs = {"transpose_a": transpose_a, "transpose_b": transpose_b}
@@ -175,8 +176,6 @@ def linear(x, weight, bias=None, out_features=None, *, dtype=None) -> Tensor:
     """
     in_features = _feature_count(weight)
     if in_features is not None:
-        from .creation import generator
-
         name = "bias" if out_features is None else "out_features"
         out_features = check.integer(bias if out_features is None else out_features, name, "linear", lo=0)
         if in_features < 0:

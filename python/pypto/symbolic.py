@@ -20,10 +20,12 @@ certain: the same expression, or two that differ by a constant (``seq`` and ``se
 from __future__ import annotations
 
 import numbers
+import operator
 import re
 
 from . import _lib
-from .errors import SymbolicShapeError
+from ._location import user_location
+from .errors import PyptoValueError, SymbolicShapeError
 
 __all__ = ["Dim", "symbol"]
 
@@ -170,10 +172,11 @@ def _operand(x):
         return None
     if isinstance(x, numbers.Integral):
         return str(int(x))
-    from .tensor import Tensor
-
-    if isinstance(x, Tensor) and x.ndim == 0 and not x.dtype.is_floating:
-        return str(int(x))  # p.constant(1024)
+    if getattr(x, "ndim", None) == 0 and hasattr(type(x), "__index__"):  # p.constant(1024), a 0-d int tensor
+        try:
+            return str(operator.index(x))
+        except TypeError:  # a float or bool tensor
+            return None
     return None
 
 
@@ -182,11 +185,10 @@ def symbol(name: str) -> Dim:
     compiled program binds from its inputs' shapes. Names are identifiers ('.' is
     allowed after the first character)."""
     if not isinstance(name, str) or not _NAME.match(name):
-        from . import _validate as check
-        from .errors import PyptoValueError
-
-        raise check.fail(
-            "p.symbol", "name", name, "a symbol name (letters, digits, '_' and '.', not starting with a digit)", PyptoValueError
+        raise PyptoValueError(
+            f"p.symbol: name must be a symbol name (letters, digits, '_' and '.', not starting with a digit), "
+            f"got {name!r} ({type(name).__name__})",
+            location=user_location(),
         )
     return Dim(name)
 

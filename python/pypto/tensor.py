@@ -8,6 +8,7 @@ Ops on tensors build a pending graph; ``.numpy()``, ``print``, ``repr``, ``float
 from __future__ import annotations
 
 import ctypes
+import json
 import numbers
 import operator
 import threading
@@ -16,8 +17,9 @@ import numpy as np
 
 from . import _lib, _validate as check
 from ._location import user_location, user_location_json
-from .dtypes import DType, float32, from_code
+from .dtypes import DType, bool_, float32, from_code, int8, int32
 from .errors import DTypeError, PyptoError, PyptoTypeError, PyptoValueError, ShapeError
+from ._layout import ND, as_layout
 from .symbolic import Dim, dim_text
 
 __all__ = ["Tensor", "from_numpy"]
@@ -54,8 +56,6 @@ class Tensor:
     __array_ufunc__ = None
 
     def __init__(self, shape, dtype=float32, data=None, layout=None):
-        from .layouts import ND, as_layout
-
         dt = check.dtype(dtype, "dtype", "p.Tensor", optional=True) or float32
         lay = as_layout(layout, "p.Tensor")
         shape = check.shape(shape, "shape", "p.Tensor")
@@ -159,8 +159,6 @@ class Tensor:
     @property
     def layout(self):
         """The tensor's layout: p.ND, p.NCHW, p.NHWC, p.CHWN or p.NZ."""
-        from .layouts import as_layout
-
         return as_layout(self._info()["layout"])
 
     @property
@@ -175,8 +173,6 @@ class Tensor:
     def _info(self) -> dict:
         """The Go core's description of the type (dtype, dims, layout); it never changes."""
         if self._type_info is None:
-            import json
-
             self._type_info = json.loads(_lib.call_string(_lib.lib.pypto_tensor_type_json, self._handle))
         return self._type_info
 
@@ -352,20 +348,6 @@ class Tensor:
     def __rpow__(self, o):
         return _binary("pow", o, self)
 
-    def __matmul__(self, o):
-        if not isinstance(o, (Tensor, np.ndarray)):
-            return NotImplemented
-        from .ops import matmul
-
-        return matmul(self, o)
-
-    def __rmatmul__(self, o):
-        if not isinstance(o, (Tensor, np.ndarray)):
-            return NotImplemented
-        from .ops import matmul
-
-        return matmul(o, self)
-
     def __neg__(self):
         return apply("neg", [self])
 
@@ -430,11 +412,6 @@ class Tensor:
 
     def __ge__(self, o):
         return _binary("greater_equal", self, o)
-
-    def __getitem__(self, key):
-        from .shape_ops import getitem
-
-        return getitem(self, key)
 
     def __iter__(self):
         if not self._shape:
@@ -626,8 +603,6 @@ def scalar_dtype(value, anchor, op: str = "", exact_compare: bool = False) -> DT
     float takes it when it is a float, else float32. An int that does not fit an integer
     tensor's dtype is an OverflowError, as in numpy, except in comparisons, which
     compare the exact values (in int32 or float32)."""
-    from .dtypes import bool_, int32, int8
-
     if isinstance(value, np.generic) and not isinstance(value, (np.float64, np.int64, np.bool_)):
         return check.dtype(value.dtype, "operand", op)  # numpy scalars of a supported dtype are typed, not weak
     if isinstance(value, (bool, np.bool_)):
@@ -727,8 +702,6 @@ def _tensor_inputs(op: str, inputs, scalar_anchor, names) -> list:
 
 
 def _json_attrs(attrs: dict) -> bytes:
-    import json
-
     def conv(v):
         if isinstance(v, (bool, np.bool_)):
             return bool(v)

@@ -19,6 +19,8 @@ import numbers
 from . import _validate as check
 from ._location import user_location
 from .errors import PyptoIndexError, PyptoTypeError, PyptoValueError, ShapeError, SymbolicShapeError
+from .layouts import NZ, layout_transform
+from .shape_ops import concat
 from .symbolic import Dim, same_dim
 from .tensor import Tensor, as_tensor
 from .tile_config import TileConfig, as_tile_config
@@ -101,8 +103,6 @@ class TileGrid:
         return self._tiles[coords]
 
     def _make(self, coords) -> Tile:
-        from .layouts import NZ, layout_transform
-
         key, offset = [], []
         for i, (size, full) in zip(coords, zip(self.tile_shape, self.tensor.shape)):
             if size is None:
@@ -121,8 +121,6 @@ class TileGrid:
         """One result per tile, in row-major grid order (as iterating the grid gives
         them), joined into one tensor: along the last tiled axis first, then outwards.
         Results may differ from their tiles in the sizes of axes that are not tiled."""
-        from .shape_ops import concat
-
         results = list(results)
         if len(results) != len(self):
             raise PyptoValueError(
@@ -203,8 +201,6 @@ def tile_concat(tiles, axis: int = 0) -> Tensor:
     """Tiles (or any tensors, such as the results computed from tiles) joined along
     axis, in the order given: the inverse of cutting one axis into tiles. For a grid
     tiled along several axes, :meth:`TileGrid.assemble` joins one result per tile."""
-    from .shape_ops import concat
-
     if not isinstance(tiles, (list, tuple)) and not hasattr(tiles, "__next__"):  # a list, a tuple or a generator
         raise check.fail("tile_concat", "tiles", tiles, "a list of tiles (or tensors)")
     tiles = [as_tensor(t, "tile_concat", f"tiles[{i}]") for i, t in enumerate(tiles)]

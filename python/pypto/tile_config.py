@@ -13,6 +13,7 @@ import contextlib
 import numbers
 
 from . import _validate as check
+from ._layout import as_layout
 from .errors import PyptoError, PyptoValueError, ShapeError
 from .symbolic import Dim
 from .tensor import op_tile
@@ -41,8 +42,6 @@ class TileConfig:
     __slots__ = ("shape", "layout", "format")
 
     def __init__(self, shape=None, layout=None, format="ND"):
-        from .layouts import as_layout
-
         if shape is not None:
             if isinstance(shape, (numbers.Integral, Dim)):
                 shape = [shape]
