@@ -7,8 +7,10 @@ import (
 )
 
 // Row and column reductions over the source's valid region. Float sums and products
-// accumulate in float64 in index order and round once; integer ones accumulate
-// exactly in int64 and wrap; max and min propagate NaN.
+// accumulate in fp32 in the vector unit's order (laneReduce, columnReduce; the order is
+// isa.ReduceLanes' and docs/isa.md's) and round once to the destination; integer ones
+// accumulate exactly in int64 and wrap; max and min propagate NaN (any order gives the
+// same value).
 
 func init() {
 	entries := map[isa.Opcode]*opImpl{}
@@ -74,19 +76,10 @@ func (r *reduction) store(dst elems, row, col int) {
 	dst.set(row, col, r.f)
 }
 
-// reduceRow is a float row reduction in float64 in index order.
+// reduceRow is a float row max or min.
 func reduceRow(kind byte, xs []float64) float64 {
 	var acc float64
 	switch kind {
-	case '+':
-		for _, x := range xs {
-			acc += x
-		}
-	case '*':
-		acc = 1
-		for _, x := range xs {
-			acc *= x
-		}
 	case '>':
 		acc = math.Inf(-1)
 		for _, x := range xs {
@@ -108,8 +101,12 @@ func execReduce(c *coreSim, _ *execCtx, in *Instr) error {
 	if err != nil {
 		return err
 	}
-	dst, src := vs[0], c.snap(vs[1], 1)
 	kind := reductionKind(in.Op)
+	if (kind == '+' || kind == '*') && vs[1].o.DType.IsFloat() {
+		c.reduceFloat(vs[0], vs[1], in.Op <= isa.TROWMIN, kind == '*')
+		return nil
+	}
+	dst, src := vs[0], c.snap(vs[1], 1)
 	if in.Op <= isa.TROWMIN && !dst.o.DType.IsInt() {
 		for r := 0; r < src.rows; r++ {
 			dst.set(r, 0, reduceRow(kind, src.f[r*src.o.Cols:r*src.o.Cols+src.cols]))
@@ -142,4 +139,99 @@ func execReduce(c *coreSim, _ *execCtx, in *Instr) error {
 		red.store(dst, 0, col)
 	}
 	return nil
+}
+
+// reduceFloat is a float sum or product of src's rows (row) or columns into dst, in
+// fp32 (f16 and bf16 widen exactly), rounded once to dst's dtype.
+func (c *coreSim) reduceFloat(dst, src elems, row, mul bool) {
+	cols := src.o.Cols
+	c.vec[1] = grow(c.vec[1], src.rows*cols)
+	xs := c.vec[1]
+	decodeF32(src.o.DType, src.b[:len(xs)*src.o.DType.Size()], xs)
+	if row {
+		for r := 0; r < src.rows; r++ {
+			dst.set(r, 0, float64(laneReduce(xs[r*cols:r*cols+src.cols], mul)))
+		}
+		return
+	}
+	c.vec[0] = grow(c.vec[0], src.cols)
+	acc := c.vec[0]
+	columnReduce(acc, xs, src.rows, cols, mul)
+	for col, v := range acc {
+		dst.set(0, col, float64(v))
+	}
+}
+
+// laneReduce is the float row sum (product) of xs in the vector unit's order: element
+// k goes to fp32 lane k % isa.ReduceLanes (64: one 256-byte repeat), each lane starting
+// with its first element and adding the later ones a repeat at a time; then lane i
+// takes lane i+h for h = 32, 16, ..., 1 (lanes that got no element take no part).
+// Empty rows give the identity. laneReduceGo, or a SIMD kernel with the same bits.
+var laneReduce = laneReduceGo
+
+func laneReduceGo(xs []float32, mul bool) float32 {
+	const lanes = isa.ReduceLanes
+	if len(xs) == 0 {
+		return identity32(mul)
+	}
+	var acc [lanes]float32
+	used := copy(acc[:], xs)
+	for k := lanes; k < len(xs); k += lanes {
+		blk := xs[k:min(k+lanes, len(xs))]
+		if mul {
+			for j, x := range blk {
+				acc[j] *= x
+			}
+		} else {
+			for j, x := range blk {
+				acc[j] += x
+			}
+		}
+	}
+	return foldLanes(&acc, used, mul)
+}
+
+// foldLanes is laneReduce's pairwise fold of the first used lanes.
+func foldLanes(acc *[isa.ReduceLanes]float32, used int, mul bool) float32 {
+	for h := isa.ReduceLanes / 2; h >= 1; h /= 2 {
+		for i := 0; i < h && i+h < used; i++ {
+			if mul {
+				acc[i] *= acc[i+h]
+			} else {
+				acc[i] += acc[i+h]
+			}
+		}
+	}
+	return acc[0]
+}
+
+func identity32(mul bool) float32 {
+	if mul {
+		return 1
+	}
+	return 0
+}
+
+// columnReduce writes into acc[c] the fp32 sum (product) of column c of the rows x
+// len(acc) region of xs (rows ld apart): row 0, then each later row in order.
+func columnReduce(acc, xs []float32, rows, ld int, mul bool) {
+	if rows == 0 {
+		for i := range acc {
+			acc[i] = identity32(mul)
+		}
+		return
+	}
+	copy(acc, xs[:len(acc)])
+	for r := 1; r < rows; r++ {
+		row := xs[r*ld : r*ld+len(acc)]
+		if mul {
+			for j, x := range row {
+				acc[j] *= x
+			}
+		} else {
+			for j, x := range row {
+				acc[j] += x
+			}
+		}
+	}
 }

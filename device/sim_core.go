@@ -26,6 +26,7 @@ type coreSim struct {
 	ic         []int32
 	tmp        []byte
 	scratch    [maxOperands][]float64 // decoded inputs of the vector kernels, per operand
+	vec        [maxOperands][]float32 // float32 values of the vector kernels, per operand
 
 	cycles                    int64
 	busy                      [numPipes]int64

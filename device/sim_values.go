@@ -16,7 +16,8 @@ import (
 // bytes, and the ISA requires ND tiles for it.)
 //
 // Values are computed in float64 and rounded once to the destination's dtype the way
-// dtype.Store rounds (the ISA's convention, and the reference interpreter's), or in
+// dtype.Store rounds (the ISA's convention, and the reference interpreter's; float64
+// straight to f16 / bf16, never through a float32 rounding), or in
 // int64 for integer dtypes and wrapped to the dtype's width, as the hardware's integer
 // units do.
 
@@ -52,16 +53,16 @@ func (v elems) atInt(r, c int) int64 {
 	return int64(dtype.Load(v.o.DType, v.b, i))
 }
 
-// set rounds x to the tile's dtype as dtype.Store does and writes element (r, c).
+// set rounds x once to the tile's dtype as dtype.Store does and writes element (r, c).
 func (v elems) set(r, c int, x float64) {
 	i := r*v.o.Cols + c
 	switch v.o.DType {
 	case dtype.Float32:
 		binary.LittleEndian.PutUint32(v.b[4*i:], math.Float32bits(float32(x)))
 	case dtype.Float16:
-		binary.LittleEndian.PutUint16(v.b[2*i:], dtype.Float32ToFloat16(float32(x)))
+		binary.LittleEndian.PutUint16(v.b[2*i:], dtype.Float64ToFloat16(x))
 	case dtype.BFloat16:
-		binary.LittleEndian.PutUint16(v.b[2*i:], dtype.Float32ToBFloat16(float32(x)))
+		binary.LittleEndian.PutUint16(v.b[2*i:], dtype.Float64ToBFloat16(x))
 	default:
 		dtype.Store(v.o.DType, v.b, i, x)
 	}
@@ -97,7 +98,7 @@ func (v elems) setRow(r int, xs []float64) {
 	case dtype.Float16:
 		b := v.b[2*i : 2*(i+len(xs))]
 		for j, x := range xs {
-			binary.LittleEndian.PutUint16(b[2*j:], dtype.Float32ToFloat16(float32(x)))
+			binary.LittleEndian.PutUint16(b[2*j:], dtype.Float64ToFloat16(x))
 		}
 	default:
 		for j, x := range xs {

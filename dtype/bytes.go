@@ -33,9 +33,9 @@ func Store(d DType, buf []byte, i int, v float64) {
 	case Float32:
 		binary.LittleEndian.PutUint32(buf[4*i:], math.Float32bits(float32(v)))
 	case Float16:
-		binary.LittleEndian.PutUint16(buf[2*i:], Float32ToFloat16(float32(v)))
+		binary.LittleEndian.PutUint16(buf[2*i:], Float64ToFloat16(v))
 	case BFloat16:
-		binary.LittleEndian.PutUint16(buf[2*i:], Float32ToBFloat16(float32(v)))
+		binary.LittleEndian.PutUint16(buf[2*i:], Float64ToBFloat16(v))
 	case Int8:
 		buf[i] = byte(int8(toInt64(v)))
 	case Int32:

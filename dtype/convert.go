@@ -77,18 +77,51 @@ func Float32ToBFloat16(f float32) uint16 {
 // BFloat16ToFloat32 widens bfloat16 to float32 exactly.
 func BFloat16ToFloat32(h uint16) float32 { return math.Float32frombits(uint32(h) << 16) }
 
-// Round returns v rounded to what d can store, as a float64. Floats round to nearest
-// even (float64 -> float32 -> half is exact-safe because float32 carries more than
-// twice the half precision plus two bits); integers truncate toward zero and wrap
-// like a two's-complement store; bool is v != 0.
+// Float64ToFloat16 rounds a float64 to binary16 once, to nearest even. A plain
+// float64 -> float32 -> half chain rounds twice and can land one ulp off when v lies
+// just beside a half midpoint (v need not be a sum or product of halves: exp or log
+// values come arbitrarily close to one); rounding to float32 by round-to-odd first keeps
+// the information of the dropped bits (float32 has more than half's precision plus
+// two bits), so the second rounding is the correct one.
+func Float64ToFloat16(v float64) uint16 { return Float32ToFloat16(toFloat32Odd(v)) }
+
+// Float64ToBFloat16 rounds a float64 to bfloat16 once, to nearest even (as
+// Float64ToFloat16 does for binary16).
+func Float64ToBFloat16(v float64) uint16 { return Float32ToBFloat16(toFloat32Odd(v)) }
+
+// toFloat32Odd rounds v to float32 by round-to-odd: exact values stay, and an inexact
+// one becomes whichever of its two float32 neighbours has an odd significand. Beyond
+// the largest finite float32 the neighbour is that value (odd), so a value that halves
+// or bfloat16 would round to infinity still does.
+func toFloat32Odd(v float64) float32 {
+	f := float32(v)
+	if float64(f) == v || v != v {
+		return f
+	}
+	if math.IsInf(float64(f), 0) {
+		return float32(math.Copysign(math.MaxFloat32, v))
+	}
+	if math.Float32bits(f)&1 == 1 {
+		return f
+	}
+	// f is the even neighbour: the odd one lies on v's other side.
+	if float64(f) < v {
+		return math.Nextafter32(f, float32(math.Inf(1)))
+	}
+	return math.Nextafter32(f, float32(math.Inf(-1)))
+}
+
+// Round returns v rounded to what d can store, as a float64. Floats round once to
+// nearest even from the float64 value (Float64ToFloat16); integers truncate toward
+// zero and wrap like a two's-complement store; bool is v != 0.
 func Round(d DType, v float64) float64 {
 	switch d {
 	case Float32:
 		return float64(float32(v))
 	case Float16:
-		return float64(Float16ToFloat32(Float32ToFloat16(float32(v))))
+		return float64(Float16ToFloat32(Float64ToFloat16(v)))
 	case BFloat16:
-		return float64(BFloat16ToFloat32(Float32ToBFloat16(float32(v))))
+		return float64(BFloat16ToFloat32(Float64ToBFloat16(v)))
 	case Int8:
 		return float64(int8(toInt64(v)))
 	case Int32:

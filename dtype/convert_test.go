@@ -92,3 +92,38 @@ func TestParse(t *testing.T) {
 	_, err := Parse("float64")
 	require.ErrorContains(t, err, "unknown dtype")
 }
+
+// Rounding a float64 to half or bfloat16 rounds once: the neighbours of every midpoint
+// between adjacent values, one float64 ulp away (which float32 cannot tell from the
+// midpoint, so float64 -> float32 -> half would round them as ties), go to the nearer
+// value, and the midpoints themselves to the even one. The oracle is the pair of
+// neighbours and their exact midpoint, not a rounding routine.
+func TestFloat64RoundsOnceToHalfAndBFloat16(t *testing.T) {
+	check := func(name string, round func(float64) uint16, widen func(uint16) float32, last uint16) {
+		for _, sign := range []uint16{0, 0x8000} {
+			for h := uint16(0); h < last; h++ {
+				lo, hi := float64(widen(sign|h)), float64(widen(sign|(h+1)))
+				mid := (lo + hi) / 2 // exact: both have few significant bits
+				even := sign | h
+				if h&1 == 1 {
+					even = sign | (h + 1)
+				}
+				require.Equal(t, even, round(mid), "%s: tie between %#04x and %#04x", name, sign|h, sign|(h+1))
+				require.Equal(t, sign|h, round(math.Nextafter(mid, lo)), "%s: just beside %#04x", name, sign|h)
+				require.Equal(t, sign|(h+1), round(math.Nextafter(mid, hi)), "%s: just beside %#04x", name, sign|(h+1))
+				require.Equal(t, sign|h, round(lo), "%s: %#04x is exact", name, sign|h)
+			}
+		}
+	}
+	check("f16", Float64ToFloat16, Float16ToFloat32, 0x7bff)
+	check("bf16", Float64ToBFloat16, BFloat16ToFloat32, 0x7f7f)
+	require.Equal(t, uint16(0x7c00), Float64ToFloat16(65520), "the midpoint above the largest half rounds to +inf")
+	require.Equal(t, uint16(0x7bff), Float64ToFloat16(math.Nextafter(65520, 0)))
+	require.Equal(t, uint16(0xfc00), Float64ToFloat16(-1e300), "overflow beyond float32 too")
+	require.Equal(t, uint16(0x7f80), Float64ToBFloat16(1e300))
+	require.Equal(t, uint16(0x0000), Float64ToFloat16(0x1p-25), "the tie at half the smallest subnormal rounds to zero")
+	require.Equal(t, uint16(0x0001), Float64ToFloat16(math.Nextafter(0x1p-25, 1)))
+	require.Equal(t, uint16(0x0000), Float64ToFloat16(1e-300), "below float32's range too")
+	require.True(t, Float64ToFloat16(math.NaN())&0x7c00 == 0x7c00 && Float64ToFloat16(math.NaN())&0x3ff != 0)
+	require.Equal(t, uint16(0x8000), Float64ToFloat16(math.Copysign(0, -1)))
+}

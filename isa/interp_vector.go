@@ -329,8 +329,20 @@ func execReduce(m *machine, in Instr) error {
 	if err != nil {
 		return err
 	}
+	// Float sums and products accumulate in fp32 in the vector unit's order (see
+	// laneReduce); max and min give the same value in any order, integers are exact.
+	lanes := !d.IsInt() && in.Op != TROWMAX && in.Op != TROWMIN && in.Op != TCOLMAX && in.Op != TCOLMIN
+	mul := in.Op == TROWPROD || in.Op == TCOLPROD
 	if in.Op >= TROWSUM && in.Op <= TROWMIN {
+		xs := make([]float64, cols)
 		for r := 0; r < rows; r++ {
+			if lanes {
+				for c := range xs {
+					xs[c] = m.at(src, r, c)
+				}
+				m.set(dst, r, 0, float64(laneReduce(xs, mul)))
+				continue
+			}
 			red := newReduction(in.Op, d)
 			for c := 0; c < cols; c++ {
 				red.add(m.at(src, r, c))
@@ -340,6 +352,10 @@ func execReduce(m *machine, in Instr) error {
 		return nil
 	}
 	for c := 0; c < cols; c++ {
+		if lanes {
+			m.set(dst, 0, c, float64(columnReduce(m, src, c, rows, mul)))
+			continue
+		}
 		red := newReduction(in.Op, d)
 		for r := 0; r < rows; r++ {
 			red.add(m.at(src, r, c))
@@ -347,6 +363,63 @@ func execReduce(m *machine, in Instr) error {
 		m.set(dst, 0, c, red.value())
 	}
 	return nil
+}
+
+// ReduceLanes is the number of fp32 accumulators of a float row reduction: one 256-byte
+// repeat of the vector unit holds 64 fp32 lanes.
+const ReduceLanes = 64
+
+// laneReduce is a float row sum (or product) in the vector unit's order: the values
+// (f16 and bf16 widened exactly) go to ReduceLanes fp32 lanes, element k to lane
+// k % 64, each lane starting with its first element and adding the later ones one
+// repeat at a time; then the lanes fold pairwise, lane i taking lane i+h for h = 32,
+// 16, ..., 1 (a lane that got no element takes no part). Every operation rounds to
+// fp32. An empty row gives the identity.
+func laneReduce(xs []float64, mul bool) float32 {
+	op := func(a, b float32) float32 { return a + b }
+	if mul {
+		op = func(a, b float32) float32 { return a * b }
+	}
+	if len(xs) == 0 {
+		if mul {
+			return 1
+		}
+		return 0
+	}
+	var acc [ReduceLanes]float32
+	used := min(len(xs), ReduceLanes)
+	for j := 0; j < used; j++ {
+		acc[j] = float32(xs[j])
+	}
+	for k := ReduceLanes; k < len(xs); k++ {
+		acc[k%ReduceLanes] = op(acc[k%ReduceLanes], float32(xs[k]))
+	}
+	for h := ReduceLanes / 2; h >= 1; h /= 2 {
+		for i := 0; i < h && i+h < used; i++ {
+			acc[i] = op(acc[i], acc[i+h])
+		}
+	}
+	return acc[0]
+}
+
+// columnReduce is a float column sum (or product): each column is a lane, adding the
+// rows one at a time in increasing row order in fp32, starting with row 0.
+func columnReduce(m *machine, src Operand, c, rows int, mul bool) float32 {
+	if rows == 0 {
+		if mul {
+			return 1
+		}
+		return 0
+	}
+	acc := float32(m.at(src, 0, c))
+	for r := 1; r < rows; r++ {
+		if mul {
+			acc *= float32(m.at(src, r, c))
+		} else {
+			acc += float32(m.at(src, r, c))
+		}
+	}
+	return acc
 }
 
 // execFillPad writes the whole of dst: src inside src's valid region, v elsewhere.

@@ -4,7 +4,8 @@
 name), the expected GM contents of output params (want_<param>) or final tile values
 (tile_<tile>), and the tolerance in units in the last place of the output dtype (ulp;
 0 means exact). Expected values come from numpy, computed in float64 and rounded once
-to the destination dtype, as the reference semantics define.
+to the destination dtype, as the reference semantics define; float sums and products of
+the reductions follow the vector unit's fp32 order instead (lane_reduce, col_reduce).
 
 Run from the repository root:  python3 isa/testdata/golden/gen.py
 """
@@ -187,8 +188,8 @@ for dt, bits in [('i32', 32), ('i8', 8)]:
 # --- unary --------------------------------------------------------------------------
 
 unary = {
-    'texp': (np.exp, -4, 4, 1), 'tlog': (np.log, 0.01, 8, 1), 'tsqrt': (np.sqrt, 0, 9, 0),
-    'trsqrt': (lambda x: 1 / np.sqrt(x), 0.05, 9, 1), 'trecip': (lambda x: 1 / x, 0.1, 4, 0),
+    'texp': (np.exp, -4, 4, 0), 'tlog': (np.log, 0.01, 8, 0), 'tsqrt': (np.sqrt, 0, 9, 0),
+    'trsqrt': (lambda x: 1 / np.sqrt(x), 0.05, 9, 0), 'trecip': (lambda x: 1 / x, 0.1, 4, 0),
     'tabs': (np.abs, -4, 4, 0), 'tneg': (np.negative, -4, 4, 0), 'trelu': (lambda x: np.maximum(x, 0), -4, 4, 0),
 }
 for op, (f, lo, hi, ulp) in unary.items():
@@ -314,7 +315,41 @@ for src, dst in [('f16', 'f32'), ('i32', 'f32'), ('i8', 'f16'), ('f32', 'bf16')]
 
 # --- reductions and broadcasts ------------------------------------------------------
 
+LANES = 64
+
+def lane_reduce(x, mul=False):
+    """Row sums (products) of a 2-D array in the vector unit's fp32 order: element k of a
+    row goes to lane k % 64, each lane starts with its first element and adds the later
+    ones in order; then lane i takes lane i + h for h = 32, 16, ..., 1 (lanes with no
+    element take no part). Every operation is a numpy float32 operation."""
+    x = np.asarray(x, dtype=np.float32)
+    op = np.multiply if mul else np.add
+    n = x.shape[1]
+    if n == 0:
+        return np.full(x.shape[0], 1 if mul else 0, dtype=np.float32)
+    used = min(n, LANES)
+    acc = x[:, :used].copy()
+    for k in range(LANES, n, LANES):
+        blk = x[:, k:k + LANES]
+        acc[:, :blk.shape[1]] = op(acc[:, :blk.shape[1]], blk)
+    h = LANES // 2
+    while h >= 1:
+        for i in range(min(h, max(used - h, 0))):
+            acc[:, i] = op(acc[:, i], acc[:, i + h])
+        h //= 2
+    return acc[:, 0]
+
+def col_reduce(x, mul=False):
+    """Column sums (products) in fp32, adding the rows in order from row 0."""
+    x = np.asarray(x, dtype=np.float32)
+    acc = x[0].copy()
+    for r in range(1, x.shape[0]):
+        acc = np.multiply(acc, x[r]) if mul else np.add(acc, x[r])
+    return acc
+
 RR = 8
+float_order = {'sum': lambda a, axis: lane_reduce(a) if axis == 1 else col_reduce(a),
+               'prod': lambda a, axis: lane_reduce(a, True) if axis == 1 else col_reduce(a, True)}
 for op, f in {'sum': np.sum, 'prod': np.prod, 'max': np.max, 'min': np.min}.items():
     for dt in ['f32', 'f16', 'i32']:
         lo, hi = (0.5, 1.5) if op == 'prod' else (-4, 4)
@@ -325,13 +360,28 @@ for op, f in {'sum': np.sum, 'prod': np.prod, 'max': np.max, 'min': np.min}.item
         if dt in INT:
             want = wrap_int(f(a.astype(np.int64), axis=1), dt)
         else:
-            want = rnd(f(f64(a), axis=1), dt)
+            want = rnd(float_order.get(op, f)(a, axis=1), dt)
         c.want('out', want).write()
         c = Case(f'tcol{op}_{dt}').param('a', dt, RR * C, a).param('out', dt, C)
         c.tile('ta', 'vec', dt, RR, C).tile('to', 'vec', dt, 1, C)
         c.op(f'tload %ta, %a[0; {RR}x{C}; {C},1]').op(f'tcol{op} %to, %ta').op(f'tstore %out[0; 1x{C}; {C},1], %to')
-        want = wrap_int(f(a.astype(np.int64), axis=0), dt) if dt in INT else rnd(f(f64(a), axis=0), dt)
+        want = wrap_int(f(a.astype(np.int64), axis=0), dt) if dt in INT else rnd(float_order.get(op, f)(a, axis=0), dt)
         c.want('out', want).write()
+
+# Long rows of normal values, whose sums are not exact in fp32: every lane takes many
+# repeats and a valid width that is not a multiple of 64 leaves lanes short.
+for dt, cols, valid in [('f32', 4096, 4096), ('f32', 1000, 777), ('f16', 2048, 2000), ('bf16', 512, 300)]:
+    rows = 32 // {'f32': 4, 'f16': 2, 'bf16': 2}[dt]  # a DN column of 32 bytes
+    a = rnd(rng.standard_normal((rows, cols)) * 3, dt)
+    c = Case(f'trowsum_long_{dt}_{valid}').param('a', dt, rows * cols, a).param('out', dt, rows)
+    c.tile('ta', 'vec', dt, rows, cols, f'valid {rows}x{valid}').tile('to', 'vec', dt, rows, 1, 'dn')
+    c.op(f'tload %ta, %a[0; {rows}x{cols}; {cols},1]').op('trowsum %to, %ta').op(f'tstore %out[0; {rows}x1; 1,1], %to')
+    c.want('out', rnd(lane_reduce(a[:, :valid]), dt)).write()
+a = rnd(rng.standard_normal((300, 64)), 'f32')
+c = Case('tcolsum_long_f32').param('a', 'f32', 300 * 64, a).param('out', 'f32', 64)
+c.tile('ta', 'vec', 'f32', 300, 64).tile('to', 'vec', 'f32', 1, 64)
+c.op('tload %ta, %a[0; 300x64; 64,1]').op('tcolsum %to, %ta').op('tstore %out[0; 1x64; 64,1], %to')
+c.want('out', col_reduce(a)).write()
 
 # A row reduction into a column (DN) tile over a valid region.
 a = sample('f32', (RR, C))
@@ -339,7 +389,7 @@ c = Case('trowsum_valid_dn').param('a', 'f32', RR * C, a).param('out', 'f32', RR
 c.tile('ta', 'vec', 'f32', RR, C, 'valid 5x20').tile('to', 'vec', 'f32', RR, 1, 'dn')
 c.op(f'tload %ta, %a[0; {RR}x{C}; {C},1]').op('trowsum %to, %ta').op(f'tstore %out[0; {RR}x1; 1,1], %to')
 want = np.zeros(RR, dtype=np.float32)
-want[:5] = rnd(f64(a)[:5, :20].sum(axis=1), 'f32')
+want[:5] = lane_reduce(a[:5, :20])
 c.want('out', want).write()
 
 expand = {'add': np.add, 'sub': np.subtract, 'mul': np.multiply, 'div': np.divide, 'max': np.maximum,
@@ -348,7 +398,7 @@ for op, f in expand.items():
     a = sample('f32', (RR, C))
     col = sample('f32', (RR, 1), 0.5, 2)
     row = sample('f32', (1, C), 0.5, 2)
-    ulp = 1 if op == 'expdif' else 0
+    ulp = 0
     c = Case(f'trowexpand{op}', ulp=ulp).param('a', 'f32', RR * C, a).param('b', 'f32', RR, col).param('out', 'f32', RR * C)
     c.tile('ta', 'vec', 'f32', RR, C).tile('tb', 'vec', 'f32', RR, 1, 'dn').tile('to', 'vec', 'f32', RR, C)
     c.op(f'tload %ta, %a[0; {RR}x{C}; {C},1]').op(f'tload %tb, %b[0; {RR}x1; 1,1]')
