@@ -73,7 +73,9 @@ const (
 
 // Opcodes is the opcode table, indexed by Opcode. Conventions of the Doc column:
 // instructions compute in float64 and round once to dst's dtype (integers: exact
-// integer arithmetic, then wrap to the dtype's width); unless a row says otherwise a
+// integer arithmetic, then wrap to the dtype's width), except float sums and products
+// of the reductions, which accumulate in fp32 in the vector unit's order (ReduceLanes);
+// unless a row says otherwise a
 // vector instruction computes dst's valid region and leaves the rest of dst unchanged;
 // `flat` is the row-major index over a tile's rows x cols.
 var Opcodes = [numOpcodes]OpInfo{
@@ -208,12 +210,12 @@ var Opcodes = [numOpcodes]OpInfo{
 		"Vec; s an integer in range for integer dtypes",
 		"dst = s: fill dst's valid region with a scalar"),
 
-	TROWSUM:  vreduce("trowsum", "dst[r,0] = sum of src[r,c] over c < src's valid cols, for r < src's valid rows (summed in float64, rounded once)"),
-	TROWPROD: vreduce("trowprod", "dst[r,0] = product of src[r,c] over c < src's valid cols, for r < src's valid rows"),
+	TROWSUM:  vreduce("trowsum", "dst[r,0] = sum of src[r,c] over c < src's valid cols, for r < src's valid rows (fp32 in 64 lanes, k to lane k%64, then a pairwise fold of the lanes; rounded once to dst)"),
+	TROWPROD: vreduce("trowprod", "dst[r,0] = product of src[r,c] over c < src's valid cols, for r < src's valid rows (fp32, in trowsum's order)"),
 	TROWMAX:  vreduce("trowmax", "dst[r,0] = max of src[r,c] over c < src's valid cols, for r < src's valid rows (NaN if any is NaN)"),
 	TROWMIN:  vreduce("trowmin", "dst[r,0] = min of src[r,c] over c < src's valid cols, for r < src's valid rows"),
-	TCOLSUM:  vreduce("tcolsum", "dst[0,c] = sum of src[r,c] over r < src's valid rows, for c < src's valid cols"),
-	TCOLPROD: vreduce("tcolprod", "dst[0,c] = product of src[r,c] over r < src's valid rows, for c < src's valid cols"),
+	TCOLSUM:  vreduce("tcolsum", "dst[0,c] = sum of src[r,c] over r < src's valid rows, for c < src's valid cols (fp32, adding the rows in order)"),
+	TCOLPROD: vreduce("tcolprod", "dst[0,c] = product of src[r,c] over r < src's valid rows, for c < src's valid cols (fp32, multiplying the rows in order)"),
 	TCOLMAX:  vreduce("tcolmax", "dst[0,c] = max of src[r,c] over r < src's valid rows, for c < src's valid cols"),
 	TCOLMIN:  vreduce("tcolmin", "dst[0,c] = min of src[r,c] over r < src's valid rows, for c < src's valid cols"),
 
