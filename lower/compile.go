@@ -31,6 +31,11 @@ type Options struct {
 	// FixedTiles picks matmul tiles by a fixed rule (matmulTile) instead of searching
 	// them with the timing model, and never splits K; O0 implies it.
 	FixedTiles bool
+	// Deterministic gives the same output bits at every OptLevel: K is never split
+	// (split_k.go adds partial products in another order than one accumulation) and
+	// the passes marked Reassociates do not run. Reductions still take their tile
+	// widths from the chip's buffers, so their bits may differ between presets.
+	Deterministic bool
 }
 
 // Executable is a compiled graph ready to run on the simulated device. It is

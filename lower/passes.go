@@ -27,14 +27,18 @@ type Pass struct {
 	MinLevel OptLevel
 	Produces Level    // the IR level current after the pass
 	After    []string // passes that must come earlier in the table
-	Run      func(*compilation) error
+	// Reassociates marks an optional pass whose program adds (or rounds) in another
+	// order than the program without it, so its results differ in the last bits;
+	// Options.Deterministic switches it off.
+	Reassociates bool
+	Run          func(*compilation) error
 }
 
 // passTable is the compiler, in order. Adding a pass is adding a row.
 var passTable = []Pass{
 	{Name: "verify-tensor", Required: true, Produces: LevelTensor, Run: runVerifyTensor},
 	{Name: "infer-layouts", MinLevel: O1, Produces: LevelTensor, After: []string{"verify-tensor"}, Run: runInferLayouts},
-	{Name: "fuse-attention", MinLevel: O2, Produces: LevelTensor, After: []string{"verify-tensor"}, Run: runFuseAttention},
+	{Name: "fuse-attention", MinLevel: O2, Reassociates: true, Produces: LevelTensor, After: []string{"verify-tensor"}, Run: runFuseAttention},
 	{Name: "decompose", Required: true, Produces: LevelTensor, After: []string{"verify-tensor"}, Run: runDecompose},
 	{Name: "expand-arg-reductions", Required: true, Produces: LevelTensor, After: []string{"decompose"}, Run: runExpandArgReductions},
 	{Name: "expand-pad", Required: true, Produces: LevelTensor, After: []string{"decompose"}, Run: runExpandPad},
@@ -46,7 +50,7 @@ var passTable = []Pass{
 	{Name: "dce", MinLevel: O1, Produces: LevelTensor, After: []string{"cse"}, Run: runDCE},
 	{Name: "split-constants", MinLevel: O2, Produces: LevelTensor, After: []string{"dce"}, Run: runSplitConstants},
 	{Name: "sink-reshapes", MinLevel: O2, Produces: LevelTensor, After: []string{"dce"}, Run: runSinkReshapes},
-	{Name: "fuse-rows", MinLevel: O2, Produces: LevelTensor, After: []string{"split-reductions", "sort-last-axis", "expand-pad", "expand-arg-reductions", "dce", "split-constants"}, Run: runFuseRows},
+	{Name: "fuse-rows", MinLevel: O2, Reassociates: true, Produces: LevelTensor, After: []string{"split-reductions", "sort-last-axis", "expand-pad", "expand-arg-reductions", "dce", "split-constants"}, Run: runFuseRows},
 	{Name: "fuse-elementwise", MinLevel: O2, Produces: LevelTensor, After: []string{"split-reductions", "sort-last-axis", "expand-pad", "expand-arg-reductions", "dce", "fuse-rows"}, Run: runFuseElementwise},
 	{Name: "fuse-epilogue", MinLevel: O2, Produces: LevelTensor, After: []string{"fuse-elementwise"}, Run: runFuseEpilogue},
 	{Name: "bind-constants", Required: true, Produces: LevelTensor, After: []string{"dce"}, Run: runBindConstants},
@@ -114,7 +118,7 @@ type compilation struct {
 // and record a dump of it.
 func (c *compilation) run(table []Pass) error {
 	for _, p := range table {
-		if !p.runsAt(c.opts.OptLevel, c.opts.Disabled) {
+		if !p.runsAt(c.opts.OptLevel, c.opts.Disabled) || c.opts.Deterministic && p.Reassociates {
 			continue
 		}
 		start := time.Now()

@@ -64,7 +64,7 @@ func userMatmulTiling(op *TileOp, p matmulProblem) (*matmulTiling, error) {
 	}
 	if len(shape) > 4 && shape[4] < p.k {
 		if p.wholeK {
-			return nil, fmt.Errorf("matmul tile %v splits K, but this matmul's epilogue needs whole sums: drop kc", shape)
+			return nil, fmt.Errorf("matmul tile %v splits K, but this matmul needs whole sums (for its epilogue, or a deterministic compilation): drop kc", shape)
 		}
 		if shape[4]%t.stageK() != 0 {
 			return nil, fmt.Errorf("matmul tile %v: the K chunk kc=%d must be a multiple of the stage depth tk*stepK=%d", shape, shape[4], t.stageK())

@@ -107,6 +107,7 @@ func chooseTiling(op *TileOp, tensors []GMTensor, opts Options) error {
 		op.Problem = []int{out[:len(out)-2].NumElements(), m, nn, k}
 		var t matmulTiling
 		problem := matmulProblemOf(op, tensors)
+		problem.wholeK = problem.wholeK || opts.Deterministic // see splitKSum
 		user, uerr := userMatmulTiling(op, problem)
 		if uerr != nil {
 			return uerr

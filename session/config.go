@@ -18,6 +18,7 @@ type Config struct {
 	DisabledPasses  []string
 	MemoryPoolBytes int    // 0: no limit
 	Device          string // "": the session's current device
+	Deterministic   bool   // lower.Options.Deterministic
 }
 
 // configJSON is Config as Python sends it, the level as a number (absent: the default).
@@ -26,10 +27,11 @@ type configJSON struct {
 	DisabledPasses  []string `json:"disable_passes"`
 	MemoryPoolBytes int      `json:"memory_pool_bytes"`
 	Device          string   `json:"chip"`
+	Deterministic   bool     `json:"deterministic"`
 }
 
 // ParseConfig reads a Config from its JSON form {"opt_level", "disable_passes",
-// "memory_pool_bytes", "chip"} (every field optional; "" or "null" is the default) and
+// "memory_pool_bytes", "chip", "deterministic"} (every field optional; "" or "null" is the default) and
 // checks it: unknown fields, levels, pass names and negative sizes are ValueErrors that
 // list the valid choices.
 func ParseConfig(text string) (Config, error) {
@@ -37,10 +39,10 @@ func ParseConfig(text string) (Config, error) {
 	if t := strings.TrimSpace(text); t != "" && t != "null" {
 		if err := decodeStrict(t, &cj); err != nil {
 			return Config{}, core.Errorf(core.ValueError, "compile config: %v", err).
-				Suggest("the fields are opt_level, disable_passes, memory_pool_bytes and chip")
+				Suggest("the fields are opt_level, disable_passes, memory_pool_bytes, chip and deterministic")
 		}
 	}
-	c := Config{DisabledPasses: cj.DisabledPasses, MemoryPoolBytes: cj.MemoryPoolBytes, Device: cj.Device}
+	c := Config{DisabledPasses: cj.DisabledPasses, MemoryPoolBytes: cj.MemoryPoolBytes, Device: cj.Device, Deterministic: cj.Deterministic}
 	if cj.OptLevel != nil {
 		l, err := lower.OptLevelOf(*cj.OptLevel)
 		if err != nil {
@@ -59,7 +61,7 @@ func (c Config) Check() error { return lower.CheckOptions(c.options()) }
 func (c Config) Key() string {
 	off := slices.Clone(c.DisabledPasses)
 	slices.Sort(off)
-	return fmt.Sprintf("opt=%s;off=%s;pool=%d", c.OptLevel, strings.Join(slices.Compact(off), ","), c.MemoryPoolBytes)
+	return fmt.Sprintf("opt=%s;off=%s;pool=%d;det=%t", c.OptLevel, strings.Join(slices.Compact(off), ","), c.MemoryPoolBytes, c.Deterministic)
 }
 
 func decodeStrict(text string, v any) error {
@@ -70,7 +72,7 @@ func decodeStrict(text string, v any) error {
 
 // options are the lowering options the config asks for (the caller adds the chip).
 func (c Config) options() lower.Options {
-	o := lower.Options{OptLevel: c.OptLevel, MemoryPoolBytes: c.MemoryPoolBytes}
+	o := lower.Options{OptLevel: c.OptLevel, MemoryPoolBytes: c.MemoryPoolBytes, Deterministic: c.Deterministic}
 	if len(c.DisabledPasses) > 0 {
 		o.Disabled = map[string]bool{}
 		for _, p := range c.DisabledPasses {

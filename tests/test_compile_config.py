@@ -137,3 +137,20 @@ def test_random_programs_agree_at_every_level(program, rows, cols, dtype):
     for level in (0, 1, 2, 3):
         got = p.compile(program, p.CompileConfig(opt_level=level, chip="tiny")).run(x, y).numpy()
         np.testing.assert_array_equal(got, ref, err_msg=f"opt_level={level}")
+
+
+def test_deterministic_gives_the_same_bits_at_every_level():
+    x, w = rand((128, 16384), p.float16, 5), rand((16384, 128), p.float16, 6)
+    s = rand((16, 1000), p.float16, 7)
+    bits = []
+    for chip in ("tiny", "a2"):
+        for level in (0, 1, 2, 3):
+            cfg = p.CompileConfig(opt_level=level, chip=chip, deterministic=True)
+            mm = p.compile(lambda a, b: a @ b, cfg).run(x, w).numpy()
+            sm = p.compile(lambda a: p.softmax(a, axis=-1), cfg).run(s).numpy()
+            bits.append((chip, level, mm.tobytes(), sm.tobytes()))
+    for chip, level, mm, sm in bits:
+        assert mm == bits[0][2], f"matmul on {chip} at O{level} differs from tiny at O0"
+        assert sm == [b for b in bits if b[0] == chip][0][3], f"softmax on {chip} at O{level} differs from O0"
+    with pytest.raises(TypeError, match="deterministic"):
+        p.CompileConfig(deterministic=1)

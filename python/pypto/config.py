@@ -29,12 +29,17 @@ class CompileConfig:
       (None: no limit).
     - ``chip``: the device preset to compile for (None: the current device,
       :func:`pypto.get_device`).
+    - ``deterministic``: the same output bits at every ``opt_level``: matmuls never split
+      K (the partial products would be added in another order) and the passes that
+      reassociate sums (fuse-rows, fuse-attention) do not run. Reductions take their
+      tile widths from the chip's buffers, so bits may still differ between chips.
     """
 
     opt_level: int = 2
     disable_passes: tuple = ()
     memory_pool_bytes: int | None = None
     chip: str | None = None
+    deterministic: bool = False
 
     def __post_init__(self):
         if isinstance(self.opt_level, bool) or not isinstance(self.opt_level, int) or self.opt_level not in _LEVELS:
@@ -60,6 +65,10 @@ class CompileConfig:
             raise PyptoTypeError(
                 f"CompileConfig: chip must be a device preset name or None, got {self.chip!r}", location=user_location()
             )
+        if not isinstance(self.deterministic, bool):
+            raise PyptoTypeError(
+                f"CompileConfig: deterministic must be True or False, got {self.deterministic!r}", location=user_location()
+            )
 
     def _json(self) -> bytes:
         return json.dumps(
@@ -68,5 +77,6 @@ class CompileConfig:
                 "disable_passes": list(self.disable_passes),
                 "memory_pool_bytes": self.memory_pool_bytes or 0,
                 "chip": self.chip or "",
+                "deterministic": self.deterministic,
             }
         ).encode()
