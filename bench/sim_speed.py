@@ -3,10 +3,11 @@
 
 Cases: fp16 GEMM 1024^3 and 2048^3 on the a2 preset (the calibration kernel of
 device/calib; numpy computes it in float32), row softmax and layer norm over a
-4096 x 4096 float32 matrix, each in functional mode (values only) and timed (values
-and the timing model). The simulator runs in the Go helper cmd/pto-simspeed, which
-measures its own RunTask time; numpy runs in this process. Two cases time PyPTO's own
-host path in fresh Python processes: `import` (seconds for `import pypto`; numpy_s is
+4096 x 4096 float32 matrix, and an elementwise add of two float32 vectors of 2^22
+elements, each in functional mode (values only) and timed (values and the timing
+model). The simulator runs in the Go helper cmd/pto-simspeed, which measures its own
+RunTask time; numpy runs in this process. Two cases time PyPTO's own host path in
+fresh Python processes: `import` (seconds for `import pypto`; numpy_s is
 `import numpy`) and `eager_small_op` (a 4x8 float32 add on a2 then .numpy(), per op;
 numpy_s is numpy's add).
 
@@ -54,6 +55,9 @@ def numpy_cases():
 
     cases["softmax_4096x4096"] = softmax
     cases["layernorm_4096x4096"] = layernorm
+    a = rng.standard_normal(1 << 22).astype(np.float32)
+    b = rng.standard_normal(1 << 22).astype(np.float32)
+    cases["add_fp32_4194304"] = lambda: a + b
     return cases
 
 

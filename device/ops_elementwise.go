@@ -193,12 +193,15 @@ func execBinary(c *coreSim, _ *execCtx, in *Instr) error {
 	}
 	k, dst := binaryKernels[in.Op], vs[0]
 	a, b := operand{v: vs[1], kind: 't'}, secondOperand(in, vs)
+	if c.binaryFloat32(in, dst, a.v, b) {
+		return nil
+	}
 	if b.kind != 's' {
 		b.v = c.snap(b.v, 2) // dst may alias an input; read inputs as they were
 	}
 	a.v = c.snap(a.v, 1)
 	if !dst.o.DType.IsInt() && k.f != nil {
-		floatRows(dst, a.v, b, k.f)
+		c.floatRows(dst, a.v, b, k.f)
 		return nil
 	}
 	for r := 0; r < dst.rows; r++ {
@@ -244,8 +247,9 @@ func execPart(c *coreSim, _ *execCtx, in *Instr) error {
 
 // floatRows is execBinary's path for float (and bool) results: whole rows of decoded
 // values through k, then rounded and written row by row.
-func floatRows(dst, a elems, b operand, f func(x, y float64) float64) {
-	out := make([]float64, dst.cols)
+func (c *coreSim) floatRows(dst, a elems, b operand, f func(x, y float64) float64) {
+	c.scratch[0] = grow(c.scratch[0], dst.cols)
+	out := c.scratch[0]
 	for r := 0; r < dst.rows; r++ {
 		arow := a.f[r*a.o.Cols : r*a.o.Cols+dst.cols]
 		switch b.kind {
@@ -270,9 +274,11 @@ func floatRows(dst, a elems, b operand, f func(x, y float64) float64) {
 }
 
 var unaryKernels = map[isa.Opcode]func(float64) float64{
-	isa.TABS:   math.Abs,
-	isa.TNEG:   func(a float64) float64 { return -a },
-	isa.TEXP:   math.Exp,
+	isa.TABS: math.Abs,
+	isa.TNEG: func(a float64) float64 { return -a },
+	// Every float tile value is a float32 (f16 and bf16 widen exactly): the vector
+	// kernels' exponential (exp64) takes it as one.
+	isa.TEXP:   func(a float64) float64 { return exp64(float32(a)) },
 	isa.TLOG:   math.Log,
 	isa.TSQRT:  math.Sqrt,
 	isa.TRSQRT: func(a float64) float64 { return 1 / math.Sqrt(a) },
@@ -290,10 +296,14 @@ func execUnary(c *coreSim, _ *execCtx, in *Instr) error {
 	if err != nil {
 		return err
 	}
+	if in.Op == isa.TEXP && c.expFloat32(vs[0], vs[1]) {
+		return nil
+	}
 	k, dst, a := unaryKernels[in.Op], vs[0], c.snap(vs[1], 1)
 	intWrap := dst.o.DType.IsInt() && (in.Op == isa.TABS || in.Op == isa.TNEG)
 	if !intWrap {
-		out := make([]float64, dst.cols)
+		c.scratch[0] = grow(c.scratch[0], dst.cols)
+		out := c.scratch[0]
 		for r := 0; r < dst.rows; r++ {
 			for c, x := range a.f[r*a.o.Cols : r*a.o.Cols+dst.cols] {
 				out[c] = k(x)

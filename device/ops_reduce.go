@@ -76,24 +76,6 @@ func (r *reduction) store(dst elems, row, col int) {
 	dst.set(row, col, r.f)
 }
 
-// reduceRow is a float row max or min.
-func reduceRow(kind byte, xs []float64) float64 {
-	var acc float64
-	switch kind {
-	case '>':
-		acc = math.Inf(-1)
-		for _, x := range xs {
-			acc = isa.Max(acc, x)
-		}
-	default:
-		acc = math.Inf(1)
-		for _, x := range xs {
-			acc = isa.Min(acc, x)
-		}
-	}
-	return acc
-}
-
 // execReduce writes dst[r, 0] for each valid row of src (row forms) or dst[0, c] for
 // each valid column (column forms).
 func execReduce(c *coreSim, _ *execCtx, in *Instr) error {
@@ -102,17 +84,11 @@ func execReduce(c *coreSim, _ *execCtx, in *Instr) error {
 		return err
 	}
 	kind := reductionKind(in.Op)
-	if (kind == '+' || kind == '*') && vs[1].o.DType.IsFloat() {
-		c.reduceFloat(vs[0], vs[1], in.Op <= isa.TROWMIN, kind == '*')
+	if vs[1].o.DType.IsFloat() {
+		c.reduceFloat(vs[0], vs[1], in.Op <= isa.TROWMIN, kind)
 		return nil
 	}
 	dst, src := vs[0], c.snap(vs[1], 1)
-	if in.Op <= isa.TROWMIN && !dst.o.DType.IsInt() {
-		for r := 0; r < src.rows; r++ {
-			dst.set(r, 0, reduceRow(kind, src.f[r*src.o.Cols:r*src.o.Cols+src.cols]))
-		}
-		return nil
-	}
 	read := func(r, col int) (float64, int64) {
 		if src.o.DType.IsInt() {
 			x := src.atInt(r, col)
@@ -141,24 +117,55 @@ func execReduce(c *coreSim, _ *execCtx, in *Instr) error {
 	return nil
 }
 
-// reduceFloat is a float sum or product of src's rows (row) or columns into dst, in
-// fp32 (f16 and bf16 widen exactly), rounded once to dst's dtype.
-func (c *coreSim) reduceFloat(dst, src elems, row, mul bool) {
+// reduceFloat is a float reduction of src's rows (row) or columns into dst in fp32
+// (f16 and bf16 widen exactly), rounded once to dst's dtype.
+func (c *coreSim) reduceFloat(dst, src elems, row bool, kind byte) {
 	cols := src.o.Cols
-	c.vec[1] = grow(c.vec[1], src.rows*cols)
-	xs := c.vec[1]
-	decodeF32(src.o.DType, src.b[:len(xs)*src.o.DType.Size()], xs)
+	xs := c.floatIn(src, dst, src.rows, 1)
+	mul := kind == '*'
 	if row {
 		for r := 0; r < src.rows; r++ {
-			dst.set(r, 0, float64(laneReduce(xs[r*cols:r*cols+src.cols], mul)))
+			x := xs[r*cols : r*cols+src.cols]
+			var v float32
+			switch kind {
+			case '+', '*':
+				v = laneReduce(x, mul)
+			default:
+				v = rowMaxMin(x, kind == '>')
+			}
+			dst.set(r, 0, float64(v))
 		}
 		return
 	}
 	c.vec[0] = grow(c.vec[0], src.cols)
 	acc := c.vec[0]
-	columnReduce(acc, xs, src.rows, cols, mul)
+	if kind == '+' || kind == '*' {
+		columnReduce(acc, xs, src.rows, cols, mul)
+	} else {
+		columnMaxMin(acc, xs, src.rows, cols, kind == '>')
+	}
 	for col, v := range acc {
 		dst.set(0, col, float64(v))
+	}
+}
+
+// columnMaxMin writes the max (min) of each column of the rows x len(acc) region of xs
+// (rows ld apart) into acc; no rows give -Inf (+Inf).
+func columnMaxMin(acc, xs []float32, rows, ld int, isMax bool) {
+	for j := range acc {
+		acc[j] = float32(math.Inf(1))
+		if isMax {
+			acc[j] = float32(math.Inf(-1))
+		}
+	}
+	for r := 0; r < rows; r++ {
+		for j, x := range xs[r*ld : r*ld+len(acc)] {
+			if isMax {
+				acc[j] = max32(acc[j], x)
+			} else {
+				acc[j] = min32(acc[j], x)
+			}
+		}
 	}
 }
 

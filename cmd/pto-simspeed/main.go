@@ -1,5 +1,6 @@
 // Command pto-simspeed measures the simulator's host speed on fixed workloads: fp16
-// GEMMs (the calibration kernel) and row softmax / layer norm over f32 matrices, each
+// GEMMs (the calibration kernel), row softmax / layer norm over f32 matrices and an
+// elementwise f32 add, each
 // in functional mode (values only) and timed (values and the timing model). It
 // prints a JSON list of {case, mode, sim_s, sim_cycles}; bench/sim_speed.py adds
 // numpy's time for the same computation.
@@ -83,6 +84,7 @@ func run(reps int, only, onlyMode string) error {
 	for _, k := range []string{"softmax", "layernorm"} {
 		builds = append(builds, build{fmt.Sprintf("%s_4096x4096", k), func() (workload, error) { return rowKernel(chip, k, 4096, 4096) }})
 	}
+	builds = append(builds, build{"add_fp32_4194304", func() (workload, error) { return addKernel(chip, 1<<22) }})
 	var out []result
 	for _, bld := range builds {
 		if !strings.Contains(bld.name, only) {
@@ -209,6 +211,53 @@ end
 			return workload{}, err
 		}
 		w.blocks = append(w.blocks, device.Block{Prog: m, ParamAddrs: []int{0, sz}})
+	}
+	return w, nil
+}
+
+// addKernel builds c = a + b over n f32 elements: 64 blocks, each looping over tiles of
+// 4 x 2048 (three 32 KB tiles of UB).
+func addKernel(chip *device.Chip, n int) (workload, error) {
+	const tileRows, cols, blocks = 4, 2048, 64
+	per := n / blocks
+	rng := rand.New(rand.NewPCG(5, 6))
+	vals := make([]float64, 2*n)
+	for i := range vals {
+		vals[i] = rng.NormFloat64()
+	}
+	sz := n * 4
+	gm := make([]byte, 3*sz)
+	copy(gm, dtype.Encode(dtype.Float32, vals))
+	w := workload{name: fmt.Sprintf("add_fp32_%d", n), kind: isa.Vector, gm: gm}
+	for b := range blocks {
+		src := fmt.Sprintf(`kernel add_%[1]d vector
+param %%a: f32[%[2]d]
+param %%b: f32[%[2]d]
+param %%c: f32[%[2]d]
+reg %%i
+reg %%off
+tile %%x: vec f32[%[3]dx%[4]d]
+tile %%y: vec f32[%[3]dx%[4]d]
+tile %%z: vec f32[%[3]dx%[4]d]
+  loop %%i, %[5]d
+    smul %%off, %%i, %[6]d
+    sadd %%off, %%off, %[7]d
+    tload %%x, %%a[%%off; %[3]dx%[4]d; %[4]d,1]
+    tload %%y, %%b[%%off; %[3]dx%[4]d; %[4]d,1]
+    tadd %%z, %%x, %%y
+    tstore %%c[%%off; %[3]dx%[4]d; %[4]d,1], %%z
+  endloop
+end
+`, b, n, tileRows, cols, per/(tileRows*cols), tileRows*cols, b*per)
+		p, err := isa.Parse(src)
+		if err != nil {
+			return workload{}, err
+		}
+		m, err := device.Compile(chip, p)
+		if err != nil {
+			return workload{}, err
+		}
+		w.blocks = append(w.blocks, device.Block{Prog: m, ParamAddrs: []int{0, sz, 2 * sz}})
 	}
 	return w, nil
 }
