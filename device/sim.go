@@ -119,6 +119,10 @@ func RunTask(chip *Chip, gm []byte, kind isa.CoreKind, blocks []Block, opts RunO
 		errs := make([]error, active)
 		var wg sync.WaitGroup
 		for ci, c := range sims {
+			if active == 1 { // no goroutine to start and join for one core
+				errs[ci] = c.run(blocks, cores)
+				break
+			}
 			wg.Go(func() { errs[ci] = c.run(blocks, cores) })
 		}
 		wg.Wait()
@@ -158,19 +162,28 @@ func checkMovedWindows(coreOf func(block int) int, blocks []Block, per [][]gmInt
 			moved = true
 		}
 	}
-	// Each block's list is sorted on its own, the blocks in parallel.
+	// Each block's list with moved windows is sorted on its own, the blocks in
+	// parallel; without any the lists are sorted already, and one block's list is
+	// sorted in place (a goroutine would cost more than a small task's whole run).
 	var next atomic.Int64
-	var wg sync.WaitGroup
-	for range min(runtime.GOMAXPROCS(0), len(all)) {
-		wg.Go(func() {
-			for i := int(next.Add(1) - 1); i < len(all); i = int(next.Add(1) - 1) {
-				if len(all[i]) > len(per[i]) {
-					all[i] = mergeIntervals(all[i])
-				}
+	merge := func() {
+		for i := int(next.Add(1) - 1); i < len(all); i = int(next.Add(1) - 1) {
+			if len(all[i]) > len(per[i]) {
+				all[i] = mergeIntervals(all[i])
 			}
-		})
+		}
 	}
-	wg.Wait()
+	switch workers := min(runtime.GOMAXPROCS(0), len(all)); {
+	case !moved:
+	case workers == 1:
+		merge()
+	default:
+		var wg sync.WaitGroup
+		for range workers {
+			wg.Go(merge)
+		}
+		wg.Wait()
+	}
 	sorted := sortedIntervals(all)
 	if !moved || len(blocks) < 2 {
 		return sorted, nil
