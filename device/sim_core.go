@@ -27,6 +27,7 @@ type coreSim struct {
 	tmp        []byte
 	scratch    [maxOperands][]float64 // decoded inputs of the vector kernels, per operand
 	vec        [maxOperands][]float32 // float32 values of the vector kernels, per operand
+	operands   [maxOperands]elems     // the views of the instruction being executed
 
 	cycles                    int64
 	busy                      [numPipes]int64

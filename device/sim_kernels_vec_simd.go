@@ -133,31 +133,58 @@ func rowMaxMinAVX2(xs []float32, isMax bool) float32 {
 
 // expF32AVX2 is expF32Go four lanes of float64 at a time: the same clamp, reduction,
 // Horner steps (multiply, then add) and scaling by 2^k, whose exponent bits come from
-// k + 1.5 * 2^52 (the integer k in the low bits), then one rounding to float32.
+// k + 1.5 * 2^52 (the integer k in the low bits), then one rounding to float32. Four
+// vectors go through each step together: a Horner step waits for the one before, so
+// one vector alone would leave the multiplier idle most of the time.
 func expF32AVX2(dst, src []float32) {
-	n4 := len(dst) &^ 3
+	n16 := len(dst) &^ 15
 	src = src[:len(dst)]
-	b := archsimd.BroadcastFloat64x4
-	lo, hi, l2e, c1, c2 := b(expLo), b(expHi), b(log2e), b(ln2Hi), b(ln2Lo)
-	magic := b(0x1.8p52)
-	bias := archsimd.BroadcastInt64x4(1023 - 0x4338000000000000)
-	by52 := archsimd.BroadcastInt64x4(52)
-	var coef [expTerms]archsimd.Float64x4
-	for i, c := range expCoef {
-		coef[i] = b(c)
-	}
-	for i := 0; i < n4; i += 4 {
-		x := archsimd.LoadFloat32x4Slice(src[i:]).ConvertToFloat64()
-		isNaN := x.NotEqual(x)
-		v := x.Max(lo).Min(hi)
-		k := v.Mul(l2e).RoundToEven()
-		r := v.Sub(k.Mul(c1)).Sub(k.Mul(c2))
-		p := coef[0]
-		for _, c := range coef[1:] {
-			p = p.Mul(r).Add(c)
+	e := newExpConsts()
+	for i := 0; i < n16; i += 16 {
+		r0, k0 := e.reduce(src[i:])
+		r1, k1 := e.reduce(src[i+4:])
+		r2, k2 := e.reduce(src[i+8:])
+		r3, k3 := e.reduce(src[i+12:])
+		p0, p1, p2, p3 := e.coef[0], e.coef[0], e.coef[0], e.coef[0]
+		for _, c := range e.coef[1:] {
+			p0, p1, p2, p3 = p0.Mul(r0).Add(c), p1.Mul(r1).Add(c), p2.Mul(r2).Add(c), p3.Mul(r3).Add(c)
 		}
-		scale := k.Add(magic).AsInt64x4().Add(bias).ShiftLeft(by52).AsFloat64x4()
-		x.Merge(p.Mul(scale), isNaN).ConvertToFloat32().StoreSlice(dst[i:])
+		e.finish(p0, k0, src[i:], dst[i:])
+		e.finish(p1, k1, src[i+4:], dst[i+4:])
+		e.finish(p2, k2, src[i+8:], dst[i+8:])
+		e.finish(p3, k3, src[i+12:], dst[i+12:])
 	}
-	expF32Go(dst[n4:], src[n4:])
+	expF32Go(dst[n16:], src[n16:])
+}
+
+// reduce is exp64's clamp and reduction of four values: r and k with e^x = e^r 2^k.
+func (e *expConsts) reduce(src []float32) (r, k archsimd.Float64x4) {
+	v := archsimd.LoadFloat32x4Slice(src).ConvertToFloat64().Max(e.lo).Min(e.hi)
+	k = v.Mul(e.log2e).RoundToEven()
+	return v.Sub(k.Mul(e.ln2Hi)).Sub(k.Mul(e.ln2Lo)), k
+}
+
+// finish scales e^r by 2^k, keeps NaN inputs and stores the four float32 results.
+func (e *expConsts) finish(p, k archsimd.Float64x4, src, dst []float32) {
+	x := archsimd.LoadFloat32x4Slice(src).ConvertToFloat64()
+	scale := k.Add(e.magic).AsInt64x4().Add(e.bias).ShiftLeft(e.by52).AsFloat64x4()
+	x.Merge(p.Mul(scale), x.NotEqual(x)).ConvertToFloat32().StoreSlice(dst)
+}
+
+// expConsts are expF32AVX2's constants in registers (the compiler does not hoist
+// broadcasts out of a loop).
+type expConsts struct {
+	lo, hi, log2e, ln2Hi, ln2Lo, magic archsimd.Float64x4
+	bias, by52                         archsimd.Int64x4
+	coef                               [expTerms]archsimd.Float64x4
+}
+
+func newExpConsts() *expConsts {
+	b := archsimd.BroadcastFloat64x4
+	e := &expConsts{lo: b(expLo), hi: b(expHi), log2e: b(log2e), ln2Hi: b(ln2Hi), ln2Lo: b(ln2Lo), magic: b(0x1.8p52),
+		bias: archsimd.BroadcastInt64x4(1023 - 0x4338000000000000), by52: archsimd.BroadcastInt64x4(52)}
+	for i, c := range expCoef {
+		e.coef[i] = b(c)
+	}
+	return e
 }

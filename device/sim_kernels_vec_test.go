@@ -126,3 +126,39 @@ func bigExp(x float64) *big.Float {
 	}
 	return sum
 }
+
+// BenchmarkVectorKernels times the selected kernels (SIMD where the build and CPU
+// have them) and the portable ones on one 4 x 4096 f32 tile's values.
+func BenchmarkVectorKernels(b *testing.B) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	x, y := vectorInputs(rng, 4*4096), vectorInputs(rng, 4*4096)
+	out := make([]float32, len(x))
+	for _, set := range []struct {
+		name string
+		k    vectorKernels
+	}{
+		{"selected", vectorKernels{binaryF32, scalarF32, laneReduce, rowMaxMin, expF32}},
+		{"portable", vectorKernels{binaryF32Go, scalarF32Go, laneReduceGo, rowMaxMinGo, expF32Go}},
+	} {
+		b.Run(set.name+"/exp", func(b *testing.B) {
+			for b.Loop() {
+				set.k.exp(out, x)
+			}
+		})
+		b.Run(set.name+"/add", func(b *testing.B) {
+			for b.Loop() {
+				set.k.binary(vecAdd, out, x, y)
+			}
+		})
+		b.Run(set.name+"/rowsum", func(b *testing.B) {
+			for b.Loop() {
+				set.k.lanes(x, false)
+			}
+		})
+		b.Run(set.name+"/rowmax", func(b *testing.B) {
+			for b.Loop() {
+				set.k.maxMin(x, true)
+			}
+		})
+	}
+}

@@ -123,9 +123,14 @@ func (c *coreSim) tileView(o Operand) (elems, error) {
 }
 
 // views returns the views of the instruction's tile operands, in order (nil
-// entries for operands that are not tiles).
+// entries for operands that are not tiles), in the core's slots: valid until the next
+// instruction.
 func (c *coreSim) views(in *Instr) ([]elems, error) {
-	vs := make([]elems, len(in.Args))
+	if len(in.Args) > maxOperands {
+		return nil, fmt.Errorf("%d operands: at most %d", len(in.Args), maxOperands)
+	}
+	vs := c.operands[:len(in.Args)]
+	clear(vs)
 	for i, a := range in.Args {
 		if a.Kind != isa.KindTile {
 			continue

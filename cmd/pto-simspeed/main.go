@@ -202,17 +202,26 @@ tile %%v: vec f32[%[4]dx8] valid %[4]d x 1
   endloop
 end
 `, kind, b, rows*cols, tileRows, cols, per/tileRows, tileRows*cols, b*per*cols, body)
-		p, err := isa.Parse(src)
+		blk, err := vectorBlock(chip, src, []int{0, sz})
 		if err != nil {
 			return workload{}, err
 		}
-		m, err := device.Compile(chip, p)
-		if err != nil {
-			return workload{}, err
-		}
-		w.blocks = append(w.blocks, device.Block{Prog: m, ParamAddrs: []int{0, sz}})
+		w.blocks = append(w.blocks, blk)
 	}
 	return w, nil
+}
+
+// vectorBlock parses and compiles one block's program, its params at addrs.
+func vectorBlock(chip *device.Chip, src string, addrs []int) (device.Block, error) {
+	p, err := isa.Parse(src)
+	if err != nil {
+		return device.Block{}, err
+	}
+	m, err := device.Compile(chip, p)
+	if err != nil {
+		return device.Block{}, err
+	}
+	return device.Block{Prog: m, ParamAddrs: addrs}, nil
 }
 
 // addKernel builds c = a + b over n f32 elements: 64 blocks, each looping over tiles of
@@ -249,15 +258,11 @@ tile %%z: vec f32[%[3]dx%[4]d]
   endloop
 end
 `, b, n, tileRows, cols, per/(tileRows*cols), tileRows*cols, b*per)
-		p, err := isa.Parse(src)
+		blk, err := vectorBlock(chip, src, []int{0, sz, 2 * sz})
 		if err != nil {
 			return workload{}, err
 		}
-		m, err := device.Compile(chip, p)
-		if err != nil {
-			return workload{}, err
-		}
-		w.blocks = append(w.blocks, device.Block{Prog: m, ParamAddrs: []int{0, sz, 2 * sz}})
+		w.blocks = append(w.blocks, blk)
 	}
 	return w, nil
 }
