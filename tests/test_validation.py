@@ -336,6 +336,11 @@ def test_the_examples_of_loose_conversion():
         (lambda: p.compile(p.exp).run("abc"), "input 0"),
         (lambda: p.compile(p.exp).run(np.zeros(2), np.zeros(2)), "input 0"),
         (lambda: p.Tensor([2], data="1.5"), "data"),
+        (lambda: x[::0], "index"),
+        (lambda: p.compile(lambda t: t + 1).run(), "input"),
+        (lambda: p.compile(lambda t: t + 1).run(X, X), "input"),
+        (lambda: p.compile(lambda t: t + 1, inputs=[p.Tensor([2, 3, 4])]).run(X, X), "inputs"),
+        (lambda: x.item(), "item"),
     ]:
         with pytest.raises(p.PyptoError, match=rf"\b{name}\b") as e:
             fn()

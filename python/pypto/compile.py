@@ -163,6 +163,14 @@ class Executor:
         self._given = {self._device(): self._trace(placeholders)}
 
     def _trace(self, placeholders) -> _Compiled:
+        try:
+            inspect.signature(self._fn).bind(*placeholders)
+        except TypeError as e:  # the run's inputs do not fit the function's parameters
+            raise PyptoTypeError(
+                f"p.compile: {self._name} cannot take {len(placeholders)} input(s): {e}", location=user_location()
+            ) from None
+        except ValueError:  # no signature to check (some builtins)
+            pass
         self._tracing.active = True
         try:
             result = self._fn(*placeholders)
@@ -271,14 +279,18 @@ class Executor:
 
     def _run(self, compiled: _Compiled, tensors):
         outs = (_lib.Handle * max(compiled.n_out, 1))()
-        _lib.call(
-            _lib.lib.pypto_executor_run,
-            compiled.handle,
-            _lib.handle_array(t._handle for t in tensors),
-            len(tensors),
-            outs,
-            compiled.n_out,
-        )
+        try:
+            _lib.call(
+                _lib.lib.pypto_executor_run,
+                compiled.handle,
+                _lib.handle_array(t._handle for t in tensors),
+                len(tensors),
+                outs,
+                compiled.n_out,
+            )
+        except PyptoError as e:  # the inputs of this run: the caller's line
+            e.location = e.location or user_location()
+            raise
         self._last = compiled
         results = [Tensor._wrap(outs[i]) for i in range(compiled.n_out)]
         kind = compiled.structure

@@ -299,6 +299,8 @@ def getitem(x, key) -> Tensor:
             starts.append(a), stops.append(b), steps.append(s)
             out_shape.append((b - a + s - 1) // s)
         elif isinstance(k, slice):
+            if k.step is not None and check.int_or_none(k.step) == 0:
+                raise check.fail("getitem", "index", k, "a slice with a nonzero step", PyptoValueError)
             a, b, s = k.indices(size)
             starts.append(a), stops.append(b), steps.append(s)
             out_shape.append(len(range(a, b, s)))

@@ -224,7 +224,7 @@ class Tensor:
         return arr
 
     def item(self):
-        return self.numpy().item()
+        return self._scalar("item()")
 
     def __float__(self) -> float:
         return float(self._scalar("float()"))
