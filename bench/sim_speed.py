@@ -76,7 +76,7 @@ b = np.full((4, 8), 0.5, np.float32)
 x, y = p.from_numpy(a), p.from_numpy(b)
 for _ in range(100):
     (x + y).numpy()
-def per_op(f, n=200, batches={0}):
+def per_op(f, n=20, batches={0}):
     best = None
     for _ in range(batches):
         t0 = time.perf_counter()
@@ -94,8 +94,11 @@ print(json.dumps([sim, ref]))
 
 def python_env():
     """The environment of the measuring processes: a source checkout's python/ comes
-    first when its library is built, otherwise the installed pypto is used."""
+    first when its library is built, otherwise the installed pypto is used. Bytecode
+    is written and used as after `pip install` (which compiles it), whatever
+    PYTHONDONTWRITEBYTECODE says: otherwise every import would compile pypto anew."""
     env = dict(os.environ)
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
     src = os.path.join(ROOT, "python")
     if os.path.exists(os.path.join(src, "pypto", "libpypto.so")):
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [src, env.get("PYTHONPATH", "")]))
@@ -112,8 +115,13 @@ def python_run(code, env):
 def python_cases(reps):
     """Rows of the import and eager_small_op cases."""
     env = python_env()
-    imp = {m: min(python_run(_IMPORT.format(m), env) for _ in range(max(reps, 5))) for m in ("pypto", "numpy")}
-    sim, ref = python_run(_EAGER.format(max(reps, 10)), env)
+    python_run(_IMPORT.format("pypto"), env)  # writes the bytecode of a source checkout
+    imp = {"pypto": [], "numpy": []}
+    for _ in range(max(reps, 5)):  # alternated, so both see the same load
+        for m, times in imp.items():
+            times.append(python_run(_IMPORT.format(m), env))
+    imp = {m: min(times) for m, times in imp.items()}
+    sim, ref = python_run(_EAGER.format(max(reps, 200)), env)
     return [
         {"case": "import", "mode": "fresh process", "sim_s": imp["pypto"], "numpy_s": imp["numpy"],
          "ratio": imp["pypto"] / imp["numpy"]},

@@ -52,15 +52,17 @@ def test_tensor_rejects_bad_layouts_and_shapes():
         p.Tensor("abc")
 
 
-def test_ml_dtypes_loads_on_first_bfloat16_use():
-    # A fresh process: importing pypto leaves ml_dtypes (most of a second) unloaded;
-    # the first use of p.bfloat16 as a numpy dtype loads it and round trips values.
+def test_import_leaves_heavy_modules_unloaded():
+    # A fresh process: importing pypto leaves ml_dtypes (most of a second) and
+    # numpy.random unloaded; the first use of p.bfloat16 as a numpy dtype loads
+    # ml_dtypes and round trips values, the first random tensor numpy.random.
     script = textwrap.dedent(
         """
         import sys
         import numpy as np
         import pypto as p
-        assert "ml_dtypes" not in sys.modules
+        assert "ml_dtypes" not in sys.modules and "numpy.random" not in sys.modules
+        assert p.randn(2, 3).shape == (2, 3) and "numpy.random" in sys.modules
         assert p.bfloat16.itemsize == 2 and p.bfloat16 == "bf16"
         assert "ml_dtypes" not in sys.modules
         a = np.array([1.0, -2.5, 3.140625], dtype=p.bfloat16.numpy)

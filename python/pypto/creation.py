@@ -171,7 +171,7 @@ def eye(n, m=None, k=0, dtype=float32) -> Tensor:
 # --- seeded random tensors -------------------------------------------------------------------
 
 _rng_lock = threading.Lock()
-_rng = np.random.default_rng()
+_rng = None  # made on first use: numpy.random takes a tenth of `import pypto`
 
 
 def manual_seed(seed: int) -> None:
@@ -185,7 +185,10 @@ def manual_seed(seed: int) -> None:
 @contextlib.contextmanager
 def generator():
     """The process's random generator, held under its lock."""
+    global _rng
     with _rng_lock:
+        if _rng is None:
+            _rng = np.random.default_rng()
         yield _rng
 
 
