@@ -36,6 +36,10 @@ type RunOptions struct {
 	// are not modelled (Cycles counts the launch and the scalar unit's issue slots).
 	// The run-time checks other than races apply.
 	Functional bool
+	// estimate skips the checks of the programs' GM accesses (bounds, overlaps between
+	// blocks, moved windows) for the device's estimates (estimate.go), whose programs
+	// the compiler just built: it changes no time.
+	estimate bool
 }
 
 // RunTask runs the blocks of one task on the cores of one kind and returns what it
@@ -83,11 +87,14 @@ func RunTask(chip *Chip, gm []byte, kind isa.CoreKind, blocks []Block, opts RunO
 			}
 			extents[m] = ext
 		}
+		if opts.estimate { // an estimate runs programs the compiler just built: no checks
+			continue
+		}
 		if per[i], err = blockGM(gm, i%cores, i, &blocks[i]); err != nil {
 			return nil, err
 		}
 	}
-	if len(blocks) > 1 {
+	if len(blocks) > 1 && !opts.estimate {
 		if err := checkCrossBlock(func(b int) int { return b % cores }, blocks, per); err != nil {
 			return nil, err
 		}
@@ -132,9 +139,11 @@ func RunTask(chip *Chip, gm []byte, kind isa.CoreKind, blocks []Block, opts RunO
 			}
 		}
 	}
-	windows, err := checkMovedWindows(func(b int) int { return b % cores }, blocks, per, sims)
-	if err != nil {
-		return nil, err
+	var windows []gmInterval
+	if !opts.estimate {
+		if windows, err = checkMovedWindows(func(b int) int { return b % cores }, blocks, per, sims); err != nil {
+			return nil, err
+		}
 	}
 	st = collect(chip, kind, blocks, sims, extents)
 	releaseBuffers(sims)

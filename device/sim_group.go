@@ -81,12 +81,15 @@ func RunGroupTask(chip *Chip, gm []byte, groups []Group, opts RunOptions) (st *T
 			}
 			extents[m] = ext
 		}
+		if opts.estimate { // an estimate runs programs the compiler just built: no checks
+			continue
+		}
 		if per[i], err = blockGM(gm, cores[i], i, &flat[i]); err != nil {
 			return nil, err
 		}
 	}
 	coreOf := func(b int) int { return cores[b] }
-	if len(flat) > 1 {
+	if len(flat) > 1 && !opts.estimate {
 		if err := checkCrossBlock(coreOf, flat, per); err != nil {
 			return nil, err
 		}
@@ -139,9 +142,11 @@ func RunGroupTask(chip *Chip, gm []byte, groups []Group, opts RunOptions) (st *T
 		sims = append(sims, a.cube)
 		sims = append(sims, a.vector...)
 	}
-	windows, err := checkMovedWindows(coreOf, flat, per, sims)
-	if err != nil {
-		return nil, err
+	var windows []gmInterval
+	if !opts.estimate {
+		if windows, err = checkMovedWindows(coreOf, flat, per, sims); err != nil {
+			return nil, err
+		}
 	}
 	st = collect(chip, isa.Cube, flat, nil, extents)
 	st.Kind, st.Mixed, st.ActiveCores = isa.CoreInvalid, true, active

@@ -63,22 +63,25 @@ func buildBlockGraph(tg *TileGraph, cores func(isa.CoreKind) int) *BlockGraph {
 	bg := &BlockGraph{Tiles: tg}
 	for i, op := range tg.Ops {
 		n := op.NumTiles()
-		nb := min(n, cores(op.Core))
-		k := &Kernel{Op: i, Core: op.Core}
-		switch op.Kind {
-		case TileMatmul, TileMatmulEpilogue:
-			k.Blocks = matmulBlocks(op, nb)
-		case TileAttention:
-			k.Blocks = attentionBlocks(op, nb)
-		default:
-			k.Blocks = make([][]int, nb)
-			for t := 0; t < n; t++ {
-				k.Blocks[t%nb] = append(k.Blocks[t%nb], t)
-			}
-		}
+		k := &Kernel{Op: i, Core: op.Core, Blocks: dealTiles(op, min(n, cores(op.Core)))}
 		bg.Kernels = append(bg.Kernels, k)
 	}
 	return bg
+}
+
+// dealTiles deals op's tiles to nb blocks, as the cores will run them.
+func dealTiles(op *TileOp, nb int) [][]int {
+	switch op.Kind {
+	case TileMatmul, TileMatmulEpilogue:
+		return matmulBlocks(op, nb)
+	case TileAttention:
+		return attentionBlocks(op, nb)
+	}
+	blocks := make([][]int, nb)
+	for t := 0; t < op.NumTiles(); t++ {
+		blocks[t%nb] = append(blocks[t%nb], t)
+	}
+	return blocks
 }
 
 // matmulBlocks cuts the output tiles of a matmul into nb contiguous runs of

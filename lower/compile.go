@@ -2,6 +2,7 @@ package lower
 
 import (
 	"fmt"
+	"maps"
 	"strings"
 	"sync"
 	"time"
@@ -28,8 +29,9 @@ type Options struct {
 	// StopAfter ends the compilation after the named pass (e.g. "plan-exec" gives the
 	// PTO programs without machine programs, which cannot Run).
 	StopAfter string
-	// FixedTiles picks matmul tiles by a fixed rule (matmulTile) instead of searching
-	// them with the timing model, and never splits K; O0 implies it.
+	// FixedTiles keeps the tile pass's fixed rules (matmulTile, attentionTile, rowsTile:
+	// K never split) instead of the search-tiles pass's choices from the device's
+	// timing model: the same as disabling search-tiles; O0 implies it.
 	FixedTiles bool
 	// Deterministic gives the same output bits at every OptLevel: K is never split
 	// (split_k.go adds partial products in another order than one accumulation) and
@@ -74,6 +76,13 @@ func Compile(g *core.Graph, opts Options) (exe *Executable, err error) {
 	}
 	if err := CheckOptions(opts); err != nil {
 		return nil, err
+	}
+	if opts.FixedTiles { // the tile pass's fixed rules, as without the tile search
+		opts.Disabled = maps.Clone(opts.Disabled)
+		if opts.Disabled == nil {
+			opts.Disabled = map[string]bool{}
+		}
+		opts.Disabled["search-tiles"] = true
 	}
 	start := time.Now()
 	c := &compilation{opts: opts, chip: opts.Chip, graph: g}

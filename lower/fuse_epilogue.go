@@ -148,10 +148,11 @@ func epilogueFits(c *compilation, g *core.Graph, m, u core.Value, body string, e
 	if g.Nodes[m].Attrs.Bool("transpose_a", false) {
 		k = a.Shape[0]
 	}
-	// The tiling chooseTiling will give the fused op (the search is cached).
+	// Fusion is decided on the tile pass's (fixed) tiling; the tile search cuts each
+	// tiling it weighs for the epilogue as fitEpilogue does.
 	p := matmulProblem{dt: a.DType, out: g.Type(u).DType, batch: 1, m: s[0], n: s[1], k: k,
 		aMatrices: 1, bMatrix: b.Shape[:len(b.Shape)-2].NumElements(), wholeK: true}
-	t, _, err := chooseMatmulTiling(c.chip, p, c.opts.fixedTiles(), nil)
+	t, _, err := chooseMatmulTiling(c.chip, p, nil)
 	if err != nil {
 		return false
 	}

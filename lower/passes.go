@@ -57,6 +57,7 @@ var passTable = []Pass{
 	{Name: "fold-attention-transpose", MinLevel: O2, Produces: LevelTensor, After: []string{"fuse-attention"}, Run: runFoldAttentionTranspose},
 	{Name: "fold-views", MinLevel: O2, Produces: LevelTensor, After: []string{"fuse-epilogue"}, Run: runFoldViews},
 	{Name: "tile", Required: true, Produces: LevelTile, After: []string{"split-reductions"}, Run: runTile},
+	{Name: "search-tiles", MinLevel: O1, Produces: LevelTile, After: []string{"tile"}, Run: runSearchTiles},
 	{Name: "assign-cores", Required: true, Produces: LevelBlock, After: []string{"tile"}, Run: runAssignCores},
 	{Name: "plan-exec", Required: true, Produces: LevelExec, After: []string{"assign-cores"}, Run: runPlanExec},
 	{Name: "check-memory-pool", Required: true, Produces: LevelExec, After: []string{"plan-exec"}, Run: runCheckMemoryPool},

@@ -10,8 +10,9 @@ type TileChoice struct {
 	Tile    []int  `json:"tile"`
 	Grid    []int  `json:"grid"`
 	Reason  string `json:"reason"` // starts with "given" for a tile the program fixed
-	// EstimatedCycles is the timing model's prediction for the op (the one the matmul
-	// tile search minimises); 0 for vector kernels, whose tiles follow fixed rules.
+	// EstimatedCycles is the device's estimate of the op's task (the one the tile
+	// search minimises, tiling_estimate.go) for matmul, attention and row kernels; 0
+	// for the other kernels, whose tiles follow fixed rules.
 	EstimatedCycles float64 `json:"estimated_cycles"`
 	EstimatedMs     float64 `json:"estimated_ms"`
 	// MeasuredCycles is the simulated time of the op's task in a run (0: not run).
@@ -30,8 +31,7 @@ func (e *Executable) TileChoices(run *RunStats) []TileChoice {
 	for _, op := range tg.Ops {
 		c := TileChoice{Op: op.Op, Kind: op.Kind.String(), Problem: op.Problem, Tile: op.Tile, Grid: op.Grid,
 			Reason: op.Reason, File: op.Loc.File, Line: op.Loc.Line}
-		if op.Kind == TileMatmul || op.Kind == TileMatmulEpilogue {
-			c.EstimatedCycles = estimateMatmul(e.chip, matmulProblemOf(op, tg.Tensors), matmulTilingOf(op.Tile)).total
+		if c.EstimatedCycles = estimateOp(e.chip, tg, op); c.EstimatedCycles > 0 {
 			c.EstimatedMs = c.EstimatedCycles / e.chip.ClockHz * 1e3
 		}
 		out = append(out, c)

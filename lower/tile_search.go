@@ -2,8 +2,12 @@ package lower
 
 import (
 	"fmt"
+	"runtime"
+	"slices"
+	"sort"
 	"sync"
 
+	"pypto/core"
 	"pypto/device"
 	"pypto/dtype"
 	"pypto/isa"
@@ -60,6 +64,9 @@ func nAlign(dt dtype.DType) int { return kAlign(dt) }
 // two L0A and two L0B operands (double-buffered), one accumulator in L0C, and two L1
 // stages of A and B (double-buffered), all on fractal boundaries.
 func (t matmulTiling) fits(chip *device.Chip, dt dtype.DType) string {
+	if t.fitsChip(chip, dt) {
+		return ""
+	}
 	size, ka, na := dt.Size(), kAlign(dt), nAlign(dt)
 	switch {
 	case t.tm <= 0 || t.tn <= 0 || t.tk <= 0 || t.stepK <= 0 || t.kc <= 0:
@@ -78,209 +85,273 @@ func (t matmulTiling) fits(chip *device.Chip, dt dtype.DType) string {
 	return ""
 }
 
-// matmulEstimate is the timing model's prediction for a tiling, in cycles.
-type matmulEstimate struct {
-	total      float64 // the whole op: launch, the busiest core, the split-K reduction
-	stage      float64 // one L1 stage of a full tile in steady state
-	tilesPer   int     // output tiles (K chunks included) of the busiest core
-	bound      string  // the pipe that bounds a stage
-	cubeCycles float64 // cube cycles of the whole op, summed over cores
+// fitsChip is fits without the message, for the search's many candidates.
+func (t matmulTiling) fitsChip(chip *device.Chip, dt dtype.DType) bool {
+	size, ka, na := dt.Size(), kAlign(dt), nAlign(dt)
+	return t.tm > 0 && t.tn > 0 && t.tk > 0 && t.stepK > 0 && t.kc > 0 &&
+		t.tm%cubeAlign == 0 && t.tn%na == 0 && t.tk%ka == 0 &&
+		2*t.tm*t.tk*size <= chip.Capacity(isa.Left) && 2*t.tk*t.tn*size <= chip.Capacity(isa.Right) &&
+		t.tm*t.tn*accType(dt).Size() <= chip.Capacity(isa.Acc) && 2*(t.tm+t.tn)*t.stageK()*size <= chip.Capacity(isa.Mat)
 }
 
-// estimateMatmul predicts the time of the cube kernel the code generator emits for t
-// from the chip's rates, the same costs the simulator charges (docs/device.md,
-// "Timing model"): per stage, the cube, the L1 -> L0 extracts and the two loads run
-// on separate pipes, overlapped by double buffering, so a stage takes the slowest of
-// them; a tile adds the store of its accumulator, which the next tile's first matmul
-// waits for; the first stage of a core is not overlapped; the task pays its launch.
-// Loads on a chip with an L2 stream at the core's L2 port and the cold misses are
-// bounded by the shared HBM rate. A split K adds the reduction task. Edge tiles are
-// charged as full ones, which the cube does (their accumulator is the full tile).
-func estimateMatmul(chip *device.Chip, p matmulProblem, t matmulTiling) matmulEstimate {
-	size, acc := float64(p.dt.Size()), float64(accType(p.dt).Size())
-	gm, gn, gk := ceilDiv(p.m, t.tm), ceilDiv(p.n, t.tn), kChunks(p.k, t.kc)
-	tiles := p.batch * gm * gn * gk
-	cores := chip.Cores(isa.Cube)
-	if tiles == 0 {
-		return matmulEstimate{bound: "no"} // an empty result: no task runs
+// chooseMatmulTiling gives the tiling the tile pass starts a matmul from: the user's
+// when given (checked against the chip), else the fixed rule of matmulTile. The
+// search-tiles pass then replaces the fixed rule's by the best the device's timing
+// model finds.
+func chooseMatmulTiling(chip *device.Chip, p matmulProblem, user *matmulTiling) (matmulTiling, string, error) {
+	if user == nil {
+		return matmulTile(chip, p.dt, p.m, p.n, p.k)
 	}
-	perCore := ceilDiv(tiles, min(tiles, cores))
-
-	startup := func(pipe isa.Pipe) float64 { return float64(chip.PipeStartup[pipe]) }
-	matmul := startup(isa.PipeM) + float64(ceilDiv(t.tm, chip.CubeM)*ceilDiv(t.tk, chip.CubeKStep(p.dt))*ceilDiv(t.tn, chip.CubeN))
-	extract := 2*startup(isa.PipeMTE1) + float64(t.tm*t.tk)*size/float64(chip.L1ToL0ABytesPerCycle) +
-		float64(t.tk*t.tn)*size/float64(chip.L1ToL0BBytesPerCycle)
-	kc := min(t.kc, max(p.k, 1))
-	blocks := max(1, ceilDiv(kc, t.tk))
-	stages := max(1, ceilDiv(kc, t.stageK()))
-	rows := float64(min(t.tm, p.m) + min(t.tn, p.n)) // of A and B a tile loads per unit of K
-	tileBytes := rows * float64(kc) * size
-	latency, perByte := startup(isa.PipeMTE2), 1/float64(chip.GMReadBytesPerCycle)
-	coldBytes := 0.0
-	if chip.L2Bytes > 0 {
-		// The first read of each line misses and streams at the core's share of HBM
-		// (split among the cores missing at the time, about the miss ratio of them);
-		// every later read hits at the core's L2 port. A miss costs the bytes the
-		// window wanted from the line, so windows whose rows are narrower than a line
-		// miss on that part of it only and leave the rest to hit for the neighbours.
-		line := float64(chip.L2LineBytes)
-		rowA, rowB := min(t.stageK(), kc), min(t.tn, p.n) // the contiguous axis of each window
-		if p.transA {
-			rowA = min(t.tm, p.m)
-		}
-		if p.transB {
-			rowB = min(t.stageK(), kc)
-		}
-		coldBytes = size * (float64(p.aMatrices*p.m*p.k)*min(1, float64(rowA)*size/line) + float64(p.bMatrix*p.k*p.n)*min(1, float64(rowB)*size/line))
-		miss := min(1, coldBytes/(float64(tiles)*tileBytes))
-		port := float64(chip.L2ReadBytesPerCycle)
-		share := min(port, float64(chip.HBMBytesPerCycle)/max(1, miss*float64(min(tiles, cores))))
-		latency = float64(chip.L2HitCycles)*(1-miss) + float64(chip.L2MissCycles)*miss
-		perByte = (1-miss)/port + miss/share
+	t := *user
+	if t.kc == 0 {
+		t.kc = max(p.k, 1)
 	}
-	// Per tile, each pipe's work: every stage pays two load latencies; issue is two
-	// loads per stage and three instructions per base block, each with about one flag.
-	pipes := []struct {
-		name   string
-		cycles float64
-	}{
-		{"cube", float64(blocks) * matmul},
-		{"load", float64(stages)*2*latency + tileBytes*perByte},
-		{"extract", float64(blocks) * extract},
-		{"issue", float64(chip.IssueCycles) * 2 * float64(2*stages+3*blocks)},
+	if why := t.fits(chip, p.dt); why != "" {
+		return t, "", fmt.Errorf("matmul tile %v does not fit chip %s: %s", t.tile(), chip.Name, why)
 	}
-	e := matmulEstimate{tilesPer: perCore}
-	busiest := 0.0
-	for _, pp := range pipes {
-		if pp.cycles > busiest {
-			busiest, e.bound = pp.cycles, pp.name
-		}
-	}
-	e.stage = busiest / float64(stages)
-	store := startup(isa.PipeFIX) + float64(t.tm*t.tn)*acc/float64(chip.FixpipeBytesPerCycle)
-	fill := 2*latency + rows*float64(min(t.stageK(), kc))*size*perByte + extract // the first stage, not overlapped
-	core := fill + float64(perCore)*(busiest+store)
-	if chip.L2Bytes > 0 {
-		// All of it crosses HBM: the cold reads and, the L2 being write-through, the
-		// stored tiles (fp32 partials when K is split).
-		written := float64(p.batch*p.m*p.n) * float64(p.out.Size())
-		if gk > 1 {
-			written = float64(p.batch*p.m*p.n*gk) * acc
-		}
-		core = max(core, (coldBytes+written)/float64(chip.HBMBytesPerCycle))
-	}
-	e.total = float64(chip.LaunchCycles) + core
-	e.cubeCycles = float64(tiles*blocks) * matmul
-	if gk > 1 {
-		e.total += estimateSplitKSum(chip, p, gk)
-	}
-	return e
+	return t, fmt.Sprintf("given; fits chip %s", chip.Name), nil
 }
 
-// estimateSplitKSum is the time of the vector task that adds gk fp32 partial products
-// and casts the sum: a launch, then the vector cores stream the partials in and the
-// result out. The partials come from HBM (a task starts with a cold L2), shared by
-// all vector cores.
-func estimateSplitKSum(chip *device.Chip, p matmulProblem, gk int) float64 {
-	elems := float64(p.batch * p.m * p.n)
-	rate := float64(chip.GMReadBytesPerCycle)
-	if chip.L2Bytes > 0 {
-		rate = min(float64(chip.L2ReadBytesPerCycle), float64(chip.HBMBytesPerCycle)/float64(chip.VectorCores))
+// runSearchTiles is the search-tiles pass: every matmul, attention and row kernel whose
+// tile the program did not give gets the tiling the device's timing model times
+// fastest among the candidates that fit (tiling_estimate.go says how they are timed).
+// Without the pass (O0, disable_passes, Options.FixedTiles) the tile pass's fixed
+// rules stand. A matmul whose best tiling splits K gains the reduction task after it.
+func runSearchTiles(c *compilation) error {
+	est := newEstimator(c.chip)
+	tg := c.tile
+	ops := make([]*TileOp, 0, len(tg.Ops))
+	for _, op := range tg.Ops {
+		ops = append(ops, op)
+		given, err := userTileShape(op)
+		if err != nil || given != nil {
+			continue
+		}
+		var cands func(*device.Chip, *TileGraph, *TileOp) []candidate
+		switch op.Kind {
+		case TileMatmul, TileMatmulEpilogue:
+			cands = matmulCandidates
+		case TileAttention:
+			cands = attentionCandidates
+		case TileRows:
+			cands = rowsCandidates
+		default:
+			continue
+		}
+		ch, err := searchTiling(est, tg, op, cands)
+		if err != nil {
+			return core.Errorf(core.CompileError, "%s: tile search: %v", op.Op, err).WithLoc(op.Loc)
+		}
+		op.Tile, op.Reason = ch.tile, ch.reason
+		op.Grid = tileGrid(op.Kind, op.Problem, op.Tile)
+		sum, err := splitKSum(tg, op, c.chip)
+		if err != nil {
+			return core.Errorf(core.CompileError, "%s: %v", op.Op, err).WithLoc(op.Loc)
+		}
+		if sum != nil {
+			ops = append(ops, sum)
+		}
 	}
-	outRate := float64(chip.UBToGMBytesPerCycle)
-	if chip.L2Bytes > 0 { // the result is written through to HBM, shared by all vector cores
-		outRate = min(outRate, float64(chip.HBMBytesPerCycle)/float64(chip.VectorCores))
-	}
-	in := elems * 4 * float64(gk) / rate
-	out := elems * float64(p.out.Size()) / outRate
-	return float64(chip.LaunchCycles) + (in+out)/float64(chip.VectorCores) + float64(chip.PipeStartup[isa.PipeMTE2])
+	tg.Ops = ops
+	return nil
 }
 
-// matmulSearches caches tile searches by op signature and chip, so compiling the same
-// shapes again (another graph, a recompilation) does not search again.
-var matmulSearches = struct {
-	sync.Mutex
-	done map[string]matmulChoice
-	runs int // searches run (not answered from the cache)
-}{done: map[string]matmulChoice{}}
+// candidate is one tiling a search considers: its tile, the lower bound the device
+// gives for it (device.Chip.Bound) and what it is, for the reason.
+type candidate struct {
+	tile  []int
+	bound int64
+	// instrs is the instructions of the busiest block, which orders candidates of equal
+	// bound: fewer pay fewer fixed costs.
+	instrs int64
+	// shape is what sets the blocks and waves (matmul: tm, tn and kc; attention: the
+	// rows per tile; rows: the rows per tile). The first candidates timed differ in it.
+	shape [3]int
+}
 
-// maxCachedSearches bounds the cache; a search costs a few milliseconds.
-const maxCachedSearches = 4096
+// maxTimed is the most candidates a search simulates: assumed, so that a search
+// costs tens of milliseconds at most.
+const maxTimed = 3
 
-type matmulChoice struct {
-	tiling matmulTiling
+// tileChoice is what a search picked and why.
+type tileChoice struct {
+	tile   []int
 	reason string
 }
 
-// fixedTiles reports whether matmul tiles come from the fixed rule: asked for, or at
-// O0, which runs no optimisation.
-func (o Options) fixedTiles() bool { return o.FixedTiles || o.OptLevel == O0 }
+// searches caches searches by chip and op signature (everything but the tiling), so
+// that the repeated layers of a model, another graph with the same shapes or a
+// recompilation do not search again.
+var searches = struct {
+	sync.Mutex
+	done map[string]tileChoice
+	runs int // searches run (not answered from the cache)
+}{done: map[string]tileChoice{}}
 
-// chooseMatmulTiling picks the tiling of a matmul: the user's when given (checked
-// against the chip), the fixed rule of matmulTile when fixed is set (no search), else
-// the best of a search scored by estimateMatmul.
-func chooseMatmulTiling(chip *device.Chip, p matmulProblem, fixed bool, user *matmulTiling) (matmulTiling, string, error) {
-	switch {
-	case user != nil:
-		t := *user
-		if t.kc == 0 {
-			t.kc = max(p.k, 1)
-		}
-		if why := t.fits(chip, p.dt); why != "" {
-			return t, "", fmt.Errorf("matmul tile %v does not fit chip %s: %s", t.tile(), chip.Name, why)
-		}
-		return t, fmt.Sprintf("given; estimated %.0f cycles on %s", estimateMatmul(chip, p, t).total, chip.Name), nil
-	case fixed:
-		return matmulTile(chip, p.dt, p.m, p.n, p.k)
-	}
-	key := fmt.Sprintf("%+v|%+v", *chip, p)
-	matmulSearches.Lock()
-	c, ok := matmulSearches.done[key]
-	matmulSearches.Unlock()
+// maxCachedSearches bounds the cache.
+const maxCachedSearches = 4096
+
+// searchTiling times the candidates in the order of their bounds, the lowest first,
+// and stops when the next bound is no lower than the best time found (no candidate
+// left can win) or maxTimed have been timed; the fastest is the choice.
+func searchTiling(est *estimator, tg *TileGraph, op *TileOp, candidates func(*device.Chip, *TileGraph, *TileOp) []candidate) (tileChoice, error) {
+	probe := *op
+	probe.Tile, probe.Grid = nil, nil
+	key := chipKey(est.chip) + estimateKey(tg, &probe)
+	searches.Lock()
+	c, ok := searches.done[key]
+	searches.Unlock()
 	if ok {
-		return c.tiling, c.reason, nil
+		return c, nil
 	}
-	// Search unlocked, so that compilations on other threads do not wait; two that
-	// search the same signature at once find the same answer.
-	c, err := searchMatmulTiling(chip, p)
-	if err != nil {
-		return matmulTiling{}, "", err
+	cands := candidates(est.chip, tg, op)
+	if len(cands) == 0 {
+		return tileChoice{}, fmt.Errorf("no %s tiling fits chip %s", op.Kind, est.chip.Name)
 	}
-	matmulSearches.Lock()
-	defer matmulSearches.Unlock()
-	matmulSearches.runs++
-	if len(matmulSearches.done) >= maxCachedSearches {
-		clear(matmulSearches.done) // a process specialising endless shapes stays bounded
+	cands = rankCandidates(cands)
+	type timed struct {
+		tile   []int
+		cycles int64
 	}
-	matmulSearches.done[key] = c
-	return c.tiling, c.reason, nil
+	var best, second *timed
+	n := 0
+	// Rounds of as many candidates as there are threads, timed in parallel.
+	for round := max(1, runtime.GOMAXPROCS(0)); n < len(cands) && n < maxTimed; {
+		if best != nil && cands[n].bound >= best.cycles {
+			break
+		}
+		batch := cands[n:min(len(cands), n+round, maxTimed)]
+		cycles := make([]int64, len(batch))
+		errs := make([]error, len(batch))
+		inParallel(len(batch), func(i int) bool {
+			cycles[i], errs[i] = candidateCycles(est, tg, op, batch[i].tile)
+			return errs[i] == nil
+		})
+		for i, cand := range batch {
+			if errs[i] != nil {
+				return tileChoice{}, errs[i]
+			}
+			t := &timed{cand.tile, cycles[i]}
+			switch {
+			case best == nil || t.cycles < best.cycles:
+				best, second = t, best
+			case second == nil || t.cycles < second.cycles:
+				second = t
+			}
+		}
+		n += len(batch)
+	}
+	how := "timed whole"
+	if n < len(cands) {
+		how = fmt.Sprintf("%d timed in the order of their bounds, the rest bounded out", n)
+	}
+	reason := fmt.Sprintf("fastest of %d %s tilings by the timing model of %s (%s): %v est %d cycles", len(cands), tilingName(op.Kind), est.chip.Name, how, best.tile, best.cycles)
+	if second != nil {
+		reason += fmt.Sprintf("; runner-up %v est %d", second.tile, second.cycles)
+	}
+	c = tileChoice{tile: best.tile, reason: reason}
+	searches.Lock()
+	defer searches.Unlock()
+	searches.runs++
+	if len(searches.done) >= maxCachedSearches {
+		clear(searches.done)
+	}
+	searches.done[key] = c
+	return c, nil
 }
 
-// searchMatmulTiling scores every tiling that fits the chip: tm and tn on fractal
-// rows up to the output (and 512), tk in powers of two of the K fractal up to 256,
-// one to eight base blocks per stage, and, when the output has fewer tiles than the
-// chip has cube cores, K chunks that give every core work.
-func searchMatmulTiling(chip *device.Chip, p matmulProblem) (matmulChoice, error) {
+// rankCandidates orders candidates by bound, then instructions, and puts first the
+// best of each shape, so that the few a search times spread over the ways of dealing
+// the work to the cores rather than over variants of one.
+func rankCandidates(cands []candidate) []candidate {
+	sort.SliceStable(cands, func(i, j int) bool {
+		if cands[i].bound != cands[j].bound {
+			return cands[i].bound < cands[j].bound
+		}
+		return cands[i].instrs < cands[j].instrs
+	})
+	seen := map[[3]int]bool{}
+	var first, rest []candidate
+	for _, c := range cands {
+		if seen[c.shape] {
+			rest = append(rest, c)
+			continue
+		}
+		seen[c.shape] = true
+		first = append(first, c)
+	}
+	return append(first, rest...)
+}
+
+// tilingName names the tile list of a kind, for reasons.
+func tilingName(k TileKind) string {
+	switch k {
+	case TileMatmul, TileMatmulEpilogue:
+		return "[tm,tn,tk,stepk,kc]"
+	case TileAttention:
+		return "[br,hr,bc,copies]"
+	}
+	return "[rows,cols,slots]"
+}
+
+// candidateCycles is the device's estimate of op with the given tile: its task, and a
+// split K's reduction task after it (timed on a copy of the tile graph that holds the
+// workspace).
+func candidateCycles(est *estimator, tg *TileGraph, op *TileOp, tile []int) (int64, error) {
+	probe := *op
+	probe.Tile = tile
+	probe.Grid = tileGrid(op.Kind, op.Problem, tile)
+	scratch := tg
+	var sum *TileOp
+	if probe.Kind == TileMatmul && probe.Grid[3] > 1 {
+		scratch = &TileGraph{Tensors: slices.Clone(tg.Tensors)}
+		var err error
+		if sum, err = splitKSum(scratch, &probe, est.chip); err != nil {
+			return 0, err
+		}
+	}
+	cycles, err := est.cycles(scratch, &probe)
+	if err != nil || sum == nil {
+		return cycles, err
+	}
+	add, err := est.cycles(scratch, sum)
+	return cycles + add, err
+}
+
+// matmulCandidates lists every tiling of a matmul that fits the chip: tm and tn on
+// fractal rows up to the output (and 512; N in 32s for int8, whose L1 rows must be
+// 32-byte blocks), tk in powers of two of the K fractal up to 256, one to eight base
+// blocks per stage, and, when the output has fewer tiles than the chip has cube cores,
+// K chunks that give every core work. A fused matmul's output tile is cut to what its
+// epilogue's vector tiles allow. Each carries the device's bound for it.
+func matmulCandidates(chip *device.Chip, tg *TileGraph, op *TileOp) []candidate {
+	p := matmulProblemOf(op, tg.Tensors)
 	ka, na := kAlign(p.dt), nAlign(p.dt)
 	kMax := roundUp(max(p.k, 1), ka)
 	accBytes := accType(p.dt).Size()
 	cores := chip.Cores(isa.Cube)
-	var best, second matmulTiling
-	var bestE, secondE matmulEstimate
-	n := 0
+	seen := map[matmulTiling]bool{}
+	var out []candidate
+	cut := map[[2]int][2]int{} // an epilogue's cut of tm x tn ({0, 0}: none fits)
 	consider := func(t matmulTiling) {
-		if t.fits(chip, p.dt) != "" {
+		if op.Kind == TileMatmulEpilogue {
+			c, ok := cut[[2]int{t.tm, t.tn}]
+			if !ok {
+				probe := *op
+				probe.Tile = t.tile()
+				if _, err := fitEpilogue(chip, &probe, tg.Tensors); err == nil {
+					c = [2]int{probe.Tile[0], probe.Tile[1]}
+				}
+				cut[[2]int{t.tm, t.tn}] = c
+			}
+			t.tm, t.tn = c[0], c[1]
+		}
+		if t.tm == 0 || seen[t] || !t.fitsChip(chip, p.dt) {
 			return
 		}
-		n++
-		e := estimateMatmul(chip, p, t)
-		switch {
-		case n == 1 || e.total < bestE.total:
-			second, secondE = best, bestE
-			best, bestE = t, e
-		case n == 2 || e.total < secondE.total:
-			second, secondE = t, e
-		}
+		seen[t] = true
+		w := matmulWork(chip, p, t)
+		out = append(out, candidate{tile: t.tile(), bound: matmulBound(chip, p, t), instrs: w.Instrs, shape: [3]int{t.tm, t.tn, t.kc}})
 	}
 	for tm := cubeAlign; tm <= min(roundUp(max(p.m, 1), cubeAlign), 512); tm += cubeAlign {
 		for tn := na; tn <= min(roundUp(max(p.n, 1), na), 512) && tm*tn*accBytes <= chip.Capacity(isa.Acc); tn += na {
@@ -297,15 +368,49 @@ func searchMatmulTiling(chip *device.Chip, p matmulProblem) (matmulChoice, error
 			}
 		}
 	}
-	if n == 0 {
-		return matmulChoice{}, fmt.Errorf("no matmul tile fits chip %s: even [16,16,%d,1] exceeds its buffers", chip.Name, ka)
+	return out
+}
+
+// matmulBound is the device's bound for tiling t: that of the matmul's task and, with K
+// split, that of the vector task summing the partial products (one pass over them).
+func matmulBound(chip *device.Chip, p matmulProblem, t matmulTiling) int64 {
+	bound := chip.Bound(matmulWork(chip, p, t))
+	if gk := kChunks(p.k, t.kc); gk > 1 {
+		partials := int64(p.batch*p.m*p.n*gk) * int64(accType(p.dt).Size())
+		result := int64(p.batch*p.m*p.n) * int64(p.out.Size())
+		v := int64(chip.VectorCores)
+		bound += chip.Bound(device.Work{LoadBytes: partials / v, StoreBytes: result / v, HBMBytes: partials + result})
 	}
-	reason := fmt.Sprintf("best of %d tilings [tm,tn,tk,stepk,kc] by the timing model of %s: %v est %.0f cycles (%d tiles per core, %s-bound stage of %.0f)",
-		n, chip.Name, best.tile(), bestE.total, bestE.tilesPer, bestE.bound, bestE.stage)
-	if n > 1 {
-		reason += fmt.Sprintf("; runner-up %v est %.0f", second.tile(), secondE.total)
+	return bound
+}
+
+// matmulWork counts what the busiest cube core does under tiling t (the kernel of
+// codegen_matmul.go: per tile, two loads per stage, two extracts and a matmul per base
+// block, one store), and what the task moves through HBM at least.
+func matmulWork(chip *device.Chip, p matmulProblem, t matmulTiling) device.Work {
+	size := int64(p.dt.Size())
+	gk := kChunks(p.k, t.kc)
+	tiles := p.batch * ceilDiv(p.m, t.tm) * ceilDiv(p.n, t.tn) * gk
+	if tiles == 0 {
+		return device.Work{DType: p.dt}
 	}
-	return matmulChoice{tiling: best, reason: reason}, nil
+	per := int64(ceilDiv(tiles, min(tiles, chip.Cores(isa.Cube))))
+	kc := min(t.kc, max(p.k, 1))
+	blocks, stages := int64(ceilDiv(kc, t.tk)), int64(ceilDiv(kc, t.stageK()))
+	outSize := int64(p.out.Size())
+	if gk > 1 {
+		outSize = int64(accType(p.dt).Size())
+	}
+	written := int64(p.batch*p.m*p.n) * outSize * int64(gk)
+	w := device.Work{
+		DType:      p.dt,
+		MACs:       per * int64(t.tm*t.tn) * blocks * int64(t.tk),
+		LoadBytes:  per * int64(min(t.tm, p.m)+min(t.tn, p.n)) * int64(kc) * size,
+		StoreBytes: per * int64(t.tm*t.tn) * outSize,
+		Instrs:     per * (2*stages + 3*blocks + 1),
+		HBMBytes:   (int64(p.aMatrices*p.m*p.k)+int64(p.bMatrix*p.k*p.n))*size + written,
+	}
+	return w
 }
 
 // splitKChunks lists the K chunks (multiples of the stage depth) worth trying when

@@ -209,14 +209,7 @@ func chunkMasks(p []int, a attentionShape, causal bool, qi, c int) []blockMask {
 // blocks, those at the bottom many, so a round-robin would give some cores all the
 // long ones); each block runs its tiles in index order.
 func attentionBlocks(op *TileOp, nb int) [][]int {
-	nq := op.Grid[1]
-	cost := func(t int) int {
-		if !op.Attrs.Bool("is_causal", false) {
-			return 1
-		}
-		last := min(op.Problem[1], (t%nq+1)*op.Tile[0]) - 1
-		return min(ceilDiv(op.Problem[2], op.Tile[2]), last/op.Tile[2]+1) + 1 // + 1: loading Q, storing O
-	}
+	cost := func(t int) int { return attentionTileCost(op, t) }
 	order := make([]int, op.NumTiles())
 	for t := range order {
 		order[t] = t
@@ -238,4 +231,83 @@ func attentionBlocks(op *TileOp, nb int) [][]int {
 		sort.Ints(b)
 	}
 	return blocks
+}
+
+// attentionTileCost is the work of tile t in key blocks visited (1 for every tile
+// without is_causal): causal tiles visit the blocks up to their last row.
+func attentionTileCost(op *TileOp, t int) int {
+	if !op.Attrs.Bool("is_causal", false) {
+		return 1
+	}
+	last := min(op.Problem[1], (t%op.Grid[1]+1)*op.Tile[0]) - 1
+	return min(ceilDiv(op.Problem[2], op.Tile[2]), last/op.Tile[2]+1) + 1 // + 1: loading Q, storing O
+}
+
+// attentionCandidates lists the attention tilings that fit the chip, for the tile
+// search: chunks of 16 to 64 rows (up to the queries a vector core gets), one or two
+// per vector core, 32 to 128 keys per step, the scores in two UB copies when they fit.
+// Smaller tiles than the fixed rule's spread few queries over more cores, at the price
+// of loading every key block once per tile. Each carries the device's bound for it.
+func attentionCandidates(chip *device.Chip, tg *TileGraph, op *TileOp) []candidate {
+	tensors := tg.Tensors
+	a := newAttentionShape(chip.VectorCores/chip.CubeCores, op, tensors)
+	if a.nv < 1 || 3*a.nv > isa.NumQueues {
+		return nil
+	}
+	p := op.Problem
+	causal := op.Attrs.Bool("is_causal", false)
+	var out []candidate
+	for hr := cubeAlign; hr <= min(64, roundUp(ceilDiv(max(p[1], 1), a.nv), cubeAlign)); hr += cubeAlign {
+		for cpv := 1; cpv <= 2 && (cpv == 1 || a.nv*hr < p[1]); cpv++ {
+			for bc := min(128, roundUp(max(p[2], 1), 32)); bc >= 32; bc = roundUp(bc/2, 32) {
+				c := a
+				c.hr, c.cpv, c.bc = hr, cpv, bc
+				c.masks = maxMasks(p, c, causal)
+				if !c.fits(chip) {
+					if bc == 32 {
+						break
+					}
+					continue
+				}
+				copies := 1
+				if c.ub(true) <= chip.Capacity(isa.Vec) {
+					copies = 2
+				}
+				tile := []int{c.rows(), hr, bc, copies}
+				w := attentionWork(chip, op, tensors, c, tile)
+				out = append(out, candidate{tile: tile, bound: chip.Bound(w), instrs: int64(ceilDiv(max(op.Problem[2], 1), bc) * cpv), shape: [3]int{tile[0]}})
+				if bc == 32 {
+					break
+				}
+			}
+		}
+	}
+	return out
+}
+
+// attentionWork counts what the busiest cube core does with tile: both products over
+// the key blocks its tiles visit, loading Q once per tile and K^T and V once per key
+// block, and what the task moves through HBM at least (q, k, v and the output once).
+func attentionWork(chip *device.Chip, op *TileOp, tensors []GMTensor, a attentionShape, tile []int) device.Work {
+	probe := *op
+	probe.Tile = tile
+	probe.Grid = tileGrid(op.Kind, op.Problem, tile)
+	size := int64(a.dt.Size())
+	w := device.Work{DType: a.dt}
+	for _, b := range dealTiles(&probe, min(probe.NumTiles(), chip.Cores(isa.Cube))) {
+		var macs, loads int64
+		for _, t := range b {
+			keys := int64(min(op.Problem[2], attentionTileCost(&probe, t)*a.bc))
+			if !op.Attrs.Bool("is_causal", false) {
+				keys = int64(op.Problem[2])
+			}
+			macs += int64(a.rows()) * keys * int64(a.dp+a.dv)
+			loads += (int64(a.rows()*a.dp) + keys*int64(a.dp+a.dv)) * size
+		}
+		w.MACs, w.LoadBytes = max(w.MACs, macs), max(w.LoadBytes, loads)
+	}
+	for _, t := range append(append([]int(nil), op.Inputs...), op.Output) {
+		w.HBMBytes += int64(tensors[t].Type.Bytes())
+	}
+	return w
 }

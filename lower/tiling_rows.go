@@ -104,3 +104,50 @@ func rowsKernelBytes(p *rowsPlan, tr, tc, slots int) int {
 	}
 	return bytes
 }
+
+// rowsCandidates lists the row kernel tilings the tile search weighs: whole rows, in
+// two or three slots, the most rows that fit the UB and fewer, so that the tiles make
+// one to four waves over the vector cores. A row kernel in passes over chunks keeps
+// the rule's tile. Each carries the device's bound for it.
+func rowsCandidates(chip *device.Chip, tg *TileGraph, op *TileOp) []candidate {
+	p, err := rowsPlanOf(op.Attrs)
+	if err != nil {
+		return nil
+	}
+	work := func(tile []int) int64 {
+		bytes := int64(0)
+		for _, t := range append(append([]int(nil), op.Inputs...), op.Output) {
+			bytes += int64(tg.Tensors[t].Type.Bytes())
+		}
+		tiles := ceilDiv(max(p.rows, 1), tile[0])
+		per := int64(ceilDiv(tiles, min(tiles, chip.Cores(isa.Vector))) * tile[0])
+		return chip.Bound(device.Work{LoadBytes: bytes * per / int64(max(p.rows, 1)), HBMBytes: bytes})
+	}
+	tc := op.Tile[1]
+	if tc < p.cols { // chunks of rows: the rule's tile only
+		return []candidate{{tile: op.Tile, bound: work(op.Tile)}}
+	}
+	seen := map[[2]int]bool{}
+	var out []candidate
+	cores := chip.Cores(isa.Vector)
+	for _, slots := range []int{2, 3} {
+		most := fitRows(p, tc, slots, chip.Capacity(isa.Vec))
+		if slots > 2 && rowsKernelBytes(p, most, tc, slots) > chip.Capacity(isa.Vec) {
+			continue // not even one row in three slots
+		}
+		for waves := 0; waves <= 4; waves++ {
+			tr := most
+			if waves > 0 {
+				tr = min(most, ceilDiv(max(p.rows, 1), waves*cores))
+			}
+			tr = periodRows(p, max(tr, 1))
+			if seen[[2]int{tr, slots}] {
+				continue
+			}
+			seen[[2]int{tr, slots}] = true
+			tile := []int{tr, tc, slots}
+			out = append(out, candidate{tile: tile, bound: work(tile), shape: [3]int{tr}})
+		}
+	}
+	return out
+}

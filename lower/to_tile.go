@@ -112,7 +112,7 @@ func chooseTiling(op *TileOp, tensors []GMTensor, opts Options) error {
 		if uerr != nil {
 			return uerr
 		}
-		t, op.Reason, err = chooseMatmulTiling(chip, problem, opts.fixedTiles(), user)
+		t, op.Reason, err = chooseMatmulTiling(chip, problem, user)
 		op.Tile = t.tile()
 		if err == nil && op.Kind == TileMatmulEpilogue {
 			op.Reason, err = fitEpilogue(chip, op, tensors)

@@ -1,0 +1,296 @@
+package lower
+
+import (
+	"fmt"
+	"sync"
+
+	"pypto/device"
+)
+
+// The tile search asks the device what a candidate costs: it emits the blocks the
+// candidate's kernel would run (the same code generation as the compiled program),
+// compiles them with the backend and times them with the device's timing-only
+// simulator (device.EstimateTask). Nothing here models time; it only chooses what to
+// simulate so that a search stays cheap:
+//
+//   - a task of at most exactBudget instructions is simulated whole, so the estimate
+//     is the time a run of that kernel reports;
+//   - a larger one runs every block's first tile, then its first two, on all the
+//     cores at once (so the cores share the L2 and HBM as in the run), and the time
+//     is extrapolated along the busiest block's work (tiles, or key blocks for causal
+//     attention), which is how a block of like tiles grows;
+//   - when even that exceeds waveBudget, the busiest block alone is timed so on the
+//     chip as one of the task's cores sees it (device.Chip.Share: its fair share of
+//     HBM).
+
+// exactBudget and waveBudget are the most instructions (over all blocks) a whole-task
+// and a sampled estimate simulate: assumed, about 0.1 and 0.2 s of simulation.
+const (
+	exactBudget = 60000
+	waveBudget  = 120000
+)
+
+// estimator times candidates of ops of one tile graph on one chip.
+type estimator struct {
+	chip     *device.Chip
+	compiler *device.Compiler
+}
+
+func newEstimator(chip *device.Chip) *estimator {
+	return &estimator{chip: chip, compiler: device.NewCompiler(chip)}
+}
+
+// estimates caches estimates by chip, op and tiling: the layers of a model repeat the
+// same kernels, and a recompilation asks again.
+var estimates = struct {
+	sync.Mutex
+	done map[string]int64
+	runs int // estimates computed (not answered from the cache)
+}{done: map[string]int64{}}
+
+// maxCachedEstimates bounds the cache; an estimate costs up to a few milliseconds.
+const maxCachedEstimates = 1 << 14
+
+// estimateKey identifies what an estimate depends on: the chip, the op with its
+// attributes, its problem and tiling, and the types and views of its tensors.
+func estimateKey(tg *TileGraph, op *TileOp) string {
+	key := fmt.Sprintf("%s|%d|%v|%v|%v|%v", op.Op, op.Kind, op.Problem, op.Tile, op.Grid, op.Attrs)
+	for _, t := range append(append([]int(nil), op.Inputs...), op.Output) {
+		g := tg.Tensors[t]
+		key += fmt.Sprintf("|%s", g.Type)
+		if g.View != nil {
+			key += fmt.Sprintf("%+v", *g.View)
+		}
+	}
+	return key
+}
+
+// cycles is the device's estimate of op's task with the tiling op carries (Problem,
+// Tile and Grid set), in cycles, launch included.
+func (e *estimator) cycles(tg *TileGraph, op *TileOp) (int64, error) {
+	if op.NumTiles() == 0 {
+		return 0, nil // no task runs
+	}
+	key := chipKey(e.chip) + estimateKey(tg, op)
+	estimates.Lock()
+	c, ok := estimates.done[key]
+	estimates.Unlock()
+	if ok {
+		return c, nil
+	}
+	c, err := e.simulate(tg, op)
+	if err != nil {
+		return 0, err
+	}
+	estimates.Lock()
+	defer estimates.Unlock()
+	estimates.runs++
+	if len(estimates.done) >= maxCachedEstimates {
+		clear(estimates.done)
+	}
+	estimates.done[key] = c
+	return c, nil
+}
+
+// chipKey names a chip by its parameters, so that an edited chip is another chip.
+func chipKey(chip *device.Chip) string { return fmt.Sprintf("%+v", *chip) }
+
+// simulate times op: whole when its task is small, else by samples of its blocks
+// (see the top of this file).
+func (e *estimator) simulate(tg *TileGraph, op *TileOp) (int64, error) {
+	blocks := dealTiles(op, min(op.NumTiles(), e.chip.Cores(op.Core)))
+	work := func(tiles []int) int {
+		w := 0
+		for _, t := range tiles {
+			w += tileWork(op, t)
+		}
+		return w
+	}
+	busiest := blocks[0]
+	for _, b := range blocks[1:] {
+		if work(b) > work(busiest) {
+			busiest = b
+		}
+	}
+	first, err := e.emit(tg, op, [][]int{busiest[:1]})
+	if err != nil {
+		return 0, err
+	}
+	perTile := instructions(first)
+	if perTile*op.NumTiles() <= exactBudget {
+		all, err := e.emit(tg, op, blocks)
+		if err != nil {
+			return 0, err
+		}
+		return e.run(e.chip, tg, op, all)
+	}
+	chip, sampled := e.chip, blocks
+	if 3*perTile*len(blocks) > waveBudget {
+		chip, sampled = e.chip.Share(hbmSharers(tg, op, blocks, busiest)), [][]int{busiest}
+	}
+	// t(s) times every sampled block's first s tiles.
+	t := func(s int) (int64, error) {
+		heads := make([][]int, len(sampled))
+		for i, b := range sampled {
+			heads[i] = b[:min(s, len(b))]
+		}
+		em, err := e.emit(tg, op, heads)
+		if err != nil {
+			return 0, err
+		}
+		return e.run(chip, tg, op, em)
+	}
+	if len(busiest) <= 2 {
+		return t(len(busiest))
+	}
+	t1, err := t(1)
+	if err != nil {
+		return 0, err
+	}
+	t2, err := t(2)
+	if err != nil {
+		return 0, err
+	}
+	w1, w2 := tileWork(op, busiest[0]), tileWork(op, busiest[1])
+	return t1 + (t2-t1)*int64(work(busiest)-w1)/int64(max(1, w2)), nil
+}
+
+// hbmSharers is how many cores' worth of HBM traffic the task's cores make while the
+// busiest block makes its own: the distinct input bytes of every block's first tile
+// over those of the busiest block's first tile (cores reading the same data, such as
+// the keys and values of one head, fetch it once into the shared L2), between 1 and
+// the number of blocks.
+func hbmSharers(tg *TileGraph, op *TileOp, blocks [][]int, busiest []int) int {
+	union := map[[4]int]int{}
+	for _, b := range blocks {
+		for k, n := range tileReads(tg, op, b[0]) {
+			union[k] = n
+		}
+	}
+	all, own := 0, 0
+	for _, n := range union {
+		all += n
+	}
+	for _, n := range tileReads(tg, op, busiest[0]) {
+		own += n
+	}
+	return min(len(blocks), max(1, (all+own/2)/max(own, 1)))
+}
+
+// tileReads names the pieces of input tile t reads, with their bytes: a matmul's
+// panel of A rows and of B columns, an attention's query rows and its head's keys and
+// values, a row kernel's rows.
+func tileReads(tg *TileGraph, op *TileOp, t int) map[[4]int]int {
+	in := func(i int) int { return tg.Tensors[op.Inputs[i]].Type.DType.Size() }
+	switch op.Kind {
+	case TileMatmul, TileMatmulEpilogue:
+		p := matmulProblemOf(op, tg.Tensors)
+		gm, gn, gk := op.Grid[1], op.Grid[2], op.Grid[3]
+		ki, ni, mi, b := t%gk, t/gk%gn, t/(gk*gn)%gm, t/(gk*gn*gm)
+		ba, bb := b%max(p.aMatrices, 1), b%max(p.bMatrix, 1)
+		kc := min(op.Tile[4], p.k-ki*op.Tile[4])
+		return map[[4]int]int{
+			{0, ba, mi, ki}: min(op.Tile[0], p.m-mi*op.Tile[0]) * kc * in(0),
+			{1, bb, ni, ki}: min(op.Tile[1], p.n-ni*op.Tile[1]) * kc * in(1),
+		}
+	case TileAttention:
+		b, qi := attentionTileOf(op, t)
+		l, s, e, ev := op.Problem[1], op.Problem[2], op.Problem[3], op.Problem[4]
+		return map[[4]int]int{
+			{0, b, qi}: min(op.Tile[0], l-qi*op.Tile[0]) * e * in(0),
+			{1, b}:     s * (e*in(1) + ev*in(2)),
+		}
+	}
+	bytes := 0
+	for i := range op.Inputs {
+		bytes += tg.Tensors[op.Inputs[i]].Type.Bytes()
+	}
+	return map[[4]int]int{{0, t}: bytes / max(1, op.NumTiles())}
+}
+
+// tileWork is the work of tile t in the units a block's time grows by: one per tile,
+// key blocks for causal attention (whose tiles differ).
+func tileWork(op *TileOp, t int) int {
+	if op.Kind == TileAttention {
+		return attentionTileCost(op, t)
+	}
+	return 1
+}
+
+// emitted is the compiled programs of some blocks of a task.
+type emitted [][]*device.MachineProgram
+
+func instructions(blocks emitted) int {
+	n := 0
+	for _, b := range blocks {
+		for _, m := range b {
+			n += len(m.Instrs)
+		}
+	}
+	return n
+}
+
+// emit generates and compiles the programs of the given blocks of op.
+func (e *estimator) emit(tg *TileGraph, op *TileOp, blocks [][]int) (emitted, error) {
+	vectors := 0
+	if groupEmitters[op.Kind] != nil {
+		vectors = e.chip.VectorCores / e.chip.CubeCores
+	}
+	out := make(emitted, len(blocks))
+	for i, tiles := range blocks {
+		progs, err := emitBlock(tg, op, tiles, fmt.Sprintf("estimate_%s_b%d", op.Op, i), vectors, nil)
+		if err != nil {
+			return nil, err
+		}
+		for _, p := range progs {
+			m, err := e.compiler.Compile(p)
+			if err != nil {
+				return nil, err
+			}
+			out[i] = append(out[i], m)
+		}
+	}
+	return out, nil
+}
+
+// run times blocks of op on chip with each param in a GM buffer of its own.
+func (e *estimator) run(chip *device.Chip, tg *TileGraph, op *TileOp, blocks emitted) (int64, error) {
+	var addrs []int
+	gm := 0
+	for _, t := range kernelArgs(tg, op) {
+		addrs = append(addrs, gm)
+		gm += roundUp(max(tg.Tensors[t].Type.Bytes(), 1), gmAlign)
+	}
+	if groupEmitters[op.Kind] == nil {
+		bs := make([]device.Block, len(blocks))
+		for i, b := range blocks {
+			bs[i] = device.Block{Prog: b[0], ParamAddrs: addrs}
+		}
+		return device.EstimateTask(chip, op.Core, bs, gm)
+	}
+	groups := make([]device.Group, len(blocks))
+	for i, b := range blocks {
+		groups[i].Cube = &device.Block{Prog: b[0], ParamAddrs: addrs}
+		for _, m := range b[1:] {
+			groups[i].Vector = append(groups[i].Vector, device.Block{Prog: m, ParamAddrs: addrs})
+		}
+	}
+	return device.EstimateGroupTask(chip, groups, gm)
+}
+
+// estimateOp is the device's estimate of op as tiled in tg, for reports
+// (Executable.TileChoices); ops whose kind has no estimate give 0.
+func estimateOp(chip *device.Chip, tg *TileGraph, op *TileOp) float64 {
+	switch op.Kind {
+	case TileMatmul, TileMatmulEpilogue, TileAttention, TileRows:
+	default:
+		return 0
+	}
+	c, err := newEstimator(chip).cycles(tg, op)
+	if err != nil {
+		return 0
+	}
+	return float64(c)
+}
+
+
