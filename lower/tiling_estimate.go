@@ -292,5 +292,3 @@ func estimateOp(chip *device.Chip, tg *TileGraph, op *TileOp) float64 {
 	}
 	return float64(c)
 }
-
-
