@@ -70,17 +70,24 @@ func (c *Chip) Share(n int) *Chip {
 // Work is what the busiest core of a task must do, counted by the compiler from the
 // kernel it would emit, and what the whole task must move through HBM.
 type Work struct {
-	DType      dtype.DType // the cube's operand dtype (for its MACs per cycle)
-	MACs       int64       // cube multiply-accumulates, padding included
-	LoadBytes  int64       // GM -> L1 / UB bytes (MTE2)
-	StoreBytes int64       // L0C / UB -> GM bytes (FIX / MTE3)
-	Instrs     int64       // instructions the core's scalar unit issues
-	HBMBytes   int64       // bytes the whole task moves through HBM at least (cold reads, writes)
+	DType       dtype.DType // the cube's operand dtype (for its MACs per cycle)
+	MACs        int64       // cube multiply-accumulates, padding included
+	LoadBytes   int64       // GM -> L1 / UB bytes (MTE2), queue pops included
+	StoreBytes  int64       // L0C / UB -> GM bytes (FIX / MTE3)
+	VectorBytes int64       // bytes of the vector instructions' regions (V)
+	// Starts counts instructions per pipe, each of which holds its pipe for the pipe's
+	// startup at least (loads are counted by their bytes only: their latency may
+	// overlap other transfers).
+	Starts map[isa.Pipe]int64
+	Instrs int64 // instructions the core's scalar unit issues
+	// HBMBytes is what the whole task moves through HBM at least (cold reads, writes).
+	HBMBytes int64
 }
 
 // Bound is a lower bound on the cycles of a task whose busiest core does w: the launch
-// plus the slowest of its units at the chip's peak rates (the cube's MACs, loads at
-// the fastest path, stores, issue) and the task's HBM bytes at the HBM rate. Latency,
+// plus the busiest of its pipes at the chip's peak rates (the cube's MACs, loads at
+// the fastest path, stores, the vector unit, the startups of their instructions, the
+// issue of every instruction) and the task's HBM bytes at the HBM rate. Latency,
 // dependencies and contention only add to it, which is what a simulation measures.
 func (c *Chip) Bound(w Work) int64 {
 	load := c.GMReadBytesPerCycle
@@ -88,18 +95,24 @@ func (c *Chip) Bound(w Work) int64 {
 		load = max(load, c.L2ReadBytesPerCycle)
 	}
 	store := max(c.FixpipeBytesPerCycle, c.UBToGMBytesPerCycle)
-	units := []int64{
-		ceilDiv(w.MACs, c.CubeMACsPerCycle(w.DType)),
-		ceilDiv(w.LoadBytes, load),
-		ceilDiv(w.StoreBytes, store),
-		w.Instrs * int64(c.IssueCycles),
+	pipes := map[isa.Pipe]int64{
+		isa.PipeM:    ceilDiv(w.MACs, c.CubeMACsPerCycle(w.DType)),
+		isa.PipeMTE2: ceilDiv(w.LoadBytes, load),
+		isa.PipeFIX:  ceilDiv(w.StoreBytes, store),
+		isa.PipeV:    ceilDiv(w.VectorBytes, c.VectorBytesPerCycle),
+		isa.PipeS:    w.Instrs * int64(c.IssueCycles),
 	}
-	if c.L2Bytes > 0 {
-		units = append(units, ceilDiv(w.HBMBytes, c.HBMBytesPerCycle))
+	for p, n := range w.Starts {
+		if p != isa.PipeMTE2 {
+			pipes[p] += n * int64(c.PipeStartup[p])
+		}
 	}
 	busiest := int64(0)
-	for _, u := range units {
+	for _, u := range pipes {
 		busiest = max(busiest, u)
+	}
+	if c.L2Bytes > 0 {
+		busiest = max(busiest, ceilDiv(w.HBMBytes, c.HBMBytesPerCycle))
 	}
 	return int64(c.LaunchCycles) + busiest
 }

@@ -2,6 +2,7 @@ package lower
 
 import (
 	"fmt"
+	"maps"
 	"sync"
 	"testing"
 
@@ -71,7 +72,8 @@ func hasSplitK(exe *Executable) bool {
 	return false
 }
 
-// Few output tiles and a long K: the search splits K over the cores, and the partial
+// Few output tiles and a long K: the search splits K over the cores (or a given tile
+// does, where the device times K whole faster), and the partial
 // products added by the vector sum give the reference's values for every operand
 // dtype, transposes and broadcast batch dims.
 func TestSplitKMatchesReference(t *testing.T) {
@@ -81,13 +83,15 @@ func TestSplitKMatchesReference(t *testing.T) {
 		dt    dtype.DType
 		a, b  core.Shape
 		attrs core.Attrs
+		// forced is the tile that splits K where the search keeps it whole
+		forced []int64
 	}{
-		{"a2", "matmul", dtype.Float16, core.Shape{16, 16384}, core.Shape{16384, 16}, nil},
-		{"a2", "matmul", dtype.BFloat16, core.Shape{13, 40000}, core.Shape{9, 40000}, core.Attrs{"transpose_b": true}},
-		{"a2", "matmul", dtype.Float32, core.Shape{30000, 31}, core.Shape{30000, 20}, core.Attrs{"transpose_a": true}},
-		{"a2", "matmul", dtype.Int8, core.Shape{32, 32768}, core.Shape{32768, 32}, nil},
-		{"a2", "batch_matmul", dtype.Float16, core.Shape{2, 1, 16, 30000}, core.Shape{3, 30000, 16}, nil},
-		{"tiny", "matmul", dtype.Float16, core.Shape{50, 8000}, core.Shape{8000, 60}, nil},
+		{"a2", "matmul", dtype.Float16, core.Shape{16, 16384}, core.Shape{16384, 16}, nil, nil},
+		{"a2", "matmul", dtype.BFloat16, core.Shape{13, 40000}, core.Shape{9, 40000}, core.Attrs{"transpose_b": true}, nil},
+		{"a2", "matmul", dtype.Float32, core.Shape{30000, 31}, core.Shape{30000, 20}, core.Attrs{"transpose_a": true}, nil},
+		{"a2", "matmul", dtype.Int8, core.Shape{32, 32768}, core.Shape{32768, 32}, nil, []int64{16, 32, 256, 4, 8192}},
+		{"a2", "batch_matmul", dtype.Float16, core.Shape{2, 1, 16, 30000}, core.Shape{3, 30000, 16}, nil, nil},
+		{"tiny", "matmul", dtype.Float16, core.Shape{50, 8000}, core.Shape{8000, 60}, nil, nil},
 	}
 	for _, c := range cases {
 		t.Run(fmt.Sprintf("%s/%s%v@%v%v", c.chip, c.dt, c.a, c.b, c.attrs), func(t *testing.T) {
@@ -101,6 +105,15 @@ func TestSplitKMatchesReference(t *testing.T) {
 			chip := preset(t, c.chip)
 			exe, err := Compile(g, Options{Chip: chip, Verify: true})
 			require.NoError(t, err)
+			if c.forced != nil {
+				// The device times this one faster with K whole: split it as given.
+				require.False(t, hasSplitK(exe), exe.exec.Blocks.Tiles.Format())
+				attrs := core.Attrs{core.AttrTileShape: c.forced}
+				maps.Copy(attrs, c.attrs)
+				g.Nodes[y].Attrs = attrs
+				exe, err = Compile(g, Options{Chip: chip, Verify: true})
+				require.NoError(t, err)
+			}
 			tg := exe.exec.Blocks.Tiles
 			require.True(t, hasSplitK(exe), "K is split: %s", tg.Format())
 			parsed, err := ParseTileGraph(tg.Format())
@@ -188,7 +201,13 @@ func TestMatmulSearchIsCached(t *testing.T) {
 // Compilations on several threads may search the same signature at once; they agree.
 func TestMatmulSearchFromManyThreads(t *testing.T) {
 	chip := preset(t, "tiny")
-	g := matmulGraph(t, dtype.Float16, core.Shape{3, 77, 1234}, core.Shape{1234, 99}, nil, false)
+	bl := core.NewBuilder("bmm")
+	x := bl.Param("a", core.TensorType{DType: dtype.Float16, Shape: core.Shape{3, 77, 1234}})
+	w := bl.Param("b", core.TensorType{DType: dtype.Float16, Shape: core.Shape{1, 1234, 99}})
+	y, err := bl.Op("batch_matmul", []core.Value{x, w}, nil, core.Location{})
+	require.NoError(t, err)
+	bl.Output(y)
+	g := bl.Graph()
 	var wg sync.WaitGroup
 	got := make([]string, 4)
 	for i := range got {

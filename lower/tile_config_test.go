@@ -124,11 +124,13 @@ func TestTileChoicesListEveryTileOpWithTheMatmulEstimate(t *testing.T) {
 	mm := choices[0]
 	require.Equal(t, "matmul", mm.Kind)
 	require.Equal(t, []int{1, 100, 130, 70}, mm.Problem)
-	require.Contains(t, mm.Reason, "best of")
+	require.Contains(t, mm.Reason, "fastest of")
 	require.Contains(t, mm.Reason, fmt.Sprintf("est %.0f cycles", mm.EstimatedCycles), "the estimate is the search's")
 	require.InDelta(t, mm.EstimatedCycles/1.85e9*1e3, mm.EstimatedMs, 1e-9)
 	for _, c := range choices[1:] {
-		require.Zero(t, c.EstimatedCycles, "vector kernels have no estimate: %+v", c)
+		if c.Kind != "rows" {
+			require.Zero(t, c.EstimatedCycles, "kernels with fixed tiles have no estimate: %+v", c)
+		}
 	}
 }
 

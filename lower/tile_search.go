@@ -214,10 +214,11 @@ func searchTiling(est *estimator, tg *TileGraph, op *TileOp, candidates func(*de
 		cycles int64
 	}
 	var best, second *timed
-	n := 0
+	n, boundedOut := 0, false
 	// Rounds of as many candidates as there are threads, timed in parallel.
 	for round := max(1, runtime.GOMAXPROCS(0)); n < len(cands) && n < maxTimed; {
 		if best != nil && cands[n].bound >= best.cycles {
+			boundedOut = true
 			break
 		}
 		batch := cands[n:min(len(cands), n+round, maxTimed)]
@@ -241,9 +242,12 @@ func searchTiling(est *estimator, tg *TileGraph, op *TileOp, candidates func(*de
 		}
 		n += len(batch)
 	}
-	how := "timed whole"
-	if n < len(cands) {
-		how = fmt.Sprintf("%d timed in the order of their bounds, the rest bounded out", n)
+	how := "each timed"
+	switch {
+	case boundedOut:
+		how = fmt.Sprintf("%d timed in the order of their bounds, the others bounded out", n)
+	case n < len(cands):
+		how = fmt.Sprintf("the %d of the lowest bounds timed", n)
 	}
 	reason := fmt.Sprintf("fastest of %d %s tilings by the timing model of %s (%s): %v est %d cycles", len(cands), tilingName(op.Kind), est.chip.Name, how, best.tile, best.cycles)
 	if second != nil {
@@ -407,6 +411,7 @@ func matmulWork(chip *device.Chip, p matmulProblem, t matmulTiling) device.Work 
 		MACs:       per * int64(t.tm*t.tn) * blocks * int64(t.tk),
 		LoadBytes:  per * int64(min(t.tm, p.m)+min(t.tn, p.n)) * int64(kc) * size,
 		StoreBytes: per * int64(t.tm*t.tn) * outSize,
+		Starts:     map[isa.Pipe]int64{isa.PipeM: per * blocks, isa.PipeMTE1: 2 * per * blocks, isa.PipeFIX: per},
 		Instrs:     per * (2*stages + 3*blocks + 1),
 		HBMBytes:   (int64(p.aMatrices*p.m*p.k)+int64(p.bMatrix*p.k*p.n))*size + written,
 	}

@@ -274,8 +274,7 @@ func attentionCandidates(chip *device.Chip, tg *TileGraph, op *TileOp) []candida
 					copies = 2
 				}
 				tile := []int{c.rows(), hr, bc, copies}
-				w := attentionWork(chip, op, tensors, c, tile)
-				out = append(out, candidate{tile: tile, bound: chip.Bound(w), instrs: int64(ceilDiv(max(op.Problem[2], 1), bc) * cpv), shape: [3]int{tile[0]}})
+				out = append(out, candidate{tile: tile, bound: attentionBound(chip, op, tensors, c, tile), instrs: int64(ceilDiv(max(op.Problem[2], 1), bc) * cpv), shape: [3]int{tile[0]}})
 				if bc == 32 {
 					break
 				}
@@ -285,29 +284,52 @@ func attentionCandidates(chip *device.Chip, tg *TileGraph, op *TileOp) []candida
 	return out
 }
 
-// attentionWork counts what the busiest cube core does with tile: both products over
-// the key blocks its tiles visit, loading Q once per tile and K^T and V once per key
-// block, and what the task moves through HBM at least (q, k, v and the output once).
-func attentionWork(chip *device.Chip, op *TileOp, tensors []GMTensor, a attentionShape, tile []int) device.Work {
+// attentionBound is the device's bound for tile: the larger of the busiest cube
+// core's and the busiest vector core's (attentionWork).
+func attentionBound(chip *device.Chip, op *TileOp, tensors []GMTensor, a attentionShape, tile []int) int64 {
+	cube, vec := attentionWork(chip, op, tensors, a, tile)
+	return max(chip.Bound(cube), chip.Bound(vec))
+}
+
+// attentionWork counts what the busiest block's cube core and one of its vector cores
+// do with tile (codegen_attention.go), and what the task moves through HBM at least
+// (q, k, v and the output once). Per key block the cube loads K^T and V, moves them
+// and each chunk's P to L0, pops P and makes both products of every chunk; a vector
+// core pops each of its chunks' scores and product and runs the online softmax: five
+// instructions over the scores, two over the product and seven over per-row columns.
+func attentionWork(chip *device.Chip, op *TileOp, tensors []GMTensor, a attentionShape, tile []int) (cube, vec device.Work) {
 	probe := *op
 	probe.Tile = tile
 	probe.Grid = tileGrid(op.Kind, op.Problem, tile)
 	size := int64(a.dt.Size())
-	w := device.Work{DType: a.dt}
+	hr, bc, dp, dv, nc := int64(a.hr), int64(a.bc), int64(a.dp), int64(a.dv), int64(a.chunks())
+	causal := op.Attrs.Bool("is_causal", false)
 	for _, b := range dealTiles(&probe, min(probe.NumTiles(), chip.Cores(isa.Cube))) {
-		var macs, loads int64
+		var c, v device.Work
+		c.DType, c.Starts, v.Starts = a.dt, map[isa.Pipe]int64{}, map[isa.Pipe]int64{}
 		for _, t := range b {
-			keys := int64(min(op.Problem[2], attentionTileCost(&probe, t)*a.bc))
-			if !op.Attrs.Bool("is_causal", false) {
-				keys = int64(op.Problem[2])
+			kb := int64(ceilDiv(max(op.Problem[2], 1), a.bc))
+			if causal {
+				kb = int64(attentionTileCost(&probe, t) - 1)
 			}
-			macs += int64(a.rows()) * keys * int64(a.dp+a.dv)
-			loads += (int64(a.rows()*a.dp) + keys*int64(a.dp+a.dv)) * size
+			c.MACs += nc * hr * kb * bc * (dp + dv)
+			c.LoadBytes += (nc*hr*dp + kb*bc*(dp+dv) + nc*kb*hr*bc) * size
+			c.Starts[isa.PipeM] += 2 * nc * kb
+			c.Starts[isa.PipeMTE1] += (2 + 2*nc) * kb
+			steps := int64(a.cpv) * kb
+			v.LoadBytes += steps * hr * (bc + dv) * 4
+			v.VectorBytes += steps * hr * (5*bc + 2*dv) * 4
+			v.Starts[isa.PipeV] += 14 * steps
 		}
-		w.MACs, w.LoadBytes = max(w.MACs, macs), max(w.LoadBytes, loads)
+		if c.MACs > cube.MACs {
+			cube = c
+		}
+		if v.VectorBytes > vec.VectorBytes {
+			vec = v
+		}
 	}
 	for _, t := range append(append([]int(nil), op.Inputs...), op.Output) {
-		w.HBMBytes += int64(tensors[t].Type.Bytes())
+		cube.HBMBytes += int64(tensors[t].Type.Bytes())
 	}
-	return w
+	return cube, vec
 }
