@@ -140,14 +140,22 @@ def test_recommend_tile_gives_the_searched_tiles_with_their_estimates():
     a, b = rand((100, 70), p.float16), rand((70, 130), p.float16)
     (mm,) = p.recommend_tile(p.matmul, [a, b])
     assert mm.kind == "matmul" and mm.problem == [1, 100, 130, 70]
-    assert mm.reason.startswith("best of") and mm.estimated_ms > 0
+    assert mm.reason.startswith("fastest of") and mm.estimated_ms > 0
     # starting from the recommendation gives the same tile, now "given"
     (again,) = p.recommend_tile(lambda x, y: p.matmul(x, y, tile_config=mm.config), [a, b])
     assert again.tile == mm.tile and again.reason.startswith("given")
     assert again.estimated_ms == pytest.approx(mm.estimated_ms)
     assert mm.measured_ms is None
     choices = p.recommend_tile(lambda x: p.softmax(x * 2, axis=-1), [((64, 100), p.float32)])
-    assert [c.kind for c in choices] == ["rows"] and choices[0].estimated_ms is None
+    assert [c.kind for c in choices] == ["rows"] and choices[0].estimated_ms > 0
+    choices = p.recommend_tile(lambda x: p.exp(x), [((64, 100), p.float32)])
+    assert [c.kind for c in choices] == ["elementwise"] and choices[0].estimated_ms is None
+
+
+def test_without_the_tile_search_the_fixed_rules_tile():
+    a, b = rand((100, 70), p.float16), rand((70, 130), p.float16)
+    (mm,) = p.recommend_tile(p.matmul, [a, b], config=p.CompileConfig(disable_passes=("search-tiles",)))
+    assert mm.reason.startswith("fixed rule")
 
 
 def test_recommend_tile_measures_each_op_when_asked():

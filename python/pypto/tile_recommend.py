@@ -21,8 +21,9 @@ __all__ = ["recommend_tile", "TileChoice"]
 #: ...), ``problem`` and ``tile`` (matmul: [batch, m, n, k] and [tm, tn, tk, stepK, kc];
 #: vector kernels: [outer, rows, cols] and [rows, cols]), ``grid`` (tiles per axis),
 #: ``reason`` (why: the search's scores, the rule applied, or "given"),
-#: ``estimated_ms`` (the timing model's prediction, which the matmul tile search
-#: minimises; None for vector kernels, whose tiles follow fixed rules),
+#: ``estimated_ms`` (the device's estimate of the op's task, which the tile search
+#: minimises, for matmul, attention and row kernels; None for the other kernels, whose
+#: tiles follow fixed rules),
 #: ``measured_ms`` (the simulated time of the op's task in a run, with ``measure=True``;
 #: else None), ``location`` ("file:line" of the op) and ``config``, a p.TileConfig
 #: that fixes this tile.
