@@ -177,6 +177,8 @@ const maxTimed = 3
 type tileChoice struct {
 	tile   []int
 	reason string
+	// weighed are the tilings the search timed or ruled out by their bounds.
+	weighed [][]int
 }
 
 // searches caches searches by chip and op signature (everything but the tiling), so
@@ -191,9 +193,9 @@ var searches = struct {
 // maxCachedSearches bounds the cache.
 const maxCachedSearches = 4096
 
-// searchTiling times the candidates in the order of their bounds, the lowest first,
-// and stops when the next bound is no lower than the best time found (no candidate
-// left can win) or maxTimed have been timed; the fastest is the choice.
+// searchTiling times up to maxTimed candidates in the order rankCandidates gives,
+// skipping those whose bound is no lower than the best time found (they cannot win);
+// the fastest is the choice.
 func searchTiling(est *estimator, tg *TileGraph, op *TileOp, candidates func(*device.Chip, *TileGraph, *TileOp) []candidate) (tileChoice, error) {
 	probe := *op
 	probe.Tile, probe.Grid = nil, nil
@@ -214,14 +216,19 @@ func searchTiling(est *estimator, tg *TileGraph, op *TileOp, candidates func(*de
 		cycles int64
 	}
 	var best, second *timed
-	n, boundedOut := 0, false
-	// Rounds of as many candidates as there are threads, timed in parallel.
-	for round := max(1, runtime.GOMAXPROCS(0)); n < len(cands) && n < maxTimed; {
-		if best != nil && cands[n].bound >= best.cycles {
-			boundedOut = true
-			break
+	var weighed [][]int // timed, or bounded out
+	n, i := 0, 0
+	// Rounds of as many candidates as there are threads, timed in parallel; a candidate
+	// whose bound is no lower than the best time found cannot win and is not timed.
+	for round := max(1, runtime.GOMAXPROCS(0)); n < maxTimed && i < len(cands); {
+		var batch []candidate
+		for ; i < len(cands) && len(batch) < min(round, maxTimed-n); i++ {
+			if best != nil && cands[i].bound >= best.cycles {
+				weighed = append(weighed, cands[i].tile)
+				continue
+			}
+			batch = append(batch, cands[i])
 		}
-		batch := cands[n:min(len(cands), n+round, maxTimed)]
 		cycles := make([]int64, len(batch))
 		errs := make([]error, len(batch))
 		inParallel(len(batch), func(i int) bool {
@@ -232,6 +239,7 @@ func searchTiling(est *estimator, tg *TileGraph, op *TileOp, candidates func(*de
 			if errs[i] != nil {
 				return tileChoice{}, errs[i]
 			}
+			weighed = append(weighed, cand.tile)
 			t := &timed{cand.tile, cycles[i]}
 			switch {
 			case best == nil || t.cycles < best.cycles:
@@ -242,18 +250,20 @@ func searchTiling(est *estimator, tg *TileGraph, op *TileOp, candidates func(*de
 		}
 		n += len(batch)
 	}
-	how := "each timed"
-	switch {
-	case boundedOut:
-		how = fmt.Sprintf("%d timed in the order of their bounds, the others bounded out", n)
-	case n < len(cands):
-		how = fmt.Sprintf("the %d of the lowest bounds timed", n)
+	for ; i < len(cands); i++ {
+		if cands[i].bound >= best.cycles {
+			weighed = append(weighed, cands[i].tile)
+		}
+	}
+	how := fmt.Sprintf("%d timed, %d bounded out", n, len(weighed)-n)
+	if untimed := len(cands) - len(weighed); untimed > 0 {
+		how += fmt.Sprintf(", %d of higher bounds untimed", untimed)
 	}
 	reason := fmt.Sprintf("fastest of %d %s tilings by the timing model of %s (%s): %v est %d cycles", len(cands), tilingName(op.Kind), est.chip.Name, how, best.tile, best.cycles)
 	if second != nil {
 		reason += fmt.Sprintf("; runner-up %v est %d", second.tile, second.cycles)
 	}
-	c = tileChoice{tile: best.tile, reason: reason}
+	c = tileChoice{tile: best.tile, reason: reason, weighed: weighed}
 	searches.Lock()
 	defer searches.Unlock()
 	searches.runs++

@@ -58,19 +58,22 @@ func TestAttentionSearchFillsTheCores(t *testing.T) {
 // be timed whole it is the time a timing-only run of the compiled program reports, and
 // the reason quotes it.
 func TestSearchEstimateIsATimingOnlyRun(t *testing.T) {
-	chip := preset(t, "a2")
 	softmax := core.NewBuilder("softmax")
-	x := softmax.Param("x", core.TensorType{DType: dtype.Float16, Shape: core.Shape{1000, 512}})
+	x := softmax.Param("x", core.TensorType{DType: dtype.Float16, Shape: core.Shape{60, 512}})
 	y, err := softmax.Op("softmax", []core.Value{x}, nil, core.Location{})
 	require.NoError(t, err)
 	softmax.Output(y)
-	for name, g := range map[string]*core.Graph{
-		"attention": fewQueries.graph(t),
-		"matmul":    matmulGraph(t, dtype.Float16, core.Shape{300, 520}, core.Shape{520, 130}, nil, false),
-		"split-k":   matmulGraph(t, dtype.Float16, core.Shape{16, 16384}, core.Shape{16384, 16}, nil, false),
-		"rows":      softmax.Graph(),
+	for name, c := range map[string]struct {
+		chip string
+		g    *core.Graph
+	}{
+		"attention": {"a2", attentionCase{q: core.Shape{1, 2, 128, 64}, k: core.Shape{1, 2, 256, 64}, v: core.Shape{1, 2, 256, 64}, dt: dtype.Float16}.graph(t)},
+		"matmul":    {"tiny", matmulGraph(t, dtype.Float16, core.Shape{100, 520}, core.Shape{520, 130}, nil, false)},
+		"split-k":   {"a2", matmulGraph(t, dtype.Float16, core.Shape{16, 16384}, core.Shape{16384, 16}, nil, false)},
+		"rows":      {"tiny", softmax.Graph()},
 	} {
 		t.Run(name, func(t *testing.T) {
+			chip, g := preset(t, c.chip), c.g
 			exe, err := Compile(g, Options{Chip: chip})
 			require.NoError(t, err)
 			tg := exe.exec.Blocks.Tiles
@@ -90,19 +93,21 @@ func TestSearchEstimateIsATimingOnlyRun(t *testing.T) {
 }
 
 // For each kind of kernel the search tiles, the tiling it picks runs no slower than
-// any other it weighed, each simulated whole.
+// any other it weighed (timed, or ruled out by its bound), each simulated whole (on
+// tiny, where the search times these tasks whole too), and every bound it ranked the
+// candidates by is a lower bound of the simulated time.
 func TestSearchPicksTheFastestItWeighs(t *testing.T) {
-	chip := preset(t, "a2")
+	chip := preset(t, "tiny")
 	rows := core.NewBuilder("layer_norm")
-	x := rows.Param("x", core.TensorType{DType: dtype.Float16, Shape: core.Shape{3000, 768}})
+	x := rows.Param("x", core.TensorType{DType: dtype.Float16, Shape: core.Shape{40, 768}})
 	gamma := rows.Param("g", core.TensorType{DType: dtype.Float16, Shape: core.Shape{768}})
 	beta := rows.Param("b", core.TensorType{DType: dtype.Float16, Shape: core.Shape{768}})
 	y, err := rows.Op("layer_norm", []core.Value{x, gamma, beta}, nil, core.Location{})
 	require.NoError(t, err)
 	rows.Output(y)
 	cases := map[string]*core.Graph{
-		"matmul": matmulGraph(t, dtype.Float16, core.Shape{96, 512}, core.Shape{512, 80}, nil, false),
-		"attention": attentionCase{q: core.Shape{1, 2, 200, 64}, k: core.Shape{1, 2, 640, 64}, v: core.Shape{1, 2, 640, 64},
+		"matmul": matmulGraph(t, dtype.Float16, core.Shape{96, 256}, core.Shape{256, 80}, nil, false),
+		"attention": attentionCase{q: core.Shape{1, 1, 96, 64}, k: core.Shape{1, 1, 512, 64}, v: core.Shape{1, 1, 512, 64},
 			dt: dtype.Float16, causal: true}.graph(t),
 		"rows": rows.Graph(),
 	}
@@ -112,16 +117,17 @@ func TestSearchPicksTheFastestItWeighs(t *testing.T) {
 			require.NoError(t, err)
 			tg := exe.exec.Blocks.Tiles
 			op := tg.Ops[0]
-			var cands []candidate
-			switch op.Kind {
-			case TileMatmul, TileMatmulEpilogue:
-				cands = matmulCandidates(chip, tg, op)
-			case TileAttention:
-				cands = attentionCandidates(chip, tg, op)
-			case TileRows:
-				cands = rowsCandidates(chip, tg, op)
-			}
+			candidates := map[TileKind]func(*device.Chip, *TileGraph, *TileOp) []candidate{
+				TileMatmul: matmulCandidates, TileAttention: attentionCandidates, TileRows: rowsCandidates}[op.Kind]
+			cands := candidates(chip, tg, op)
 			require.Greater(t, len(cands), 1)
+			choice, err := searchTiling(newEstimator(chip), tg, op, candidates) // from the cache
+			require.NoError(t, err)
+			require.Equal(t, op.Tile, choice.tile)
+			weighed := map[string]bool{}
+			for _, tile := range choice.weighed {
+				weighed[fmt.Sprint(tile)] = true
+			}
 			est := newEstimator(chip)
 			est.whole = true
 			chosen, err := candidateCycles(est, tg, op, op.Tile)
@@ -131,13 +137,14 @@ func TestSearchPicksTheFastestItWeighs(t *testing.T) {
 				cycles, err := candidateCycles(est, tg, op, c.tile)
 				require.NoError(t, err)
 				assert.LessOrEqual(t, c.bound, cycles, "the bound of %v is a lower bound", c.tile)
-				if cycles < chosen {
+				if weighed[fmt.Sprint(c.tile)] {
+					assert.LessOrEqual(t, chosen, cycles, "weighed %v runs faster than the choice %v", c.tile, op.Tile)
+				} else if cycles < chosen {
 					faster++
-					t.Logf("%v: %d cycles, the choice %v %d", c.tile, cycles, op.Tile, chosen)
 				}
 			}
-			t.Logf("%s: chose %v, %d cycles, of %d tilings; %s", name, op.Tile, chosen, len(cands), op.Reason)
-			assert.Zero(t, faster, "tilings faster than the choice")
+			t.Logf("%s: chose %v, %d cycles; %d of %d tilings weighed, %d faster ones untimed; %s",
+				name, op.Tile, chosen, len(weighed), len(cands), faster, op.Reason)
 		})
 	}
 }
@@ -167,5 +174,37 @@ func TestSearchTilesIsAPass(t *testing.T) {
 		for _, p := range exe.PassTimes() {
 			assert.NotEqual(t, "search-tiles", p.Name, "%+v", opts)
 		}
+	}
+}
+
+// An estimate from samples of a large task's blocks stays close to the whole task's
+// simulated time, on the kernels of a GPT-2 layer and few queries over many keys.
+func TestSampledEstimateTracksTheWholeTask(t *testing.T) {
+	chip := preset(t, "a2")
+	rows := core.NewBuilder("layer_norm")
+	x := rows.Param("x", core.TensorType{DType: dtype.Float16, Shape: core.Shape{1024, 768}})
+	gamma := rows.Param("g", core.TensorType{DType: dtype.Float16, Shape: core.Shape{768}})
+	beta := rows.Param("b", core.TensorType{DType: dtype.Float16, Shape: core.Shape{768}})
+	y, err := rows.Op("layer_norm", []core.Value{x, gamma, beta}, nil, core.Location{})
+	require.NoError(t, err)
+	rows.Output(y)
+	heads := attentionCase{q: core.Shape{1, 12, 1024, 64}, k: core.Shape{1, 12, 1024, 64}, v: core.Shape{1, 12, 1024, 64}, dt: dtype.Float16}
+	for name, g := range map[string]*core.Graph{
+		"few queries": fewQueries.graph(t),
+		"heads":       heads.graph(t),
+		"mlp matmul":  matmulGraph(t, dtype.Float16, core.Shape{1024, 768}, core.Shape{768, 3072}, nil, false),
+		"layer norm":  rows.Graph(),
+	} {
+		t.Run(name, func(t *testing.T) {
+			exe, err := Compile(g, Options{Chip: chip})
+			require.NoError(t, err)
+			tg := exe.exec.Blocks.Tiles
+			op := tg.Ops[0]
+			est, err := newEstimator(chip).cycles(tg, op)
+			require.NoError(t, err)
+			whole := taskCycles(t, exe)[0]
+			t.Logf("%v: estimate %d, whole task %d (%.3f)", op.Tile, est, whole, float64(est)/float64(whole))
+			assert.InDelta(t, 1, float64(est)/float64(whole), 0.10)
+		})
 	}
 }

@@ -13,21 +13,21 @@ import (
 // simulator (device.EstimateTask). Nothing here models time; it only chooses what to
 // simulate so that a search stays cheap:
 //
-//   - a task of at most exactBudget instructions is simulated whole, so the estimate
-//     is the time a run of that kernel reports;
-//   - a larger one runs every block's first tile, then its first two, on all the
-//     cores at once (so the cores share the L2 and HBM as in the run), and the time
-//     is extrapolated along the busiest block's work (tiles, or key blocks for causal
-//     attention), which is how a block of like tiles grows;
-//   - when even that exceeds waveBudget, the busiest block alone is timed so on the
-//     chip as one of the task's cores sees it (device.Chip.Share: its fair share of
-//     HBM).
+//   - a task of at most exactBudget instructions on at most 2*sampleBlocks cores is
+//     simulated whole, so the estimate is the time a run of that kernel reports;
+//   - a larger one times the busiest block and the three dealt after it (which work
+//     on neighbouring tiles at the same time, so they share the L2 as in the run) on
+//     the chip as the other blocks leave it to them (device.Chip.Share: their share of
+//     HBM), running each block's first tile, then its first two, and extrapolating
+//     along the busiest block's work (tiles, or key blocks for causal attention),
+//     which is how a block of like tiles grows.
 
-// exactBudget and waveBudget are the most instructions (over all blocks) a whole-task
-// and a sampled estimate simulate: assumed, about 0.1 and 0.2 s of simulation.
+// exactBudget is the most instructions (over all blocks) a whole-task estimate
+// simulates, and sampleBlocks the blocks a larger one times: assumed, so that an
+// estimate costs a few milliseconds of simulation.
 const (
-	exactBudget = 60000
-	waveBudget  = 120000
+	exactBudget  = 4000
+	sampleBlocks = 4
 )
 
 // estimator times candidates of ops of one tile graph on one chip.
@@ -112,28 +112,31 @@ func (e *estimator) simulate(tg *TileGraph, op *TileOp) (int64, error) {
 		}
 		return w
 	}
-	busiest := blocks[0]
-	for _, b := range blocks[1:] {
-		if work(b) > work(busiest) {
-			busiest = b
+	b := 0
+	for i := range blocks {
+		if work(blocks[i]) > work(blocks[b]) {
+			b = i
 		}
 	}
+	busiest := blocks[b]
 	first, err := e.emit(tg, op, [][]int{busiest[:1]})
 	if err != nil {
 		return 0, err
 	}
-	perTile := instructions(first)
-	if e.whole || perTile*op.NumTiles() <= exactBudget {
+	if e.whole || (instructions(first)*op.NumTiles() <= exactBudget && len(blocks) <= 2*sampleBlocks) {
 		all, err := e.emit(tg, op, blocks)
 		if err != nil {
 			return 0, err
 		}
 		return e.run(e.chip, tg, op, all)
 	}
-	chip, sampled := e.chip, blocks
-	if 3*perTile*len(blocks) > waveBudget {
-		chip, sampled = e.chip.Share(hbmSharers(tg, op, blocks, busiest)), [][]int{busiest}
+	// The busiest block and the blocks dealt after it, which work on neighbouring
+	// tiles at the same time, on the HBM the other blocks leave them.
+	sampled := make([][]int, min(len(blocks), sampleBlocks))
+	for i := range sampled {
+		sampled[i] = blocks[(b+i)%len(blocks)]
 	}
+	chip := e.chip.Share(hbmSharers(tg, op, blocks, sampled))
 	// t(s) times every sampled block's first s tiles.
 	t := func(s int) (int64, error) {
 		heads := make([][]int, len(sampled))
@@ -161,26 +164,27 @@ func (e *estimator) simulate(tg *TileGraph, op *TileOp) (int64, error) {
 	return t1 + (t2-t1)*int64(work(busiest)-w1)/int64(max(1, w2)), nil
 }
 
-// hbmSharers is how many cores' worth of HBM traffic the task's cores make while the
-// busiest block makes its own: the distinct input bytes of every block's first tile
-// over those of the busiest block's first tile (cores reading the same data, such as
-// the keys and values of one head, fetch it once into the shared L2), between 1 and
-// the number of blocks.
-func hbmSharers(tg *TileGraph, op *TileOp, blocks [][]int, busiest []int) int {
-	union := map[[4]int]int{}
-	for _, b := range blocks {
-		for k, n := range tileReads(tg, op, b[0]) {
-			union[k] = n
+// hbmSharers is how many times the traffic of the sampled blocks all blocks make at
+// once, for the HBM share of the sampled ones: the distinct input bytes of every
+// block's first tile over those of the sampled blocks' first tiles (blocks reading the
+// same data, such as the keys and values of one head, fetch it once into the shared
+// L2), between 1 and the blocks per sampled block.
+func hbmSharers(tg *TileGraph, op *TileOp, blocks, sampled [][]int) int {
+	bytes := func(bs [][]int) int {
+		union := map[[4]int]int{}
+		for _, b := range bs {
+			for k, n := range tileReads(tg, op, b[0]) {
+				union[k] = n
+			}
 		}
+		total := 0
+		for _, n := range union {
+			total += n
+		}
+		return total
 	}
-	all, own := 0, 0
-	for _, n := range union {
-		all += n
-	}
-	for _, n := range tileReads(tg, op, busiest[0]) {
-		own += n
-	}
-	return min(len(blocks), max(1, (all+own/2)/max(own, 1)))
+	all, own := bytes(blocks), bytes(sampled)
+	return min(ceilDiv(len(blocks), len(sampled)), max(1, (all+own/2)/max(own, 1)))
 }
 
 // tileReads names the pieces of input tile t reads, with their bytes: a matmul's
