@@ -274,15 +274,21 @@ func searchTiling(est *estimator, tg *TileGraph, op *TileOp, candidates func(*de
 	return c, nil
 }
 
-// rankCandidates orders candidates by bound, then instructions, and puts first the
-// best of each shape, so that the few a search times spread over the ways of dealing
+// rankCandidates orders candidates by bound, then instructions, then the larger tile
+// first, and puts first the best of each shape, so that the few a search times spread over the ways of dealing
 // the work to the cores rather than over variants of one.
 func rankCandidates(cands []candidate) []candidate {
 	sort.SliceStable(cands, func(i, j int) bool {
-		if cands[i].bound != cands[j].bound {
-			return cands[i].bound < cands[j].bound
+		a, b := cands[i], cands[j]
+		switch {
+		case a.bound != b.bound:
+			return a.bound < b.bound
+		case a.instrs != b.instrs:
+			return a.instrs < b.instrs
+		case a.shape[0]*max(a.shape[1], 1) != b.shape[0]*max(b.shape[1], 1):
+			return a.shape[0]*max(a.shape[1], 1) > b.shape[0]*max(b.shape[1], 1) // fewer, larger tiles
 		}
-		return cands[i].instrs < cands[j].instrs
+		return a.shape[0] > b.shape[0]
 	})
 	seen := map[[3]int]bool{}
 	var first, rest []candidate

@@ -178,22 +178,28 @@ func TestSearchTilesIsAPass(t *testing.T) {
 }
 
 // An estimate from samples of a large task's blocks stays close to the whole task's
-// simulated time, on the kernels of a GPT-2 layer and few queries over many keys.
+// simulated time: on the kernels of a GPT-2 layer, few queries over many keys, long
+// rows of many tiles per core and a GEMM of several tiles per core.
 func TestSampledEstimateTracksTheWholeTask(t *testing.T) {
 	chip := preset(t, "a2")
-	rows := core.NewBuilder("layer_norm")
-	x := rows.Param("x", core.TensorType{DType: dtype.Float16, Shape: core.Shape{1024, 768}})
-	gamma := rows.Param("g", core.TensorType{DType: dtype.Float16, Shape: core.Shape{768}})
-	beta := rows.Param("b", core.TensorType{DType: dtype.Float16, Shape: core.Shape{768}})
-	y, err := rows.Op("layer_norm", []core.Value{x, gamma, beta}, nil, core.Location{})
-	require.NoError(t, err)
-	rows.Output(y)
+	layerNorm := func(rows, cols int) *core.Graph {
+		bl := core.NewBuilder("layer_norm")
+		x := bl.Param("x", core.TensorType{DType: dtype.Float16, Shape: core.Shape{rows, cols}})
+		gamma := bl.Param("g", core.TensorType{DType: dtype.Float16, Shape: core.Shape{cols}})
+		beta := bl.Param("b", core.TensorType{DType: dtype.Float16, Shape: core.Shape{cols}})
+		y, err := bl.Op("layer_norm", []core.Value{x, gamma, beta}, nil, core.Location{})
+		require.NoError(t, err)
+		bl.Output(y)
+		return bl.Graph()
+	}
 	heads := attentionCase{q: core.Shape{1, 12, 1024, 64}, k: core.Shape{1, 12, 1024, 64}, v: core.Shape{1, 12, 1024, 64}, dt: dtype.Float16}
 	for name, g := range map[string]*core.Graph{
 		"few queries": fewQueries.graph(t),
 		"heads":       heads.graph(t),
 		"mlp matmul":  matmulGraph(t, dtype.Float16, core.Shape{1024, 768}, core.Shape{768, 3072}, nil, false),
-		"layer norm":  rows.Graph(),
+		"layer norm":  layerNorm(1024, 768),
+		"long rows":   layerNorm(2048, 4096), // fourteen tiles of three rows per vector core
+		"gemm":        matmulGraph(t, dtype.Float16, core.Shape{2048, 2048}, core.Shape{2048, 2048}, nil, false),
 	} {
 		t.Run(name, func(t *testing.T) {
 			exe, err := Compile(g, Options{Chip: chip})

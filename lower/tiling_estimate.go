@@ -18,9 +18,9 @@ import (
 //   - a larger one times the busiest block and the three dealt after it (which work
 //     on neighbouring tiles at the same time, so they share the L2 as in the run) on
 //     the chip as the other blocks leave it to them (device.Chip.Share: their share of
-//     HBM), running each block's first tile, then its first two, and extrapolating
-//     along the busiest block's work (tiles, or key blocks for causal attention),
-//     which is how a block of like tiles grows.
+//     HBM), running each block's first two tiles, then its first four, and
+//     extrapolating along the busiest block's work (tiles, or key blocks for causal
+//     attention), which is how a block of like tiles grows once its pipeline is full.
 
 // exactBudget is the most instructions (over all blocks) a whole-task estimate
 // simulates, and sampleBlocks the blocks a larger one times: assumed, so that an
@@ -149,19 +149,19 @@ func (e *estimator) simulate(tg *TileGraph, op *TileOp) (int64, error) {
 		}
 		return e.run(chip, tg, op, em)
 	}
-	if len(busiest) <= 2 {
-		return t(len(busiest))
+	// The slope between two and four tiles: a block's first tiles fill its pipeline
+	// and its slots, so the first tile alone does not show the steady state.
+	s1, s2 := min(len(busiest), 2), min(len(busiest), 4)
+	t2, err := t(s2)
+	if err != nil || s2 == len(busiest) {
+		return t2, err
 	}
-	t1, err := t(1)
+	t1, err := t(s1)
 	if err != nil {
 		return 0, err
 	}
-	t2, err := t(2)
-	if err != nil {
-		return 0, err
-	}
-	w1, w2 := tileWork(op, busiest[0]), tileWork(op, busiest[1])
-	return t1 + (t2-t1)*int64(work(busiest)-w1)/int64(max(1, w2)), nil
+	w1, w2 := work(busiest[:s1]), work(busiest[:s2])
+	return t2 + (t2-t1)*int64(work(busiest)-w2)/int64(max(1, w2-w1)), nil
 }
 
 // hbmSharers is how many times the traffic of the sampled blocks all blocks make at
