@@ -144,7 +144,7 @@ func TestMatmulTilingFitsEveryPreset(t *testing.T) {
 				op := tg.Ops[0]
 				size := dt.Size()
 				tiles := [][]int{op.Tile}
-				for _, c := range matmulCandidates(chip, tg, op) {
+				for _, c := range matmulCandidates(newEstimator(chip), tg, op) {
 					tiles = append(tiles, c.tile)
 				}
 				require.Greater(t, len(tiles), 1)

@@ -119,6 +119,7 @@ func chooseMatmulTiling(chip *device.Chip, p matmulProblem, user *matmulTiling) 
 // rules stand. A matmul whose best tiling splits K gains the reduction task after it.
 func runSearchTiles(c *compilation) error {
 	est := newEstimator(c.chip)
+	est.wholeK = c.opts.Deterministic // split K changes the bits (see splitKSum)
 	tg := c.tile
 	ops := make([]*TileOp, 0, len(tg.Ops))
 	for _, op := range tg.Ops {
@@ -127,7 +128,7 @@ func runSearchTiles(c *compilation) error {
 		if err != nil || given != nil {
 			continue
 		}
-		var cands func(*device.Chip, *TileGraph, *TileOp) []candidate
+		var cands func(*estimator, *TileGraph, *TileOp) []candidate
 		switch op.Kind {
 		case TileMatmul, TileMatmulEpilogue:
 			cands = matmulCandidates
@@ -196,17 +197,17 @@ const maxCachedSearches = 4096
 // searchTiling times up to maxTimed candidates in the order rankCandidates gives,
 // skipping those whose bound is no lower than the best time found (they cannot win);
 // the fastest is the choice.
-func searchTiling(est *estimator, tg *TileGraph, op *TileOp, candidates func(*device.Chip, *TileGraph, *TileOp) []candidate) (tileChoice, error) {
+func searchTiling(est *estimator, tg *TileGraph, op *TileOp, candidates func(*estimator, *TileGraph, *TileOp) []candidate) (tileChoice, error) {
 	probe := *op
 	probe.Tile, probe.Grid = nil, nil
-	key := chipKey(est.chip) + estimateKey(tg, &probe)
+	key := fmt.Sprintf("%s%s|wholeK=%v", chipKey(est.chip), estimateKey(tg, &probe), est.wholeK)
 	searches.Lock()
 	c, ok := searches.done[key]
 	searches.Unlock()
 	if ok {
 		return c, nil
 	}
-	cands := candidates(est.chip, tg, op)
+	cands := candidates(est, tg, op)
 	if len(cands) == 0 {
 		return tileChoice{}, fmt.Errorf("no %s tiling fits chip %s", op.Kind, est.chip.Name)
 	}
@@ -342,10 +343,12 @@ func candidateCycles(est *estimator, tg *TileGraph, op *TileOp, tile []int) (int
 // fractal rows up to the output (and 512; N in 32s for int8, whose L1 rows must be
 // 32-byte blocks), tk in powers of two of the K fractal up to 256, one to eight base
 // blocks per stage, and, when the output has fewer tiles than the chip has cube cores,
-// K chunks that give every core work. A fused matmul's output tile is cut to what its
+// K chunks that give every core work (unless K must stay whole). A fused matmul's output tile is cut to what its
 // epilogue's vector tiles allow. Each carries the device's bound for it.
-func matmulCandidates(chip *device.Chip, tg *TileGraph, op *TileOp) []candidate {
+func matmulCandidates(est *estimator, tg *TileGraph, op *TileOp) []candidate {
+	chip := est.chip
 	p := matmulProblemOf(op, tg.Tensors)
+	p.wholeK = p.wholeK || est.wholeK
 	ka, na := kAlign(p.dt), nAlign(p.dt)
 	kMax := roundUp(max(p.k, 1), ka)
 	accBytes := accType(p.dt).Size()

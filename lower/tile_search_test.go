@@ -117,9 +117,9 @@ func TestSearchPicksTheFastestItWeighs(t *testing.T) {
 			require.NoError(t, err)
 			tg := exe.exec.Blocks.Tiles
 			op := tg.Ops[0]
-			candidates := map[TileKind]func(*device.Chip, *TileGraph, *TileOp) []candidate{
+			candidates := map[TileKind]func(*estimator, *TileGraph, *TileOp) []candidate{
 				TileMatmul: matmulCandidates, TileAttention: attentionCandidates, TileRows: rowsCandidates}[op.Kind]
-			cands := candidates(chip, tg, op)
+			cands := candidates(newEstimator(chip), tg, op)
 			require.Greater(t, len(cands), 1)
 			choice, err := searchTiling(newEstimator(chip), tg, op, candidates) // from the cache
 			require.NoError(t, err)

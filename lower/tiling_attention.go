@@ -248,7 +248,8 @@ func attentionTileCost(op *TileOp, t int) int {
 // per vector core, 32 to 128 keys per step, the scores in two UB copies when they fit.
 // Smaller tiles than the fixed rule's spread few queries over more cores, at the price
 // of loading every key block once per tile. Each carries the device's bound for it.
-func attentionCandidates(chip *device.Chip, tg *TileGraph, op *TileOp) []candidate {
+func attentionCandidates(est *estimator, tg *TileGraph, op *TileOp) []candidate {
+	chip := est.chip
 	tensors := tg.Tensors
 	a := newAttentionShape(chip.VectorCores/chip.CubeCores, op, tensors)
 	if a.nv < 1 || 3*a.nv > isa.NumQueues {

@@ -37,6 +37,8 @@ type estimator struct {
 	// whole times every task whole, whatever its size, uncached (for tests that
 	// measure what a search weighed).
 	whole bool
+	// wholeK keeps every matmul's K on one core (Options.Deterministic).
+	wholeK bool
 }
 
 func newEstimator(chip *device.Chip) *estimator {

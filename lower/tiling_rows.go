@@ -109,7 +109,8 @@ func rowsKernelBytes(p *rowsPlan, tr, tc, slots int) int {
 // two or three slots, the most rows that fit the UB and fewer, so that the tiles make
 // one to four waves over the vector cores. A row kernel in passes over chunks keeps
 // the rule's tile. Each carries the device's bound for it.
-func rowsCandidates(chip *device.Chip, tg *TileGraph, op *TileOp) []candidate {
+func rowsCandidates(est *estimator, tg *TileGraph, op *TileOp) []candidate {
+	chip := est.chip
 	p, err := rowsPlanOf(op.Attrs)
 	if err != nil {
 		return nil
