@@ -5,7 +5,6 @@ import (
 	"runtime"
 	"slices"
 	"sort"
-	"sync"
 
 	"pypto/core"
 	"pypto/device"
@@ -185,14 +184,7 @@ type tileChoice struct {
 // searches caches searches by chip and op signature (everything but the tiling), so
 // that the repeated layers of a model, another graph with the same shapes or a
 // recompilation do not search again.
-var searches = struct {
-	sync.Mutex
-	done map[string]tileChoice
-	runs int // searches run (not answered from the cache)
-}{done: map[string]tileChoice{}}
-
-// maxCachedSearches bounds the cache.
-const maxCachedSearches = 4096
+var searches = newCache[tileChoice](4096)
 
 // searchTiling times up to maxTimed candidates in the order rankCandidates gives,
 // skipping those whose bound is no lower than the best time found (they cannot win);
@@ -201,10 +193,7 @@ func searchTiling(est *estimator, tg *TileGraph, op *TileOp, candidates func(*es
 	probe := *op
 	probe.Tile, probe.Grid = nil, nil
 	key := fmt.Sprintf("%s%s|wholeK=%v", chipKey(est.chip), estimateKey(tg, &probe), est.wholeK)
-	searches.Lock()
-	c, ok := searches.done[key]
-	searches.Unlock()
-	if ok {
+	if c, ok := searches.get(key); ok {
 		return c, nil
 	}
 	cands := candidates(est, tg, op)
@@ -264,14 +253,8 @@ func searchTiling(est *estimator, tg *TileGraph, op *TileOp, candidates func(*es
 	if second != nil {
 		reason += fmt.Sprintf("; runner-up %v est %d", second.tile, second.cycles)
 	}
-	c = tileChoice{tile: best.tile, reason: reason, weighed: weighed}
-	searches.Lock()
-	defer searches.Unlock()
-	searches.runs++
-	if len(searches.done) >= maxCachedSearches {
-		clear(searches.done)
-	}
-	searches.done[key] = c
+	c := tileChoice{tile: best.tile, reason: reason, weighed: weighed}
+	searches.put(key, c)
 	return c, nil
 }
 

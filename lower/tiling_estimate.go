@@ -45,16 +45,38 @@ func newEstimator(chip *device.Chip) *estimator {
 	return &estimator{chip: chip, compiler: device.NewCompiler(chip)}
 }
 
-// estimates caches estimates by chip, op and tiling: the layers of a model repeat the
-// same kernels, and a recompilation asks again.
-var estimates = struct {
+// cache is a map guarded for concurrent compilations, cleared when it reaches its
+// bound so that a process specialising endless shapes stays bounded.
+type cache[V any] struct {
 	sync.Mutex
-	done map[string]int64
-	runs int // estimates computed (not answered from the cache)
-}{done: map[string]int64{}}
+	done  map[string]V
+	bound int
+	runs  int // values computed (not answered from the cache)
+}
 
-// maxCachedEstimates bounds the cache; an estimate costs up to a few milliseconds.
-const maxCachedEstimates = 1 << 14
+func newCache[V any](bound int) *cache[V] { return &cache[V]{done: map[string]V{}, bound: bound} }
+
+func (c *cache[V]) get(key string) (V, bool) {
+	c.Lock()
+	defer c.Unlock()
+	v, ok := c.done[key]
+	return v, ok
+}
+
+func (c *cache[V]) put(key string, v V) {
+	c.Lock()
+	defer c.Unlock()
+	c.runs++
+	if len(c.done) >= c.bound {
+		clear(c.done)
+	}
+	c.done[key] = v
+}
+
+// estimates caches estimates by chip, op and tiling (an estimate costs up to a few
+// milliseconds): the layers of a model repeat the same kernels, and a recompilation
+// asks again.
+var estimates = newCache[int64](1 << 14)
 
 // estimateKey identifies what an estimate depends on: the chip, the op with its
 // attributes, its problem and tiling, and the types and views of its tensors.
@@ -80,23 +102,14 @@ func (e *estimator) cycles(tg *TileGraph, op *TileOp) (int64, error) {
 		return e.simulate(tg, op)
 	}
 	key := chipKey(e.chip) + estimateKey(tg, op)
-	estimates.Lock()
-	c, ok := estimates.done[key]
-	estimates.Unlock()
-	if ok {
+	if c, ok := estimates.get(key); ok {
 		return c, nil
 	}
 	c, err := e.simulate(tg, op)
 	if err != nil {
 		return 0, err
 	}
-	estimates.Lock()
-	defer estimates.Unlock()
-	estimates.runs++
-	if len(estimates.done) >= maxCachedEstimates {
-		clear(estimates.done)
-	}
-	estimates.done[key] = c
+	estimates.put(key, c)
 	return c, nil
 }
 
