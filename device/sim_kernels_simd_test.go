@@ -26,10 +26,18 @@ func TestEachSIMDKernelMatchesPortable(t *testing.T) {
 
 // The SIMD fp16 decoder widens every binary16 pattern (zeros, subnormals, normals,
 // infinities, NaN payloads) to the table's bits, with and without a tail.
-func TestDecodeF16AVX512MatchesTable(t *testing.T) {
-	if !archsimd.X86.AVX512() {
-		t.Skip("no AVX-512")
+func TestDecodeF16SIMDMatchesTable(t *testing.T) {
+	if !archsimd.X86.AVX2() {
+		t.Skip("no AVX2")
 	}
+	checkDecodeF16(t, decodeF16AVX2)
+	if archsimd.X86.AVX512() {
+		checkDecodeF16(t, decodeF16AVX512)
+	}
+}
+
+func checkDecodeF16(t *testing.T, decode func(src []byte, dst []float32)) {
+	t.Helper()
 	const n = 1<<16 + 7
 	src := make([]byte, 2*n)
 	for i := range n {
@@ -37,7 +45,7 @@ func TestDecodeF16AVX512MatchesTable(t *testing.T) {
 	}
 	want, got := make([]float32, n), make([]float32, n)
 	decodeF16Go(src, want)
-	decodeF16AVX512(src, got)
+	decode(src, got)
 	for i := range want {
 		if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
 			t.Fatalf("%#04x: got %#08x, want %#08x", uint16(i), math.Float32bits(got[i]), math.Float32bits(want[i]))

@@ -2,7 +2,10 @@
 
 package device
 
-import "simd/archsimd"
+import (
+	"simd/archsimd"
+	"unsafe"
+)
 
 // With GOEXPERIMENT=simd on amd64 and a CPU with AVX2 (every AVX-512 CPU has it), the
 // vector kernels run eight float32 (four float64) lanes at a time. Each lane makes the
@@ -11,7 +14,34 @@ import "simd/archsimd"
 func init() {
 	if archsimd.X86.AVX2() {
 		binaryF32, scalarF32, laneReduce, rowMaxMin, expF32 = binaryF32AVX2, scalarF32AVX2, laneReduceAVX2, rowMaxMinAVX2, expF32AVX2
+		if !archsimd.X86.AVX512() { // the cube's init chose the AVX-512 decoder there
+			decodeF16 = decodeF16AVX2
+		}
 	}
+}
+
+// decodeF16AVX2 is decodeF16AVX512 eight values at a time (the same bit steps on
+// 32-bit lanes, all AVX2 instructions), bit for bit with the table.
+func decodeF16AVX2(src []byte, dst []float32) {
+	n8 := len(dst) &^ 7
+	if n8 > 0 {
+		_ = src[2*n8-1]
+		h := unsafe.Slice((*uint16)(unsafe.Pointer(unsafe.SliceData(src))), n8)
+		u := archsimd.BroadcastUint32x8
+		scale := archsimd.BroadcastFloat32x8(0x1p112)
+		magMask, expMask, signMask, infExp := u(0x7fff), u(0x7c00), u(0x8000), u(0x7f800000)
+		by13, by16 := u(13), u(16)
+		for i := 0; i < n8; i += 8 {
+			x := archsimd.LoadUint16x8Slice(h[i:]).ExtendToUint32()
+			mag := x.And(magMask)
+			shifted := mag.ShiftLeft(by13)
+			finite := shifted.AsFloat32x8().Mul(scale).AsUint32x8()
+			special := mag.And(expMask).Equal(expMask)
+			v := shifted.Or(infExp).Merge(finite, special)
+			v.Or(x.And(signMask).ShiftLeft(by16)).AsFloat32x8().StoreSlice(dst[i:])
+		}
+	}
+	decodeF16Go(src[2*n8:], dst[n8:])
 }
 
 // op8 is one vecOp on eight lanes; max and min give NaN where either lane is NaN and
