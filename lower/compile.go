@@ -33,10 +33,11 @@ type Options struct {
 	// K never split) instead of the search-tiles pass's choices from the device's
 	// timing model: the same as disabling search-tiles; O0 implies it.
 	FixedTiles bool
-	// Deterministic gives the same output bits at every OptLevel: K is never split
-	// (split_k.go adds partial products in another order than one accumulation) and
-	// the passes marked Reassociates do not run. Reductions still take their tile
-	// widths from the chip's buffers, so their bits may differ between presets.
+	// Deterministic gives the same output bits at every OptLevel and on every chip: K
+	// is never split (split_k.go adds partial products in another order than one
+	// accumulation), the passes marked Reassociates do not run, and float sums and
+	// products add in one instruction's order whatever the tiles
+	// (deterministicReduceTile).
 	Deterministic bool
 }
 

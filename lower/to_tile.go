@@ -137,6 +137,9 @@ func chooseTiling(op *TileOp, tensors []GMTensor, opts Options) error {
 		in := tensors[op.Inputs[0]].Type
 		op.Problem = reduceProblem(in.Shape, reduceAxes(op.Attrs, len(in.Shape)))
 		op.Tile, op.Reason, err = reduceTile(chip, reductions[op.Op], in.DType, outT.DType, op.Problem)
+		if err == nil && opts.Deterministic {
+			op.Reason = deterministicReduceTile(chip, op, in.DType)
+		}
 	case TileRows:
 		p, perr := rowsPlanOf(op.Attrs)
 		if perr != nil {

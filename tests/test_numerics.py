@@ -105,6 +105,23 @@ def test_f16_row_sums_accumulate_in_fp32_and_round_once():
     np.testing.assert_array_equal(got.view(np.uint16), want.view(np.uint16))
 
 
+@pytest.mark.parametrize("chip", ["tiny", "a2"])
+def test_deterministic_sums_are_one_instructions_order_on_every_chip(chip):
+    """Under deterministic=True a row sum is the lane order over the whole row and a
+    column sum adds the rows in order, whatever tiles the chip's buffers allow."""
+    rng = np.random.default_rng(21)
+    cfg = p.CompileConfig(chip=chip, deterministic=True)
+    x = rng.standard_normal((40, 3001)).astype(np.float32)
+    got = p.compile(lambda a: p.sum(a, axis=-1), cfg).run(x).numpy()
+    np.testing.assert_array_equal(got.view(np.uint32), lane_reduce(x).view(np.uint32))
+    y = rng.standard_normal((700, 48)).astype(np.float32)
+    got = p.compile(lambda a: p.sum(a, axis=0), cfg).run(y).numpy()
+    np.testing.assert_array_equal(got.view(np.uint32), col_reduce(y).view(np.uint32))
+    h = rng.standard_normal((20, 130)).astype(np.float16)
+    got = p.compile(lambda a: p.sum(a, axis=-1), cfg).run(h).numpy()
+    np.testing.assert_array_equal(got.view(np.uint16), lane_reduce(h.astype(np.float32)).astype(np.float16).view(np.uint16))
+
+
 # --- transcendental functions: one rounding from an accurate value ------------------
 
 mpmath.mp.prec = 100

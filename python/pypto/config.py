@@ -29,10 +29,11 @@ class CompileConfig:
       (None: no limit).
     - ``chip``: the device preset to compile for (None: the current device,
       :func:`pypto.get_device`).
-    - ``deterministic``: the same output bits at every ``opt_level``: matmuls never split
-      K (the partial products would be added in another order) and the passes that
-      reassociate sums (fuse-rows, fuse-attention) do not run. Reductions take their
-      tile widths from the chip's buffers, so bits may still differ between chips.
+    - ``deterministic``: the same output bits at every ``opt_level`` and on every chip:
+      matmuls never split K (the partial products would be added in another order),
+      the passes that reassociate sums (fuse-rows, fuse-attention) do not run, and
+      float sums and products add in the order of one reduction instruction over the
+      whole row or column, whatever the chip's buffers (slower: 64-column tiles).
     """
 
     opt_level: int = 2
