@@ -2,6 +2,7 @@ package device
 
 import (
 	"sync"
+	"sync/atomic"
 
 	"pypto/isa"
 )
@@ -31,7 +32,11 @@ func newMemSystem(chip *Chip, gmBytes int) *memSystem {
 	ways := max(1, chip.L2Ways)
 	sets := max(1, chip.L2Bytes/(chip.L2LineBytes*ways))
 	m := &memSystem{chip: chip, lines: (gmBytes + chip.L2LineBytes - 1) / chip.L2LineBytes, sets: sets, ways: ways}
-	if t, _ := emptyTags.Get().(*l2Tags); t != nil && len(t.tags) == sets*ways {
+	t := spareTags.Swap(nil)
+	if t == nil {
+		t, _ = emptyTags.Get().(*l2Tags)
+	}
+	if t != nil && len(t.tags) == sets*ways {
 		m.tags, m.filled = t.tags, t.filled[:0]
 	} else {
 		m.tags = make([]int32, sets*ways)
@@ -48,7 +53,12 @@ type l2Tags struct {
 	filled []int32
 }
 
-var emptyTags sync.Pool // of *l2Tags
+// spareTags keeps one empty tag array through garbage collections (which empty
+// emptyTags), so that tasks run one after another never allocate one again.
+var (
+	spareTags atomic.Pointer[l2Tags]
+	emptyTags sync.Pool // of *l2Tags
+)
 
 // release empties the sets the task filled and hands the tags to later tasks; m must
 // not be used again.
@@ -59,7 +69,9 @@ func (m *memSystem) release() {
 			set[w] = -1
 		}
 	}
-	emptyTags.Put(&l2Tags{tags: m.tags, filled: m.filled})
+	if t := (&l2Tags{tags: m.tags, filled: m.filled}); !spareTags.CompareAndSwap(nil, t) {
+		emptyTags.Put(t)
+	}
 	m.tags, m.filled = nil, nil
 }
 

@@ -36,8 +36,9 @@ type queueEntry struct {
 
 func newQueueSet() *queueSet {
 	s := &queueSet{}
+	free := make([]int64, isa.NumQueues*isa.QueueDepth) // one allocation for all queues
 	for i := range s.q {
-		s.q[i].freeAt = make([]int64, isa.QueueDepth)
+		s.q[i].freeAt = free[i*isa.QueueDepth : (i+1)*isa.QueueDepth : (i+1)*isa.QueueDepth]
 	}
 	return s
 }
