@@ -89,6 +89,17 @@ type Chip struct {
 	L2ReadBytesPerCycle  int
 	L2WriteBytesPerCycle int
 	HBMBytesPerCycle     int
+
+	// Instruction fetch (sim_icache.go): machine instructions of InstrBytes, fetched
+	// through a per-core cache of ICacheBytes (0: fetch is free) in ICacheLineBytes
+	// lines, ICacheWays-way; a miss stalls issue ICacheMissCycles, a line following
+	// the last missed one streams in at ICacheFetchBytesPerCycle.
+	InstrBytes               int
+	ICacheBytes              int
+	ICacheLineBytes          int
+	ICacheWays               int
+	ICacheMissCycles         int
+	ICacheFetchBytesPerCycle int
 }
 
 // Cores is the number of cores of a kind (0 for an invalid kind).
@@ -180,6 +191,9 @@ func (c *Chip) Validate() error {
 		if n.v < 0 {
 			return fmt.Errorf("device: chip %q: %s must not be negative, got %d", c.Name, n.name, n.v)
 		}
+	}
+	if err := c.validateICache(); err != nil {
+		return err
 	}
 	if c.L2Bytes < 0 {
 		return fmt.Errorf("device: chip %q: L2Bytes must not be negative, got %d", c.Name, c.L2Bytes)

@@ -228,6 +228,8 @@ func addCounters(st *TaskStats, sims []*coreSim) {
 		st.GMBytesRead += c.gmRead
 		st.GMBytesWritten += c.gmWritten
 		st.Instructions += c.instrs
+		st.ICacheMisses += c.icache.misses
+		st.FetchStallCycles += c.icache.stalls
 		st.Trace = append(st.Trace, c.trace...)
 		st.Prints = append(st.Prints, c.prints...)
 	}

@@ -40,8 +40,9 @@ type coreSim struct {
 	// continuing it to the right extends.
 	dynSeen  map[movedWindow]bool
 	dynLast  []lastWindow
-	endBlock int  // the block dynSeen and dynLast are about
-	noMoved  bool // the run's GM windows are not needed (a timed run's value shadow)
+	endBlock int    // the block dynSeen and dynLast are about
+	noMoved  bool   // the run's GM windows are not needed (a timed run's value shadow)
+	icache   icache // instruction fetch (sim_icache.go)
 }
 
 // lastWindow is recorded windows joined downwards, one run per row: row r (in

@@ -23,6 +23,9 @@ type scalarUnit struct {
 	regs  []int64
 	loops []scalarLoop
 	steps int64
+	// fetched is steps+1 once the instruction at pc has been fetched (issue may wait
+	// and retry; the fetch is paid once).
+	fetched int64
 }
 
 // scalarLoop is one open loop: its LOOP's pc, counter register, trip count and the
@@ -52,6 +55,10 @@ func (r *blockRun) issueOne() (bool, error) {
 	}
 	if int(in.Pipe) <= 0 || int(in.Pipe) >= numPipes || in.Pipe == isa.PipeAll {
 		return false, r.fail(pc, "instruction has no pipe")
+	}
+	if r.sc.fetched != r.sc.steps+1 {
+		r.sc.t += r.c.fetch(r.m, pc)
+		r.sc.fetched = r.sc.steps + 1
 	}
 	if in.Pipe != isa.PipeS {
 		if q := r.queues[in.Pipe]; len(q)-r.heads[in.Pipe] >= r.c.chip.IssueQueueDepth {

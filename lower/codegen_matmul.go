@@ -148,38 +148,78 @@ func emitMatmul(e *emitter, tg *TileGraph, op *TileOp, tiles []int, parts int, s
 	}
 
 	stage, block := 0, 0
+	// emitStage loads the stage of K at p0 (vk deep) into L1 and runs its base blocks;
+	// a loop's stages move their GM windows by the registers aoff and boff.
+	emitStage := func(ot outTile, p0, vk int, first bool, aoff, boff isa.RegRef) {
+		s := stage % 2
+		stage++
+		aw, bw := av.window(ot.batch, ot.i0, p0, ot.rows, vk), bv.window(ot.batch, p0, ot.j0, vk, ot.cols)
+		aw.OffsetReg, bw.OffsetReg = aoff, boff
+		e.emit(isa.TLOAD, isa.TileOp(aMat[s]), isa.GMOp(aw))
+		e.emit(isa.TLOAD, isa.TileOp(bMat[s]), isa.GMOp(bw))
+		for j := 0; j*t.tk < vk || first; j++ {
+			l := block % 2
+			block++
+			for p := range parts {
+				e.emit(isa.TEXTRACT, isa.TileOp(aL0[p][l]), isa.TileOp(aMat[s]), isa.ImmOp(float64(p*pm)), isa.ImmOp(float64(j*t.tk)))
+			}
+			e.emit(isa.TEXTRACT, isa.TileOp(bL0[l]), isa.TileOp(bMat[s]), isa.ImmOp(float64(j*t.tk)), isa.ImmOp(0))
+			mm := isa.TMATMUL_ACC
+			if first {
+				mm = isa.TMATMUL
+			}
+			for p := range parts {
+				e.emit(mm, isa.TileOp(acc[p]), isa.TileOp(aL0[p][l]), isa.TileOp(bL0[l]))
+			}
+			first = false
+		}
+	}
+	// Straight-line code of the whole block: per tile and stage two loads and per base
+	// block the extracts and matmuls, each with about one flag.
+	stages := max(1, ceilDiv(min(t.kc, max(k, 1)), kS))
+	perStage := 2 + ceilDiv(kS, t.tk)*(2*parts+1)
+	kLoops := loopsPay(e.codeBudget, 2*len(tiles)*stages*perStage)
+	var loopRegs *kLoopRegs
 	for seq, ti := range tiles {
 		ot := matmulOutTile(op, ti, seq)
-		bi, i0, j0, vm, vn := ot.batch, ot.i0, ot.j0, ot.rows, ot.cols
 		k0, k1 := ot.kChunk*t.kc, min(k, (ot.kChunk+1)*t.kc)
-		first := true
 		// k == 0 still runs one (empty) stage, so that the tile stores zeros.
-		for p0 := k0; p0 < k1 || first; p0 += kS {
-			s := stage % 2
-			stage++
-			vk := max(0, min(kS, k1-p0))
-			e.emit(isa.TLOAD, isa.TileOp(aMat[s]), isa.GMOp(av.window(bi, i0, p0, vm, vk)))
-			e.emit(isa.TLOAD, isa.TileOp(bMat[s]), isa.GMOp(bv.window(bi, p0, j0, vk, vn)))
-			for j := 0; j*t.tk < vk || first; j++ {
-				l := block % 2
-				block++
-				for p := range parts {
-					e.emit(isa.TEXTRACT, isa.TileOp(aL0[p][l]), isa.TileOp(aMat[s]), isa.ImmOp(float64(p*pm)), isa.ImmOp(float64(j*t.tk)))
-				}
-				e.emit(isa.TEXTRACT, isa.TileOp(bL0[l]), isa.TileOp(bMat[s]), isa.ImmOp(float64(j*t.tk)), isa.ImmOp(0))
-				mm := isa.TMATMUL_ACC
-				if first {
-					mm = isa.TMATMUL
-				}
-				for p := range parts {
-					e.emit(mm, isa.TileOp(acc[p]), isa.TileOp(aL0[p][l]), isa.TileOp(bL0[l]))
-				}
-				first = false
+		emitStage(ot, k0, max(0, min(kS, k1-k0)), true, 0, 0)
+		p0 := k0 + kS
+		if iters := (k1 - p0) / (2 * kS); kLoops && iters >= minKLoopTrips {
+			// Full stages, two per iteration (the L1 copies ping-pong by stage, and a
+			// stage has an even or odd number of base blocks alike every time, so every
+			// iteration uses the same tiles).
+			if loopRegs == nil {
+				loopRegs = &kLoopRegs{e.reg("ks"), e.reg("aoff"), e.reg("boff")}
 			}
+			r := loopRegs
+			da := av.window(ot.batch, ot.i0, p0+2*kS, ot.rows, kS).Offset - av.window(ot.batch, ot.i0, p0, ot.rows, kS).Offset
+			db := bv.window(ot.batch, p0+2*kS, ot.j0, kS, ot.cols).Offset - bv.window(ot.batch, p0, ot.j0, kS, ot.cols).Offset
+			e.emit(isa.LOOP, isa.RegOp(r.counter), isa.ImmOp(float64(iters)))
+			e.emit(isa.SMUL, isa.RegOp(r.aoff), isa.RegOp(r.counter), isa.ImmOp(float64(da)))
+			e.emit(isa.SMUL, isa.RegOp(r.boff), isa.RegOp(r.counter), isa.ImmOp(float64(db)))
+			for h := range 2 {
+				emitStage(ot, p0+h*kS, kS, false, isa.UseReg(r.aoff), isa.UseReg(r.boff))
+			}
+			e.emit(isa.ENDLOOP)
+			p0 += 2 * iters * kS
+		}
+		for ; p0 < k1; p0 += kS {
+			emitStage(ot, p0, min(kS, k1-p0), false, 0, 0)
 		}
 		store(acc, ot)
 	}
 }
+
+// minKLoopTrips is the fewest iterations (two stages each) for which a tile's K
+// stages become a loop (when loops pay, codegen_loops.go): from two on, the loop is
+// the smaller code.
+const minKLoopTrips = 2
+
+// kLoopRegs are the registers of a matmul's K loops: the counter and the offsets
+// its GM windows move by.
+type kLoopRegs struct{ counter, aoff, boff int }
 
 // partName names row part p of a tile cut into parts ("acc", or "acc_p1").
 func partName(base string, p, parts int) string {

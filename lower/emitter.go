@@ -20,6 +20,9 @@ type emitter struct {
 	seed   operandLists // lists of another program to share too, read only
 	// seedBody is the body of the program this one is likely to repeat (read only).
 	seedBody []isa.Instr
+	// codeBudget is how many machine instructions the core's instruction cache holds
+	// (0: fetch is free); codegen loops where straight-line code would not fit.
+	codeBudget int
 }
 
 // operandLists holds emitted operand lists by their contents.
@@ -74,6 +77,12 @@ func newEmitter(name string, core isa.CoreKind) *emitter {
 func (e *emitter) tile(name string, loc isa.Location, dt dtype.DType, rows, cols int) int {
 	e.prog.Tiles = append(e.prog.Tiles, isa.TileDecl{Name: name, Loc: loc, DType: dt, Rows: rows, Cols: cols})
 	return len(e.prog.Tiles) - 1
+}
+
+// reg declares a scalar register and returns its index.
+func (e *emitter) reg(name string) int {
+	e.prog.Regs = append(e.prog.Regs, isa.RegDecl{Name: name})
+	return len(e.prog.Regs) - 1
 }
 
 // pingPong declares two copies of a tile so that consecutive iterations use different

@@ -211,7 +211,7 @@ func runAssignCores(c *compilation) error {
 }
 
 func runPlanExec(c *compilation) error {
-	eg, err := buildExecGraph(c.block, c.chip.VectorCores/c.chip.CubeCores)
+	eg, err := buildExecGraph(c.block, c.chip)
 	c.exec = eg
 	return err
 }

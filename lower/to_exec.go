@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sort"
 
+	"pypto/device"
 	"pypto/isa"
 )
 
@@ -11,7 +12,8 @@ import (
 // program. Kernels with no tiles (zero-size outputs) become no task at all.
 // A mixed kernel's blocks each get the cube program and vectorsPerBlock vector
 // programs (the vector cores of one AI core).
-func buildExecGraph(bg *BlockGraph, vectorsPerBlock int) (*ExecGraph, error) {
+func buildExecGraph(bg *BlockGraph, chip *device.Chip) (*ExecGraph, error) {
+	vectorsPerBlock := chip.VectorCores / chip.CubeCores
 	tg := bg.Tiles
 	eg := &ExecGraph{Blocks: bg}
 	producers := map[int][]int{} // tensor -> the tasks writing it (several for concat's parts)
@@ -45,7 +47,7 @@ func buildExecGraph(bg *BlockGraph, vectorsPerBlock int) (*ExecGraph, error) {
 		producers[op.Output] = append(producers[op.Output], len(eg.Tasks))
 		eg.Tasks = append(eg.Tasks, task)
 	}
-	if err := emitBlocks(tg, blocks); err != nil {
+	if err := emitBlocks(tg, blocks, codeBudget(chip)); err != nil {
 		return nil, err
 	}
 	planMemory(eg)
@@ -65,7 +67,7 @@ type block struct {
 // The first block of every task is emitted first: the other blocks share its operand
 // lists (blocks of a task mostly differ only in their GM views), which saves memory.
 // The error is the first failing first block's in order, else the first other one's.
-func emitBlocks(tg *TileGraph, blocks []block) error {
+func emitBlocks(tg *TileGraph, blocks []block, budget int) error {
 	progs := make([][]*isa.Program, len(blocks))
 	errs := make([]error, len(blocks))
 	seeds := map[*Task]*blockSeed{}
@@ -81,7 +83,7 @@ func emitBlocks(tg *TileGraph, blocks []block) error {
 		inParallel(len(order), func(k int) bool {
 			i := order[k]
 			b := blocks[i]
-			progs[i], errs[i] = emitBlock(tg, b.op, b.tiles, fmt.Sprintf("%s_b%d", b.task.Name, b.index), b.task.Vectors, seeds[b.task])
+			progs[i], errs[i] = emitBlock(tg, b.op, b.tiles, fmt.Sprintf("%s_b%d", b.task.Name, b.index), b.task.Vectors, seeds[b.task], budget)
 			return errs[i] == nil
 		})
 	}
@@ -206,13 +208,14 @@ func newKernelEmitter(tg *TileGraph, op *TileOp, name string, core isa.CoreKind)
 // emitBlock generates the PTO programs of one block of a tile op: one, or for a mixed
 // op the cube program followed by vectors vector programs. Its emitters share the
 // operand lists of seed and start at the sizes of its programs (seed may be nil).
-func emitBlock(tg *TileGraph, op *TileOp, tiles []int, name string, vectors int, seed *blockSeed) ([]*isa.Program, error) {
+func emitBlock(tg *TileGraph, op *TileOp, tiles []int, name string, vectors int, seed *blockSeed, budget int) ([]*isa.Program, error) {
 	if op.Kind == TileKernel {
 		return kernelBlock(tg, op, tiles, name)
 	}
 	if emit := groupEmitters[op.Kind]; emit != nil {
 		g := &groupEmitter{cube: newKernelEmitter(tg, op, name+"_c", isa.Cube)}
 		g.cube.useSeed(seed, 0)
+		g.cube.codeBudget = budget
 		progs := []*isa.Program{g.cube.prog}
 		for v := range vectors {
 			g.vec = append(g.vec, newKernelEmitter(tg, op, fmt.Sprintf("%s_v%d", name, v), isa.Vector))
@@ -224,6 +227,7 @@ func emitBlock(tg *TileGraph, op *TileOp, tiles []int, name string, vectors int,
 	}
 	e := newKernelEmitter(tg, op, name, op.Core)
 	e.useSeed(seed, 0)
+	e.codeBudget = budget
 	switch op.Kind {
 	case TileMatmul:
 		emitPlainMatmul(e, tg, op, tiles)
