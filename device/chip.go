@@ -2,6 +2,7 @@ package device
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 
 	"pypto/dtype"
@@ -39,7 +40,10 @@ type Chip struct {
 	CubeM, CubeK, CubeN     int
 	CubeKInt8, CubeKFloat32 int
 
-	VectorBytesPerCycle  int // V pipe, per repeat of one vector instruction
+	VectorBytesPerCycle int // V pipe, per repeat of one vector instruction
+	// SortBytesPerCycle is the rate of one compare-exchange pass of TSORT32 and
+	// TMRGSORT over the (value, index) pairs they write.
+	SortBytesPerCycle    int
 	GMReadBytesPerCycle  int // MTE2, GM -> L1 / UB, per core
 	L1ToL0ABytesPerCycle int // MTE1, L1 -> L0A
 	L1ToL0BBytesPerCycle int // MTE1, L1 -> L0B
@@ -65,8 +69,14 @@ type Chip struct {
 	// FlagLatencyCycles is the time from a SET_FLAG completing on its pipe until a
 	// WAIT_FLAG on the destination pipe can see it.
 	FlagLatencyCycles int
-	// LaunchCycles is paid once per task: dispatching the blocks onto the cores.
-	LaunchCycles int
+	// Task start and end: a task takes StartCycles() before its cores' first
+	// instructions, then the busiest core's kernel time, then EndCycles(). Each part is
+	// its own constant (presets.go gives the source of each).
+	DispatchCycles  int // the AI CPU hands the task's blocks to the cores
+	CoreStartCycles int // a core, from its start signal to its program's first instruction
+	PrologueCycles  int // the kernel's entry before its first tile instruction (reading its arguments)
+	EpilogueCycles  int // after a core's last pipe finishes: the kernel's closing barrier
+	FinalSyncCycles int // from the last core's end to the task's completion seen by the AI CPU
 	// FlagEventIDs is the number of event ids per (source pipe, destination pipe).
 	FlagEventIDs int
 
@@ -152,6 +162,17 @@ func (c *Chip) CubeKStep(dt dtype.DType) int {
 // CubeMACsPerCycle is the cube's peak multiply-accumulates per cycle for dtype dt.
 func (c *Chip) CubeMACsPerCycle(dt dtype.DType) int { return c.CubeM * c.CubeKStep(dt) * c.CubeN }
 
+// StartCycles is a task's time before its cores run their first instruction:
+// dispatch, core start and the kernel's prologue.
+func (c *Chip) StartCycles() int { return c.DispatchCycles + c.CoreStartCycles + c.PrologueCycles }
+
+// EndCycles is a task's time after its busiest core's last instruction: the kernel's
+// epilogue and the final synchronisation.
+func (c *Chip) EndCycles() int { return c.EpilogueCycles + c.FinalSyncCycles }
+
+// TaskOverheadCycles is what a task costs beyond its cores' kernel time.
+func (c *Chip) TaskOverheadCycles() int { return c.StartCycles() + c.EndCycles() }
+
 // Seconds converts cycles of this chip to seconds.
 func (c *Chip) Seconds(cycles int64) float64 { return float64(cycles) / c.ClockHz }
 
@@ -170,7 +191,7 @@ func (c *Chip) Validate() error {
 	}{
 		{"CubeCores", c.CubeCores}, {"VectorCores", c.VectorCores},
 		{"CubeM", c.CubeM}, {"CubeK", c.CubeK}, {"CubeN", c.CubeN}, {"CubeKInt8", c.CubeKInt8}, {"CubeKFloat32", c.CubeKFloat32},
-		{"VectorBytesPerCycle", c.VectorBytesPerCycle}, {"GMReadBytesPerCycle", c.GMReadBytesPerCycle},
+		{"VectorBytesPerCycle", c.VectorBytesPerCycle}, {"SortBytesPerCycle", c.SortBytesPerCycle}, {"GMReadBytesPerCycle", c.GMReadBytesPerCycle},
 		{"L1ToL0ABytesPerCycle", c.L1ToL0ABytesPerCycle}, {"L1ToL0BBytesPerCycle", c.L1ToL0BBytesPerCycle},
 		{"UBToGMBytesPerCycle", c.UBToGMBytesPerCycle}, {"FixpipeBytesPerCycle", c.FixpipeBytesPerCycle},
 		{"GatherElemsPerCycle", c.GatherElemsPerCycle}, {"IssueQueueDepth", c.IssueQueueDepth},
@@ -187,7 +208,9 @@ func (c *Chip) Validate() error {
 	for _, n := range []struct {
 		name string
 		v    int
-	}{{"IssueCycles", c.IssueCycles}, {"FlagLatencyCycles", c.FlagLatencyCycles}, {"LaunchCycles", c.LaunchCycles}, {"ScalarLoadCycles", c.ScalarLoadCycles}} {
+	}{{"IssueCycles", c.IssueCycles}, {"FlagLatencyCycles", c.FlagLatencyCycles}, {"ScalarLoadCycles", c.ScalarLoadCycles},
+		{"DispatchCycles", c.DispatchCycles}, {"CoreStartCycles", c.CoreStartCycles}, {"PrologueCycles", c.PrologueCycles},
+		{"EpilogueCycles", c.EpilogueCycles}, {"FinalSyncCycles", c.FinalSyncCycles}} {
 		if n.v < 0 {
 			return fmt.Errorf("device: chip %q: %s must not be negative, got %d", c.Name, n.name, n.v)
 		}
@@ -228,4 +251,16 @@ func (c *Chip) Validate() error {
 		}
 	}
 	return nil
+}
+
+// Clone is a deep copy of the chip: editing the copy's maps leaves c as it is.
+func (c *Chip) Clone() *Chip {
+	d := *c
+	d.Buffers = maps.Clone(c.Buffers)
+	d.PipeStartup = maps.Clone(c.PipeStartup)
+	d.CoreLocations = make(map[isa.CoreKind][]isa.Location, len(c.CoreLocations))
+	for k, v := range c.CoreLocations {
+		d.CoreLocations[k] = slices.Clone(v)
+	}
+	return &d
 }

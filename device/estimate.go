@@ -114,5 +114,5 @@ func (c *Chip) Bound(w Work) int64 {
 	if c.L2Bytes > 0 {
 		busiest = max(busiest, ceilDiv(w.HBMBytes, c.HBMBytesPerCycle))
 	}
-	return int64(c.LaunchCycles) + busiest
+	return int64(c.TaskOverheadCycles()) + busiest
 }

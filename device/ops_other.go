@@ -50,15 +50,23 @@ func workGather(chip *Chip, in *Instr) int64 {
 }
 
 // workSort32: a bitonic network sorts 32 elements in 5*6/2 = 15 compare-exchange
-// stages, each a vector pass over the (value, index) pairs it writes.
+// stages, each a pass over the (value, index) pairs it writes at the sort rate.
 func workSort32(chip *Chip, in *Instr) int64 {
-	return 15 * workWholeTile(chip, in)
+	return 15 * sortPass(chip, in)
 }
 
 // workMrgSort: a 4-way merge picks each output through a 2-level compare tree, two
-// vector passes over the pairs it writes.
+// passes over the pairs it writes at the sort rate.
 func workMrgSort(chip *Chip, in *Instr) int64 {
-	return 2 * workWholeTile(chip, in)
+	return 2 * sortPass(chip, in)
+}
+
+// sortPass is one compare-exchange pass of the sort instructions over their whole
+// destination, at Chip.SortBytesPerCycle (the compare, select and index move of a
+// pass do not run at the plain vector rate).
+func sortPass(chip *Chip, in *Instr) int64 {
+	dst := in.Args[0]
+	return ceilDiv(int64(dst.Rows*dst.Cols*dst.DType.Size()), chip.SortBytesPerCycle)
 }
 
 // execGather: dst[r, c] = src.flat[idx[r, c]] (TGATHER) or the element at byte offset

@@ -42,9 +42,19 @@ const (
 	// the scalar unit rarely waits on a pipe in the kernels we run.
 	issueQueueDepth   = 32
 	flagLatencyCycles = 10 // assumed: set_flag -> wait_flag visibility
-	// fitted: a task launch of about 6.5 us at 1.85 GHz (no public figure; the smallest
-	// row of the published GEMM, where the launch is a sixth of the time, fixes it).
-	launchCycles = 12000
+	// Task start and end. No public figure splits them; the dispatch is fitted
+	// (presets_fitted.go), the others are assumed:
+	// assumed: a core's start signal, its PC and first instruction line (an L2 miss).
+	coreStartCycles = 500
+	// assumed: the kernel's entry reads its argument block from GM: four scalar loads
+	// (parameter addresses and sizes) at scalarLoadCycles each.
+	prologueCycles = 4 * scalarLoadCycles
+	// assumed: the closing pipe barrier and the write-back of the scalar data cache,
+	// one GM write latency.
+	epilogueCycles = 200
+	// assumed: each core writes its completion flag to GM and the AI CPU polls it,
+	// about 1 us.
+	finalSyncCycles = 1850
 	// AscendC exposes EVENT_ID0..EVENT_ID7 per pipe pair.
 	flagEventIDs = 8
 
@@ -111,6 +121,7 @@ func withRates(c *Chip) *Chip {
 	c.CubeM, c.CubeK, c.CubeN = cubeFractal, cubeFractal, cubeFractal
 	c.CubeKInt8, c.CubeKFloat32 = cubeFractalInt8, cubeFractalFloat32
 	c.VectorBytesPerCycle = vectorBytesPerCycle
+	c.SortBytesPerCycle = fittedSortBytesPerCycle
 	c.GMReadBytesPerCycle = gmReadBytesPerCycle
 	c.L1ToL0ABytesPerCycle = l1ToL0ABytesPerCycle
 	c.L1ToL0BBytesPerCycle = l1ToL0BBytesPerCycle
@@ -122,7 +133,8 @@ func withRates(c *Chip) *Chip {
 	c.IssueCycles = issueCycles
 	c.IssueQueueDepth = issueQueueDepth
 	c.FlagLatencyCycles = flagLatencyCycles
-	c.LaunchCycles = launchCycles
+	c.DispatchCycles, c.CoreStartCycles = fittedDispatchCycles, coreStartCycles
+	c.PrologueCycles, c.EpilogueCycles, c.FinalSyncCycles = prologueCycles, epilogueCycles, finalSyncCycles
 	c.FlagEventIDs = flagEventIDs
 	c.CoreLocations = splitLocations()
 	return c

@@ -253,7 +253,7 @@ func collect(chip *Chip, kind isa.CoreKind, blocks []Block, sims []*coreSim, ext
 		longest = max(longest, c.cycles)
 	}
 	addCounters(st, sims)
-	st.Cycles = int64(chip.LaunchCycles) + longest
+	st.setTime(chip, longest)
 	for _, b := range blocks {
 		for loc, n := range extents[b.Prog] {
 			st.HighWater[loc] = max(st.HighWater[loc], n)

@@ -18,7 +18,7 @@ type coreSim struct {
 	gm    []byte
 	bufs  [isa.NumLocations][]byte
 	opts  RunOptions
-	start int64      // task time at which this core starts (after the launch overhead)
+	start int64      // task time at which this core starts (after dispatch and core start)
 	mem   *memSystem // the task's shared L2 and HBM, nil without one
 
 	fa, fb, fc []float32
@@ -157,7 +157,7 @@ func (r *blockRun) compact() {
 
 func newBlockRun(c *coreSim, bi int, blk *Block, q *queueSet) *blockRun {
 	m := blk.Prog
-	r := &blockRun{c: c, bi: bi, blk: blk, m: m, t0: c.start + c.cycles, sems: map[flagKey][]semEntry{}}
+	r := &blockRun{c: c, bi: bi, blk: blk, m: m, t0: c.start + c.cycles + int64(c.chip.PrologueCycles), sems: map[flagKey][]semEntry{}}
 	r.x = execCtx{m: m, blk: blk, queues: q, run: r}
 	r.sc = scalarUnit{regs: make([]int64, len(m.Regs))}
 	return r
@@ -308,6 +308,12 @@ func (r *blockRun) finish() error {
 	return nil
 }
 
+// addBlock adds a block that took length (first to last instruction) to the core's
+// time, with the kernel's prologue before it and its epilogue after.
+func (c *coreSim) addBlock(length int64) {
+	c.cycles += int64(c.chip.PrologueCycles+c.chip.EpilogueCycles) + length
+}
+
 // length is the block's time: when its last pipe or its scalar unit finished.
 func (r *blockRun) length() int64 { return max(r.maxEnd, r.sc.t) }
 
@@ -319,7 +325,7 @@ func (c *coreSim) runBlock(bi int, blk *Block) error {
 			return err
 		}
 		if r.finished() {
-			c.cycles += r.length()
+			c.addBlock(r.length())
 			return r.finish()
 		}
 		di, st, ok := r.next()

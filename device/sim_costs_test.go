@@ -51,6 +51,7 @@ end
 }
 
 func TestSortGatherCosts(t *testing.T) {
+	a2 := preset(t, "a2")
 	src := `
 kernel s vector
 param %v: f32[256]
@@ -69,10 +70,11 @@ tile %tg: vec f32[4x64]
   mgather %tg, %g[0; 4x128; 128,1], %ti
 end
 `
-	// tsort32: 15 passes over the 2 KB of pairs it writes (8 repeats each).
-	assert.Equal(t, []int64{vStartup + 15*8}, durations(t, src, isa.TSORT32))
+	// tsort32: 15 passes over the 2 KB of pairs it writes, each at the sort rate.
+	pass := int64((2048 + a2.SortBytesPerCycle - 1) / a2.SortBytesPerCycle)
+	assert.Equal(t, []int64{vStartup + 15*pass}, durations(t, src, isa.TSORT32))
 	// tmrgsort: 2 passes.
-	assert.Equal(t, []int64{vStartup + 2*8}, durations(t, src, isa.TMRGSORT))
+	assert.Equal(t, []int64{vStartup + 2*pass}, durations(t, src, isa.TMRGSORT))
 	// tgather: 256 elements at GatherElemsPerCycle = 8.
 	assert.Equal(t, []int64{vStartup + 32}, durations(t, src, isa.TGATHER))
 	// mgather: 256 elements, one 32-byte GM transfer each at 32 B/cycle, after the

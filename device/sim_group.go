@@ -163,7 +163,7 @@ func RunGroupTask(chip *Chip, gm []byte, groups []Group, opts RunOptions) (st *T
 		st.L2Hits, st.L2Misses = mem.hits, mem.misses
 		mem.release()
 	}
-	st.Cycles = int64(chip.LaunchCycles) + longest
+	st.setTime(chip, longest)
 	return st, nil
 }
 
@@ -176,7 +176,16 @@ func groupSize(g Group) int {
 }
 
 func newCoreSim(chip *Chip, kind isa.CoreKind, index int, gm []byte, opts RunOptions) *coreSim {
-	return &coreSim{chip: chip, kind: kind, index: index, gm: gm, opts: opts, start: int64(chip.LaunchCycles)}
+	return &coreSim{chip: chip, kind: kind, index: index, gm: gm, opts: opts, start: int64(chip.DispatchCycles + chip.CoreStartCycles)}
+}
+
+// addGroup advances the AI core's cores by a group's time: they start every group
+// together.
+func (a *aiCore) addGroup(length int64) {
+	a.cube.addBlock(length)
+	for _, v := range a.vector {
+		v.addBlock(length)
+	}
 }
 
 // aiCore is one AI core: its cube core, its vector cores and the groups it runs.
@@ -279,9 +288,6 @@ func (a *aiCore) runGroup(j groupJob) error {
 		length = max(length, r.length())
 	}
 	// The cores of an AI core start every group together.
-	a.cube.cycles += length
-	for _, v := range a.vector {
-		v.cycles += length
-	}
+	a.addGroup(length)
 	return nil
 }

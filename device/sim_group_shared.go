@@ -56,10 +56,7 @@ func runGroupsShared(ais []*aiCore) error {
 					}
 					length = max(length, r.length())
 				}
-				a.cube.cycles += length
-				for _, v := range a.vector {
-					v.cycles += length
-				}
+				a.addGroup(length)
 				s.job++
 				begin(ai)
 				continue

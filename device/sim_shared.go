@@ -34,7 +34,7 @@ func runShared(sims []*coreSim, blocks []Block, cores int) error {
 			}
 			if s.r.finished() {
 				c := sims[ci]
-				c.cycles += s.r.length()
+				c.addBlock(s.r.length())
 				if err := s.r.finish(); err != nil {
 					return false, err
 				}

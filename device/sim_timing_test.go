@@ -45,7 +45,11 @@ func TestTimingCriticalPath(t *testing.T) {
 	core := st.CoreCycles[0]
 	lower := st.PipeBusy[isa.PipeM] + st.PipeBusy[isa.PipeFIX] + int64(3*chip.FlagLatencyCycles)
 	assert.Greater(t, core, lower)
-	assert.Equal(t, int64(chip.LaunchCycles)+core, st.Cycles)
+	// The core's time holds its block's prologue and epilogue; the task adds dispatch,
+	// core start and the final sync around it.
+	assert.Equal(t, int64(chip.DispatchCycles+chip.CoreStartCycles+chip.FinalSyncCycles)+core, st.Cycles)
+	assert.Equal(t, core-int64(chip.PrologueCycles+chip.EpilogueCycles), st.KernelCycles)
+	assert.Equal(t, st.StartCycles+st.KernelCycles+st.EndCycles, st.Cycles)
 	assert.Equal(t, 1, st.ActiveCores)
 
 	// Doubling the flag latency makes it slower by exactly the hops on the critical
@@ -100,7 +104,7 @@ func TestTimingPingPongOverlapsMovesWithCompute(t *testing.T) {
 	for _, b := range double.PipeBusy {
 		sum += b
 	}
-	assert.Less(t, double.CoreCycles[0], sum)
+	assert.Less(t, double.KernelCycles, sum)
 }
 
 func TestTimingIssueBoundsShortInstructions(t *testing.T) {
@@ -116,7 +120,7 @@ func TestTimingIssueBoundsShortInstructions(t *testing.T) {
 	st, err := RunTask(chip, nil, isa.Vector, []Block{{Prog: m}}, RunOptions{})
 	require.NoError(t, err)
 	assert.Equal(t, int64(64), st.PipeBusy[isa.PipeV])
-	assert.Equal(t, int64(64*chip.IssueCycles+1), st.CoreCycles[0], "issue-bound: the last op issues at 256 and takes 1")
+	assert.Equal(t, int64(64*chip.IssueCycles+1), st.KernelCycles, "issue-bound: the last op issues at 256 and takes 1")
 }
 
 func TestTraceEvents(t *testing.T) {
@@ -128,7 +132,7 @@ func TestTraceEvents(t *testing.T) {
 	last := map[lane]map[isa.Pipe]int64{}
 	setAt := map[int]int64{}
 	for _, e := range st.Trace {
-		assert.GreaterOrEqual(t, e.Start, int64(chip.LaunchCycles))
+		assert.GreaterOrEqual(t, e.Start, int64(chip.StartCycles()))
 		assert.GreaterOrEqual(t, e.End, e.Start)
 		assert.LessOrEqual(t, e.End, st.Cycles)
 		assert.Equal(t, e.Block%chip.CubeCores, e.Core)

@@ -15,10 +15,15 @@ type TaskStats struct {
 	Mixed   bool         // a RunGroupTask: CoreCycles and ActiveCores count AI cores
 	ClockHz float64
 
-	// Cycles is the task's time: the launch overhead plus the busiest core's time.
+	// Cycles is the task's time: StartCycles, then KernelCycles, then EndCycles.
 	Cycles int64
-	// CoreCycles is each core's time (the sum over the blocks it ran), indexed by core;
-	// cores that ran no block have 0.
+	// KernelCycles is the busiest core's time from its first instruction to its last
+	// pipe's end (the sum over its blocks); StartCycles (dispatch, core start, the
+	// kernel's prologue) comes before it and EndCycles (epilogue, final sync) after.
+	KernelCycles            int64
+	StartCycles, EndCycles int64
+	// CoreCycles is each core's time (the sum over the blocks it ran, each with its
+	// prologue and epilogue), indexed by core; cores that ran no block have 0.
 	CoreCycles  []int64
 	ActiveCores int // cores that ran at least one block
 	Blocks      int
@@ -94,6 +99,22 @@ func (s *TaskStats) L2HitRate() float64 {
 	return 0
 }
 
+// setTime sets the task's time from its busiest core's time, which holds each of its
+// blocks' prologue and epilogue (coreSim.addBlock).
+func (s *TaskStats) setTime(chip *Chip, longest int64) {
+	s.KernelCycles = max(0, longest-int64(chip.PrologueCycles+chip.EpilogueCycles))
+	s.StartCycles, s.EndCycles = int64(chip.StartCycles()), int64(chip.EndCycles())
+	s.Cycles = s.StartCycles + s.KernelCycles + s.EndCycles
+}
+
+// KernelSeconds is KernelCycles at the chip's clock.
+func (s *TaskStats) KernelSeconds() float64 {
+	if s.ClockHz <= 0 {
+		return 0
+	}
+	return float64(s.KernelCycles) / s.ClockHz
+}
+
 // Seconds is Cycles at the chip's clock.
 func (s *TaskStats) Seconds() float64 {
 	if s.ClockHz <= 0 {
@@ -109,8 +130,8 @@ func (s *TaskStats) String() string {
 	if s.Mixed {
 		kind = "mixed"
 	}
-	fmt.Fprintf(&b, "%s task on %s: %d cycles (%.3f us), %d blocks on %d cores, %d instructions\n",
-		kind, s.Chip, s.Cycles, s.Seconds()*1e6, s.Blocks, s.ActiveCores, s.Instructions)
+	fmt.Fprintf(&b, "%s task on %s: %d cycles (%.3f us; kernel %d, start %d, end %d), %d blocks on %d cores, %d instructions\n",
+		kind, s.Chip, s.Cycles, s.Seconds()*1e6, s.KernelCycles, s.StartCycles, s.EndCycles, s.Blocks, s.ActiveCores, s.Instructions)
 	fmt.Fprintf(&b, "  GM read %d B, written %d B", s.GMBytesRead, s.GMBytesWritten)
 	if s.L2Hits+s.L2Misses > 0 {
 		fmt.Fprintf(&b, ", L2 hit rate %.1f%%", 100*s.L2HitRate())

@@ -1,6 +1,9 @@
-// Command pto-calibrate runs the published GEMM kernel (device/calib) on a chip
-// preset and prints the simulated figures beside the published ones: a JSON list
-// with -json (what bench/calibrate.py prints), else a table.
+// Command pto-calibrate runs the kernels of the published measurements (device/calib:
+// the GEMM and top-k tables of reference/npu-facts.md) on a chip preset and prints the
+// simulated figures beside the published ones, with each row's leave-one-out
+// prediction: a JSON list with -json (what bench/calibrate.py prints), else a table.
+// -fit fits the fitted preset constants to all rows (-write rewrites
+// device/presets_fitted.go with them).
 package main
 
 import (
@@ -13,31 +16,21 @@ import (
 	"pypto/device/calib"
 )
 
-type row struct {
-	M                 int     `json:"m"`
-	K                 int     `json:"k"`
-	N                 int     `json:"n"`
-	SimMs             float64 `json:"sim_ms"`
-	PublishedMs       float64 `json:"published_ms"`
-	CubeBusy          float64 `json:"cube_busy"`
-	PublishedCubeBusy float64 `json:"published_cube_busy"`
-	LoadBusy          float64 `json:"load_busy"`
-	PublishedLoadBusy float64 `json:"published_load_busy"`
-	ExtractBusy       float64 `json:"extract_busy"`
-	StoreBusy         float64 `json:"store_busy"`
-	L2HitRate         float64 `json:"l2_hit_rate"`
-}
-
 func main() {
 	asJSON := flag.Bool("json", false, "print a JSON list, one object per table row")
 	chipName := flag.String("chip", "a2", "chip preset")
-	trace := flag.String("trace", "", "write the Chrome trace (Perfetto) of one run to this file instead")
+	trace := flag.String("trace", "", "write the Chrome trace (Perfetto) of one GEMM run to this file instead")
 	mkn := flag.Int("mkn", 1536, "with -trace: m = k = n of the traced run")
+	fit := flag.Bool("fit", false, "fit the fitted constants to every row and print them")
+	write := flag.String("write", "", "with -fit: rewrite this Go file (device/presets_fitted.go) with the fitted constants")
 	flag.Parse()
 	var err error
-	if *trace != "" {
+	switch {
+	case *trace != "":
 		err = writeTrace(*chipName, *mkn, *trace)
-	} else {
+	case *fit:
+		err = runFit(*chipName, *write)
+	default:
 		err = run(*chipName, *asJSON)
 	}
 	if err != nil {
@@ -46,7 +39,7 @@ func main() {
 	}
 }
 
-// writeTrace runs the kernel once, timing-only, and writes its swimlanes.
+// writeTrace runs the GEMM once, timing-only, and writes its swimlanes.
 func writeTrace(chipName string, mkn int, path string) error {
 	chip, err := device.Preset(chipName)
 	if err != nil {
@@ -68,6 +61,22 @@ func writeTrace(chipName string, mkn int, path string) error {
 	return f.Close()
 }
 
+func runFit(chipName, path string) error {
+	chip, err := device.Preset(chipName)
+	if err != nil {
+		return err
+	}
+	f, err := calib.Fit(chip)
+	if err != nil {
+		return err
+	}
+	fmt.Println(f)
+	if path == "" {
+		return nil
+	}
+	return os.WriteFile(path, []byte(calib.FittedSource(f, calib.Cases(chip))), 0o644)
+}
+
 func run(chipName string, asJSON bool) error {
 	chip, err := device.Preset(chipName)
 	if err != nil {
@@ -77,23 +86,15 @@ func run(chipName string, asJSON bool) error {
 	if err != nil {
 		return err
 	}
-	rows := make([]row, len(res))
-	for i, r := range res {
-		rows[i] = row{M: r.M, K: r.K, N: r.N, SimMs: r.SimMs, PublishedMs: r.PublishedMs,
-			CubeBusy: r.CubeBusy, PublishedCubeBusy: r.PublishedCubeBusy,
-			LoadBusy: r.LoadBusy, PublishedLoadBusy: r.PublishedLoadBusy,
-			ExtractBusy: r.ExtractBusy, StoreBusy: r.StoreBusy, L2HitRate: r.L2HitRate}
-	}
 	if asJSON {
+		rows := make([]map[string]any, len(res))
+		for i, r := range res {
+			rows[i] = calib.JSONRow(r)
+		}
 		enc := json.NewEncoder(os.Stdout)
 		enc.SetIndent("", "  ")
 		return enc.Encode(rows)
 	}
-	fmt.Printf("%6s %9s %9s %6s %6s %6s %6s %6s %6s %6s\n", "mkn", "sim_ms", "pub_ms", "err%", "cube", "pub", "load", "pub", "mte1", "l2hit")
-	for _, r := range rows {
-		fmt.Printf("%6d %9.4f %9.4f %+6.1f %6.1f %6.1f %6.1f %6.1f %6.1f %6.1f\n", r.M, r.SimMs, r.PublishedMs,
-			100*(r.SimMs/r.PublishedMs-1), 100*r.CubeBusy, 100*r.PublishedCubeBusy, 100*r.LoadBusy, 100*r.PublishedLoadBusy,
-			100*r.ExtractBusy, 100*r.L2HitRate)
-	}
+	fmt.Print(calib.Markdown(res))
 	return nil
 }

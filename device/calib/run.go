@@ -7,21 +7,6 @@ import (
 	"pypto/isa"
 )
 
-// Result is one simulated run of the GEMM beside its published row.
-type Result struct {
-	M, K, N           int     `json:"-"`
-	SimMs             float64 `json:"sim_ms"`
-	CubeBusy          float64 `json:"cube_busy"`
-	ExtractBusy       float64 `json:"extract_busy"`
-	LoadBusy          float64 `json:"load_busy"`
-	StoreBusy         float64 `json:"store_busy"`
-	L2HitRate         float64 `json:"l2_hit_rate"`
-	Stats             *device.TaskStats
-	PublishedMs       float64
-	PublishedCubeBusy float64
-	PublishedLoadBusy float64
-}
-
 // Run simulates g on chip with A and B given as fp16 bytes (nil for zeros) and
 // returns the stats and C's fp16 bytes. With opts.NoValues the run is timing-only,
 // which is what makes the large sizes affordable; times do not depend on values.
@@ -55,23 +40,3 @@ func Run(chip *device.Chip, g GEMM, a, b []byte, opts device.RunOptions) (*devic
 
 func align(n int) int { return (n + 511) / 512 * 512 }
 
-// Calibrate runs every row of Table on chip, timing-only, with the kernel split over
-// all the chip's cube cores.
-func Calibrate(chip *device.Chip) ([]Result, error) {
-	var out []Result
-	for _, row := range Table {
-		g := Published(row.MKN, chip.CubeCores)
-		st, _, err := Run(chip, g, nil, nil, device.RunOptions{NoValues: true})
-		if err != nil {
-			return nil, fmt.Errorf("calib: m=k=n=%d: %w", row.MKN, err)
-		}
-		out = append(out, Result{
-			M: g.M, K: g.K, N: g.N, SimMs: st.Seconds() * 1e3,
-			CubeBusy: st.BusyRatio(isa.PipeM), ExtractBusy: st.BusyRatio(isa.PipeMTE1),
-			LoadBusy: st.BusyRatio(isa.PipeMTE2), StoreBusy: st.BusyRatio(isa.PipeFIX),
-			L2HitRate: st.L2HitRate(), Stats: st,
-			PublishedMs: row.Ms, PublishedCubeBusy: row.CubeBusy, PublishedLoadBusy: row.LoadBusy,
-		})
-	}
-	return out, nil
-}

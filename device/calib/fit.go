@@ -1,0 +1,250 @@
+package calib
+
+import (
+	"fmt"
+	"math"
+	"runtime"
+	"sync"
+
+	"pypto/device"
+)
+
+// Fitted holds the preset constants the calibration fits; every other constant is
+// public or assumed (device/presets.go). DispatchCycles is fitted to every row (it
+// adds to each task's time), SortBytesPerCycle to the rows that sort (top-k).
+type Fitted struct {
+	DispatchCycles    int
+	SortBytesPerCycle int
+}
+
+// FittedOf reads the fitted constants of chip.
+func FittedOf(chip *device.Chip) Fitted {
+	return Fitted{DispatchCycles: chip.DispatchCycles, SortBytesPerCycle: chip.SortBytesPerCycle}
+}
+
+// sortRateRange bounds the search for SortBytesPerCycle: from 8 B/cycle (a pair
+// compare per cycle) to the plain vector rate.
+const sortRateMin, sortRateMax = 8, 256
+
+// evaluator simulates the cases on variants of one chip and keeps the results: a
+// case's time without the dispatch (which only adds to it) depends on the sort rate
+// only when its kernel sorts, so the fit and every leave-one-out refit share the
+// same runs.
+type evaluator struct {
+	chip  *device.Chip
+	cases []Case
+	mu    sync.Mutex
+	runs  map[evalKey]*device.TaskStats
+}
+
+type evalKey struct{ c, rate int }
+
+func newEvaluator(chip *device.Chip, cases []Case) *evaluator {
+	return &evaluator{chip: chip, cases: cases, runs: map[evalKey]*device.TaskStats{}}
+}
+
+func (e *evaluator) key(i, rate int) evalKey {
+	if !e.cases[i].Sorts() {
+		rate = 0
+	}
+	return evalKey{i, rate}
+}
+
+// stats returns the runs of cases idx at sort rate rate, simulated with no dispatch
+// time, running the missing ones in parallel.
+func (e *evaluator) stats(idx []int, rate int) ([]*device.TaskStats, error) {
+	out := make([]*device.TaskStats, len(idx))
+	errs := make([]error, len(idx))
+	sem := make(chan struct{}, max(1, runtime.GOMAXPROCS(0)))
+	var wg sync.WaitGroup
+	for n, i := range idx {
+		k := e.key(i, rate)
+		e.mu.Lock()
+		st := e.runs[k]
+		e.mu.Unlock()
+		if st != nil {
+			out[n] = st
+			continue
+		}
+		wg.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			chip := e.chip.Clone()
+			chip.DispatchCycles, chip.SortBytesPerCycle = 0, rate
+			if k.rate == 0 {
+				chip.SortBytesPerCycle = e.chip.SortBytesPerCycle
+			}
+			st, err := e.cases[i].Simulate(chip)
+			out[n], errs[n] = st, err
+			if err == nil {
+				e.mu.Lock()
+				e.runs[k] = st
+				e.mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// bestDispatch is the dispatch time that minimises the squared relative errors of
+// the given runs' times against the published ones (closed form: the dispatch adds
+// to every time), and that sum.
+func (e *evaluator) bestDispatch(idx []int, runs []*device.TaskStats) (int, float64) {
+	var num, den float64
+	for n, i := range idx {
+		p := e.cases[i].PublishedMs * 1e-3 * e.chip.ClockHz
+		num += (p - float64(runs[n].Cycles)) / (p * p)
+		den += 1 / (p * p)
+	}
+	d := max(0, int(math.Round(num/den)))
+	var sse float64
+	for n, i := range idx {
+		p := e.cases[i].PublishedMs * 1e-3 * e.chip.ClockHz
+		r := (float64(runs[n].Cycles)+float64(d))/p - 1
+		sse += r * r
+	}
+	return d, sse
+}
+
+// fit fits the constants to the cases idx: a golden-section search over the sort
+// rate (the error is unimodal in it), with the best dispatch at each rate. When no
+// case of idx sorts, the rate stays the chip's.
+func (e *evaluator) fit(idx []int) (Fitted, float64, error) {
+	objective := func(rate int) (int, float64, error) {
+		runs, err := e.stats(idx, rate)
+		if err != nil {
+			return 0, 0, err
+		}
+		d, sse := e.bestDispatch(idx, runs)
+		return d, sse, nil
+	}
+	sorts := false
+	for _, i := range idx {
+		sorts = sorts || e.cases[i].Sorts()
+	}
+	if !sorts {
+		d, sse, err := objective(e.chip.SortBytesPerCycle)
+		return Fitted{DispatchCycles: d, SortBytesPerCycle: e.chip.SortBytesPerCycle}, sse, err
+	}
+	memo := map[int]float64{}
+	f := func(rate int) (float64, error) {
+		if v, ok := memo[rate]; ok {
+			return v, nil
+		}
+		_, sse, err := objective(rate)
+		memo[rate] = sse
+		return sse, err
+	}
+	lo, hi := sortRateMin, sortRateMax
+	const invPhi = 0.6180339887498949
+	for hi-lo > 3 {
+		m1 := hi - int(math.Round(invPhi*float64(hi-lo)))
+		m2 := lo + int(math.Round(invPhi*float64(hi-lo)))
+		f1, err := f(m1)
+		if err != nil {
+			return Fitted{}, 0, err
+		}
+		f2, err := f(m2)
+		if err != nil {
+			return Fitted{}, 0, err
+		}
+		if f1 <= f2 {
+			hi = m2
+		} else {
+			lo = m1
+		}
+	}
+	best, bestF := lo, math.Inf(1)
+	for r := lo; r <= hi; r++ {
+		v, err := f(r)
+		if err != nil {
+			return Fitted{}, 0, err
+		}
+		if v < bestF {
+			best, bestF = r, v
+		}
+	}
+	d, sse, err := objective(best)
+	return Fitted{DispatchCycles: d, SortBytesPerCycle: best}, sse, err
+}
+
+// predict is case i's run under the fitted constants f, in milliseconds, with its
+// stats (simulated without the dispatch).
+func (e *evaluator) predict(i int, f Fitted) (float64, *device.TaskStats, error) {
+	runs, err := e.stats([]int{i}, f.SortBytesPerCycle)
+	if err != nil {
+		return 0, nil, err
+	}
+	return float64(runs[0].Cycles+int64(f.DispatchCycles)) / e.chip.ClockHz * 1e3, runs[0], nil
+}
+
+// Fit fits the constants to every case.
+func Fit(chip *device.Chip) (Fitted, error) {
+	cases := Cases(chip)
+	f, _, err := newEvaluator(chip, cases).fit(allIndices(len(cases)))
+	return f, err
+}
+
+func allIndices(n int) []int {
+	idx := make([]int, n)
+	for i := range idx {
+		idx[i] = i
+	}
+	return idx
+}
+
+// Result is one case simulated with chip's constants as they are, and predicted by
+// a fit made without it.
+type Result struct {
+	Case
+	Stats *device.TaskStats
+	SimMs float64
+	Busy  []float64 // per unit of the case
+	// LooMs is the case's time under constants fitted to the other cases.
+	LooMs float64
+	Loo   Fitted
+}
+
+// Calibrate simulates every case on chip and refits the fitted constants once per
+// case without it (leave-one-out).
+func Calibrate(chip *device.Chip) ([]Result, error) {
+	cases := Cases(chip)
+	e := newEvaluator(chip, cases)
+	all := allIndices(len(cases))
+	out := make([]Result, len(cases))
+	for i, c := range cases {
+		ms, st, err := e.predict(i, FittedOf(chip))
+		if err != nil {
+			return nil, err
+		}
+		busy := make([]float64, len(c.Units))
+		cycles := float64(st.Cycles + int64(chip.DispatchCycles))
+		for u, unit := range c.Units {
+			busy[u] = float64(st.PipeBusy[unit.Pipe]) / (cycles * float64(st.ActiveCores))
+		}
+		out[i] = Result{Case: c, Stats: st, SimMs: ms, Busy: busy}
+	}
+	for i := range cases {
+		rest := append(append([]int{}, all[:i]...), all[i+1:]...)
+		f, _, err := e.fit(rest)
+		if err != nil {
+			return nil, err
+		}
+		if out[i].LooMs, _, err = e.predict(i, f); err != nil {
+			return nil, err
+		}
+		out[i].Loo = f
+	}
+	return out, nil
+}
+
+// String names the fitted constants and their values.
+func (f Fitted) String() string {
+	return fmt.Sprintf("DispatchCycles=%d SortBytesPerCycle=%d", f.DispatchCycles, f.SortBytesPerCycle)
+}
