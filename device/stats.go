@@ -20,7 +20,7 @@ type TaskStats struct {
 	// KernelCycles is the busiest core's time from its first instruction to its last
 	// pipe's end (the sum over its blocks); StartCycles (dispatch, core start, the
 	// kernel's prologue) comes before it and EndCycles (epilogue, final sync) after.
-	KernelCycles            int64
+	KernelCycles           int64
 	StartCycles, EndCycles int64
 	// CoreCycles is each core's time (the sum over the blocks it ran, each with its
 	// prologue and epilogue), indexed by core; cores that ran no block have 0.

@@ -39,4 +39,3 @@ func Run(chip *device.Chip, g GEMM, a, b []byte, opts device.RunOptions) (*devic
 }
 
 func align(n int) int { return (n + 511) / 512 * 512 }
-
