@@ -107,7 +107,12 @@ type TaskRun struct {
 type RunStats struct {
 	Cycles  int64   // simulated cycles, tasks one after another
 	Seconds float64 // Cycles at the chip's clock
-	Tasks   []TaskRun
+	// KernelCycles sums the tasks' kernel times (first to last instruction of the
+	// busiest core), without their start and end (dispatch, core start, prologue,
+	// epilogue, final sync).
+	KernelCycles  int64
+	KernelSeconds float64 // KernelCycles at the chip's clock
+	Tasks         []TaskRun
 }
 
 // Run executes the program. inputs holds one contiguous little-endian buffer per graph
@@ -156,9 +161,11 @@ func (e *Executable) RunWith(inputs [][]byte, opts device.RunOptions) (outputs [
 			return nil, nil, core.Errorf(core.DeviceError, "task %s: %v", task.Name, err)
 		}
 		stats.Cycles += ts.Cycles
+		stats.KernelCycles += ts.KernelCycles
 		stats.Tasks = append(stats.Tasks, TaskRun{Name: task.Name, Core: task.Core, Stats: ts})
 	}
 	stats.Seconds = float64(stats.Cycles) / e.chip.ClockHz
+	stats.KernelSeconds = float64(stats.KernelCycles) / e.chip.ClockHz
 	for _, t := range tg.Outputs {
 		n := tg.Tensors[t].Type.Bytes()
 		off := e.exec.Buffers[t].Offset

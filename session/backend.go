@@ -39,7 +39,11 @@ type layoutReporter interface {
 type Stats struct {
 	Cycles  int64   `json:"cycles"`
 	Seconds float64 `json:"seconds"` // simulated time at the chip clock
-	Tasks   int     `json:"tasks"`
+	// KernelCycles is the part of Cycles the kernels ran (first to last instruction),
+	// without the tasks' launch and end; KernelSeconds is it at the chip clock.
+	KernelCycles  int64   `json:"kernel_cycles"`
+	KernelSeconds float64 `json:"kernel_seconds"`
+	Tasks         int     `json:"tasks"`
 	// Memory is the device memory plan of the program that ran (nil on the reference
 	// device, which has none).
 	Memory *lower.MemoryPlan `json:"memory,omitempty"`

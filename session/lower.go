@@ -49,7 +49,8 @@ func (p loweredProgram) Run(inputs [][]byte) ([][]byte, Stats, error) {
 		return nil, Stats{}, AsError(core.DeviceError, err)
 	}
 	m := p.exe.MemoryPlan()
-	return outs, Stats{Cycles: st.Cycles, Seconds: st.Seconds, Tasks: len(st.Tasks), Memory: &m, Detail: st}, nil
+	return outs, Stats{Cycles: st.Cycles, Seconds: st.Seconds, KernelCycles: st.KernelCycles,
+		KernelSeconds: st.KernelSeconds, Tasks: len(st.Tasks), Memory: &m, Detail: st}, nil
 }
 
 // MemoryPlan is the device memory the program needs.

@@ -72,6 +72,13 @@ def test_executor_runs_and_reports_cycles():
 
     stats = f.stats()
     assert stats["cycles"] == f.last_cycles and stats["tasks"] >= 1
+    # The kernels' time (first to last instruction) is reported apart from each task's
+    # launch and end, which the chip's presets give.
+    assert 0 < stats["kernel_cycles"] < stats["cycles"]
+    tasks = stats["detail"]["Tasks"]
+    launch = sum(t["Stats"]["StartCycles"] + t["Stats"]["EndCycles"] for t in tasks)
+    assert stats["kernel_cycles"] + launch == stats["cycles"]
+    assert abs(stats["kernel_seconds"] / stats["seconds"] - stats["kernel_cycles"] / stats["cycles"]) < 1e-12
     text = f.dump()
     assert "matmul" in text and "relu" in text
 

@@ -23,11 +23,14 @@ func main() {
 	mkn := flag.Int("mkn", 1536, "with -trace: m = k = n of the traced run")
 	fit := flag.Bool("fit", false, "fit the fitted constants to every row and print them")
 	write := flag.String("write", "", "with -fit: rewrite this Go file (device/presets_fitted.go) with the fitted constants")
+	sens := flag.Bool("sensitivity", false, "scale each assumed constant by 0.5 and 2 and print the change of every row's time")
 	flag.Parse()
 	var err error
 	switch {
 	case *trace != "":
 		err = writeTrace(*chipName, *mkn, *trace)
+	case *sens:
+		err = runSensitivity(*chipName, *asJSON)
 	case *fit:
 		err = runFit(*chipName, *write)
 	default:
@@ -97,4 +100,30 @@ func run(chipName string, asJSON bool) error {
 	}
 	fmt.Print(calib.Markdown(res))
 	return nil
+}
+
+func runSensitivity(chipName string, asJSON bool) error {
+	chip, err := device.Preset(chipName)
+	if err != nil {
+		return err
+	}
+	cases, rows, err := calib.Sensitivity(chip)
+	if err != nil {
+		return err
+	}
+	if !asJSON {
+		fmt.Print(calib.SensitivityMarkdown(cases, rows))
+		return nil
+	}
+	out := make([]map[string]any, len(rows))
+	for i, r := range rows {
+		per := map[string]float64{}
+		for j, c := range cases {
+			per[c.Name] = r.Change[j]
+		}
+		out[i] = map[string]any{"constant": r.Constant, "factor": r.Factor, "rows": per}
+	}
+	enc := json.NewEncoder(os.Stdout)
+	enc.SetIndent("", "  ")
+	return enc.Encode(out)
 }

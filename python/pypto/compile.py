@@ -381,8 +381,11 @@ class Executor:
         return {k: i[k] for k in keys}
 
     def stats(self):
-        """Full statistics of the last run as a dict (None before the first run); "memory"
-        holds the memory plan of the program that ran (see info())."""
+        """Full statistics of the last run as a dict (None before the first run): "cycles"
+        and "seconds" (simulated time, tasks one after another), "kernel_cycles" and
+        "kernel_seconds" (the part the kernels ran, first to last instruction, without each
+        task's launch and end), "tasks", "memory" (the memory plan of the program that ran,
+        see info()) and "detail" (every task's statistics)."""
         c = self._last
         if c is None:
             return None
