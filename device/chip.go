@@ -93,6 +93,13 @@ type Chip struct {
 	// (write-allocate) at no extra cost.
 	L2Bytes              int
 	L2LineBytes          int
+	// L2TotalBytesPerCycle is what the L2 moves per cycle for all cores together
+	// (hits, fills and writes); HBMBytesPerCycle likewise for the HBM behind it.
+	L2TotalBytesPerCycle int
+	// MemQueueDepth is how many GM transfers one pipe keeps in flight: a transfer
+	// occupies its pipe while its data moves, and its latency overlaps the transfers
+	// before it, up to this many.
+	MemQueueDepth int
 	L2Ways               int
 	L2HitCycles          int
 	L2MissCycles         int
@@ -194,7 +201,7 @@ func (c *Chip) Validate() error {
 		{"VectorBytesPerCycle", c.VectorBytesPerCycle}, {"SortBytesPerCycle", c.SortBytesPerCycle}, {"GMReadBytesPerCycle", c.GMReadBytesPerCycle},
 		{"L1ToL0ABytesPerCycle", c.L1ToL0ABytesPerCycle}, {"L1ToL0BBytesPerCycle", c.L1ToL0BBytesPerCycle},
 		{"UBToGMBytesPerCycle", c.UBToGMBytesPerCycle}, {"FixpipeBytesPerCycle", c.FixpipeBytesPerCycle},
-		{"GatherElemsPerCycle", c.GatherElemsPerCycle}, {"IssueQueueDepth", c.IssueQueueDepth},
+		{"GatherElemsPerCycle", c.GatherElemsPerCycle}, {"IssueQueueDepth", c.IssueQueueDepth}, {"MemQueueDepth", c.MemQueueDepth},
 		{"FlagEventIDs", c.FlagEventIDs},
 	}
 	for _, p := range positives {

@@ -122,6 +122,13 @@ type blockRun struct {
 	// lastStart is when each pipe last started an instruction: a full queue's slot
 	// frees then.
 	lastStart [numPipes]int64
+	// drain is when each pipe's started instructions have all completed (a GM
+	// transfer completes after the pipe is free again); busyTo is the end of the
+	// pipe's busy time counted so far (a pipe is busy while a transfer is in flight);
+	// inflight holds the completions of the pipe's transfers still in flight, in start
+	// order (at most Chip.MemQueueDepth at once).
+	drain, busyTo [numPipes]int64
+	inflight      [numPipes][]int64
 	sems      map[flagKey][]semEntry
 	done      int // issued instructions started (starting fixes their end)
 	maxEnd    int64
@@ -201,7 +208,12 @@ func (r *blockRun) next() (di int, start int64, ok bool) {
 		i := r.queues[p][r.heads[p]]
 		d := r.d(i)
 		st := max(r.free[p], d.issue)
+		if q := r.inflight[p]; len(q) >= r.c.chip.MemQueueDepth {
+			st = max(st, q[len(q)-r.c.chip.MemQueueDepth]) // a request slot frees
+		}
 		switch d.in.Op {
+		case isa.SET_FLAG, isa.TSYNC, isa.TFREE:
+			st = max(st, r.drain[p]) // after what the pipe started has completed
 		case isa.WAIT_FLAG:
 			q := r.sems[flagKeyOf(d.in)]
 			if len(q) == 0 {
@@ -230,13 +242,14 @@ func (r *blockRun) start(di int, st int64) error {
 	if other, q, raced := r.races.start(in.Pipe, d.seq, d.sSeen, di, d.acc); raced {
 		return r.fail(d.pc, "%s", raceMessage(r.m, other, q, in.Pipe))
 	}
-	var dur int64
+	var tt transferTimes
 	if r.c.mem != nil {
-		dur = r.c.mem.duration(r, in, r.t0+st)
+		tt = r.c.mem.duration(r, in, r.t0+st)
 	} else {
-		dur = r.c.chip.duration(in)
+		d := r.c.chip.duration(in)
+		tt = transferTimes{d, d}
 	}
-	end := st + dur
+	end := st + tt.done
 	r.x.now, r.x.end = st, end
 	if !r.c.opts.NoValues || computesControl(in) {
 		if err := r.c.execRecovering(&r.x, in); err != nil {
@@ -255,9 +268,20 @@ func (r *blockRun) start(di int, st int64) error {
 		r.sems[k] = r.sems[k][1:]
 	}
 	p := in.Pipe
-	r.free[p] = end
+	r.free[p] = st + tt.occupy
+	r.drain[p] = max(r.drain[p], end)
 	r.lastStart[p] = max(r.lastStart[p], st)
-	r.c.busy[p] += end - st
+	r.c.busy[p] += max(0, end-max(st, r.busyTo[p]))
+	r.busyTo[p] = max(r.busyTo[p], end)
+	if q := r.inflight[p]; tt.done > tt.occupy || len(q) > 0 {
+		for len(q) > 0 && q[0] <= st {
+			q = q[1:]
+		}
+		if tt.done > tt.occupy {
+			q = append(q, end)
+		}
+		r.inflight[p] = q
+	}
 	r.maxEnd = max(r.maxEnd, end)
 	r.heads[p]++
 	r.done++

@@ -2,63 +2,71 @@ package device
 
 import (
 	"sync"
-	"sync/atomic"
 
 	"pypto/isa"
 )
 
-// memSystem is the part of the memory hierarchy all cores of a task share: an LRU L2
-// over GM lines and the HBM bandwidth behind it. It is used only when the chip has an
-// L2 (Chip.L2Bytes > 0); then RunTask simulates the cores in one event loop in task
-// time order (sim_shared.go), so the L2 sees accesses in the order they happen and
-// the result is deterministic.
+// memSystem is the part of the memory hierarchy all cores of a task share: an L2
+// over GM lines, its total bandwidth, and the HBM bandwidth behind it. It is used only
+// when the chip has an L2 (Chip.L2Bytes > 0); then RunTask simulates the cores in one
+// event loop in task time order (sim_shared.go), so the L2 sees accesses in the order
+// they happen and the result is deterministic.
+//
+// A GM transfer is a set of outstanding requests: it is issued at its start, its data
+// moves after the latency, through the core's port (one transfer at a time per core
+// and direction) and the shared bandwidth calendar, and it completes when its last
+// byte has arrived. The pipe is occupied only while the data moves, so the latency of
+// one transfer overlaps the data of the one before (up to MemQueueDepth in flight).
 type memSystem struct {
 	chip *Chip
 	// L2 is set-associative: line l lives in set setOf(l), whose ways hold line
 	// numbers most recent first (-1: empty); a miss evicts the set's least recent.
 	tags       []int32
 	sets, ways int
+	// fills holds, beside each way's tag, when that line's fill from HBM completes
+	// (task cycles): a reader that finds the line before then waits for the fill
+	// instead of reading it at the hit rate, and takes no HBM bandwidth for it.
+	fills []int64
 	// filled lists the sets that hold a line, so release can empty just those: the
 	// tags (megabytes for a chip's L2) are reused by later tasks, not cleared whole.
 	filled []int32
 	lines  int // lines in GM
-	// missEnds holds the end time (task cycles) of every load with a missing line
-	// still in flight: the cores that share HBM with a new miss.
-	missEnds     []int64
+	cal    calendar
+	ports map[*coreSim]*corePorts
+
 	hits, misses int64
 }
+
+// corePorts is when each of a core's two GM paths is free: reads (MTE2's loads and
+// pops) and writes (stores and pushes).
+type corePorts struct{ read, write int64 }
 
 func newMemSystem(chip *Chip, gmBytes int) *memSystem {
 	ways := max(1, chip.L2Ways)
 	sets := max(1, chip.L2Bytes/(chip.L2LineBytes*ways))
-	m := &memSystem{chip: chip, lines: (gmBytes + chip.L2LineBytes - 1) / chip.L2LineBytes, sets: sets, ways: ways}
-	t := spareTags.Swap(nil)
-	if t == nil {
-		t, _ = emptyTags.Get().(*l2Tags)
-	}
-	if t != nil && len(t.tags) == sets*ways {
-		m.tags, m.filled = t.tags, t.filled[:0]
+	m := &memSystem{chip: chip, lines: (gmBytes + chip.L2LineBytes - 1) / chip.L2LineBytes, sets: sets, ways: ways,
+		ports: map[*coreSim]*corePorts{}}
+	if t, _ := emptyTags.Get().(*l2Tags); t != nil && len(t.tags) == sets*ways {
+		m.tags, m.fills, m.filled = t.tags, t.fills, t.filled[:0]
 	} else {
-		m.tags = make([]int32, sets*ways)
+		m.tags, m.fills = make([]int32, sets*ways), make([]int64, sets*ways)
 		for i := range m.tags {
 			m.tags[i] = -1
 		}
 	}
+	m.cal = calendar{l2: int64(chip.L2TotalBytesPerCycle), hbm: int64(chip.HBMBytesPerCycle)}
 	return m
 }
 
-// l2Tags is an empty L2 tag array kept for the next task, with its filled list's memory.
+// l2Tags is an empty L2 tag array (and its fill times) kept for the next task, with
+// its filled list's memory.
 type l2Tags struct {
 	tags   []int32
+	fills  []int64
 	filled []int32
 }
 
-// spareTags keeps one empty tag array through garbage collections (which empty
-// emptyTags), so that tasks run one after another never allocate one again.
-var (
-	spareTags atomic.Pointer[l2Tags]
-	emptyTags sync.Pool // of *l2Tags
-)
+var emptyTags sync.Pool // of *l2Tags
 
 // release empties the sets the task filled and hands the tags to later tasks; m must
 // not be used again.
@@ -68,19 +76,35 @@ func (m *memSystem) release() {
 		for w := range set {
 			set[w] = -1
 		}
+		clear(m.fills[int(s)*m.ways:][:m.ways])
 	}
-	if t := (&l2Tags{tags: m.tags, filled: m.filled}); !spareTags.CompareAndSwap(nil, t) {
-		emptyTags.Put(t)
+	emptyTags.Put(&l2Tags{tags: m.tags, fills: m.fills, filled: m.filled})
+	m.tags, m.fills, m.filled = nil, nil, nil
+}
+
+func (m *memSystem) portsOf(c *coreSim) *corePorts {
+	p := m.ports[c]
+	if p == nil {
+		p = &corePorts{}
+		m.ports[c] = p
 	}
-	m.tags, m.filled = nil, nil
+	return p
 }
 
 // touch makes line l the most recent of its set, inserting it (and evicting the
 // set's least recent line when the set is full) if it was absent; it reports whether
 // it was present.
 func (m *memSystem) touch(l int) bool {
+	hit, _ := m.access(l)
+	return hit
+}
+
+// access is touch that also returns the line's fill time (0 for a new line; the fill
+// times move with their lines, so a line is at way 0 of its set after an access).
+func (m *memSystem) access(l int) (bool, int64) {
 	s := m.setOf(l)
 	set := m.tags[s*m.ways:][:m.ways]
+	fills := m.fills[s*m.ways:][:m.ways]
 	if set[0] < 0 { // the set's first line: a set never empties again
 		m.filled = append(m.filled, int32(s))
 	}
@@ -90,9 +114,26 @@ func (m *memSystem) touch(l int) bool {
 		w++
 	}
 	hit := set[w] == li
+	fill := fills[w]
+	if !hit {
+		fill = 0
+	}
 	copy(set[1:w+1], set[:w]) // on a miss w is the last way: its line is evicted
-	set[0] = li
-	return hit
+	copy(fills[1:w+1], fills[:w])
+	set[0], fills[0] = li, fill
+	return hit, fill
+}
+
+// setFill records when line l's fill completes (l is in L2).
+func (m *memSystem) setFill(l int, at int64) {
+	s := m.setOf(l)
+	set := m.tags[s*m.ways:][:m.ways]
+	for w, t := range set {
+		if t == int32(l) {
+			m.fills[s*m.ways+w] = at
+			return
+		}
+	}
 }
 
 // window calls f with each line the GM window of view o (param at GM byte base)
@@ -134,93 +175,119 @@ func (m *memSystem) window(base int, o Operand, f func(line, bytes int)) {
 	}
 }
 
-// load is the time a TLOAD of view o starting at task time now takes: the latency
-// (hit, or miss if any line misses) plus the hit bytes at the per-core L2 rate plus
-// the missed bytes at this core's share of HBM.
-func (m *memSystem) load(base int, o Operand, now int64) int64 {
+// transferTimes is a GM transfer's two times, relative to its start: the pipe is
+// occupied until occupy (the data moving through the core's port), and the transfer
+// completes at done (its last byte arrived: what a flag after it waits for).
+type transferTimes struct{ occupy, done int64 }
+
+// load is a TLOAD of view o issued at task time now by core c: its lines are looked up
+// in L2; after the latency (L2HitCycles, or L2MissCycles when a line misses) the data
+// moves through c's read port at L2ReadBytesPerCycle, within the L2's and (for the
+// missed bytes) the HBM's total bandwidth left by earlier transfers. (npu-facts' GM
+// figure of 32 B per cycle per core is HBM's rate shared by the 24 cores, which the
+// HBM calendar gives when all of them miss, not a cap for one core missing alone.) A line another core is still filling
+// is not fetched again: the load completes no earlier than that fill.
+func (m *memSystem) load(c *coreSim, base int, o Operand, now int64) transferTimes {
+	chip := m.chip
 	var hitB, missB int64
+	var waitFill int64
+	lat := int64(chip.L2HitCycles)
+	var missing []int
 	m.window(base, o, func(l, n int) {
-		if m.touch(l) {
+		if hit, fill := m.access(l); hit {
 			hitB += int64(n)
 			m.hits++
+			waitFill = max(waitFill, fill)
 		} else {
 			missB += int64(n)
 			m.misses++
+			missing = append(missing, l)
 		}
 	})
-	c := m.chip
-	d := int64(c.L2HitCycles) + ceilDiv(hitB, c.L2ReadBytesPerCycle)
 	if missB > 0 {
-		// The cores with a missing load in flight share HBM equally from now on
-		// (loads already running keep the rate they started with).
-		share := min(c.L2ReadBytesPerCycle, max(1, c.HBMBytesPerCycle/(m.liveMisses(now)+1)))
-		d = int64(c.L2MissCycles) + ceilDiv(hitB, c.L2ReadBytesPerCycle) + ceilDiv(missB, share)
-		m.missEnds = append(m.missEnds, now+d)
+		lat = int64(chip.L2MissCycles)
 	}
-	return max(1, d)
+	p := m.portsOf(c)
+	from := max(now+lat, p.read)
+	end := m.cal.reserve(now, from, hitB, missB, chip.L2ReadBytesPerCycle, chip.L2ReadBytesPerCycle)
+	p.read = end
+	for _, l := range missing {
+		m.setFill(l, end)
+	}
+	// Lines filled by another core's load arrive with that fill and then at port speed.
+	done := max(end, waitFill+int64(chip.L2LineBytes/max(1, chip.L2ReadBytesPerCycle)))
+	return transferTimes{occupy: max(1, end-from), done: max(1, done-now)}
 }
 
-// store writes the lines of view o into L2 (write-allocate) and returns the time a
-// store that the chip's formula gives d takes when it starts at task time now. The
-// L2 is write-through to HBM: written bytes leave at this core's share of the HBM
-// bandwidth, shared with the loads that miss, so a task cannot move more bytes than
-// HBM carries (a task starts with a cold L2, so its outputs count once each way).
-func (m *memSystem) store(base int, o Operand, now, d int64) int64 {
+// store is a TSTORE of view o issued at now by core c whose pipe's own formula takes
+// d (the fixpipe's or MTE3's rate): its lines are written into L2 (write-allocate)
+// through c's write port at L2WriteBytesPerCycle and, the L2 being write-through, to
+// HBM, within the total bandwidths; a task starts with a cold L2, so its outputs
+// count once each way. The store completes when L2 has the data (L2HitCycles after
+// its last byte leaves).
+func (m *memSystem) store(c *coreSim, base int, o Operand, now, d int64) transferTimes {
 	var bytes int64
 	m.window(base, o, func(l, n int) {
 		m.touch(l)
+		m.setFill(l, 0)
 		bytes += int64(n)
 	})
 	if bytes == 0 {
-		return d
+		return transferTimes{occupy: d, done: d}
 	}
-	c := m.chip
-	share := min(c.L2WriteBytesPerCycle, max(1, c.HBMBytesPerCycle/(m.liveMisses(now)+1)))
-	d = max(d, ceilDiv(bytes, share))
-	m.missEnds = append(m.missEnds, now+d)
-	return d
+	chip := m.chip
+	p := m.portsOf(c)
+	from := max(now, p.write)
+	end := m.cal.reserve(now, from, 0, bytes, chip.L2WriteBytesPerCycle, chip.L2WriteBytesPerCycle)
+	end = max(end, now+d)
+	p.write = end
+	return transferTimes{occupy: max(1, end-now), done: max(1, end-now+int64(chip.L2HitCycles))}
 }
 
-// liveMisses drops the HBM transfers that ended before now and counts the others.
-func (m *memSystem) liveMisses(now int64) int {
-	live := m.missEnds[:0]
-	for _, e := range m.missEnds {
-		if e > now {
-			live = append(live, e)
-		}
+// queueTransfer is a TPUSH (write) or TPOP (read) of bytes through the core's port and
+// the L2: queue slots are GM workspace that stays in L2 (a handful of slots reused all
+// the time), so they take L2 bandwidth but no HBM bandwidth; d is the pipe's own
+// formula.
+func (m *memSystem) queueTransfer(c *coreSim, bytes, now, d int64, write bool) transferTimes {
+	chip := m.chip
+	p := m.portsOf(c)
+	port, rate, lat := &p.read, chip.L2ReadBytesPerCycle, int64(chip.L2HitCycles)
+	if write {
+		port, rate, lat = &p.write, chip.L2WriteBytesPerCycle, 0
 	}
-	m.missEnds = live
-	return len(live)
+	from := max(now+lat, *port)
+	end := max(m.cal.reserve(now, from, bytes, 0, rate, rate), now+d)
+	*port = end
+	t := max(1, end-now)
+	return transferTimes{occupy: t, done: t}
 }
 
-// duration is the time instruction in takes when it starts at task time now: the
-// chip's formula, except that GM loads go through the memory system and stores
-// update it.
-func (m *memSystem) duration(r *blockRun, in *Instr, now int64) int64 {
+// duration is the occupancy and completion of instruction in, issued at task time
+// now by run r: the chip's formula, except that GM transfers go through the memory
+// system.
+func (m *memSystem) duration(r *blockRun, in *Instr, now int64) transferTimes {
 	d := r.c.chip.duration(in)
 	var o Operand
 	switch in.Op {
 	case isa.TPOP:
-		// A queue slot is GM workspace its producer wrote just before: its lines are in
-		// L2 (write-allocate), and the few slots of a queue are reused long before
-		// anything could evict them, so a pop reads at the L2 hit rate and its slot
-		// never costs HBM bandwidth.
-		return int64(r.c.chip.L2HitCycles) + ceilDiv(int64(in.Args[0].Bytes()), r.c.chip.L2ReadBytesPerCycle)
+		return m.queueTransfer(r.c, int64(in.Args[0].Bytes()), now, 1, false)
+	case isa.TPUSH:
+		return m.queueTransfer(r.c, int64(in.Args[1].Bytes()), now, d, true)
 	case isa.TLOAD:
 		o = in.Args[1]
 	case isa.TSTORE, isa.TSTORE_FP:
 		o = in.Args[0]
 	default:
-		return d
+		return transferTimes{d, d}
 	}
 	if o.Kind != isa.KindGM || o.GM.Param < 0 || o.GM.Param >= len(r.blk.ParamAddrs) {
-		return d
+		return transferTimes{d, d}
 	}
 	base := r.blk.ParamAddrs[o.GM.Param]
 	if in.Op == isa.TLOAD {
-		return m.load(base, o, now)
+		return m.load(r.c, base, o, now)
 	}
-	return m.store(base, o, now, d)
+	return m.store(r.c, base, o, now, d)
 }
 
 // setOf is the L2 set of line l: a multiplicative hash of the line number, as real

@@ -2,8 +2,9 @@
 // the GEMM and top-k tables of reference/npu-facts.md) on a chip preset and prints the
 // simulated figures beside the published ones, with each row's leave-one-out
 // prediction: a JSON list with -json (what bench/calibrate.py prints), else a table.
-// -fit fits the fitted preset constants to all rows (-write rewrites
-// device/presets_fitted.go with them).
+// -fit fits the fitted preset constants to all rows; -update also writes them to
+// device/presets_fitted.go and regenerates the calibration table of docs/device.md;
+// -sensitivity prints (with -update: regenerates) the sensitivity table.
 package main
 
 import (
@@ -22,7 +23,7 @@ func main() {
 	trace := flag.String("trace", "", "write the Chrome trace (Perfetto) of one GEMM run to this file instead")
 	mkn := flag.Int("mkn", 1536, "with -trace: m = k = n of the traced run")
 	fit := flag.Bool("fit", false, "fit the fitted constants to every row and print them")
-	write := flag.String("write", "", "with -fit: rewrite this Go file (device/presets_fitted.go) with the fitted constants")
+	update := flag.Bool("update", false, "refit, rewrite device/presets_fitted.go and the calibration table of docs/device.md (with -sensitivity: the sensitivity table); run from the repository root")
 	sens := flag.Bool("sensitivity", false, "scale each assumed constant by 0.5 and 2 and print the change of every row's time")
 	flag.Parse()
 	var err error
@@ -30,9 +31,11 @@ func main() {
 	case *trace != "":
 		err = writeTrace(*chipName, *mkn, *trace)
 	case *sens:
-		err = runSensitivity(*chipName, *asJSON)
+		err = runSensitivity(*chipName, *asJSON, *update)
 	case *fit:
-		err = runFit(*chipName, *write)
+		err = runFit(*chipName)
+	case *update:
+		err = runUpdate(*chipName)
 	default:
 		err = run(*chipName, *asJSON)
 	}
@@ -64,7 +67,7 @@ func writeTrace(chipName string, mkn int, path string) error {
 	return f.Close()
 }
 
-func runFit(chipName, path string) error {
+func runFit(chipName string) error {
 	chip, err := device.Preset(chipName)
 	if err != nil {
 		return err
@@ -74,10 +77,50 @@ func runFit(chipName, path string) error {
 		return err
 	}
 	fmt.Println(f)
-	if path == "" {
-		return nil
+	return nil
+}
+
+const (
+	docsPath   = "docs/device.md"
+	fittedPath = "device/presets_fitted.go"
+)
+
+// runUpdate fits the constants, writes them to the presets, and regenerates the
+// calibration table with them.
+func runUpdate(chipName string) error {
+	chip, err := device.Preset(chipName)
+	if err != nil {
+		return err
 	}
-	return os.WriteFile(path, []byte(calib.FittedSource(f, calib.Cases(chip))), 0o644)
+	f, err := calib.Fit(chip)
+	if err != nil {
+		return err
+	}
+	f.Apply(chip)
+	res, f2, err := calib.Calibrate(chip)
+	if err != nil {
+		return err
+	}
+	if f2 != f {
+		return fmt.Errorf("the refit with the fitted constants applied moved: %v -> %v", f, f2)
+	}
+	if err := os.WriteFile(fittedPath, []byte(calib.FittedSource(f, calib.Cases(chip))), 0o644); err != nil {
+		return err
+	}
+	fmt.Println(f)
+	return rewriteDocs(calib.CalibrationBegin, calib.CalibrationEnd, calib.Summary(res, f, calib.Cases(chip)))
+}
+
+func rewriteDocs(begin, end, body string) error {
+	data, err := os.ReadFile(docsPath)
+	if err != nil {
+		return err
+	}
+	doc, err := calib.ReplaceBetween(string(data), begin, end, body)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(docsPath, []byte(doc), 0o644)
 }
 
 func run(chipName string, asJSON bool) error {
@@ -85,7 +128,7 @@ func run(chipName string, asJSON bool) error {
 	if err != nil {
 		return err
 	}
-	res, err := calib.Calibrate(chip)
+	res, _, err := calib.Calibrate(chip)
 	if err != nil {
 		return err
 	}
@@ -102,7 +145,7 @@ func run(chipName string, asJSON bool) error {
 	return nil
 }
 
-func runSensitivity(chipName string, asJSON bool) error {
+func runSensitivity(chipName string, asJSON, update bool) error {
 	chip, err := device.Preset(chipName)
 	if err != nil {
 		return err
@@ -110,6 +153,9 @@ func runSensitivity(chipName string, asJSON bool) error {
 	cases, rows, err := calib.Sensitivity(chip)
 	if err != nil {
 		return err
+	}
+	if update {
+		return rewriteDocs(calib.SensitivityBegin, calib.SensitivityEnd, calib.SensitivityMarkdown(cases, rows))
 	}
 	if !asJSON {
 		fmt.Print(calib.SensitivityMarkdown(cases, rows))

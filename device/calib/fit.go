@@ -211,9 +211,10 @@ type Result struct {
 	Loo   Fitted
 }
 
-// Calibrate simulates every case on chip and refits the fitted constants once per
-// case without it (leave-one-out).
-func Calibrate(chip *device.Chip) ([]Result, error) {
+// Calibrate simulates every case on chip, fits the fitted constants to all cases
+// (returned, for checking that the presets hold them) and refits them once per case
+// without it (leave-one-out).
+func Calibrate(chip *device.Chip) ([]Result, Fitted, error) {
 	cases := Cases(chip)
 	e := newEvaluator(chip, cases)
 	all := allIndices(len(cases))
@@ -221,7 +222,7 @@ func Calibrate(chip *device.Chip) ([]Result, error) {
 	for i, c := range cases {
 		ms, st, err := e.predict(i, FittedOf(chip))
 		if err != nil {
-			return nil, err
+			return nil, Fitted{}, err
 		}
 		busy := make([]float64, len(c.Units))
 		cycles := float64(st.Cycles + int64(chip.DispatchCycles))
@@ -234,14 +235,20 @@ func Calibrate(chip *device.Chip) ([]Result, error) {
 		rest := append(append([]int{}, all[:i]...), all[i+1:]...)
 		f, _, err := e.fit(rest)
 		if err != nil {
-			return nil, err
+			return nil, Fitted{}, err
 		}
 		if out[i].LooMs, _, err = e.predict(i, f); err != nil {
-			return nil, err
+			return nil, Fitted{}, err
 		}
 		out[i].Loo = f
 	}
-	return out, nil
+	f, _, err := e.fit(all)
+	return out, f, err
+}
+
+// Apply sets the fitted constants f on chip.
+func (f Fitted) Apply(chip *device.Chip) {
+	chip.DispatchCycles, chip.SortBytesPerCycle = f.DispatchCycles, f.SortBytesPerCycle
 }
 
 // String names the fitted constants and their values.

@@ -1,0 +1,81 @@
+package device
+
+// calendar shares the L2's and the HBM's total bandwidth between the transfers of a
+// task: time is cut into buckets of bucketCycles, each with the bytes the L2 and the
+// HBM can move in it, and each transfer takes, bucket by bucket from when its data
+// starts to move, what its core's port allows of what earlier transfers left. The
+// shared event loop starts transfers in task time order, so earlier requests are
+// served first, as a memory controller's queue does, and a core that asks when the
+// others already use the whole bandwidth waits for its share.
+type calendar struct {
+	l2, hbm int64 // bytes per cycle in total (0: unlimited)
+	base    int64 // bucket number of used[0]
+	used    []bucket
+}
+
+type bucket struct{ l2, hbm int64 }
+
+// bucketCycles is the calendar's resolution: short against a GM transfer (a 16 KB
+// load takes about 150 cycles at a core's port), long enough to keep few buckets.
+const bucketCycles = 64
+
+// reserve moves hit bytes (through L2 only) and miss bytes (from HBM through L2)
+// from time from on: per cycle at most port bytes in all and missPort of them from
+// HBM, within what the buckets have left. now is the event loop's time (no later call
+// starts before it). It returns when the last byte has moved.
+func (c *calendar) reserve(now, from, hit, miss int64, port, missPort int) int64 {
+	c.trim(now)
+	t := from
+	p, mp := int64(max(1, port)), int64(max(1, missPort))
+	for hit > 0 || miss > 0 {
+		b := t / bucketCycles
+		cyc := (b+1)*bucketCycles - t
+		u := c.at(b)
+		l2Left := int64(1) << 62
+		if c.l2 > 0 {
+			l2Left = c.l2*bucketCycles - u.l2
+		}
+		hbmLeft := int64(1) << 62
+		if c.hbm > 0 {
+			hbmLeft = c.hbm*bucketCycles - u.hbm
+		}
+		mv := min(miss, mp*cyc, hbmLeft, l2Left)
+		hv := min(hit, p*cyc-mv, l2Left-mv)
+		mv, hv = max(0, mv), max(0, hv)
+		u.l2 += mv + hv
+		u.hbm += mv
+		miss -= mv
+		hit -= hv
+		if hit == 0 && miss == 0 {
+			// The last bucket: the port's time for what moved in it.
+			return t + max(ceilDiv(mv+hv, int(p)), ceilDiv(mv, int(mp)))
+		}
+		t = (b + 1) * bucketCycles
+	}
+	return t
+}
+
+// at is the bucket of number b, appending empty ones as needed.
+func (c *calendar) at(b int64) *bucket {
+	i := b - c.base
+	for int64(len(c.used)) <= i {
+		c.used = append(c.used, bucket{})
+	}
+	return &c.used[i]
+}
+
+// trim drops the buckets before time t, the event loop's time: transfers are issued
+// in task time order and move no earlier than they are issued, so no later one
+// reaches them.
+func (c *calendar) trim(t int64) {
+	drop := t/bucketCycles - c.base
+	if drop <= 0 || drop < int64(len(c.used))/2 {
+		return
+	}
+	if drop >= int64(len(c.used)) {
+		c.used, c.base = c.used[:0], t/bucketCycles
+		return
+	}
+	c.used = append(c.used[:0], c.used[drop:]...)
+	c.base += drop
+}
