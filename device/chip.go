@@ -91,15 +91,15 @@ type Chip struct {
 	// L2HitCycles or, if any line misses, L2MissCycles of latency (these replace
 	// MTE2's PipeStartup for TLOAD). Stores write their lines into L2
 	// (write-allocate) at no extra cost.
-	L2Bytes              int
-	L2LineBytes          int
+	L2Bytes     int
+	L2LineBytes int
 	// L2TotalBytesPerCycle is what the L2 moves per cycle for all cores together
 	// (hits, fills and writes); HBMBytesPerCycle likewise for the HBM behind it.
 	L2TotalBytesPerCycle int
 	// MemQueueDepth is how many GM transfers one pipe keeps in flight: a transfer
 	// occupies its pipe while its data moves, and its latency overlaps the transfers
 	// before it, up to this many.
-	MemQueueDepth int
+	MemQueueDepth        int
 	L2Ways               int
 	L2HitCycles          int
 	L2MissCycles         int

@@ -68,6 +68,8 @@ func TimingConstants() []Constant {
 		intConst("L2ReadBytesPerCycle", Public, "npu-facts: L2 read 110 B per cycle per core", func(c *Chip) *int { return &c.L2ReadBytesPerCycle }),
 		intConst("L2WriteBytesPerCycle", Public, "npu-facts: L2 write 86 B per cycle per core", func(c *Chip) *int { return &c.L2WriteBytesPerCycle }),
 		intConst("HBMBytesPerCycle", Derived, "1.6 TB/s (npu-facts) at 1.85 GHz", func(c *Chip) *int { return &c.HBMBytesPerCycle }),
+		intConst("L2TotalBytesPerCycle", Assumed, "no public figure: the L2 serves the 24 cores' ports at once", func(c *Chip) *int { return &c.L2TotalBytesPerCycle }),
+		intConst("MemQueueDepth", Assumed, "GM transfers a DMA pipe keeps in flight", func(c *Chip) *int { return &c.MemQueueDepth }),
 		intConst("L2HitCycles", Assumed, "the GM latency MTE2 pays without the model", func(c *Chip) *int { return &c.L2HitCycles }),
 		intConst("L2MissCycles", Assumed, "L2 hit latency plus an HBM access", func(c *Chip) *int { return &c.L2MissCycles }),
 	}

@@ -69,15 +69,15 @@ const (
 	// derived: 1.6 TB/s of HBM (npu-facts) at 1.85 GHz is 865 B per cycle for the
 	// whole chip, shared by the cores that miss.
 	hbmBytesPerCycle = 865
-	// derived: no public figure for the L2's own limit; we take the 24 cores' L2 ports
+	// assumed: no public figure for the L2's own limit; we take the 24 cores' L2 ports
 	// (110 B per cycle each) at once, so only HBM and the ports limit a transfer.
 	l2TotalBytesPerCycle = 24 * l2ReadBytesPerCycle
 	// assumed: no public figure for how many transfers a DMA pipe keeps in flight; a
 	// few descriptors, enough to overlap one transfer's latency with the data of the
 	// one before.
 	memQueueDepth = 4
-	l2HitCycles      = 200 // assumed: the GM latency MTE2 pays without the model
-	l2MissCycles     = 500 // assumed: L2 hit latency plus an HBM access
+	l2HitCycles   = 200 // assumed: the GM latency MTE2 pays without the model
+	l2MissCycles  = 500 // assumed: L2 hit latency plus an HBM access
 )
 
 // pipeStartup is the assumed fixed latency per instruction of each pipe: the memory

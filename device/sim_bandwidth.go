@@ -31,13 +31,15 @@ func (c *calendar) reserve(now, from, hit, miss int64, port, missPort int) int64
 		b := t / bucketCycles
 		cyc := (b+1)*bucketCycles - t
 		u := c.at(b)
+		// What the bucket has left, and no more than its rate over the part of the
+		// bucket still ahead.
 		l2Left := int64(1) << 62
 		if c.l2 > 0 {
-			l2Left = c.l2*bucketCycles - u.l2
+			l2Left = min(c.l2*bucketCycles-u.l2, c.l2*cyc)
 		}
 		hbmLeft := int64(1) << 62
 		if c.hbm > 0 {
-			hbmLeft = c.hbm*bucketCycles - u.hbm
+			hbmLeft = min(c.hbm*bucketCycles-u.hbm, c.hbm*cyc)
 		}
 		mv := min(miss, mp*cyc, hbmLeft, l2Left)
 		hv := min(hit, p*cyc-mv, l2Left-mv)
@@ -47,8 +49,16 @@ func (c *calendar) reserve(now, from, hit, miss int64, port, missPort int) int64
 		miss -= mv
 		hit -= hv
 		if hit == 0 && miss == 0 {
-			// The last bucket: the port's time for what moved in it.
-			return t + max(ceilDiv(mv+hv, int(p)), ceilDiv(mv, int(mp)))
+			// The last bucket: the time what moved in it takes at the port's and the
+			// totals' rates.
+			need := max(ceilDiv(mv+hv, int(p)), ceilDiv(mv, int(mp)))
+			if c.l2 > 0 {
+				need = max(need, ceilDiv(mv+hv, int(c.l2)))
+			}
+			if c.hbm > 0 {
+				need = max(need, ceilDiv(mv, int(c.hbm)))
+			}
+			return t + min(need, cyc)
 		}
 		t = (b + 1) * bucketCycles
 	}

@@ -129,9 +129,9 @@ type blockRun struct {
 	// order (at most Chip.MemQueueDepth at once).
 	drain, busyTo [numPipes]int64
 	inflight      [numPipes][]int64
-	sems      map[flagKey][]semEntry
-	done      int // issued instructions started (starting fixes their end)
-	maxEnd    int64
+	sems          map[flagKey][]semEntry
+	done          int // issued instructions started (starting fixes their end)
+	maxEnd        int64
 }
 
 // d is the issued instruction with index i.

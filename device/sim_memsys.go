@@ -32,7 +32,7 @@ type memSystem struct {
 	filled []int32
 	lines  int // lines in GM
 	cal    calendar
-	ports map[*coreSim]*corePorts
+	ports  map[*coreSim]*corePorts
 
 	hits, misses int64
 }
