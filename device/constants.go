@@ -22,12 +22,20 @@ type Constant struct {
 	Note   string
 	Get    func(*Chip) float64
 	Set    func(*Chip, float64)
+	// Overhead says the constant is part of a task's start or end (TaskStats'
+	// StartCycles, EndCycles): it adds to the time without changing what the cores do.
+	Overhead bool
 }
 
 func intConst(name string, src Source, note string, f func(*Chip) *int) Constant {
 	return Constant{Name: name, Source: src, Note: note,
 		Get: func(c *Chip) float64 { return float64(*f(c)) },
 		Set: func(c *Chip, v float64) { *f(c) = max(0, int(v+0.5)) }}
+}
+
+func overhead(c Constant) Constant {
+	c.Overhead = true
+	return c
 }
 
 func startupConst(p isa.Pipe, src Source, note string) Constant {
@@ -58,11 +66,11 @@ func TimingConstants() []Constant {
 		intConst("IssueCycles", Assumed, "scalar cost of dispatching one tile instruction", func(c *Chip) *int { return &c.IssueCycles }),
 		intConst("IssueQueueDepth", Assumed, "per-pipe instruction queue", func(c *Chip) *int { return &c.IssueQueueDepth }),
 		intConst("FlagLatencyCycles", Assumed, "set_flag -> wait_flag visibility", func(c *Chip) *int { return &c.FlagLatencyCycles }),
-		intConst("DispatchCycles", Fitted, "every calibration row (presets_fitted.go)", func(c *Chip) *int { return &c.DispatchCycles }),
-		intConst("CoreStartCycles", Assumed, "start signal, PC and the first instruction line (an L2 miss)", func(c *Chip) *int { return &c.CoreStartCycles }),
-		intConst("PrologueCycles", Assumed, "four scalar loads of the kernel's arguments", func(c *Chip) *int { return &c.PrologueCycles }),
-		intConst("EpilogueCycles", Assumed, "closing barrier and scalar cache write-back, a GM write latency", func(c *Chip) *int { return &c.EpilogueCycles }),
-		intConst("FinalSyncCycles", Assumed, "completion flags in GM polled by the AI CPU, about 1 us", func(c *Chip) *int { return &c.FinalSyncCycles }),
+		overhead(intConst("DispatchCycles", Fitted, "every calibration row (presets_fitted.go)", func(c *Chip) *int { return &c.DispatchCycles })),
+		overhead(intConst("CoreStartCycles", Assumed, "start signal, PC and the first instruction line (an L2 miss)", func(c *Chip) *int { return &c.CoreStartCycles })),
+		overhead(intConst("PrologueCycles", Assumed, "four scalar loads of the kernel's arguments", func(c *Chip) *int { return &c.PrologueCycles })),
+		overhead(intConst("EpilogueCycles", Assumed, "closing barrier and scalar cache write-back, a GM write latency", func(c *Chip) *int { return &c.EpilogueCycles })),
+		overhead(intConst("FinalSyncCycles", Assumed, "completion flags in GM polled by the AI CPU, about 1 us", func(c *Chip) *int { return &c.FinalSyncCycles })),
 		intConst("L2LineBytes", Assumed, "the GM transfer granule MTE2 is tuned for", func(c *Chip) *int { return &c.L2LineBytes }),
 		intConst("L2Ways", Assumed, "a common associativity", func(c *Chip) *int { return &c.L2Ways }),
 		intConst("L2ReadBytesPerCycle", Public, "npu-facts: L2 read 110 B per cycle per core", func(c *Chip) *int { return &c.L2ReadBytesPerCycle }),

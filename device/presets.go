@@ -69,9 +69,6 @@ const (
 	// derived: 1.6 TB/s of HBM (npu-facts) at 1.85 GHz is 865 B per cycle for the
 	// whole chip, shared by the cores that miss.
 	hbmBytesPerCycle = 865
-	// assumed: no public figure for the L2's own limit; we take the 24 cores' L2 ports
-	// (110 B per cycle each) at once, so only HBM and the ports limit a transfer.
-	l2TotalBytesPerCycle = 24 * l2ReadBytesPerCycle
 	// assumed: no public figure for how many transfers a DMA pipe keeps in flight; a
 	// few descriptors, enough to overlap one transfer's latency with the data of the
 	// one before.
@@ -155,7 +152,9 @@ func withL2(c *Chip) *Chip {
 	c.L2HitCycles, c.L2MissCycles = l2HitCycles, l2MissCycles
 	c.L2ReadBytesPerCycle, c.L2WriteBytesPerCycle = l2ReadBytesPerCycle, l2WriteBytesPerCycle
 	c.HBMBytesPerCycle = hbmBytesPerCycle
-	c.L2TotalBytesPerCycle = l2TotalBytesPerCycle
+	// assumed: no public figure for the L2's own limit; it serves every AI core's port
+	// (110 B per cycle each) at once, so only HBM and the ports limit a transfer.
+	c.L2TotalBytesPerCycle = c.CubeCores * l2ReadBytesPerCycle
 	return c
 }
 

@@ -9,8 +9,11 @@ package device
 // others already use the whole bandwidth waits for its share.
 type calendar struct {
 	l2, hbm int64 // bytes per cycle in total (0: unlimited)
-	base    int64 // bucket number of used[0]
-	used    []bucket
+	// origin is the task time of the buckets' grid: the kernels' first instruction, so
+	// that a task's start constants shift its kernel without changing it.
+	origin int64
+	base   int64 // bucket number of used[0]
+	used   []bucket
 }
 
 type bucket struct{ l2, hbm int64 }
@@ -24,8 +27,9 @@ const bucketCycles = 64
 // HBM, within what the buckets have left. now is the event loop's time (no later call
 // starts before it). It returns when the last byte has moved.
 func (c *calendar) reserve(now, from, hit, miss int64, port, missPort int) int64 {
+	now, from = now-c.origin, from-c.origin
 	c.trim(now)
-	t := from
+	t := max(0, from)
 	p, mp := int64(max(1, port)), int64(max(1, missPort))
 	for hit > 0 || miss > 0 {
 		b := t / bucketCycles
@@ -58,11 +62,11 @@ func (c *calendar) reserve(now, from, hit, miss int64, port, missPort int) int64
 			if c.hbm > 0 {
 				need = max(need, ceilDiv(mv, int(c.hbm)))
 			}
-			return t + min(need, cyc)
+			return c.origin + t + min(need, cyc)
 		}
 		t = (b + 1) * bucketCycles
 	}
-	return t
+	return c.origin + t
 }
 
 // at is the bucket of number b, appending empty ones as needed.

@@ -54,7 +54,7 @@ func newMemSystem(chip *Chip, gmBytes int) *memSystem {
 			m.tags[i] = -1
 		}
 	}
-	m.cal = calendar{l2: int64(chip.L2TotalBytesPerCycle), hbm: int64(chip.HBMBytesPerCycle)}
+	m.cal = calendar{l2: int64(chip.L2TotalBytesPerCycle), hbm: int64(chip.HBMBytesPerCycle), origin: int64(chip.StartCycles())}
 	return m
 }
 

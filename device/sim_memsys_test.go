@@ -60,7 +60,12 @@ func TestL2HitsAreFasterThanMisses(t *testing.T) {
 	assert.Equal(t, int64(2*bytes/chip.L2LineBytes), st.L2Misses)
 	assert.InDelta(t, 1.0/3, st.L2HitRate(), 1e-9)
 	// With the fill complete (a barrier between the loads) the same lines hit.
-	hit := loadsOf(t, chip, `
+	hit := loadsOf(t, chip, missThenHit)
+	assert.Equal(t, []int64{miss, int64(chip.L2HitCycles) + ceilDiv(bytes, chip.L2ReadBytesPerCycle)}, hit)
+}
+
+// missThenHit loads a 32 KB window, waits for it, and loads it again.
+const missThenHit = `
 kernel hit vector
 param %x: f32[262144]
 tile %t: vec f32[64x128]
@@ -68,9 +73,7 @@ tile %t: vec f32[64x128]
   tsync all
   tload %t, %x[0; 64x128; 128,1]
 end
-`)
-	assert.Equal(t, []int64{miss, int64(chip.L2HitCycles) + ceilDiv(bytes, chip.L2ReadBytesPerCycle)}, hit)
-}
+`
 
 // loadsOf runs one vector block of src on chip and returns its TLOAD durations (issue
 // to completion).
@@ -170,16 +173,7 @@ func TestHBMIsSharedByTheCoresThatMiss(t *testing.T) {
 func TestL2TotalBandwidthIsShared(t *testing.T) {
 	chip := preset(t, "a2")
 	chip.L2TotalBytesPerCycle = chip.L2ReadBytesPerCycle
-	src := `
-kernel hits vector
-param %x: f32[262144]
-tile %t: vec f32[64x128]
-  tload %t, %x[0; 64x128; 128,1]
-  tsync all
-  tload %t, %x[0; 64x128; 128,1]
-end
-`
-	m := compile(t, chip, parse(t, src))
+	m := compile(t, chip, parse(t, missThenHit))
 	run := func(blocks int) []TraceEvent {
 		var bs []Block
 		for range blocks {

@@ -67,17 +67,22 @@ func writeTrace(chipName string, mkn int, path string) error {
 	return f.Close()
 }
 
-func runFit(chipName string) error {
+// fitPreset fits the fitted constants of the named preset to every row.
+func fitPreset(chipName string) (*device.Chip, calib.Fitted, error) {
 	chip, err := device.Preset(chipName)
 	if err != nil {
-		return err
+		return nil, calib.Fitted{}, err
 	}
 	f, err := calib.Fit(chip)
-	if err != nil {
-		return err
+	return chip, f, err
+}
+
+func runFit(chipName string) error {
+	_, f, err := fitPreset(chipName)
+	if err == nil {
+		fmt.Println(f)
 	}
-	fmt.Println(f)
-	return nil
+	return err
 }
 
 const (
@@ -88,11 +93,7 @@ const (
 // runUpdate fits the constants, writes them to the presets, and regenerates the
 // calibration table with them.
 func runUpdate(chipName string) error {
-	chip, err := device.Preset(chipName)
-	if err != nil {
-		return err
-	}
-	f, err := calib.Fit(chip)
+	chip, f, err := fitPreset(chipName)
 	if err != nil {
 		return err
 	}

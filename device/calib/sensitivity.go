@@ -20,9 +20,11 @@ type SensitivityRow struct {
 // SensitivityFactors are the scalings of the sensitivity table.
 var SensitivityFactors = []float64{0.5, 2}
 
-// simulateAll runs every case on chip (in parallel) and returns their times in ms.
-func simulateAll(chip *device.Chip, cases []Case) ([]float64, error) {
+// simulateAll runs every case on chip (in parallel) and returns their times in ms and
+// their stats.
+func simulateAll(chip *device.Chip, cases []Case) ([]float64, []*device.TaskStats, error) {
 	ms := make([]float64, len(cases))
+	sts := make([]*device.TaskStats, len(cases))
 	errs := make([]error, len(cases))
 	sem := make(chan struct{}, max(1, runtime.GOMAXPROCS(0)))
 	var wg sync.WaitGroup
@@ -32,7 +34,7 @@ func simulateAll(chip *device.Chip, cases []Case) ([]float64, error) {
 			defer func() { <-sem }()
 			st, err := c.Simulate(chip)
 			if err == nil {
-				ms[i] = st.Seconds() * 1e3
+				ms[i], sts[i] = st.Seconds()*1e3, st
 			}
 			errs[i] = err
 		})
@@ -40,17 +42,29 @@ func simulateAll(chip *device.Chip, cases []Case) ([]float64, error) {
 	wg.Wait()
 	for _, err := range errs {
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
-	return ms, nil
+	return ms, sts, nil
+}
+
+// withOverhead is the time in ms of a run like st on chip c when only c's start and
+// end constants differ from the run's, and each core ran one block (so every
+// prologue and epilogue is in StartCycles and EndCycles); ok is false otherwise.
+func withOverhead(c *device.Chip, st *device.TaskStats) (float64, bool) {
+	if st.Blocks != st.ActiveCores {
+		return 0, false
+	}
+	return float64(int64(c.StartCycles())+st.KernelCycles+int64(c.EndCycles())) / c.ClockHz * 1e3, true
 }
 
 // Sensitivity scales each assumed timing constant of chip by each of
-// SensitivityFactors and reports the change of every case's time.
+// SensitivityFactors and reports the change of every case's time. A start or end
+// constant (Constant.Overhead) adds to each task's time without changing what the
+// cores do, so its rows are computed from the preset's runs instead of run again.
 func Sensitivity(chip *device.Chip) ([]Case, []SensitivityRow, error) {
 	cases := Cases(chip)
-	base, err := simulateAll(chip, cases)
+	base, baseStats, err := simulateAll(chip, cases)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -65,9 +79,17 @@ func Sensitivity(chip *device.Chip) ([]Case, []SensitivityRow, error) {
 			if err := c.Validate(); err != nil {
 				return nil, nil, fmt.Errorf("calib: %s x %g: %w", k.Name, f, err)
 			}
-			ms, err := simulateAll(c, cases)
-			if err != nil {
-				return nil, nil, fmt.Errorf("calib: %s x %g: %w", k.Name, f, err)
+			ms := make([]float64, len(cases))
+			computed := k.Overhead
+			for i, st := range baseStats {
+				if computed {
+					ms[i], computed = withOverhead(c, st)
+				}
+			}
+			if !computed {
+				if ms, _, err = simulateAll(c, cases); err != nil {
+					return nil, nil, fmt.Errorf("calib: %s x %g: %w", k.Name, f, err)
+				}
 			}
 			row := SensitivityRow{Constant: k.Name, Factor: f, Change: make([]float64, len(cases))}
 			for i := range cases {

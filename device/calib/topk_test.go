@@ -77,5 +77,28 @@ func TestTopKNoValuesKeepsTheTiming(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, full.Cycles, timed.Cycles)
 	assert.Equal(t, full.PipeBusy, timed.PipeBusy)
-	assert.Greater(t, timed.BusyRatio(isa.PipeV), 0.5, "the kernel is sort-bound")
+	kernelBusy := float64(timed.PipeBusy[isa.PipeV]) / float64(timed.KernelCycles*int64(timed.ActiveCores))
+	assert.Greater(t, kernelBusy, 0.5, "the kernel is sort-bound")
+}
+
+// The sensitivity table computes the start and end constants' rows from the preset's
+// run: that equals running again.
+func TestOverheadRowsEqualARun(t *testing.T) {
+	chip := a2(t)
+	tk := TopK{DType: dtype.Float32, Rows: 192, ValidCol: 1024, Col: 1280, K: 1000, Cores: 48}
+	c := Case{Name: "topk", TopK: &tk}
+	base, err := c.Simulate(chip)
+	require.NoError(t, err)
+	for _, k := range device.TimingConstants() {
+		if !k.Overhead {
+			continue
+		}
+		changed := chip.Clone()
+		k.Set(changed, 2*k.Get(chip)+100)
+		want, err := c.Simulate(changed)
+		require.NoError(t, err)
+		got, ok := withOverhead(changed, base)
+		require.True(t, ok)
+		assert.InDelta(t, want.Seconds()*1e3, got, 1e-12, "%s", k.Name)
+	}
 }
