@@ -6,7 +6,7 @@ package device
 // of the calibration rows' times (device/calib, docs/device.md).
 const (
 	// fitted to gemm_1536, gemm_3072, gemm_6144, gemm_7680, topk_f32_4800, topk_f32_3456, topk_f32_2304, topk_f16_4800
-	fittedDispatchCycles = 14049
+	fittedDispatchCycles = 13808
 	// fitted to topk_f32_4800, topk_f32_3456, topk_f32_2304, topk_f16_4800
 	fittedSortBytesPerCycle = 39
 )

@@ -2,6 +2,7 @@ package device
 
 import (
 	"sync"
+	"sync/atomic"
 
 	"pypto/isa"
 )
@@ -46,7 +47,11 @@ func newMemSystem(chip *Chip, gmBytes int) *memSystem {
 	sets := max(1, chip.L2Bytes/(chip.L2LineBytes*ways))
 	m := &memSystem{chip: chip, lines: (gmBytes + chip.L2LineBytes - 1) / chip.L2LineBytes, sets: sets, ways: ways,
 		ports: map[*coreSim]*corePorts{}}
-	if t, _ := emptyTags.Get().(*l2Tags); t != nil && len(t.tags) == sets*ways {
+	t := spareTags.Swap(nil)
+	if t == nil {
+		t, _ = emptyTags.Get().(*l2Tags)
+	}
+	if t != nil && len(t.tags) == sets*ways {
 		m.tags, m.fills, m.filled = t.tags, t.fills, t.filled[:0]
 	} else {
 		m.tags, m.fills = make([]int32, sets*ways), make([]int64, sets*ways)
@@ -66,7 +71,12 @@ type l2Tags struct {
 	filled []int32
 }
 
-var emptyTags sync.Pool // of *l2Tags
+// spareTags keeps one empty tag array through garbage collections (which empty
+// emptyTags), so that tasks run one after another never allocate one again.
+var (
+	spareTags atomic.Pointer[l2Tags]
+	emptyTags sync.Pool // of *l2Tags
+)
 
 // release empties the sets the task filled and hands the tags to later tasks; m must
 // not be used again.
@@ -78,7 +88,9 @@ func (m *memSystem) release() {
 		}
 		clear(m.fills[int(s)*m.ways:][:m.ways])
 	}
-	emptyTags.Put(&l2Tags{tags: m.tags, fills: m.fills, filled: m.filled})
+	if t := (&l2Tags{tags: m.tags, fills: m.fills, filled: m.filled}); !spareTags.CompareAndSwap(nil, t) {
+		emptyTags.Put(t)
+	}
 	m.tags, m.fills, m.filled = nil, nil, nil
 }
 
@@ -244,24 +256,6 @@ func (m *memSystem) store(c *coreSim, base int, o Operand, now, d int64) transfe
 	return transferTimes{occupy: max(1, end-now), done: max(1, end-now+int64(chip.L2HitCycles))}
 }
 
-// queueTransfer is a TPUSH (write) or TPOP (read) of bytes through the core's port and
-// the L2: queue slots are GM workspace that stays in L2 (a handful of slots reused all
-// the time), so they take L2 bandwidth but no HBM bandwidth; d is the pipe's own
-// formula.
-func (m *memSystem) queueTransfer(c *coreSim, bytes, now, d int64, write bool) transferTimes {
-	chip := m.chip
-	p := m.portsOf(c)
-	port, rate, lat := &p.read, chip.L2ReadBytesPerCycle, int64(chip.L2HitCycles)
-	if write {
-		port, rate, lat = &p.write, chip.L2WriteBytesPerCycle, 0
-	}
-	from := max(now+lat, *port)
-	end := max(m.cal.reserve(now, from, bytes, 0, rate, rate), now+d)
-	*port = end
-	t := max(1, end-now)
-	return transferTimes{occupy: t, done: t}
-}
-
 // duration is the occupancy and completion of instruction in, issued at task time
 // now by run r: the chip's formula, except that GM transfers go through the memory
 // system.
@@ -270,9 +264,12 @@ func (m *memSystem) duration(r *blockRun, in *Instr, now int64) transferTimes {
 	var o Operand
 	switch in.Op {
 	case isa.TPOP:
-		return m.queueTransfer(r.c, int64(in.Args[0].Bytes()), now, 1, false)
-	case isa.TPUSH:
-		return m.queueTransfer(r.c, int64(in.Args[1].Bytes()), now, d, true)
+		// A queue slot is GM workspace its producer wrote just before: its lines are in
+		// L2 (write-allocate), and the few slots of a queue are reused long before
+		// anything could evict them, so a pop reads at the L2 hit rate and its slot
+		// never costs HBM bandwidth.
+		t := int64(r.c.chip.L2HitCycles) + ceilDiv(int64(in.Args[0].Bytes()), r.c.chip.L2ReadBytesPerCycle)
+		return transferTimes{t, t}
 	case isa.TLOAD:
 		o = in.Args[1]
 	case isa.TSTORE, isa.TSTORE_FP:

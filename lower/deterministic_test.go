@@ -17,7 +17,7 @@ import (
 func deterministicGraphs(t *testing.T) map[string]*core.Graph {
 	f32 := func(s ...int) core.TensorType { return core.TensorType{DType: dtype.Float32, Shape: core.Shape(s)} }
 	return map[string]*core.Graph{
-		"matmul_long_k":  matmulGraph(t, dtype.Float16, core.Shape{16, 16384}, core.Shape{16384, 16}, nil, false),
+		"matmul_long_k":  matmulGraph(t, dtype.Float16, core.Shape{16, 32768}, core.Shape{32768, 16}, nil, false),
 		"matmul_f32":     matmulGraph(t, dtype.Float32, core.Shape{32, 2048}, core.Shape{2048, 48}, nil, true),
 		"row_sum":        reduceGraph(t, "sum", f32(24, 3000), []int64{-1}, false),
 		"col_sum":        reduceGraph(t, "sum", f32(1500, 40), []int64{0}, false),

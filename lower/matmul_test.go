@@ -86,12 +86,12 @@ func TestSplitKMatchesReference(t *testing.T) {
 		// forced is a tile that splits K, for where the search keeps K whole
 		forced []int64
 	}{
-		{"a2", "matmul", dtype.Float16, core.Shape{16, 16384}, core.Shape{16384, 16}, nil, nil},
+		{"a2", "matmul", dtype.Float16, core.Shape{16, 32768}, core.Shape{32768, 16}, nil, nil},
 		{"a2", "matmul", dtype.BFloat16, core.Shape{13, 40000}, core.Shape{9, 40000}, core.Attrs{"transpose_b": true}, nil},
 		{"a2", "matmul", dtype.Float32, core.Shape{30000, 31}, core.Shape{30000, 20}, core.Attrs{"transpose_a": true}, nil},
 		{"a2", "matmul", dtype.Int8, core.Shape{32, 32768}, core.Shape{32768, 32}, nil, []int64{16, 32, 256, 4, 8192}},
 		{"a2", "batch_matmul", dtype.Float16, core.Shape{2, 1, 16, 30000}, core.Shape{3, 30000, 16}, nil, nil},
-		{"tiny", "matmul", dtype.Float16, core.Shape{50, 8000}, core.Shape{8000, 60}, nil, nil},
+		{"tiny", "matmul", dtype.Float16, core.Shape{50, 16000}, core.Shape{16000, 60}, nil, nil},
 	}
 	for _, c := range cases {
 		t.Run(fmt.Sprintf("%s/%s%v@%v%v", c.chip, c.dt, c.a, c.b, c.attrs), func(t *testing.T) {
