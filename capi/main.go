@@ -43,8 +43,8 @@ import (
 
 // abiVersion changes whenever an export's signature or meaning changes, or exports
 // are added that the Python side needs (3: pypto_executor_create_config and
-// pypto_config_check).
-const abiVersion = 3
+// pypto_config_check; 4: pypto_watch_interrupts and pypto_interrupt).
+const abiVersion = 4
 
 func main() {}
 

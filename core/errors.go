@@ -15,6 +15,9 @@ const (
 	CompileError  ErrorKind = "CompileError"
 	DeviceError   ErrorKind = "DeviceError"
 	InternalError ErrorKind = "InternalError"
+	// Interrupted is a run stopped by Ctrl-C (internal/interrupt); Python raises
+	// KeyboardInterrupt for it.
+	Interrupted ErrorKind = "Interrupted"
 )
 
 // Location is a place in the user's program, captured by the Python front end.

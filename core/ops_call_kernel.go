@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"pypto/dtype"
+	"pypto/internal/interrupt"
 	"pypto/isa"
 )
 
@@ -208,13 +209,14 @@ func evalCallKernel(in []*Array, attrs Attrs, out *Array) {
 		gm[i] = a.Bytes()
 	}
 	gm[len(in)] = make([]byte, out.Type.Bytes())
+	stop := interrupt.Current() // one for the launch, so Ctrl-C between blocks stops it too
 	for b := 0; b < k.Grid; b++ {
 		group := k.Group(b)
 		cores := make([]isa.Core, len(group))
 		for i, p := range group {
 			cores[i] = isa.Core{Prog: p, Params: gm}
 		}
-		if err := isa.InterpretCores(cores, isa.InterpOptions{MaxSteps: 1 << 32}); err != nil {
+		if err := isa.InterpretCores(cores, isa.InterpOptions{Interrupt: stop}); err != nil {
 			p := b * k.GroupSize()
 			if ie, ok := err.(*isa.InterpError); ok {
 				for i, q := range group {

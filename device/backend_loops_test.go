@@ -303,7 +303,7 @@ func TestLongLoopRunsInBoundedMemory(t *testing.T) {
 	assert.Greater(t, r.issued, 2*n)
 
 	_, err = RunTask(chip, l.gm, isa.Vector, []Block{{Prog: m, ParamAddrs: l.addrs}}, RunOptions{MaxInstructions: 1000})
-	assert.ErrorContains(t, err, "exceeds 1000 executed instructions")
+	assert.ErrorContains(t, err, "kernel long exceeds its budget of 1000 executed instructions in the loop at pc 4")
 }
 
 func TestRegisterMovedViewsAreOrdered(t *testing.T) {

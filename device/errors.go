@@ -1,6 +1,7 @@
 package device
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -32,7 +33,13 @@ type SimError struct {
 	Core, Block, PC int
 	Instr           string // the instruction's listing text when PC >= 0
 	Msg             string
+	Err             error // what kind of failure, when it is one callers tell apart (ErrBudget)
 }
+
+// ErrBudget is the failure of a block that exceeds RunOptions.MaxInstructions.
+var ErrBudget = errors.New("instruction budget exceeded")
+
+func (e *SimError) Unwrap() error { return e.Err }
 
 func (e *SimError) Error() string {
 	var b strings.Builder

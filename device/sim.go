@@ -7,6 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"pypto/internal/interrupt"
 	"pypto/isa"
 )
 
@@ -30,6 +31,10 @@ type RunOptions struct {
 	// the skipped instructions do not happen. Times never depend on values, so they
 	// are those of a full run.
 	NoValues bool
+	// Interrupt, when closed, stops the run with an error at the next poll of each
+	// block's scalar unit; nil takes interrupt.Current() when the task starts, so
+	// that Ctrl-C in Python (interrupt.Raise) stops it.
+	Interrupt <-chan struct{}
 	// Functional computes values only: each block's instructions execute in program
 	// order as the scalar unit issues them, with no pipe timing, race checks or
 	// shared memory model (cores run in parallel goroutines). Cycles and busy times
@@ -65,6 +70,9 @@ func RunTask(chip *Chip, gm []byte, kind isa.CoreKind, blocks []Block, opts RunO
 	}
 	if err := chip.CheckGM(len(gm), gmWhat); err != nil {
 		return nil, err
+	}
+	if opts.Interrupt == nil {
+		opts.Interrupt = interrupt.Current()
 	}
 	cores := chip.Cores(kind)
 	if cores <= 0 {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sync"
 
+	"pypto/internal/interrupt"
 	"pypto/isa"
 )
 
@@ -40,6 +41,9 @@ func RunGroupTask(chip *Chip, gm []byte, groups []Group, opts RunOptions) (st *T
 	}
 	if err := chip.CheckGM(len(gm), gmWhat); err != nil {
 		return nil, err
+	}
+	if opts.Interrupt == nil {
+		opts.Interrupt = interrupt.Current()
 	}
 	if len(groups) == 0 {
 		return nil, taskErr("task has no groups")

@@ -2,7 +2,9 @@ package device
 
 import (
 	"fmt"
+	"strings"
 
+	"pypto/internal/interrupt"
 	"pypto/isa"
 )
 
@@ -51,7 +53,12 @@ func (r *blockRun) issueOne() (bool, error) {
 	pc := r.sc.pc
 	in := &r.m.Instrs[pc]
 	if r.sc.steps >= limit {
-		return false, r.fail(pc, "the block exceeds %d executed instructions (RunOptions.MaxInstructions)", limit)
+		e := r.fail(pc, "kernel %s exceeds its budget of %d executed instructions%s (RunOptions.MaxInstructions)", r.m.Name, limit, r.openLoops())
+		e.(*SimError).Err = ErrBudget
+		return false, e
+	}
+	if r.sc.steps%interrupt.PollEvery == interrupt.PollEvery-1 && interrupt.Requested(r.c.opts.Interrupt) {
+		return false, r.fail(pc, "kernel %s interrupted after %d executed instructions%s", r.m.Name, r.sc.steps, r.openLoops())
 	}
 	if int(in.Pipe) <= 0 || int(in.Pipe) >= numPipes || in.Pipe == isa.PipeAll {
 		return false, r.fail(pc, "instruction has no pipe")
@@ -349,4 +356,20 @@ func (r *blockRun) size(ref isa.RegRef, n, bound int, what string) (int, error) 
 		return 0, fmt.Errorf("%s %d from %s lie outside [0, %d]", what, v, r.m.regName(ref), bound)
 	}
 	return int(v), nil
+}
+
+// openLoops names the loops the scalar unit is in, innermost first, with the
+// iteration each has reached: where a run that does not end spends its time.
+func (r *blockRun) openLoops() string {
+	var b strings.Builder
+	for i := len(r.sc.loops) - 1; i >= 0; i-- {
+		l := r.sc.loops[i]
+		if i == len(r.sc.loops)-1 {
+			b.WriteString(" in ")
+		} else {
+			b.WriteString(", inside ")
+		}
+		fmt.Fprintf(&b, "the loop at pc %d (%s), at iteration %d of %d", l.start, r.m.InstrString(l.start), l.iter+1, l.count)
+	}
+	return b.String()
 }

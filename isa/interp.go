@@ -4,9 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 
 	"pypto/dtype"
 	"pypto/internal/checked"
+	"pypto/internal/interrupt"
 )
 
 // The reference semantics: a hardware-neutral interpreter of PTO programs that
@@ -33,10 +35,18 @@ type Core struct {
 type InterpOptions struct {
 	// Print receives TPRINT output; nil discards it.
 	Print io.Writer
-	// MaxSteps bounds the instructions executed over all cores (0: no bound), so that
-	// a program with a huge trip count fails instead of running for ever.
+	// MaxSteps bounds the instructions executed over all cores (0: DefaultMaxSteps),
+	// so that a program with a huge trip count fails instead of running for ever.
 	MaxSteps int64
+	// Interrupt, when closed, stops the run with an error at the next poll; nil takes
+	// interrupt.Current() when the run starts, so that Ctrl-C in Python stops it.
+	Interrupt <-chan struct{}
 }
+
+// DefaultMaxSteps is the instruction budget of a run that sets none: generous (a
+// program of 16M instructions takes tens of seconds here, as each computes whole tiles
+// in float64), so that only a loop that would not end in useful time reaches it.
+const DefaultMaxSteps = 1 << 24
 
 // InterpError is a run-time failure of the reference interpreter: a value-dependent
 // rule broken (an index out of range, a division by zero, a window moved outside its
@@ -75,7 +85,13 @@ func InterpretCores(cores []Core, opts InterpOptions) error {
 	if print == nil {
 		print = io.Discard
 	}
-	sh := &shared{print: print, maxSteps: opts.MaxSteps}
+	if opts.MaxSteps <= 0 {
+		opts.MaxSteps = DefaultMaxSteps
+	}
+	if opts.Interrupt == nil {
+		opts.Interrupt = interrupt.Current()
+	}
+	sh := &shared{print: print, maxSteps: opts.MaxSteps, interrupt: opts.Interrupt}
 	ms := make([]*machine, len(cores))
 	for i, c := range cores {
 		if err := Verify(c.Prog, nil); err != nil {
@@ -128,10 +144,11 @@ func queueArg(op Opcode) int {
 
 // shared is the state the cores of one run share.
 type shared struct {
-	queues   [NumQueues]queue
-	print    io.Writer
-	steps    int64
-	maxSteps int64
+	queues    [NumQueues]queue
+	print     io.Writer
+	steps     int64
+	maxSteps  int64
+	interrupt <-chan struct{}
 }
 
 // queue is one inter-core FIFO: entries[:popped] are popped and not yet freed, the
@@ -216,14 +233,33 @@ func (m *machine) errorf(i int, format string, args ...any) *InterpError {
 	return e
 }
 
+// openLoops names the loops the core is in, innermost first, with the iteration each
+// has reached.
+func (m *machine) openLoops() string {
+	var b strings.Builder
+	for i := len(m.loops) - 1; i >= 0; i-- {
+		l := m.loops[i]
+		if i == len(m.loops)-1 {
+			b.WriteString(" in ")
+		} else {
+			b.WriteString(", inside ")
+		}
+		fmt.Fprintf(&b, "the loop at instr %d `%s`, at iteration %d of %d", l.start, FormatInstr(m.p, m.p.Body[l.start]), l.iter+1, l.count)
+	}
+	return b.String()
+}
+
 // run executes instructions until the program ends or waits on a queue, and reports
 // whether it executed any.
 func (m *machine) run() (bool, error) {
 	ran := false
 	for !m.done() {
 		in := m.p.Body[m.pc]
-		if m.sh.maxSteps > 0 && m.sh.steps >= m.sh.maxSteps {
-			return ran, m.errorf(m.pc, "step limit of %d instructions reached", m.sh.maxSteps)
+		if m.sh.steps >= m.sh.maxSteps {
+			return ran, m.errorf(m.pc, "exceeds the budget of %d executed instructions%s (InterpOptions.MaxSteps)", m.sh.maxSteps, m.openLoops())
+		}
+		if m.sh.steps%interrupt.PollEvery == interrupt.PollEvery-1 && interrupt.Requested(m.sh.interrupt) {
+			return ran, m.errorf(m.pc, "interrupted after %d executed instructions%s", m.sh.steps, m.openLoops())
 		}
 		next, err := m.step(in)
 		if err == errBlocked {

@@ -91,7 +91,7 @@ func runForTest(p *Program, params [][]byte) (*machine, error) {
 	if err := Verify(p, nil); err != nil {
 		return nil, err
 	}
-	m, err := newMachine(Core{Prog: p, Params: params}, &shared{print: io.Discard})
+	m, err := newMachine(Core{Prog: p, Params: params}, &shared{print: io.Discard, maxSteps: DefaultMaxSteps})
 	if err != nil {
 		return nil, err
 	}

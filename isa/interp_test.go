@@ -115,7 +115,7 @@ func TestInterpretLoopCountErrors(t *testing.T) {
 	p = mustParse(t, "kernel l vector\nreg %i\nreg %j\n  loop %i, 1000\n  loop %j, 1000\n  endloop\n  endloop\nend\n")
 	err = InterpretCores([]Core{{Prog: p}}, InterpOptions{MaxSteps: 5000})
 	require.Error(t, err)
-	assert.Contains(t, err.Error(), "step limit of 5000 instructions reached")
+	assert.Contains(t, err.Error(), "exceeds the budget of 5000 executed instructions in the loop at instr 1 `loop %j, 1000`")
 }
 
 // Register-given sizes: a tile's valid rows and a view's rows follow a register, so
@@ -347,4 +347,16 @@ func TestInterpretCoversEveryOpcode(t *testing.T) {
 			assert.NotNil(t, execRules[op], "no semantics for %s", op)
 		}
 	}
+}
+
+// A closed Interrupt channel stops the reference interpreter at its next poll, naming
+// the loop it was in.
+func TestInterpretStopsOnInterrupt(t *testing.T) {
+	p, err := Parse("kernel spin vector\nparam %x: f32[64]\nreg %i\ntile %t: vec f32[1x64]\n  loop %i, 1099511627776\n    tload %t, %x[0; 1x64; 64,1]\n  endloop\nend\n")
+	require.NoError(t, err)
+	stop := make(chan struct{})
+	close(stop)
+	err = InterpretCores([]Core{{Prog: p, Params: [][]byte{make([]byte, 256)}}}, InterpOptions{Interrupt: stop, MaxSteps: 5000})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "interrupted after 1023 executed instructions in the loop at instr 0 `loop %i, 1.099511627776e+12`, at iteration 512 of 1099511627776")
 }

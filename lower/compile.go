@@ -10,6 +10,7 @@ import (
 	"pypto/core"
 	"pypto/device"
 	"pypto/internal/checked"
+	"pypto/internal/interrupt"
 	"pypto/isa"
 )
 
@@ -147,8 +148,14 @@ func (e *Executable) RunWith(inputs [][]byte, opts device.RunOptions) (outputs [
 		}
 		copy(gm[e.exec.Buffers[t].Offset:], inputs[i])
 	}
+	if opts.Interrupt == nil { // one for the whole run, so Ctrl-C between tasks stops it too
+		opts.Interrupt = interrupt.Current()
+	}
 	stats = &RunStats{}
 	for _, task := range e.exec.Tasks {
+		if interrupt.Requested(opts.Interrupt) {
+			return nil, nil, core.Errorf(core.Interrupted, "interrupted before task %s", task.Name)
+		}
 		if len(task.Machine) != len(task.Programs) {
 			return nil, nil, core.Errorf(core.ValueError, "task %s has no machine programs: the program was compiled with StopAfter=%q", task.Name, e.stopAfter)
 		}
@@ -157,8 +164,11 @@ func (e *Executable) RunWith(inputs [][]byte, opts device.RunOptions) (outputs [
 			addrs[j] = e.exec.Buffers[a].Offset
 		}
 		ts, err := runTask(e.chip, gm, task, addrs, opts)
+		if err != nil && interrupt.Requested(opts.Interrupt) {
+			return nil, nil, core.Errorf(core.Interrupted, "task %s: %v", task.Name, err)
+		}
 		if err != nil {
-			return nil, nil, core.Errorf(core.DeviceError, "task %s: %v", task.Name, err)
+			return nil, nil, e.explainTaskFailure(task, gm, err)
 		}
 		stats.Cycles += ts.Cycles
 		stats.KernelCycles += ts.KernelCycles

@@ -162,12 +162,14 @@ func TestGathersMatchReferenceExactly(t *testing.T) {
 	})
 }
 
-// An index outside [-n, n) is a device error, never a wrong element.
+// An index outside [-n, n) is an error, never a wrong element: the device stops, and
+// the error says what the reference says (the index and the axis size), at the op's
+// line, with the device's report as a cause.
 func TestGatherOutOfRangeIsAnError(t *testing.T) {
 	bl := core.NewBuilder("oob")
 	x := bl.Param("x", core.TensorType{DType: dtype.Float32, Shape: core.Shape{10, 8}})
 	idx := bl.Param("idx", core.TensorType{DType: dtype.Int32, Shape: core.Shape{3}})
-	y, err := bl.Op("index_select", []core.Value{x, idx}, nil, core.Location{})
+	y, err := bl.Op("index_select", []core.Value{x, idx}, nil, core.Location{File: "model.py", Line: 7})
 	require.NoError(t, err)
 	bl.Output(y)
 	exe, err := Compile(bl.Graph(), Options{Chip: presets(t)[0], Verify: true})
@@ -180,7 +182,11 @@ func TestGatherOutOfRangeIsAnError(t *testing.T) {
 		_, _, err = exe.Run(raw)
 		var ce *core.Error
 		require.ErrorAs(t, err, &ce, "index %v", bad)
-		require.Equal(t, core.DeviceError, ce.Kind)
+		require.Equal(t, core.ValueError, ce.Kind)
+		require.Equal(t, fmt.Sprintf("index_select: index %v is out of range for axis 0 of size 10", bad), ce.Message)
+		require.Equal(t, core.Location{File: "model.py", Line: 7}, ce.Loc)
+		require.Len(t, ce.Causes, 1)
+		require.Contains(t, ce.Causes[0], "stopped in task index_select_0")
 	}
 }
 

@@ -18,10 +18,11 @@ type Compiler interface {
 }
 
 // Program is a compiled graph. Inputs are one contiguous little-endian buffer per
-// graph param, in param order; outputs likewise per graph output. Run must be safe
-// for concurrent use.
+// graph param, in param order; outputs likewise per graph output. Closing stop asks
+// the run to end early (Ctrl-C, internal/interrupt). Run must be safe for concurrent
+// use.
 type Program interface {
-	Run(inputs [][]byte) ([][]byte, Stats, error)
+	Run(inputs [][]byte, stop <-chan struct{}) ([][]byte, Stats, error)
 	Dump() string
 }
 

@@ -19,6 +19,9 @@ type Config struct {
 	MemoryPoolBytes int    // 0: no limit
 	Device          string // "": the session's current device
 	Deterministic   bool   // lower.Options.Deterministic
+	// MaxSteps bounds the instructions one block executes in a run on a chip
+	// (device.RunOptions.MaxInstructions; 0: the simulator's default).
+	MaxSteps int64
 }
 
 // configJSON is Config as Python sends it, the level as a number (absent: the default).
@@ -28,6 +31,7 @@ type configJSON struct {
 	MemoryPoolBytes int      `json:"memory_pool_bytes"`
 	Device          string   `json:"chip"`
 	Deterministic   bool     `json:"deterministic"`
+	MaxSteps        int64    `json:"max_steps"`
 }
 
 // ParseConfig reads a Config from its JSON form {"opt_level", "disable_passes",
@@ -39,10 +43,14 @@ func ParseConfig(text string) (Config, error) {
 	if t := strings.TrimSpace(text); t != "" && t != "null" {
 		if err := decodeStrict(t, &cj); err != nil {
 			return Config{}, core.Errorf(core.ValueError, "compile config: %v", err).
-				Suggest("the fields are opt_level, disable_passes, memory_pool_bytes, chip and deterministic")
+				Suggest("the fields are opt_level, disable_passes, memory_pool_bytes, chip, deterministic and max_steps")
 		}
 	}
-	c := Config{DisabledPasses: cj.DisabledPasses, MemoryPoolBytes: cj.MemoryPoolBytes, Device: cj.Device, Deterministic: cj.Deterministic}
+	if cj.MaxSteps < 0 {
+		return Config{}, core.Errorf(core.ValueError, "compile config: max_steps %d is negative", cj.MaxSteps).
+			Suggest("give a positive number of instructions, or none for the default")
+	}
+	c := Config{DisabledPasses: cj.DisabledPasses, MemoryPoolBytes: cj.MemoryPoolBytes, Device: cj.Device, Deterministic: cj.Deterministic, MaxSteps: cj.MaxSteps}
 	if cj.OptLevel != nil {
 		l, err := lower.OptLevelOf(*cj.OptLevel)
 		if err != nil {
@@ -61,7 +69,7 @@ func (c Config) Check() error { return lower.CheckOptions(c.options()) }
 func (c Config) Key() string {
 	off := slices.Clone(c.DisabledPasses)
 	slices.Sort(off)
-	return fmt.Sprintf("opt=%s;off=%s;pool=%d;det=%t", c.OptLevel, strings.Join(slices.Compact(off), ","), c.MemoryPoolBytes, c.Deterministic)
+	return fmt.Sprintf("opt=%s;off=%s;pool=%d;det=%t;steps=%d", c.OptLevel, strings.Join(slices.Compact(off), ","), c.MemoryPoolBytes, c.Deterministic, c.MaxSteps)
 }
 
 func decodeStrict(text string, v any) error {

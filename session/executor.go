@@ -4,6 +4,7 @@ import (
 	"sync"
 
 	"pypto/core"
+	"pypto/internal/interrupt"
 	"pypto/lower"
 )
 
@@ -250,6 +251,7 @@ func (e *Executor) LastStats() (Stats, bool) {
 // concrete tensors. A symbolic executor first binds its symbols from the inputs' shapes,
 // checks its constraints and specialises (once per binding).
 func (e *Executor) Run(inputs []*Tensor) ([]*Tensor, error) {
+	stop := interrupt.Current() // Ctrl-C from now on, compilation included, stops the run
 	if len(inputs) != len(e.inputs) {
 		return nil, core.Errorf(core.ValueError, "executor takes %d inputs, got %d", len(e.inputs), len(inputs))
 	}
@@ -287,9 +289,9 @@ func (e *Executor) Run(inputs []*Tensor) ([]*Tensor, error) {
 	}
 	var results [][]byte
 	if prog != nil {
-		outs, st, err := prog.Run(bufs)
+		outs, st, err := runProgram(prog, bufs, stop)
 		if err != nil {
-			return nil, AsError(core.DeviceError, err)
+			return nil, err
 		}
 		results = outs
 		e.mu.Lock()

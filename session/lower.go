@@ -34,17 +34,20 @@ func (c loweringCompiler) Compile(g *core.Graph, name string, cfg Config) (Progr
 	if err != nil {
 		return nil, AsError(core.CompileError, err)
 	}
-	return loweredProgram{exe}, nil
+	return loweredProgram{exe, cfg.MaxSteps}, nil
 }
 
 // loweredProgram adapts a lower.Executable, which is immutable and safe to run from
 // several goroutines at once.
-type loweredProgram struct{ exe *lower.Executable }
+type loweredProgram struct {
+	exe      *lower.Executable
+	maxSteps int64 // per block; 0: the simulator's default
+}
 
 func (p loweredProgram) Dump() string { return p.exe.Dump() }
 
-func (p loweredProgram) Run(inputs [][]byte) ([][]byte, Stats, error) {
-	outs, st, err := p.exe.Run(inputs)
+func (p loweredProgram) Run(inputs [][]byte, stop <-chan struct{}) ([][]byte, Stats, error) {
+	outs, st, err := p.exe.RunWith(inputs, device.RunOptions{MaxInstructions: p.maxSteps, Interrupt: stop})
 	if err != nil {
 		return nil, Stats{}, AsError(core.DeviceError, err)
 	}

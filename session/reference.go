@@ -19,7 +19,8 @@ type referenceProgram struct{ g *core.Graph }
 
 func (p *referenceProgram) Dump() string { return core.Format(p.g) }
 
-func (p *referenceProgram) Run(inputs [][]byte) ([][]byte, Stats, error) {
+// Run does not pass stop on: the interpreter's kernels poll interrupt.Current().
+func (p *referenceProgram) Run(inputs [][]byte, _ <-chan struct{}) ([][]byte, Stats, error) {
 	if len(inputs) != len(p.g.Params) {
 		return nil, Stats{}, core.Errorf(core.ValueError, "program takes %d inputs, got %d", len(p.g.Params), len(inputs))
 	}

@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"pypto/core"
+	"pypto/internal/interrupt"
 )
 
 // DefaultDevice is the device preset a new session compiles for.
@@ -79,6 +80,7 @@ func (s *Session) ClearCache() { s.cache.clear() }
 // the result in t, dropping t's inputs. Concurrent calls on the same tensor compute it
 // once; concurrent calls on tensors sharing pending inputs are independent.
 func (s *Session) Realize(t *Tensor) error {
+	stop := interrupt.Current() // Ctrl-C from now on, compilation included, stops the run
 	if t == nil {
 		return core.Errorf(core.ValueError, "nil tensor")
 	}
@@ -114,9 +116,9 @@ func (s *Session) Realize(t *Tensor) error {
 	if err != nil {
 		return withLoc(err, o.loc)
 	}
-	outs, st, err := prog.Run(gb.bound)
+	outs, st, err := runProgram(prog, gb.bound, stop)
 	if err != nil {
-		return withLoc(AsError(core.DeviceError, err), o.loc)
+		return withLoc(err, o.loc)
 	}
 	if len(outs) != 1 || len(outs[0]) != t.typ.Bytes() {
 		return core.Errorf(core.InternalError, "program returned %d outputs (first %d bytes) for one %v result", len(outs), firstLen(outs), t.typ).WithLoc(o.loc)
@@ -148,6 +150,24 @@ func (s *Session) Compile(g *core.Graph) (Program, error) { return s.compile(g) 
 func (s *Session) compileOn(g *core.Graph, device string, cfg Config) (Program, error) {
 	key := graphKey(g) + "\x00device=" + device + "\x00" + cfg.Key()
 	return s.cache.get(key, func() (Program, error) { return s.compiler.Compile(g, device, cfg) })
+}
+
+// runProgram runs p; an error is a *core.Error, of kind Interrupted when Ctrl-C
+// (internal/interrupt) stopped the call that took stop when it started, so that
+// Python raises KeyboardInterrupt (a Ctrl-C while compiling stops the run before it
+// starts).
+func runProgram(p Program, inputs [][]byte, stop <-chan struct{}) ([][]byte, Stats, error) {
+	if interrupt.Requested(stop) {
+		return nil, Stats{}, core.Errorf(core.Interrupted, "interrupted before the run started")
+	}
+	outs, st, err := p.Run(inputs, stop)
+	if err == nil {
+		return outs, st, nil
+	}
+	if interrupt.Requested(stop) {
+		return nil, st, core.Errorf(core.Interrupted, "the run was interrupted: %v", err)
+	}
+	return nil, st, AsError(core.DeviceError, err)
 }
 
 // AsError converts any error into a *core.Error, keeping one that already is.

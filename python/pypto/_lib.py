@@ -13,11 +13,13 @@ import atexit
 import ctypes
 import json
 import os
+import signal
+import threading
 
 from . import errors
 
 #: The C ABI version this Python package was written against (capi/main.go abiVersion).
-ABI_VERSION = 3
+ABI_VERSION = 4
 
 LIB_NAME = "libpypto.so"
 
@@ -45,6 +47,8 @@ _SIGNATURES = {
     "pypto_last_stats_json": _str_out,
     "pypto_cache_info_json": _str_out,
     "pypto_cache_clear": (),
+    "pypto_watch_interrupts": (_i32,),
+    "pypto_interrupt": (),
     "pypto_executor_create": (_cp, _P(_handle), _i32, _P(_handle), _i32, _P(_handle)),
     "pypto_executor_create_config": (_cp, _P(_handle), _i32, _P(_handle), _i32, _cp, _P(_handle)),
     "pypto_config_check": (_cp,),
@@ -109,6 +113,40 @@ def _load() -> ctypes.CDLL:
 
 lib = _load()
 
+# --- Ctrl-C ----------------------------------------------------------------------------
+# A ctypes call holds the main thread until it returns, and Python raises
+# KeyboardInterrupt only after that, so a long run must be stopped from the Go side.
+# Python's C-level signal handler writes each caught signal's number to the fd given to
+# signal.set_wakeup_fd; Go watches the read end of that pipe and stops the runs in
+# progress on SIGINT. The interrupted call reports an error of type "Interrupted",
+# raised as KeyboardInterrupt. If the program already uses the wakeup fd (asyncio
+# does while its loop runs), it is left alone: runs then end on their step budget.
+
+
+def _watch_interrupts() -> None:
+    if threading.current_thread() is not threading.main_thread():
+        return
+    r, w = os.pipe()
+    os.set_blocking(w, False)
+    try:
+        old = signal.set_wakeup_fd(w, warn_on_full_buffer=False)
+    except (ValueError, OSError):
+        os.close(r)
+        os.close(w)
+        return
+    if old != -1:
+        signal.set_wakeup_fd(old)
+        os.close(r)
+        os.close(w)
+        return
+    st = lib.pypto_watch_interrupts(r)  # the library keeps r; w stays open for Python
+    if st:
+        lib.pypto_handle_free(st)
+        os.close(r)
+
+
+_watch_interrupts()
+
 # --- fork safety ---------------------------------------------------------------------
 # The Go runtime does not survive fork(): a child that calls into it would hang. Mark
 # forked children and refuse every call there with a clear error instead.
@@ -171,7 +209,10 @@ def error_from_status(st: int) -> errors.PyptoError:
     finally:
         lib.pypto_string_free(out)
         lib.pypto_handle_free(st)
-    return errors.from_json_dict(json.loads(text))
+    d = json.loads(text)
+    if d.get("type") == "Interrupted":
+        return KeyboardInterrupt(d.get("message", ""))
+    return errors.from_json_dict(d)
 
 
 def call_string(fn, *args) -> str:

@@ -34,6 +34,9 @@ class CompileConfig:
       the passes that reassociate sums (fuse-rows, fuse-attention) do not run, and
       float sums and products add in the order of one reduction instruction over the
       whole row or column, whatever the chip's buffers (slower: 64-column tiles).
+    - ``max_steps``: the instructions one block of a kernel may execute in a run on a
+      chip (None: 2**26, tens of seconds of simulation); a run that exceeds it raises
+      :class:`pypto.DeviceError` naming the kernel and the loop it was in.
     """
 
     opt_level: int = 2
@@ -41,6 +44,7 @@ class CompileConfig:
     memory_pool_bytes: int | None = None
     chip: str | None = None
     deterministic: bool = False
+    max_steps: int | None = None
 
     def __post_init__(self):
         if isinstance(self.opt_level, bool) or not isinstance(self.opt_level, int) or self.opt_level not in _LEVELS:
@@ -70,6 +74,12 @@ class CompileConfig:
             raise PyptoTypeError(
                 f"CompileConfig: deterministic must be True or False, got {self.deterministic!r}", location=user_location()
             )
+        steps = self.max_steps
+        if steps is not None and (isinstance(steps, bool) or not isinstance(steps, int) or steps <= 0):
+            raise PyptoValueError(
+                f"CompileConfig: max_steps must be a positive number of instructions or None, got {steps!r}",
+                location=user_location(),
+            )
 
     def _json(self) -> bytes:
         return json.dumps(
@@ -79,5 +89,6 @@ class CompileConfig:
                 "memory_pool_bytes": self.memory_pool_bytes or 0,
                 "chip": self.chip or "",
                 "deterministic": self.deterministic,
+                "max_steps": self.max_steps or 0,
             }
         ).encode()
