@@ -52,7 +52,8 @@ def test_max_steps_is_validated(bad):
 @pytest.mark.parametrize("device", ["a2", "reference"])
 def test_ctrl_c_stops_a_long_run_promptly(device):
     child = SPIN + textwrap.dedent(f'''
-        import sys, time
+        import faulthandler, signal, sys, time
+        faulthandler.register(signal.SIGUSR1)  # the test asks for the stack if it hangs
         p.set_device({device!r})
         y = p.call_kernel(spin, np.ones((8, 64), np.float32))
         print("running", flush=True)
@@ -71,7 +72,14 @@ def test_ctrl_c_stops_a_long_run_promptly(device):
         time.sleep(1.0)  # inside the run (the kernel runs for minutes)
         sent = time.monotonic()
         proc.send_signal(signal.SIGINT)
-        out, err = proc.communicate(timeout=30)
+        try:
+            out, err = proc.communicate(timeout=60)
+        except subprocess.TimeoutExpired:
+            proc.send_signal(signal.SIGUSR1)
+            time.sleep(1.0)
+            proc.kill()
+            out, err = proc.communicate()
+            pytest.fail(f"the run did not stop within 60 s of SIGINT; its output:\n{out}\n{err}")
         took = time.monotonic() - sent
     finally:
         proc.kill()
