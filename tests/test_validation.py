@@ -207,7 +207,7 @@ TABLE = {
     "Tensor": ({"shape": [2, 3]}, {"shape": "shape", "dtype": "dtype?", "data": "data", "layout": "layout"}),
     "TileConfig": ({"shape": [16, 16]}, {"shape": "tile_shape", "layout": "layout", "format": "layout"}),
     "CompileConfig": ({}, {"opt_level": "count", "disable_passes": "passes", "memory_pool_bytes": "count?", "chip": "chip",
-                       "deterministic": "flag"}),
+                       "deterministic": "flag", "max_steps": "count?"}),
 }  # fmt: skip
 
 #: Functions only usable inside a kernel being traced (test_kernel_only_arguments).
