@@ -51,7 +51,10 @@ def test_max_steps_is_validated(bad):
 
 @pytest.mark.parametrize("device", ["a2", "reference"])
 def test_ctrl_c_stops_a_long_run_promptly(device):
-    child = SPIN + textwrap.dedent(f'''
+    # The child takes SIGINT as a fresh terminal program would, whatever disposition
+    # or mask it inherits from the test process (which has run the library for a while).
+    child = "import signal\nsignal.pthread_sigmask(signal.SIG_UNBLOCK, [signal.SIGINT])\n" \
+        "signal.signal(signal.SIGINT, signal.default_int_handler)\n" + SPIN + textwrap.dedent(f'''
         import faulthandler, signal, sys, time
         faulthandler.register(signal.SIGUSR1)  # the test asks for the stack if it hangs
         p.set_device({device!r})
