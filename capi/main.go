@@ -327,6 +327,11 @@ func pypto_executor_num_outputs(h C.uintptr_t, n *C.int32_t) C.uintptr_t {
 //
 //export pypto_executor_run
 func pypto_executor_run(h C.uintptr_t, inputs *C.uintptr_t, n C.int32_t, outputs *C.uintptr_t, m C.int32_t) C.uintptr_t {
+	return executorRun(h, inputs, n, outputs, m, false)
+}
+
+// executorRun is pypto_executor_run, profiled (every instruction traced) when profile is set.
+func executorRun(h C.uintptr_t, inputs *C.uintptr_t, n C.int32_t, outputs *C.uintptr_t, m C.int32_t, profile bool) C.uintptr_t {
 	return status(func() error {
 		ex, err := lookup[*session.Executor](uintptr(h), "executor")
 		if err != nil {
@@ -343,7 +348,12 @@ func pypto_executor_run(h C.uintptr_t, inputs *C.uintptr_t, n C.int32_t, outputs
 		if err != nil {
 			return err
 		}
-		res, err := ex.Run(ins)
+		var res []*session.Tensor
+		if profile {
+			res, _, err = ex.RunProfiled(ins)
+		} else {
+			res, err = ex.Run(ins)
+		}
 		if err != nil {
 			return err
 		}

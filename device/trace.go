@@ -46,12 +46,8 @@ func (s *TaskStats) WriteChromeTrace(w io.Writer) error {
 		return fmt.Errorf("device: trace has no clock rate")
 	}
 	us := func(cycles int64) float64 { return float64(cycles) / s.ClockHz * 1e6 }
-	type track struct {
-		pid  int
-		pipe isa.Pipe
-	}
 	cores := map[int]string{}
-	tracks := map[track]bool{}
+	tracks := map[traceTrack]bool{}
 	var events []chromeEvent
 	for _, e := range s.Trace {
 		if e.End <= e.Start {
@@ -59,11 +55,32 @@ func (s *TaskStats) WriteChromeTrace(w io.Writer) error {
 		}
 		pid := tracePid(e.Kind, e.Core)
 		cores[pid] = fmt.Sprintf("%s core %d", e.Kind, e.Core)
-		tracks[track{pid, e.Pipe}] = true
+		tracks[traceTrack{pid, e.Pipe}] = true
 		dur := us(e.End) - us(e.Start)
 		events = append(events, chromeEvent{Name: e.Op.String(), Cat: e.Pipe.String(), Ph: "X", Ts: us(e.Start), Dur: &dur,
 			Pid: pid, Tid: int(e.Pipe), Args: map[string]any{"block": e.Block, "pc": e.PC, "cycles": e.End - e.Start}})
 	}
+	meta := coreTrackMeta(cores, tracks)
+	bw := bufio.NewWriter(w)
+	doc := struct {
+		TraceEvents     []chromeEvent  `json:"traceEvents"`
+		DisplayTimeUnit string         `json:"displayTimeUnit"`
+		OtherData       map[string]any `json:"otherData"`
+	}{append(meta, events...), "ns", map[string]any{"chip": s.Chip, "cycles": s.Cycles, "clock_hz": s.ClockHz}}
+	if err := json.NewEncoder(bw).Encode(doc); err != nil {
+		return err
+	}
+	return bw.Flush()
+}
+
+// traceTrack is one pipe of one core: a thread of the core's process.
+type traceTrack struct {
+	pid  int
+	pipe isa.Pipe
+}
+
+// coreTrackMeta names and orders the core processes and their pipe threads.
+func coreTrackMeta(cores map[int]string, tracks map[traceTrack]bool) []chromeEvent {
 	var meta []chromeEvent
 	pids := make([]int, 0, len(cores))
 	for pid := range cores {
@@ -75,11 +92,11 @@ func (s *TaskStats) WriteChromeTrace(w io.Writer) error {
 			chromeEvent{Name: "process_name", Ph: "M", Pid: pid, Args: map[string]any{"name": cores[pid]}},
 			chromeEvent{Name: "process_sort_index", Ph: "M", Pid: pid, Args: map[string]any{"sort_index": i}})
 	}
-	ts := make([]track, 0, len(tracks))
+	ts := make([]traceTrack, 0, len(tracks))
 	for t := range tracks {
 		ts = append(ts, t)
 	}
-	slices.SortFunc(ts, func(a, b track) int {
+	slices.SortFunc(ts, func(a, b traceTrack) int {
 		if a.pid != b.pid {
 			return a.pid - b.pid
 		}
@@ -90,14 +107,5 @@ func (s *TaskStats) WriteChromeTrace(w io.Writer) error {
 			chromeEvent{Name: "thread_name", Ph: "M", Pid: t.pid, Tid: int(t.pipe), Args: map[string]any{"name": t.pipe.String()}},
 			chromeEvent{Name: "thread_sort_index", Ph: "M", Pid: t.pid, Tid: int(t.pipe), Args: map[string]any{"sort_index": int(t.pipe)}})
 	}
-	bw := bufio.NewWriter(w)
-	doc := struct {
-		TraceEvents     []chromeEvent  `json:"traceEvents"`
-		DisplayTimeUnit string         `json:"displayTimeUnit"`
-		OtherData       map[string]any `json:"otherData"`
-	}{append(meta, events...), "ns", map[string]any{"chip": s.Chip, "cycles": s.Cycles, "clock_hz": s.ClockHz}}
-	if err := json.NewEncoder(bw).Encode(doc); err != nil {
-		return err
-	}
-	return bw.Flush()
+	return meta
 }

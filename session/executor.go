@@ -28,9 +28,10 @@ type Executor struct {
 	cfg    Config
 	specs  *specializations
 
-	mu      sync.Mutex // guards last, hasLast
-	last    Stats
-	hasLast bool
+	mu          sync.Mutex // guards last, hasLast, lastProfile
+	last        Stats
+	hasLast     bool
+	lastProfile *Profile
 }
 
 // outSource says where one result of the executor comes from.
@@ -251,21 +252,27 @@ func (e *Executor) LastStats() (Stats, bool) {
 // concrete tensors. A symbolic executor first binds its symbols from the inputs' shapes,
 // checks its constraints and specialises (once per binding).
 func (e *Executor) Run(inputs []*Tensor) ([]*Tensor, error) {
+	out, _, err := e.run(inputs, false)
+	return out, err
+}
+
+// run is Run, with every instruction traced and a profile made when profile is set.
+func (e *Executor) run(inputs []*Tensor, profile bool) ([]*Tensor, *Profile, error) {
 	stop := interrupt.Current() // Ctrl-C from now on, compilation included, stops the run
 	if len(inputs) != len(e.inputs) {
-		return nil, core.Errorf(core.ValueError, "executor takes %d inputs, got %d", len(e.inputs), len(inputs))
+		return nil, nil, core.Errorf(core.ValueError, "executor takes %d inputs, got %d", len(e.inputs), len(inputs))
 	}
 	bufs := make([][]byte, 0, len(inputs)+len(e.bound))
 	shapes := make([]core.Shape, 0, len(inputs)+len(e.bound))
 	for i, in := range inputs {
 		if in == nil {
-			return nil, core.Errorf(core.ValueError, "input %d is missing (nil tensor)", i)
+			return nil, nil, core.Errorf(core.ValueError, "input %d is missing (nil tensor)", i)
 		}
 		if err := checkInput(i, in.typ, e.inputs[i]); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if err := e.s.Realize(in); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		bufs = append(bufs, in.Data())
 		shapes = append(shapes, in.typ.Shape)
@@ -278,24 +285,33 @@ func (e *Executor) Run(inputs []*Tensor) ([]*Tensor, error) {
 	if e.graph != nil && prog == nil {
 		var err error
 		if binding, err = core.BindSymbols(e.graph, shapes); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if err := core.CheckConstraints(e.cons, binding); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if prog, err = e.specialize(binding); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
 	var results [][]byte
+	var prof *Profile
 	if prog != nil {
-		outs, st, err := runProgram(prog, bufs, stop)
-		if err != nil {
-			return nil, err
+		var st Stats
+		var err error
+		if pr, ok := prog.(profiler); ok && profile {
+			results, st, prof, err = runProfiled(pr, bufs, stop)
+		} else {
+			results, st, err = runProgram(prog, bufs, stop)
 		}
-		results = outs
+		if err != nil {
+			return nil, nil, err
+		}
 		e.mu.Lock()
 		e.last, e.hasLast = st, true
+		if prof != nil {
+			e.lastProfile = prof
+		}
 		e.mu.Unlock()
 		e.s.recordStats(st)
 	}
@@ -306,7 +322,7 @@ func (e *Executor) Run(inputs []*Tensor) ([]*Tensor, error) {
 		switch {
 		case src.graph >= 0:
 			if src.graph >= len(results) || len(results[src.graph]) != typ.Bytes() {
-				return nil, core.Errorf(core.InternalError, "program returned %d outputs; output %d should be %v", len(results), src.graph, typ)
+				return nil, nil, core.Errorf(core.InternalError, "program returned %d outputs; output %d should be %v", len(results), src.graph, typ)
 			}
 			data = results[src.graph]
 		case src.input >= 0:
@@ -318,7 +334,7 @@ func (e *Executor) Run(inputs []*Tensor) ([]*Tensor, error) {
 		// Buffers are never written after creation, so results may share them.
 		out[i] = &Tensor{typ: typ, kind: concrete, data: data}
 	}
-	return out, nil
+	return out, prof, nil
 }
 
 // checkInput compares a run's input with the traced one: same dtype and rank, the same

@@ -13,6 +13,7 @@ run on a simulated Ascend-style NPU.
 from . import _lib
 from .compile import Executor, compile
 from .config import CompileConfig
+from .profile import ProfileConfig, ProfileResult, compare_profiles
 from .device import cache_info, clear_cache, get_device, last_stats, set_device
 from .dtypes import DType, bfloat16, bool_, float16, float32, int8, int32
 from .errors import (
@@ -65,6 +66,9 @@ __all__ = [
     "layout_transform",
     "lowered_ops",
     "composite_ops",
+    "ProfileConfig",
+    "ProfileResult",
+    "compare_profiles",
     *_creation.__all__,
     *_nn.__all__,
     *_ops.__all__,

@@ -65,6 +65,10 @@ _SIGNATURES = {
     "pypto_with_layout": (_handle, _cp, _P(_handle)),
     "pypto_dim_canonical": (_cp, *_str_out),
     "pypto_executor_info_json": (_handle, *_str_out),
+    "pypto_executor_run_profiled": (_handle, _P(_handle), _i32, _P(_handle), _i32),
+    "pypto_executor_last_profile": (_handle, _P(_handle)),
+    "pypto_profile_json": (_handle, *_str_out),
+    "pypto_profile_trace": (_handle, _cp),
 }
 _RESTYPES = {"pypto_abi_version": _i32, "pypto_string_free": None}
 

@@ -24,6 +24,7 @@ from ._layout import as_layout
 from .config import CompileConfig
 from .dtypes import as_dtype
 from .device import get_device
+from .profile import ProfileConfig, _from_executor as _profile_from_executor
 from .errors import CompileError, PyptoError, PyptoTypeError, ShapeError, SymbolicShapeError
 from .symbolic import Dim, symbol
 from .tensor import Tensor, _placeholder_from_text, _type_text, as_tensor
@@ -31,7 +32,7 @@ from .tensor import Tensor, _placeholder_from_text, _type_text, as_tensor
 __all__ = ["compile", "Executor"]
 
 
-def compile(fn, config=None, *, inputs=None, dynamic=None) -> "Executor":
+def compile(fn, config=None, *, inputs=None, dynamic=None, profile_config=None) -> "Executor":
     """Returns an :class:`Executor` for ``fn``, a function of p.Tensors returning a
     p.Tensor or a tuple/list of them. Tensors the function captures from outside become
     constants of the compiled program. Inside the function values have no data:
@@ -53,6 +54,9 @@ def compile(fn, config=None, *, inputs=None, dynamic=None) -> "Executor":
     ``config`` is a :class:`pypto.CompileConfig` (None: the defaults): the optimisation
     level, passes to disable, a memory pool the program must fit and the chip to
     compile for. Invalid options raise here, before anything is traced.
+
+    ``profile_config`` is a :class:`pypto.ProfileConfig`: with ``enable_profiling`` every
+    run is profiled (``get_profile_result()``), and saved when it names a directory.
     """
     if not callable(fn):
         raise check.fail("p.compile", "fn", fn, "a function")
@@ -64,8 +68,11 @@ def compile(fn, config=None, *, inputs=None, dynamic=None) -> "Executor":
         dynamic = check.flag(dynamic, "dynamic", "p.compile")
     if inputs is not None and (isinstance(inputs, (Tensor, str, bytes)) or not isinstance(inputs, (list, tuple))):
         raise check.fail("p.compile", "inputs", inputs, "a list of p.Tensors (or (shape, dtype) pairs)")
+    if profile_config is not None and not isinstance(profile_config, ProfileConfig):
+        raise check.fail("p.compile", "profile_config", profile_config, "a p.ProfileConfig or None")
     _lib.call(_lib.lib.pypto_config_check, config._json())
     ex = Executor(fn, dynamic, config)
+    ex._profile_config = profile_config
     if inputs is not None:
         ex._trace_given(list(inputs))
     return ex
@@ -116,12 +123,15 @@ class Executor:
         self._lock = threading.Lock()
         self._last: _Compiled | None = None
         self._tracing = threading.local()  # .active: this thread is inside the function
+        self._profile_config = None  # a ProfileConfig: how runs are profiled
+        self._profile = None  # the last profiled run's ProfileResult
 
     def __copy__(self) -> "Executor":
         ex = Executor(self._fn, self._dynamic, self._config)
         ex._given = dict(self._given) if self._given is not None else None
         ex._given_inputs = self._given_inputs
         ex._symbolic, ex._static = dict(self._symbolic), dict(self._static)
+        ex._profile_config = self._profile_config
         return ex
 
     def __deepcopy__(self, memo) -> "Executor":
@@ -216,7 +226,12 @@ class Executor:
 
     # --- running --------------------------------------------------------------------------
 
-    def run(self, *inputs):
+    def run(self, *inputs, profile=False):
+        """Runs the program on inputs (p.Tensors or numpy arrays) and returns its
+        result(s). ``profile=True`` (or a :class:`pypto.ProfileConfig`) traces every
+        instruction of the run for :meth:`get_profile_result` (slower: use it to look,
+        not to time)."""
+        profile = self._profile_choice(profile)
         if getattr(self._tracing, "active", False):
             raise CompileError(
                 f"p.compile: {self._name} runs its own executor while that executor traces it (re-entrant tracing)",
@@ -234,23 +249,23 @@ class Executor:
                 with self._lock:
                     compiled = self._given.get(device) or self._trace(self._given_inputs)
                     self._given[device] = compiled
-            return self._run(compiled, tensors)
+            return self._run(compiled, tensors, profile)
         sig = (tuple((t.shape, t.dtype.code, t.layout.name) for t in tensors), device)
         if sig in self._static:  # traced concretely before (e.g. after a fallback)
-            return self._run(self._static[sig], tensors)
+            return self._run(self._static[sig], tensors, profile)
         if self._dynamic is not False:
             key = (tuple((t.ndim, t.dtype.code, t.layout.name) for t in tensors), device)
             compiled = self._symbolic_for(key, tensors)
             if compiled is not None:
                 try:
-                    return self._run(compiled, tensors)
+                    return self._run(compiled, tensors, profile)
                 except (ShapeError, CompileError):
                     if self._dynamic:
                         raise
                     # This run's sizes break what the symbolic trace assumed (a size-1
                     # broadcast, an unlowered op only the symbolic form uses): trace
                     # this signature with its concrete shapes instead.
-        return self._run(self._static_for(tensors, sig), tensors)
+        return self._run(self._static_for(tensors, sig), tensors, profile)
 
     __call__ = run
 
@@ -277,11 +292,21 @@ class Executor:
                     self._static[sig] = compiled
         return compiled
 
-    def _run(self, compiled: _Compiled, tensors):
+    def _profile_choice(self, profile):
+        """The ProfileConfig of a run, or None when it is not profiled."""
+        if isinstance(profile, ProfileConfig):
+            return profile if profile.enable_profiling else None
+        profile = check.flag(profile, "profile", "Executor.run")
+        cfg = self._profile_config
+        if profile:
+            return cfg or ProfileConfig()
+        return cfg if cfg is not None and cfg.enable_profiling else None
+
+    def _run(self, compiled: _Compiled, tensors, profile=None):
         outs = (_lib.Handle * max(compiled.n_out, 1))()
         try:
             _lib.call(
-                _lib.lib.pypto_executor_run,
+                _lib.lib.pypto_executor_run_profiled if profile else _lib.lib.pypto_executor_run,
                 compiled.handle,
                 _lib.handle_array(t._handle for t in tensors),
                 len(tensors),
@@ -293,6 +318,10 @@ class Executor:
             raise
         self._last = compiled
         results = [Tensor._wrap(outs[i]) for i in range(compiled.n_out)]
+        if profile is not None:
+            self._profile = _profile_from_executor(compiled.handle, self._name, profile)
+            if self._profile is not None and profile.profile_output_dir:
+                self._profile.save(profile.profile_output_dir)
         kind = compiled.structure
         if kind == "single":
             return results[0]
@@ -390,6 +419,12 @@ class Executor:
         if c is None:
             return None
         return json.loads(_lib.call_string(_lib.lib.pypto_executor_stats_json, c.handle))
+
+    def get_profile_result(self):
+        """The :class:`pypto.ProfileResult` of the last profiled run (``run(x,
+        profile=True)``); None before one, or when the run computed nothing on a chip
+        (the "reference" device has no timing)."""
+        return self._profile
 
     def dump(self) -> str:
         """Text of every graph level and the PTO programs of the last run (for a

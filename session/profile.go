@@ -1,0 +1,199 @@
+package session
+
+import (
+	"io"
+	"slices"
+	"strings"
+
+	"pypto/device"
+	"pypto/dtype"
+	"pypto/isa"
+	"pypto/lower"
+)
+
+// Profile is what a profiled run recorded beyond Stats: every task with what it
+// computes, when it started and its statistics (with the instruction trace), the GM
+// buffers of the memory plan with the tasks they live for, and the chip's peaks.
+type Profile struct {
+	Chip    ChipPeaks          `json:"chip"`
+	Tasks   []ProfiledTask     `json:"tasks"`
+	Buffers []lower.BufferInfo `json:"buffers"`
+	Cycles  int64              `json:"cycles"`
+}
+
+// ProfiledTask is one task of a profiled run; Stats.Trace is left out of its JSON.
+type ProfiledTask struct {
+	lower.TaskInfo
+	Start int64             `json:"start_cycles"` // in the run's cycles
+	Stats *device.TaskStats `json:"-"`
+	Info  taskFigures       `json:"stats"`
+	// Cores is each core's busy time per pipe in this task, from the trace.
+	Cores []CoreBusy `json:"cores"`
+}
+
+// CoreBusy is one core's time in a task: its span (first instruction start to last
+// end) and the cycles each pipe executed.
+type CoreBusy struct {
+	Kind  string           `json:"kind"`
+	Core  int              `json:"core"`
+	Span  int64            `json:"span_cycles"`
+	Pipes map[string]int64 `json:"pipes"`
+}
+
+// coreBusy sums a task's trace per core and pipe, cores in (kind, index) order.
+func coreBusy(trace []device.TraceEvent) []CoreBusy {
+	type key struct {
+		kind isa.CoreKind
+		core int
+	}
+	at := map[key]int{}
+	var out []CoreBusy
+	first := map[key]int64{}
+	for _, e := range trace {
+		k := key{e.Kind, e.Core}
+		i, ok := at[k]
+		if !ok {
+			i = len(out)
+			at[k] = i
+			out = append(out, CoreBusy{Kind: e.Kind.String(), Core: e.Core, Pipes: map[string]int64{}})
+			first[k] = e.Start
+		}
+		first[k] = min(first[k], e.Start)
+		out[i].Span = max(out[i].Span, e.End-first[k])
+		if e.End > e.Start {
+			out[i].Pipes[e.Pipe.String()] += e.End - e.Start
+		}
+	}
+	slices.SortFunc(out, func(a, b CoreBusy) int {
+		if a.Kind != b.Kind {
+			return strings.Compare(a.Kind, b.Kind)
+		}
+		return a.Core - b.Core
+	})
+	return out
+}
+
+// taskFigures are the figures of a task's statistics a profile reports.
+type taskFigures struct {
+	Cycles, KernelCycles, StartCycles, EndCycles int64
+	CoreCycles                                   []int64
+	ActiveCores, Blocks                          int
+	PipeBusy                                     map[isa.Pipe]int64
+	GMBytesRead, GMBytesWritten                  int64
+	FootprintRead, FootprintWritten              int64
+	Instructions, L2Hits, L2Misses               int64
+	ICacheMisses, FetchStallCycles               int64
+	HighWater                                    map[isa.Location]int
+}
+
+// ChipPeaks are the chip's rates a profile compares a run with (all from the preset).
+type ChipPeaks struct {
+	Name        string  `json:"name"`
+	ClockHz     float64 `json:"clock_hz"`
+	CubeCores   int     `json:"cube_cores"`
+	VectorCores int     `json:"vector_cores"`
+	// CubeFLOPs is the cube cores' fp16 peak: 2 flops per multiply-accumulate.
+	CubeFLOPs float64 `json:"cube_flops_per_s"`
+	// VectorFLOPs is the vector cores' fp16 peak: one operation per fp16 lane of
+	// VectorBytesPerCycle per cycle.
+	VectorFLOPs float64 `json:"vector_flops_per_s"`
+	// GMBytesPerSecond is the HBM's total rate, or with no L2 model every core's GM
+	// read rate together.
+	GMBytesPerSecond float64 `json:"gm_bytes_per_s"`
+	// L2BytesPerSecond is the L2's total rate (0 with no L2 model): what the pipes'
+	// GM traffic, hits included, shares.
+	L2BytesPerSecond float64 `json:"l2_bytes_per_s"`
+	HBMBytes         int     `json:"hbm_bytes"`
+}
+
+func chipPeaks(c *device.Chip) ChipPeaks {
+	p := ChipPeaks{Name: c.Name, ClockHz: c.ClockHz, CubeCores: c.CubeCores, VectorCores: c.VectorCores, HBMBytes: c.HBMBytes,
+		CubeFLOPs:   2 * float64(c.CubeMACsPerCycle(dtype.Float16)) * float64(c.CubeCores) * c.ClockHz,
+		VectorFLOPs: float64(c.VectorBytesPerCycle/dtype.Float16.Size()) * float64(c.VectorCores) * c.ClockHz}
+	if c.L2Bytes > 0 {
+		p.GMBytesPerSecond = float64(c.HBMBytesPerCycle) * c.ClockHz
+		p.L2BytesPerSecond = float64(c.L2TotalBytesPerCycle) * c.ClockHz
+	} else {
+		p.GMBytesPerSecond = float64(c.GMReadBytesPerCycle) * float64(c.CubeCores+c.VectorCores) * c.ClockHz
+	}
+	return p
+}
+
+// profiler is a Program that can run with its instructions traced.
+type profiler interface {
+	RunProfiled(inputs [][]byte, stop <-chan struct{}) ([][]byte, Stats, *Profile, error)
+}
+
+// runProfiled is runProgram (its errors and interruption) for a profiled run.
+func runProfiled(p profiler, inputs [][]byte, stop <-chan struct{}) ([][]byte, Stats, *Profile, error) {
+	r := &profiledRun{p: p}
+	outs, st, err := runProgram(r, inputs, stop)
+	return outs, st, r.prof, err
+}
+
+// profiledRun is a Program whose Run is a profiler's RunProfiled, keeping the profile.
+type profiledRun struct {
+	p    profiler
+	prof *Profile
+}
+
+func (r *profiledRun) Run(inputs [][]byte, stop <-chan struct{}) ([][]byte, Stats, error) {
+	outs, st, prof, err := r.p.RunProfiled(inputs, stop)
+	r.prof = prof
+	return outs, st, err
+}
+
+func (r *profiledRun) Dump() string { return "" }
+
+// RunProfiled is Program.Run with every instruction traced (tasks one after another).
+func (p loweredProgram) RunProfiled(inputs [][]byte, stop <-chan struct{}) ([][]byte, Stats, *Profile, error) {
+	outs, st, err := p.exe.RunWith(inputs, device.RunOptions{MaxInstructions: p.maxSteps, Interrupt: stop, Trace: true})
+	if err != nil {
+		return nil, Stats{}, nil, err
+	}
+	infos := p.exe.TaskInfos()
+	prof := &Profile{Chip: chipPeaks(p.exe.Chip()), Buffers: p.exe.BufferInfos(), Cycles: st.Cycles}
+	plain := *st // the run's statistics without the traces, for Stats.Detail
+	plain.Tasks = make([]lower.TaskRun, len(st.Tasks))
+	var start int64
+	for i, t := range st.Tasks {
+		ts := t.Stats
+		prof.Tasks = append(prof.Tasks, ProfiledTask{TaskInfo: infos[i], Start: start, Stats: ts, Info: taskFigures{
+			ts.Cycles, ts.KernelCycles, ts.StartCycles, ts.EndCycles, ts.CoreCycles, ts.ActiveCores, ts.Blocks, ts.PipeBusy,
+			ts.GMBytesRead, ts.GMBytesWritten, ts.FootprintRead, ts.FootprintWritten, ts.Instructions, ts.L2Hits, ts.L2Misses,
+			ts.ICacheMisses, ts.FetchStallCycles, ts.HighWater}, Cores: coreBusy(ts.Trace)})
+		start += ts.Cycles
+		c := *ts
+		c.Trace = nil
+		plain.Tasks[i] = lower.TaskRun{Name: t.Name, Core: t.Core, Stats: &c}
+	}
+	m := p.exe.MemoryPlan()
+	return outs, Stats{Cycles: st.Cycles, Seconds: st.Seconds, KernelCycles: st.KernelCycles,
+		KernelSeconds: st.KernelSeconds, Tasks: len(st.Tasks), Memory: &m, Detail: &plain}, prof, nil
+}
+
+// WriteTrace writes the profiled run as Chrome trace JSON (device.WriteRunTrace).
+func (p *Profile) WriteTrace(w io.Writer) error {
+	tasks := make([]device.TraceTask, len(p.Tasks))
+	for i, t := range p.Tasks {
+		args := map[string]any{"op": t.Op, "ops": t.Ops, "type": t.Type}
+		if !t.Loc.IsZero() {
+			args["location"] = t.Loc.String()
+		}
+		tasks[i] = device.TraceTask{Name: t.Name, Stats: t.Stats, Start: t.Start, Deps: t.Deps, Args: args}
+	}
+	return device.WriteRunTrace(w, p.Chip.Name, p.Chip.ClockHz, tasks)
+}
+
+// RunProfiled is Run with every instruction traced; the profile is nil when nothing
+// ran on a chip (every output an input or a constant, or the reference device).
+func (e *Executor) RunProfiled(inputs []*Tensor) ([]*Tensor, *Profile, error) {
+	return e.run(inputs, true)
+}
+
+// LastProfile is the profile of the executor's most recent profiled run (nil before).
+func (e *Executor) LastProfile() *Profile {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.lastProfile
+}

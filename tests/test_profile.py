@@ -1,0 +1,254 @@
+"""Profiled runs: figures checked against the program's shapes and the plain run, the
+Chrome trace checked against the Trace Event Format, the report and the comparison."""
+
+import json
+import math
+import os
+import re
+
+import numpy as np
+import pytest
+
+import pypto as p
+
+GM_ALIGN = 512  # GM buffers start on 512-byte boundaries (docs/device.md)
+
+
+def block(x, w):
+    h = p.matmul(x, w)
+    h = p.relu(h) + 1.0
+    return p.softmax(h, axis=-1)
+
+
+def _inputs(m=64, k=128, n=64, seed=0):
+    rng = np.random.default_rng(seed)
+    return rng.standard_normal((m, k)).astype(np.float16), rng.standard_normal((k, n)).astype(np.float16)
+
+
+@pytest.fixture(scope="module")
+def profiled():
+    ex = p.compile(block)
+    x, w = _inputs()
+    plain = ex.run(x, w).numpy()
+    plain_ms = ex.last_time_ms
+    out = ex.run(x, w, profile=True).numpy()
+    return ex, ex.get_profile_result(), plain, out, plain_ms
+
+
+def test_profiled_run_computes_and_times_like_a_plain_run(profiled):
+    ex, r, plain, out, plain_ms = profiled
+    np.testing.assert_array_equal(out, plain)  # tracing changes nothing the chip computes
+    assert r.total_time == pytest.approx(plain_ms, rel=1e-12)
+    assert sum(r.op_times.values()) == pytest.approx(r.total_time, rel=1e-12)
+    assert sum(t.time_ms for t in r.tasks) == pytest.approx(r.total_time, rel=1e-12)
+    assert ex.get_profile_result() is r
+
+
+def test_profile_figures_follow_the_shapes(profiled):
+    _, r, *_ = profiled
+    assert set(r.op_times) == {"matmul", "fused_rows[relu+add+max+sub+exp+sum+div]"}
+    mm = next(t for t in r.tasks if t.op == "matmul")
+    assert mm.flops == 2 * 64 * 128 * 64
+    assert mm.footprint_read == (64 * 128 + 128 * 64) * 2  # both operands, each byte once
+    assert mm.footprint_written == 64 * 64 * 2
+    assert mm.gm_bytes_read >= mm.footprint_read
+    assert re.fullmatch(r"test_profile\.py:\d+", mm.location)
+
+    def buf(nbytes):
+        return -(-nbytes // GM_ALIGN) * GM_ALIGN
+
+    # Every buffer is live in the first task (inputs, the matmul's result, the output).
+    live = buf(64 * 128 * 2) + buf(128 * 64 * 2) + buf(2) + buf(64 * 64 * 2) + buf(64 * 64 * 2)
+    assert r.peak_memory == pytest.approx(live / 1e6)
+    assert r.memory_timeline[0] == (0.0, live)
+    assert r.leaks() == []
+    assert 0 < r.cache_hit_rate <= 1
+    for t in r.tasks:
+        for ratio in t.pipe_busy.values():
+            assert 0 <= ratio <= 1
+        assert len(t.cores) == t.active_cores
+    for c in r.core_busy():
+        assert all(0 <= v <= 1 for v in c["pipes"].values())
+
+
+def test_summary_ranks_ops(profiled, capsys):
+    _, r, *_ = profiled
+    r.summary()
+    text = capsys.readouterr().out
+    lines = text.splitlines()
+    assert lines[1].split()[:5] == ["op", "count", "total", "ms", "mean"]
+    rows = [ln for ln in lines[3:] if ln.startswith(("matmul", "fused_rows"))]
+    times = [float(ln.split()[2]) for ln in rows]
+    assert times == sorted(times, reverse=True) and len(rows) == 2
+    assert "leaks: none" in text and "L2 hit rate" in text
+    r2 = p.ProfileResult(r._data, "x", p.ProfileConfig(profile_metrics=["time"]))
+    assert "L2 hit rate" not in r2.table() and "leaks" not in r2.table()
+
+
+def test_bottleneck_classes():
+    def tiny(a, b):
+        return a + b
+
+    def heavy(x):
+        return p.exp(p.sin(x)) * 0.5 + p.tanh(x)
+
+    def big_add(a, b):
+        return a + b
+
+    rng = np.random.default_rng(1)
+    cases = [
+        (tiny, [rng.random((8, 8), dtype=np.float32)] * 2, "launch"),
+        (heavy, [rng.random((1024, 1024), dtype=np.float32)], "compute"),
+        (big_add, [rng.random((2048, 2048), dtype=np.float32)] * 2, "memory"),
+    ]
+    for fn, xs, kind in cases:
+        ex = p.compile(fn)
+        ex.run(*xs, profile=True)
+        b = ex.get_profile_result().bottlenecks()
+        assert b[0]["kind"] == kind, (fn.__name__, b[0])
+        assert b[0]["reason"]
+
+
+def test_leak_check_reports_buffers_alive_at_the_end(profiled):
+    _, r, *_ = profiled
+    data = json.loads(json.dumps(r._data))
+    n = len(data["tasks"])
+    data["buffers"].append({"tensor": 99, "role": "temp", "type": "f16[4]", "offset": 0, "bytes": 512, "alias": 0, "first_task": 0, "last_task": n})
+    data["buffers"].append({"tensor": 98, "role": "temp", "type": "f16[8]", "offset": 0, "bytes": 512, "alias": 0, "first_task": n, "last_task": -1})
+    leaks = p.ProfileResult(data, "x").leaks()
+    assert [x["tensor"] for x in leaks] == [99, 98]
+    assert "after the last task" in leaks[0]["reason"] and "no task" in leaks[1]["reason"]
+
+
+# --- the Trace Event Format ---------------------------------------------------------------
+# The documented fields (Trace Event Format, "JSON Object Format"): traceEvents holds
+# events with name, ph, pid, tid; complete events (X) have ts and dur in microseconds;
+# metadata events (M) process_name / thread_name / *_sort_index carry args; flow events
+# (s, f) share an id, and an f with bp "e" binds to the enclosing slice.
+
+_PHASES = {"X", "M", "s", "f"}
+
+
+def check_trace_format(doc):
+    """Validates doc against the format; returns (slices by (pid, tid), names of pids, of (pid, tid))."""
+    assert isinstance(doc, dict) and isinstance(doc.get("traceEvents"), list)
+    assert doc.get("displayTimeUnit") in (None, "ms", "ns")
+    slices, pnames, tnames, flows = {}, {}, {}, {}
+    for e in doc["traceEvents"]:
+        assert isinstance(e.get("name"), str) and e["name"], e
+        assert e.get("ph") in _PHASES, e
+        assert isinstance(e.get("pid"), int), e
+        if e["ph"] == "M":
+            assert e["name"] in ("process_name", "thread_name", "process_sort_index", "thread_sort_index"), e
+            if e["name"].endswith("_name"):
+                assert isinstance(e["args"]["name"], str)
+                if e["name"] == "process_name":
+                    pnames[e["pid"]] = e["args"]["name"]
+                else:
+                    tnames[(e["pid"], e["tid"])] = e["args"]["name"]
+            else:
+                assert isinstance(e["args"]["sort_index"], int)
+            continue
+        assert isinstance(e.get("tid"), int), e
+        assert isinstance(e.get("ts"), (int, float)) and math.isfinite(e["ts"]) and e["ts"] >= 0, e
+        if e["ph"] == "X":
+            assert isinstance(e.get("dur"), (int, float)) and e["dur"] >= 0, e
+            slices.setdefault((e["pid"], e["tid"]), []).append(e)
+        else:
+            assert isinstance(e.get("id"), int), e
+            flows.setdefault(e["id"], []).append(e)
+    for fid, evs in flows.items():
+        phases = sorted(x["ph"] for x in evs)
+        assert phases == ["f", "s"], (fid, evs)
+        s, f = sorted(evs, key=lambda x: x["ph"], reverse=True)
+        assert f.get("bp") == "e" and s["ts"] <= f["ts"]
+        for ev in (s, f):  # each end lies inside a slice of its track
+            assert any(x["ts"] <= ev["ts"] <= x["ts"] + x["dur"] for x in slices.get((ev["pid"], ev["tid"]), [])), ev
+    for track in slices:
+        assert track[0] in pnames and track in tnames, f"track {track} is not named"
+    return slices, pnames, tnames
+
+
+def test_trace_is_valid_and_matches_the_profile(profiled, tmp_path):
+    _, r, *_ = profiled
+    paths = r.save(tmp_path)
+    assert sorted(os.listdir(tmp_path)) == ["profile.json", "report.html", "trace.json"]
+    with open(paths["trace"]) as f:
+        doc = json.load(f)
+    slices, pnames, tnames = check_trace_format(doc)
+    tasks_pid = next(pid for pid, n in pnames.items() if n == "tasks")
+    task_slices = sorted(slices[(tasks_pid, 0)], key=lambda e: e["ts"])
+    assert [e["name"] for e in task_slices] == [t.name for t in r.tasks]
+    for e, t in zip(task_slices, r.tasks):
+        assert e["ts"] == pytest.approx(t.start_ms * 1e3) and e["dur"] == pytest.approx(t.time_ms * 1e3)
+    flows = [e for e in doc["traceEvents"] if e["ph"] == "s"]
+    assert len(flows) == sum(len(t["deps"]) for t in r._data["tasks"]) > 0
+    # One track per core and pipe; a core's busy time per pipe is the sum of its slices.
+    core_tracks = {k: v for k, v in slices.items() if k[0] != tasks_pid}
+    assert {pnames[pid] for pid, _ in core_tracks} >= {"cube core 0", "vector core 0"}
+    assert {tnames[k] for k in core_tracks} >= {"mte2", "m", "v"}
+    for t in r.tasks:
+        t0, t1 = t.start_ms * 1e3, (t.start_ms + t.time_ms) * 1e3
+        for c in t.cores:
+            pid = next(pid for pid, n in pnames.items() if n == f"{c['kind']} core {c['core']}")
+            for pipe, ratio in c["pipes"].items():
+                tid = next(k[1] for k, n in tnames.items() if k[0] == pid and n == pipe)
+                inside = [e for e in slices[(pid, tid)] if t0 - 1e-6 <= e["ts"] <= t1]
+                assert all(e["ts"] + e["dur"] <= t1 + 1e-6 for e in inside)
+                assert sum(e["dur"] for e in inside) == pytest.approx(ratio * t.time_ms * 1e3, rel=1e-6)
+
+
+def test_report_is_self_contained(profiled, tmp_path):
+    _, r, *_ = profiled
+    html = open(r.save(tmp_path)["report"]).read()
+    assert html.startswith("<!DOCTYPE html>")
+    assert html.count("<svg") == 2 and 'aria-label="roofline"' in html and 'aria-label="memory over time"' in html
+    assert "<script" not in html and "http://" not in html.replace('xmlns="http://www.w3.org/2000/svg"', "")
+    assert "matmul" in html and "Bottlenecks" in html
+    assert r._repr_html_() in html
+    data = json.load(open(os.path.join(tmp_path, "profile.json")))
+    assert data["total_time_ms"] == r.total_time and data["op_times_ms"] == r.op_times
+
+
+def test_profile_config_saves_every_run(tmp_path):
+    cfg = p.ProfileConfig(enable_profiling=True, profile_output_dir=str(tmp_path / "prof"), profile_metrics=["time", "memory", "cache"])
+    ex = p.compile(block, profile_config=cfg)
+    ex.run(*_inputs())
+    assert ex.get_profile_result() is not None
+    assert sorted(os.listdir(tmp_path / "prof")) == ["profile.json", "report.html", "trace.json"]
+    plain = p.compile(block)
+    plain.run(*_inputs())
+    assert plain.get_profile_result() is None
+
+
+def test_compare_profiles_of_two_opt_levels():
+    x, w = _inputs()
+    rs = []
+    for level in (0, 2):
+        ex = p.compile(block, p.CompileConfig(opt_level=level))
+        ex.run(x, w, profile=True)
+        rs.append(ex.get_profile_result())
+    c = p.compare_profiles(*rs)
+    assert c.total["a_ms"] == rs[0].total_time and c.total["b_ms"] == rs[1].total_time
+    by_op = {row["op"]: row for row in c.rows}
+    assert by_op["matmul"]["a_count"] == 1 and by_op["matmul"]["b_count"] == 1
+    assert by_op["relu"]["b_ms"] == 0 and by_op["relu"]["a_ms"] > 0
+    for row in c.rows:
+        assert row["diff_ms"] == pytest.approx(row["b_ms"] - row["a_ms"])
+        assert row["a_ms"] == pytest.approx(rs[0].op_times.get(row["op"], 0.0))
+    assert "total" in str(c) and "<table>" in c._repr_html_()
+    same = p.compare_profiles(rs[1], rs[1])
+    assert all(row["diff_ms"] == 0 for row in same.rows)
+
+
+def test_bad_profile_arguments():
+    with pytest.raises(ValueError, match="unknown profile metric"):
+        p.ProfileConfig(profile_metrics=["time", "power"])
+    with pytest.raises(TypeError, match="profile_metrics"):
+        p.ProfileConfig(profile_metrics=[1])
+    with pytest.raises(TypeError, match="profile_config"):
+        p.compile(block, profile_config="yes")
+    with pytest.raises(TypeError, match="profile"):
+        p.compile(block).run(*_inputs(), profile="yes")
+    with pytest.raises(TypeError, match="ProfileResult"):
+        p.compare_profiles(1, 2)
