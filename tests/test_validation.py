@@ -97,6 +97,15 @@ def reduction(**extra):
     }  # fmt: skip
 
 
+def _profiled():
+    ex = p.compile(lambda a: a + 1.0, p.CompileConfig(chip="tiny"))
+    ex.run(np.ones((4, 4), np.float32), profile=True)
+    return ex.get_profile_result()
+
+
+_PROFILE = _profiled()
+
+
 @p.block_kernel(out_shape=(16, 16))
 def _kern(x, y):
     p.store(y, p.load(x))
@@ -191,7 +200,9 @@ TABLE = {
     # tiles, compile, devices, kernels
     "tile": ({"x": M, "tile_shape": [2, 2]}, {"x": "tensor", "tile_shape": "tile_shape", "config": "tile_config?"}),
     "tile_concat": ({"tiles": [X, X]}, {"tiles": "tensors", "axis": "axis"}),
-    "compile": ({"fn": p.exp}, {"fn": "callable", "config": "config?", "inputs": "inputs?", "dynamic": "flag?"}),
+    "compile": ({"fn": p.exp}, {"fn": "callable", "config": "config?", "inputs": "inputs?", "dynamic": "flag?",
+                                "profile_config": "config?"}),
+    "compare_profiles": ({"a": _PROFILE, "b": _PROFILE}, {"a": "fn", "b": "fn"}),
     "recommend_tile": ({"op_or_fn": "add", "inputs": [X, X], "config": p.CompileConfig(chip="tiny")},
                        {"op_or_fn": "fn", "inputs": "inputs?", "attrs": "attrs", "config": "config?", "measure": "flag"}),
     "set_device": ({"name": "reference"}, {"name": "name"}),
@@ -208,13 +219,14 @@ TABLE = {
     "TileConfig": ({"shape": [16, 16]}, {"shape": "tile_shape", "layout": "layout", "format": "layout"}),
     "CompileConfig": ({}, {"opt_level": "count", "disable_passes": "passes", "memory_pool_bytes": "count?", "chip": "chip",
                        "deterministic": "flag", "max_steps": "count?"}),
+    "ProfileConfig": ({}, {"enable_profiling": "flag", "profile_output_dir": "name?", "profile_metrics": "passes"}),
 }  # fmt: skip
 
 #: Functions only usable inside a kernel being traced (test_kernel_only_arguments).
 KERNEL_ONLY = {"load", "store", "push", "pop"}
 #: Public callables that are not functions with arguments to check.
 NOT_FUNCTIONS = {"Dim", "Layout", "DType", "TopK", "Tile", "TileGrid", "TileChoice", "BlockKernel", "Executor",
-                 "ErrorInfo", "Location"} | set(_NO_ARGS.split())  # fmt: skip
+                 "ErrorInfo", "Location", "ProfileResult"} | set(_NO_ARGS.split())  # fmt: skip
 
 
 def _public():

@@ -50,8 +50,8 @@ class ProfileConfig:
     def __post_init__(self):
         check.flag(self.enable_profiling, "enable_profiling", "p.ProfileConfig")
         d = self.profile_output_dir
-        if d is not None and not isinstance(d, (str, os.PathLike)):
-            raise check.fail("p.ProfileConfig", "profile_output_dir", d, "a directory path or None")
+        if d is not None and (not isinstance(d, (str, os.PathLike)) or os.fspath(d) == ""):
+            raise check.fail("p.ProfileConfig", "profile_output_dir", d, "a directory path (not empty) or None")
         m = self.profile_metrics
         if isinstance(m, str):
             m = (m,)
