@@ -69,6 +69,12 @@ _SIGNATURES = {
     "pypto_executor_last_profile": (_handle, _P(_handle)),
     "pypto_profile_json": (_handle, *_str_out),
     "pypto_profile_trace": (_handle, _cp),
+    "pypto_executor_debug": (_handle, _P(_handle), _i32, _P(_handle)),
+    "pypto_debug_info_json": (_handle, *_str_out),
+    "pypto_debug_next": (_handle, _P(_i32)),
+    "pypto_debug_step": (_handle, _P(_i32)),
+    "pypto_debug_value": (_handle, _i32, _P(_handle)),
+    "pypto_debug_results": (_handle, _P(_handle), _i32),
 }
 _RESTYPES = {"pypto_abi_version": _i32, "pypto_string_free": None}
 

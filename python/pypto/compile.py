@@ -420,6 +420,46 @@ class Executor:
             return None
         return json.loads(_lib.call_string(_lib.lib.pypto_executor_stats_json, c.handle))
 
+    def debug(self, *inputs):
+        """A :class:`pypto.debug.Debugger`: a paused run on inputs that steps through the
+        Tensor Graph one node at a time on the device (each node its own program, so
+        that every node's inputs and output can be looked at)."""
+        tensors = [_run_input(x, i) for i, x in enumerate(inputs)]
+        device = self._device()
+        if self._given is not None:
+            compiled = self._given.get(device) or self._trace(self._given_inputs)
+            self._given.setdefault(device, compiled)
+            return self._debugger(compiled, tensors)
+        sig = (tuple((t.shape, t.dtype.code, t.layout.name) for t in tensors), device)
+        if sig not in self._static and self._dynamic is not False:
+            key = (tuple((t.ndim, t.dtype.code, t.layout.name) for t in tensors), device)
+            compiled = self._symbolic_for(key, tensors)
+            if compiled is not None:
+                try:
+                    return self._debugger(compiled, tensors)
+                except (ShapeError, CompileError):
+                    if self._dynamic:
+                        raise
+        return self._debugger(self._static_for(tensors, sig), tensors)
+
+    def _debugger(self, compiled: _Compiled, tensors):
+        from .debug import Debugger
+
+        h = _lib.Handle()
+        try:
+            _lib.call(
+                _lib.lib.pypto_executor_debug,
+                compiled.handle,
+                _lib.handle_array(t._handle for t in tensors),
+                len(tensors),
+                ctypes.byref(h),
+            )
+        except PyptoError as e:
+            e.location = e.location or user_location()
+            raise
+        self._last = compiled  # graph(), dump() and info() describe what is being debugged
+        return Debugger(h.value, compiled.structure, compiled.n_out, self._name)
+
     def get_profile_result(self):
         """The :class:`pypto.ProfileResult` of the last profiled run (``run(x,
         profile=True)``); None before one, or when the run computed nothing on a chip

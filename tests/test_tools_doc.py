@@ -1,0 +1,49 @@
+"""docs/tools.md's examples run as written (each section's blocks in order, in one
+namespace after the page's preamble)."""
+
+import pathlib
+import re
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+TEXT = (ROOT / "docs" / "tools.md").read_text()
+
+
+def _blocks(text):
+    return re.findall(r"```python\n(.*?)```", text, re.S)
+
+
+def _section(title):
+    start = TEXT.index(f"\n## {title}\n")
+    end = TEXT.find("\n## ", start + 1)
+    return TEXT[start : end if end >= 0 else len(TEXT)]
+
+
+@pytest.mark.parametrize("title", ["Profiling", "Debugger"])
+def test_section_examples_run(title, tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    namespace = {}
+    preamble = TEXT[: TEXT.index("\n## ")]
+    for block in _blocks(preamble) + _blocks(_section(title)):
+        exec(compile(block, "docs/tools.md", "exec"), namespace)
+    out = capsys.readouterr().out
+    if title == "Profiling":
+        assert "L2 hit rate" in out and "matmul" in out and "total" in out
+    else:
+        assert "breakpoint (op relu)" in out
+
+
+def test_summary_example_is_current(capsys):
+    """The summary shown on the page is what the preamble's run prints (its blocks
+    compiled as the file tools.md, the name the location column shows)."""
+    namespace = {}
+    for block in _blocks(TEXT[: TEXT.index("\n## ")]):
+        exec(compile(block, "tools.md", "exec"), namespace)
+    p = namespace["p"]
+    ex = p.compile(namespace["block"])
+    ex.run(namespace["x"], namespace["w"], profile=True)
+    ex.get_profile_result().summary()
+    printed = capsys.readouterr().out.strip().splitlines()
+    shown = re.search(r"`summary\(\)` prints.*?\n```\n(.*?)```", TEXT, re.S).group(1).strip().splitlines()
+    assert printed == shown
