@@ -20,11 +20,14 @@ func init() {
 		{"relu", "max(x, 0); NaN stays NaN and -0 gives +0 (as numpy's maximum(x, 0) and torch.relu)", relu},
 		{"floor", "the largest integer <= x", math.Floor},
 		{"ceil", "the smallest integer >= x", math.Ceil},
-		{"round", "x rounded to the nearest integer, halves to even (numpy's round)", math.RoundToEven},
 	}
 	for _, op := range same {
 		Register(&OpDef{Name: op.name, Arity: 1, Doc: op.doc, Infer: inferUnaryNumeric(op.name), Eval: evalUnary(op.f)})
 	}
+	Register(&OpDef{Name: "round", Arity: 1, Attrs: []AttrSpec{{"decimals", int64(0)}},
+		Doc: "x rounded to decimals places, halves to even (numpy's round: rint(x * 10**decimals) / 10**decimals, " +
+			"each step rounded to x's dtype; negative decimals divide first, and integers round exactly)",
+		Infer: inferUnaryNumeric("round"), Eval: evalRound})
 	math1 := []struct {
 		name, doc string
 		f         func(float64) float64
@@ -49,6 +52,37 @@ func init() {
 		Eval: evalUnary(func(x float64) float64 { return boolOf(!math.IsInf(x, 0) && !isNaN(x)) })})
 	Register(&OpDef{Name: "logical_not", Arity: 1, Doc: "x == 0, as bool (NaN is true, so its negation is false)", Infer: inferPredicate,
 		Eval: evalUnary(func(x float64) float64 { return boolOf(x == 0) })})
+}
+
+// evalRound follows numpy's round: for decimals d >= 0, rint(x * f) / f with f = 10**d,
+// and for d < 0, rint(x / f) * f with f = 10**-d, every product and quotient (and f
+// itself) rounded to x's dtype, as numpy computes them. Integers are unchanged for
+// d >= 0 and otherwise rounded exactly to a multiple of f, halves to even (numpy does
+// that in float64, which is exact for int32).
+func evalRound(in []*Array, attrs Attrs, out *Array) {
+	d := attrs.Int("decimals", 0)
+	dt := out.Type.DType
+	for i, x := range in[0].Data {
+		out.Data[i] = RoundDecimals(dt, x, d)
+	}
+}
+
+// RoundDecimals is round(x, d) for one value of dtype dt (see evalRound).
+func RoundDecimals(dt dtype.DType, x float64, d int) float64 {
+	if !dt.IsFloat() {
+		if d >= 0 {
+			return x
+		}
+		f := math.Pow(10, float64(-d))
+		return dtype.Round(dt, math.RoundToEven(x/f)*f)
+	}
+	r := func(v float64) float64 { return dtype.Round(dt, v) }
+	if d >= 0 {
+		f := r(math.Pow(10, float64(d)))
+		return r(math.RoundToEven(r(x*f)) / f)
+	}
+	f := r(math.Pow(10, float64(-d)))
+	return r(math.RoundToEven(r(x/f)) * f)
 }
 
 func relu(x float64) float64 {

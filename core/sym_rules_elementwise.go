@@ -10,7 +10,8 @@ var elementwiseOps = []string{"add", "sub", "mul", "div", "floor_divide", "mod",
 	"logical_and", "logical_or", "logical_xor", "where", "clip",
 	"neg", "abs", "exp", "log", "sqrt", "rsqrt", "reciprocal", "sin", "cos", "tanh", "erf",
 	"floor", "ceil", "round", "relu", "sigmoid", "silu", "gelu", "logical_not", "isnan", "isfinite",
-	"cast"}
+	"cast", "erfc", "exp2", "expm1", "log1p", "log2", "log10", "trunc", "sign",
+	"isinf", "isposinf", "isneginf", "logaddexp", "hypot", "atan2"}
 
 func init() {
 	registerSym(symBroadcastRule, elementwiseOps...)

@@ -78,7 +78,7 @@ func init() {
 	lowerings["isfinite"] = lowering{kind: TileElementwise, core: isa.Vector, body: isFiniteBody, computeIn: own,
 		colAlign: 256, uses: append([]isa.Opcode{isa.TABS, isa.TCMPS}, maskOps...)}
 	roundOps := []isa.Opcode{isa.TCVT, isa.TMULS, isa.TABS, isa.TCMPS, isa.TSEL}
-	for name, mode := range map[string]isa.Mode{"floor": isa.RoundFloor, "ceil": isa.RoundCeil, "round": isa.RoundRint} {
+	for name, mode := range map[string]isa.Mode{"floor": isa.RoundFloor, "ceil": isa.RoundCeil} {
 		lowerings[name] = lowering{kind: TileElementwise, core: isa.Vector, body: rounding(mode), colAlign: 256, extraLive: scratch(3), uses: roundOps}
 	}
 	lowerings["mod"] = lowering{kind: TileElementwise, core: isa.Vector, body: modBody, colAlign: 256, extraLive: scratch(2),

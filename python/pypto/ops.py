@@ -25,6 +25,8 @@ __all__ = [
     "equal", "not_equal", "less", "less_equal", "greater", "greater_equal",
     "logical_and", "logical_or", "logical_xor", "logical_not", "isnan", "isfinite", "where",
     "cast", "astype", "matmul", "linear",
+    "erfc", "exp2", "expm1", "log1p", "log2", "log10", "trunc", "fix", "sign", "isinf", "isposinf", "isneginf",
+    "logaddexp", "hypot", "atan2", "arctan2",
 ]  # fmt: skip
 
 
@@ -84,13 +86,29 @@ silu = _un("silu", "x * sigmoid(x)")
 logical_not = _un("logical_not", "not x as bool")
 isnan = _un("isnan", "x is NaN")
 isfinite = _un("isfinite", "x is neither infinite nor NaN")
+erfc = _un("erfc", "the complementary error function 1 - erf(x), accurate for large x")
+exp2 = _un("exp2", "2**x")
+expm1 = _un("expm1", "e**x - 1, accurate near 0")
+log1p = _un("log1p", "log(1 + x), accurate near 0")
+log2 = _un("log2", "the base-2 logarithm")
+log10 = _un("log10", "the base-10 logarithm")
+trunc = fix = _un("trunc", "x rounded toward zero")
+sign = _un("sign", "-1, 0 or 1 by the sign of x (NaN for NaN), in x's dtype")
+isinf = _un("isinf", "x is +inf or -inf")
+isposinf = _un("isposinf", "x is +inf")
+isneginf = _un("isneginf", "x is -inf")
+logaddexp = _bin("logaddexp", "log(exp(a) + exp(b)), without overflow")
+hypot = _bin("hypot", "sqrt(a**2 + b**2), without overflow")
+atan2 = arctan2 = _bin("atan2", "the angle of the point (b, a) in [-pi, pi] (numpy's arctan2(a, b))")
 
 
 def round(x, decimals: int = 0) -> Tensor:
-    """x rounded to the nearest integer, halves to even (numpy's round); decimals must be 0."""
-    if check.integer(decimals, "decimals", "round") != 0:
-        raise check.fail("round", "decimals", decimals, "0 (rounding to other decimals is not supported yet)", PyptoValueError)
-    return apply("round", [x], names=("x",))
+    """x rounded to ``decimals`` places, halves to even, as numpy's round: for floats
+    rint(x * 10**decimals) / 10**decimals with every step in x's dtype (negative
+    decimals divide first); integers are unchanged for decimals >= 0 and otherwise
+    rounded exactly to a multiple of 10**-decimals."""
+    decimals = check.integer(decimals, "decimals", "round", lo=-400, hi=400)
+    return apply("round", [x], {"decimals": decimals} if decimals else None, names=("x",))
 
 
 def gelu(x, approximate: str = "none") -> Tensor:
