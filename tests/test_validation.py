@@ -114,9 +114,11 @@ def _kern(x, y):
 p.register_kernel("validation_copy", _kern)
 
 _UNARY = "abs ceil cos erf exp floor isfinite isnan log logical_not neg negative reciprocal relu rsqrt sigmoid silu sin sqrt tanh"
+_UNARY += " erfc exp2 expm1 log1p log2 log10 trunc fix sign isinf isposinf isneginf"
 _BINARY = (
     "add sub subtract mul multiply div divide true_divide floor_divide mod remainder pow power maximum minimum equal "
     "not_equal less less_equal greater greater_equal logical_and logical_or logical_xor"
+    " logaddexp hypot atan2 arctan2"
 )
 _REDUCE = "sum prod max min amax amin mean reduce_sum reduce_prod reduce_max reduce_min reduce_mean"
 _NO_ARGS = "block_idx subblock_idx is_cube get_device last_stats cache_info clear_cache registered_kernels lowered_ops composite_ops"
