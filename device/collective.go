@@ -58,6 +58,16 @@ type CollectiveTiming struct {
 // faster than that.
 func reduceGamma(c *Chip) float64 { return 3 / (float64(c.HBMBytesPerCycle) * c.ClockHz) }
 
+// ReduceGamma is the seconds per reduced byte on the mesh's chips (0 if the chip
+// preset is unknown, which MeshPreset never builds).
+func (m *Mesh) ReduceGamma() float64 {
+	c, err := Preset(m.Chip)
+	if err != nil {
+		return 0
+	}
+	return reduceGamma(c)
+}
+
 // RunCollective performs c over the group's buffers (inputs[i] is rank c.Ranks[i]'s
 // input, or nil for all of them to compute the timing only) and returns each rank's
 // output in the same order.

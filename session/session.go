@@ -80,12 +80,20 @@ func (s *Session) ClearCache() { s.cache.clear() }
 // the result in t, dropping t's inputs. Concurrent calls on the same tensor compute it
 // once; concurrent calls on tensors sharing pending inputs are independent.
 func (s *Session) Realize(t *Tensor) error {
+	_, _, err := s.RealizeStats(t)
+	return err
+}
+
+// RealizeStats is Realize that also returns the statistics of the run it made, and
+// whether it made one (false when t was already computed): the caller learns what this
+// realisation cost even while other threads run (LastStats is the process's latest).
+func (s *Session) RealizeStats(t *Tensor) (Stats, bool, error) {
 	stop := interrupt.Current() // Ctrl-C from now on, compilation included, stops the run
 	if t == nil {
-		return core.Errorf(core.ValueError, "nil tensor")
+		return Stats{}, false, core.Errorf(core.ValueError, "nil tensor")
 	}
 	if k, _, _ := t.state(); k == concrete {
-		return nil
+		return Stats{}, false, nil
 	}
 	t.realizing.Lock()
 	defer t.realizing.Unlock()
@@ -94,38 +102,38 @@ func (s *Session) Realize(t *Tensor) error {
 		o = &op{}
 	}
 	if k != concrete && t.typ.IsSymbolic() {
-		return core.Errorf(core.ValueError, "this value has the symbolic shape %s, so it has no data", t.typ.ShapeString()).WithLoc(o.loc).
+		return Stats{}, false, core.Errorf(core.ValueError, "this value has the symbolic shape %s, so it has no data", t.typ.ShapeString()).WithLoc(o.loc).
 			Because("symbolic dims (%s) get values only when a compiled executor runs", strings.Join(t.typ.Symbols(), ", ")).
 			Suggest("compute it inside a function compiled with p.compile and run the executor on concrete inputs")
 	}
 	switch k {
 	case concrete: // another thread finished it while we waited
-		return nil
+		return Stats{}, false, nil
 	case placeholder:
 		_, err := (&graphBuild{vals: map[*Tensor]core.Value{}}).value(t)
-		return err
+		return Stats{}, false, err
 	}
 	gb, _ := newGraphBuild("eager", nil)
 	v, err := gb.value(t)
 	if err != nil {
-		return err
+		return Stats{}, false, err
 	}
 	gb.b.Output(v)
 	g := gb.b.Graph()
 	prog, err := s.compile(g)
 	if err != nil {
-		return withLoc(err, o.loc)
+		return Stats{}, false, withLoc(err, o.loc)
 	}
 	outs, st, err := runProgram(prog, gb.bound, stop)
 	if err != nil {
-		return withLoc(err, o.loc)
+		return Stats{}, false, withLoc(err, o.loc)
 	}
 	if len(outs) != 1 || len(outs[0]) != t.typ.Bytes() {
-		return core.Errorf(core.InternalError, "program returned %d outputs (first %d bytes) for one %v result", len(outs), firstLen(outs), t.typ).WithLoc(o.loc)
+		return Stats{}, false, core.Errorf(core.InternalError, "program returned %d outputs (first %d bytes) for one %v result", len(outs), firstLen(outs), t.typ).WithLoc(o.loc)
 	}
 	t.setData(outs[0])
 	s.recordStats(st)
-	return nil
+	return st, true, nil
 }
 
 func firstLen(b [][]byte) int {

@@ -119,3 +119,9 @@ from .block import *  # noqa: F401,F403,E402
 
 _block.install(globals())
 __all__ += _block.__all__
+
+# Multi-chip meshes and collectives (python/pypto/distributed.py).
+from . import distributed  # noqa: E402
+from .distributed import shard_map  # noqa: E402
+
+__all__ += ["distributed", "shard_map"]

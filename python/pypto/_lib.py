@@ -75,6 +75,9 @@ _SIGNATURES = {
     "pypto_debug_step": (_handle, _P(_i32)),
     "pypto_debug_value": (_handle, _i32, _P(_handle)),
     "pypto_debug_results": (_handle, _P(_handle), _i32),
+    "pypto_mesh_json": (_cp, *_str_out),
+    "pypto_collective": (_cp, _P(_vp), _P(_vp), _i32, *_str_out),
+    "pypto_realize_stats": (_handle, *_str_out),
 }
 _RESTYPES = {"pypto_abi_version": _i32, "pypto_string_free": None}
 

@@ -27,6 +27,11 @@ __all__ = ["Tensor", "from_numpy"]
 _MAX_NDIM = check.MAX_NDIM
 
 
+# A thread may watch what its realisations cost: realize_observer.fn, when set, gets
+# the statistics of every run a realisation in this thread makes (the ranks of
+# p.shard_map charge them to their simulated clocks).
+realize_observer = threading.local()
+
 class Tensor:
     """A tensor on the simulated NPU.
 
@@ -201,7 +206,13 @@ class Tensor:
 
     def realize(self) -> "Tensor":
         """Computes the value now (compiling and running the pending graph); returns self."""
-        _lib.call(_lib.lib.pypto_realize, self._handle)
+        observe = getattr(realize_observer, "fn", None)
+        if observe is None:
+            _lib.call(_lib.lib.pypto_realize, self._handle)
+        else:
+            stats = json.loads(_lib.call_string(_lib.lib.pypto_realize_stats, self._handle))
+            if stats:
+                observe(stats)
         return self
 
     def numpy(self) -> np.ndarray:
@@ -211,6 +222,8 @@ class Tensor:
         except TypeError:  # a symbolic shape (Dim entries)
             self.realize()  # raises: a symbolic tensor has no data
             raise
+        if getattr(realize_observer, "fn", None) is not None:
+            self.realize()  # the observer sees what computing the value cost
         # A new array is C-contiguous: no strides (NULL) to pass.
         _lib.call(_lib.lib.pypto_copy_out, self._handle, out.__array_interface__["data"][0], out.ndim, None)
         return out
