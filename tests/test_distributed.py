@@ -326,3 +326,17 @@ def test_the_docs_example_runs():
     ref = np.maximum(x.astype(np.float32) @ w1.astype(np.float32), 0) @ w2.astype(np.float32)
     np.testing.assert_allclose(scope["y"].numpy().astype(np.float32), ref, rtol=2e-2, atol=2e-2)
     assert 0 < scope["r"].comm_share < 1
+
+
+def test_a_failing_rank_reports_its_own_error_and_the_others_do_not_hang():
+    mesh = D.Mesh((4,), ("x",))
+
+    def fn(s):
+        if D.rank() == 1:
+            p.matmul(s, s)  # (1, 2) @ (1, 2): a shape error on rank 1 only
+        return D.all_reduce(s)
+
+    out, took = _run_within(lambda: p.shard_map(fn, mesh, (D.P("x"),), D.P("x"))(np.ones((4, 2), np.float32)))
+    e = out["error"]
+    assert isinstance(e, p.ShapeError) and str(e).startswith("rank 1:")
+    assert took < 1.5

@@ -61,6 +61,14 @@ class World:
         self.pending: dict = {}  # (group, seq) -> Pending
         self.seqs: list = [dict() for _ in range(nranks)]  # rank -> group -> next seq
         self.log: list = []  # every collective run: dicts for the report
+        # The first disagreement found (not one that follows from a rank that failed):
+        # the error the caller sees, whichever rank raised first.
+        self.first_error: Optional[CollectiveError] = None
+
+    def _found(self, err: "CollectiveError") -> "CollectiveError":
+        if self.first_error is None:
+            self.first_error = err
+        return err
 
     def finish(self, rank: int, failed: bool) -> None:
         with self.cond:
@@ -117,12 +125,12 @@ class World:
             return
         first = next(iter(pend.arrivals.values()))
         if (first.kind, first.signature) != (a.kind, a.signature):
-            pend.error = CollectiveError(
+            pend.error = self._found(CollectiveError(
                 f"ranks {first.rank} and {a.rank} disagree at collective #{pend.seq} of group {list(pend.group)}: "
                 f"rank {first.rank} calls {_where(first)} with {_sig(first)}, rank {a.rank} calls {_where(a)} with {_sig(a)}",
                 location=a.location,
                 suggestions=["every rank of a group must make the same collective calls in the same order, on tensors of the same shape and dtype"],
-            )
+            ))
             self.cond.notify_all()
 
     def _stuck(self, pend: Pending) -> Optional[CollectiveError]:
@@ -133,12 +141,14 @@ class World:
         for r in missing:
             if self.state[r] in ("done", "failed"):
                 how = "returned" if self.state[r] == "done" else "failed"
-                return CollectiveError(
+                err = CollectiveError(
                     f"rank {r} {how} without calling {_where(some)} (collective #{pend.seq} of group {list(pend.group)}), "
                     f"for which ranks {arrived} wait",
                     location=some.location,
                     suggestions=["every rank of a group must make the same collective calls; check the conditions around this call"],
                 )
+                # A rank that failed has its own error, the cause of this one.
+                return self._found(err) if how == "returned" else err
         # Nobody can move: every rank still in the run waits, and no collective is running.
         live = [r for r in range(self.nranks) if self.state[r] not in ("done", "failed")]
         if live and all(self.state[r] == "waiting" and not self.waiting_at[r].running for r in live):
@@ -147,13 +157,13 @@ class World:
                 r = others[0]
                 there = self.waiting_at[r]
                 a = next(iter(there.arrivals.values()))
-                return CollectiveError(
+                return self._found(CollectiveError(
                     f"ranks {arrived} wait at {_where(some)} (collective #{pend.seq} of group {list(pend.group)}) while "
                     f"rank {r} waits at {_where(there.arrivals.get(r, a))} (collective #{there.seq} of group {list(there.group)}): "
                     f"the ranks call collectives in different orders",
                     location=some.location,
                     suggestions=["every rank of a group must make the same collective calls in the same order"],
-                )
+                ))
         return None
 
 

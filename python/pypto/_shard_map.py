@@ -186,9 +186,12 @@ def shard_map(fn, mesh: Mesh, in_specs, out_specs):
             t.join()
         failed = [(r, e) for r, e in enumerate(errs) if e is not None]
         if failed:
-            # The first cause: a collective disagreement names every rank involved;
-            # otherwise the lowest failing rank's own error.
-            r, e = next(((r, e) for r, e in failed if isinstance(e, rv.CollectiveError)), failed[0])
+            # The first cause: a disagreement between ranks (it names every rank
+            # involved), else the lowest rank's own failure (other ranks' errors follow
+            # from it).
+            if world.first_error is not None:
+                raise world.first_error
+            r, e = next(((r, e) for r, e in failed if not isinstance(e, rv.CollectiveError)), failed[0])
             if isinstance(e, PyptoError) and not isinstance(e, rv.CollectiveError):
                 e.message = f"rank {r}: {e.message}"
             raise e
