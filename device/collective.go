@@ -144,6 +144,9 @@ func (m *Mesh) RunCollective(c Collective, inputs [][]byte) ([][]byte, Collectiv
 		return nil, CollectiveTiming{}, err
 	}
 	t := CollectiveTiming{LaunchSeconds: m.LaunchSeconds, Phases: run.phases}
+	if p == 1 {
+		t.LaunchSeconds = 0 // a group of one rank moves nothing and launches nothing
+	}
 	for _, ph := range run.phases {
 		t.AlgorithmSeconds += ph.Seconds
 	}

@@ -340,3 +340,19 @@ def test_a_failing_rank_reports_its_own_error_and_the_others_do_not_hang():
     e = out["error"]
     assert isinstance(e, p.ShapeError) and str(e).startswith("rank 1:")
     assert took < 1.5
+
+
+def test_distributed_example_matches_one_chip_and_its_bubble_is_gpipes():
+    import importlib.util
+    import pathlib
+
+    path = pathlib.Path(__file__).parent.parent / "examples" / "distributed.py"
+    spec = importlib.util.spec_from_file_location("distributed_example", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    res = mod.main(["--seq", "16", "--hidden", "64", "--heads", "4", "--microbatches", "4"])
+    for key in ("tp1", "tp2", "tp4", "hybrid", "pipeline"):
+        assert res[key]["max_err"] < 2e-2, (key, res[key])
+    assert res["tp1"]["comm_share"] == 0 < res["tp2"]["comm_share"]
+    pl = res["pipeline"]
+    assert abs(pl["bubble"] - pl["theory"]) < 0.05, pl

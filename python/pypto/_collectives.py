@@ -348,8 +348,10 @@ def ppermute(x, axis_name, perm):
 
 def send(x, dst: int) -> None:
     """Sends ``x`` to mesh rank ``dst``, which must call ``recv`` with this rank as its
-    source and the same shape and dtype (torch's send / recv; the pair meets, and the
-    message crosses the slowest tier between the two chips)."""
+    source and the same shape and dtype (torch's send / recv). The message crosses the
+    slowest tier between the two chips on the sender's communication stream, from the
+    moment of the call (the receiver's buffer is taken as posted); the sender computes
+    on, the receiver waits for the data."""
     _p2p("send", x, dst=dst)
 
 
@@ -373,7 +375,9 @@ def _p2p(fn, x, *, src=None, dst=None):
     world = ctx.world
 
     def perform(arrivals):
-        start = max(a.issue_time for a in arrivals.values())
+        # The receiver's buffer is posted ahead (as pipelines do), so the transfer starts
+        # when the sender sends; the receiver waits for its last byte.
+        start = arrivals[s].issue_time
         outs, t = run_collective(world.mesh, "send", (s, d), [arrivals[s].payload.reshape(-1), arrivals[d].payload.reshape(-1)])
         world.log.append({"kind": "send", "group": [s, d], "bytes": int(arrivals[s].payload.nbytes), "start_s": start,
                           "seconds": t["seconds"], "phases": t["phases"], "location": str(arrivals[s].location)})
@@ -384,6 +388,10 @@ def _p2p(fn, x, *, src=None, dst=None):
     issue = max(ctx.clock, ctx.comm_free)
     out, end, secs = world.meet(ctx.rank, (min(s, d), max(s, d)), rv.Arrival(ctx.rank, "send/recv", sig, user_location(), arr, issue), perform)
     ctx.comm_s += secs
-    ctx.comm_free = end
-    ctx.clock = max(ctx.clock, end)
-    return None if out is None else from_numpy(out)
+    if fn == "send":  # the sender's compute goes on while its communication stream sends
+        ctx.comm_free = end
+        return None
+    if end > ctx.clock:
+        ctx.wait_s += end - ctx.clock
+        ctx.clock = end
+    return from_numpy(out)
