@@ -356,3 +356,39 @@ def test_distributed_example_matches_one_chip_and_its_bubble_is_gpipes():
     assert res["tp1"]["comm_share"] == 0 < res["tp2"]["comm_share"]
     pl = res["pipeline"]
     assert abs(pl["bubble"] - pl["theory"]) < 0.05, pl
+
+
+def test_data_parallel_compile_runs_every_rank_on_its_batch():
+    rng = np.random.default_rng(4)
+    w = (rng.standard_normal((32, 16)) / 6).astype(np.float16)
+
+    def model(x):
+        return p.gelu(p.matmul(x, w))
+
+    cfg = p.DistributedConfig(parallel_strategy="data_parallel", device_mesh=[4], data_parallel_size=4)
+    ex = p.compile(model, config=cfg)
+    xs = [rng.standard_normal((8, 32)).astype(np.float16) for _ in range(4)]
+    outs = ex.run(xs)
+    assert len(outs) == 4
+    for x, o in zip(xs, outs):
+        m = x.astype(np.float32) @ w.astype(np.float32)
+        ref = 0.5 * m * (1 + np.tanh(np.sqrt(2 / np.pi) * (m + 0.044715 * m ** 3)))
+        np.testing.assert_allclose(o.numpy().astype(np.float32), ref, rtol=2e-2, atol=2e-2)
+    # One global batch is split over the ranks; every rank computes at once.
+    whole = ex.run(np.concatenate(xs))
+    np.testing.assert_array_equal(whole.numpy(), np.concatenate([o.numpy() for o in outs]))
+    rep = ex.last_report
+    assert rep.seconds == pytest.approx(max(r.total_s for r in rep.ranks)) and rep.seconds > 0
+
+
+def test_distributed_config_is_checked_and_unbuilt_strategies_say_so():
+    with pytest.raises(p.PyptoValueError, match="do not cover the 4 ranks"):
+        p.DistributedConfig(device_mesh=[2, 2], tensor_parallel_size=2)
+    with pytest.raises(p.PyptoValueError, match="parallel_strategy"):
+        p.DistributedConfig(parallel_strategy="zero3")
+    with pytest.raises(p.PyptoValueError, match="ray"):
+        p.DistributedConfig(backend="ray")
+    cfg = p.DistributedConfig(parallel_strategy="model_parallel", device_mesh=[2, 2], tensor_parallel_size=4, pipeline_parallel_size=1)
+    with pytest.raises(p.PyptoValueError, match="not built yet") as e:
+        p.compile(lambda x: x, config=cfg)
+    assert "p.shard_map" in str(e.value)

@@ -70,6 +70,7 @@ BAD = {
     "attrs": st.one_of(st.integers(), _text, st.lists(st.integers(), max_size=2)),
     "passes": st.one_of(st.integers(), st.floats(), st.just([1]), st.none()),
     "chip": st.one_of(st.integers(), st.floats(), st.just(["a2"])),
+    "names?": st.one_of(st.integers(), st.floats(), st.just([1]), st.just(["a", "a"]), st.just("dp"), _junk),
     "count?": st.one_of(_floats, _text, st.booleans(), st.integers(max_value=0)),
     "data": st.one_of(_text, st.just({"a": 1}), st.just([object()]), st.just(["1.5", "2"])),
     "config?": st.one_of(st.integers(), _text, st.just({"opt_level": 1})),
@@ -226,12 +227,15 @@ TABLE = {
     "CompileConfig": ({}, {"opt_level": "count", "disable_passes": "passes", "memory_pool_bytes": "count?", "chip": "chip",
                        "deterministic": "flag", "max_steps": "count?"}),
     "ProfileConfig": ({}, {"enable_profiling": "flag", "profile_output_dir": "name?", "profile_metrics": "passes"}),
+    "DistributedConfig": ({"device_mesh": [2]}, {"parallel_strategy": "choice", "device_mesh": "shape", "tensor_parallel_size": "count?",
+                          "pipeline_parallel_size": "count?", "data_parallel_size": "count?", "mesh_axis_names": "names?",
+                          "num_microbatches": "count", "schedule": "choice", "preset": "chip", "backend": "choice"}),
 }  # fmt: skip
 
 #: Functions only usable inside a kernel being traced (test_kernel_only_arguments).
 KERNEL_ONLY = {"load", "store", "push", "pop"}
 #: Public callables that are not functions with arguments to check.
-NOT_FUNCTIONS = {"Dim", "Layout", "DType", "TopK", "Tile", "TileGrid", "TileChoice", "BlockKernel", "Executor",
+NOT_FUNCTIONS = {"Dim", "Layout", "DType", "TopK", "Tile", "TileGrid", "TileChoice", "BlockKernel", "Executor", "DistributedExecutor",
                  "ErrorInfo", "Location", "ProfileResult"} | set(_NO_ARGS.split())  # fmt: skip
 
 

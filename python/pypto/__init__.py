@@ -123,5 +123,6 @@ __all__ += _block.__all__
 # Multi-chip meshes and collectives (python/pypto/distributed.py).
 from . import distributed  # noqa: E402
 from .distributed import shard_map  # noqa: E402
+from ._dist_executor import DistributedConfig, DistributedExecutor  # noqa: E402
 
-__all__ += ["distributed", "shard_map"]
+__all__ += ["distributed", "shard_map", "DistributedConfig", "DistributedExecutor"]

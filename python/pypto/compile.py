@@ -22,6 +22,7 @@ from . import _lib, _validate as check
 from ._location import user_location
 from ._layout import as_layout
 from .config import CompileConfig
+from ._dist_executor import DistributedConfig, DistributedExecutor
 from .dtypes import as_dtype
 from .device import get_device
 from .profile import ProfileConfig, _from_executor as _profile_from_executor
@@ -60,10 +61,12 @@ def compile(fn, config=None, *, inputs=None, dynamic=None, profile_config=None) 
     """
     if not callable(fn):
         raise check.fail("p.compile", "fn", fn, "a function")
+    if isinstance(config, DistributedConfig):
+        return DistributedExecutor(fn, config)
     if config is None:
         config = CompileConfig()
     if not isinstance(config, CompileConfig):
-        raise check.fail("p.compile", "config", config, "a p.CompileConfig or None")
+        raise check.fail("p.compile", "config", config, "a p.CompileConfig, a p.DistributedConfig or None")
     if dynamic is not None:
         dynamic = check.flag(dynamic, "dynamic", "p.compile")
     if inputs is not None and (isinstance(inputs, (Tensor, str, bytes)) or not isinstance(inputs, (list, tuple))):

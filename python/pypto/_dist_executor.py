@@ -1,0 +1,132 @@
+"""p.DistributedConfig and the executor p.compile returns for it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional, Sequence
+
+import numpy as np
+
+from . import _validate as check
+from ._location import user_location
+from ._mesh import Mesh, PartitionSpec
+from ._shard_map import last_report, shard_map
+from .errors import PyptoValueError
+from .shape_ops import squeeze, unsqueeze
+from .tensor import Tensor, from_numpy
+
+STRATEGIES = ("data_parallel", "model_parallel", "pipeline_parallel", "hybrid")
+SCHEDULES = ("gpipe", "1f1b", "interleaved_1f1b")
+BACKENDS = ("local",)
+
+
+@dataclass(frozen=True)
+class DistributedConfig:
+    """How p.compile spreads a model over a mesh of simulated chips (the guide's
+    ``p.DistributedConfig``). ``device_mesh`` is the mesh's shape (``[2, 2]``),
+    ``mesh_axis_names`` its axes (default "dp", "tp", "pp" for the sizes given), ``preset``
+    the physical mesh (docs/distributed.md). Today ``parallel_strategy="data_parallel"``
+    runs: every rank runs the model on its part of the batch. The other strategies need
+    the parallelising passes, which are not built: write those programs with
+    ``p.shard_map`` and the collectives of ``p.distributed``."""
+
+    parallel_strategy: str = "data_parallel"
+    device_mesh: Sequence[int] = (8,)
+    tensor_parallel_size: Optional[int] = None
+    pipeline_parallel_size: Optional[int] = None
+    data_parallel_size: Optional[int] = None
+    mesh_axis_names: Optional[Sequence[str]] = None
+    num_microbatches: int = 1
+    schedule: str = "1f1b"
+    preset: str = "a2-node"
+    backend: str = "local"
+
+    def __post_init__(self):
+        op = "DistributedConfig"
+        check.choice(self.parallel_strategy, "parallel_strategy", op, STRATEGIES)
+        check.choice(self.schedule, "schedule", op, SCHEDULES)
+        if self.backend == "ray":
+            raise PyptoValueError("DistributedConfig: backend 'ray' is not built; the local backend runs every rank in this process",
+                                  location=user_location())
+        check.choice(self.backend, "backend", op, BACKENDS)
+        shape = check.shape(self.device_mesh, "device_mesh", op, symbolic=False)
+        if not shape or any(d < 1 for d in shape):
+            raise check.fail(op, "device_mesh", self.device_mesh, "a list of positive mesh sizes, e.g. [2, 2]", PyptoValueError)
+        object.__setattr__(self, "device_mesh", tuple(int(d) for d in shape))
+        for name in ("tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size"):
+            check.integer(getattr(self, name), name, op, lo=1, optional=True)
+        check.integer(self.num_microbatches, "num_microbatches", op, lo=1)
+        names = self.mesh_axis_names
+        if names is not None:
+            if isinstance(names, str) or not isinstance(names, (list, tuple)) or len(names) != len(self.device_mesh) \
+                    or not all(isinstance(n, str) and n for n in names) or len(set(names)) != len(names):
+                raise check.fail(op, "mesh_axis_names", names, f"{len(self.device_mesh)} distinct axis names, one per device_mesh axis",
+                                 PyptoValueError)
+            object.__setattr__(self, "mesh_axis_names", tuple(names))
+        if not isinstance(self.preset, str):
+            raise check.fail(op, "preset", self.preset, 'a mesh preset name such as "a2-node"')
+        self.mesh()  # the preset exists and holds the ranks
+        size = int(np.prod(self.device_mesh))
+        given = [getattr(self, n) or 1 for n in ("data_parallel_size", "tensor_parallel_size", "pipeline_parallel_size")]
+        if any(getattr(self, n) for n in ("data_parallel_size", "tensor_parallel_size", "pipeline_parallel_size")) \
+                and int(np.prod(given)) != size:
+            raise PyptoValueError(
+                f"DistributedConfig: data x tensor x pipeline parallel sizes {given[0]} x {given[1]} x {given[2]} = "
+                f"{int(np.prod(given))} do not cover the {size} ranks of device_mesh {list(self.device_mesh)}",
+                location=user_location(), suggestions=["make their product equal the number of ranks in device_mesh"])
+
+    def mesh(self) -> Mesh:
+        names = self.mesh_axis_names
+        if names is None:
+            names = ("dp",) if len(self.device_mesh) == 1 else tuple(f"axis{i}" for i in range(len(self.device_mesh)))
+        return Mesh(self.device_mesh, names, preset=self.preset)
+
+
+class DistributedExecutor:
+    """Runs a model on every rank of a mesh (p.compile with a DistributedConfig)."""
+
+    def __init__(self, fn, config: DistributedConfig):
+        self.fn, self.config = fn, config
+        self.mesh = config.mesh()
+        if config.parallel_strategy != "data_parallel":
+            raise PyptoValueError(
+                f"p.compile: parallel_strategy {config.parallel_strategy!r} is not built yet (its parallelising passes "
+                "and pipeline schedules are missing)",
+                location=user_location(),
+                suggestions=["write the tensor- or pipeline-parallel program with p.shard_map and p.distributed's "
+                             "collectives (docs/distributed.md, examples/distributed.py)",
+                             'or use parallel_strategy="data_parallel"'])
+
+    def run(self, inputs):
+        """Data parallel: ``inputs`` is a list with one input (or tuple of inputs) per rank,
+        or one global batch that is split along axis 0 over the ranks. Returns the
+        per-rank outputs as a list (a list input) or the concatenated outputs."""
+        n = self.mesh.size
+        per_rank = isinstance(inputs, list)
+        if per_rank:
+            if len(inputs) != n:
+                raise PyptoValueError(f"DistributedExecutor.run: {len(inputs)} inputs for the {n} ranks of the mesh",
+                                      location=user_location(), suggestions=["give one input per rank, or one batch to split"])
+            args = [a if isinstance(a, tuple) else (a,) for a in inputs]
+            stacked = [np.stack([np.asarray(args[r][i]) for r in range(n)]) for i in range(len(args[0]))]
+        else:
+            stacked = [np.asarray(a) for a in (inputs if isinstance(inputs, tuple) else (inputs,))]
+        axis = self.mesh.axis_names
+        spec = PartitionSpec(axis if len(axis) > 1 else axis[0])
+
+        def rank_fn(*shards):
+            if per_rank:  # drop the stacking axis
+                shards = [squeeze(s, 0) for s in shards]
+            out = self.fn(*shards)
+            if not isinstance(out, Tensor):
+                raise PyptoValueError("DistributedExecutor: the model must return one p.Tensor", location=user_location())
+            return unsqueeze(out, 0) if per_rank else out
+
+        out = shard_map(rank_fn, self.mesh, in_specs=tuple(spec for _ in stacked), out_specs=spec)(*stacked)
+        self.last_report = last_report()
+        if per_rank:
+            return [from_numpy(np.squeeze(a, 0)) for a in np.split(out.numpy(), n)]
+        return out
+
+    def __repr__(self) -> str:
+        return f"DistributedExecutor({getattr(self.fn, '__name__', 'model')}, {self.config.parallel_strategy}, {self.mesh})"
