@@ -11,6 +11,7 @@ import (
 	"os"
 
 	"pypto/core"
+	"pypto/internal/progress"
 	"pypto/session"
 )
 
@@ -80,4 +81,12 @@ func pypto_profile_trace(h C.uintptr_t, path *C.char) C.uintptr_t {
 		}
 		return nil
 	})
+}
+
+// pypto_progress_json lists the compiles and runs in progress (progress.State each)
+// as JSON, for the Python side's progress bars.
+//
+//export pypto_progress_json
+func pypto_progress_json(out **C.char, n *C.size_t) C.uintptr_t {
+	return status(func() error { return putString(out, n, mustJSON(progress.Snapshot())) })
 }

@@ -11,6 +11,7 @@ import (
 	"pypto/device"
 	"pypto/internal/checked"
 	"pypto/internal/interrupt"
+	"pypto/internal/progress"
 	"pypto/isa"
 )
 
@@ -152,7 +153,10 @@ func (e *Executable) RunWith(inputs [][]byte, opts device.RunOptions) (outputs [
 		opts.Interrupt = interrupt.Current()
 	}
 	stats = &RunStats{}
-	for _, task := range e.exec.Tasks {
+	prog := progress.Start("run", len(e.exec.Tasks))
+	defer prog.End()
+	for i, task := range e.exec.Tasks {
+		prog.Step(i, task.Name)
 		if interrupt.Requested(opts.Interrupt) {
 			return nil, nil, core.Errorf(core.Interrupted, "interrupted before task %s", task.Name)
 		}

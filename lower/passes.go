@@ -6,6 +6,7 @@ import (
 
 	"pypto/core"
 	"pypto/device"
+	"pypto/internal/progress"
 )
 
 // Level names the IR a pass leaves behind; the driver verifies that level after it.
@@ -118,10 +119,13 @@ type compilation struct {
 // run is the one driver loop: run each enabled pass, time it, verify the IR it leaves
 // and record a dump of it.
 func (c *compilation) run(table []Pass) error {
-	for _, p := range table {
+	prog := progress.Start("compile", len(table))
+	defer prog.End()
+	for i, p := range table {
 		if !p.runsAt(c.opts.OptLevel, c.opts.Disabled) || c.opts.Deterministic && p.Reassociates {
 			continue
 		}
+		prog.Step(i, p.Name)
 		start := time.Now()
 		if err := p.Run(c); err != nil {
 			return err

@@ -120,3 +120,17 @@ def test_debugger_under_pdb(tmp_path):
     r = subprocess.run([sys.executable, "-m", "pdb", "-c", "continue", "-c", "quit", str(script)],
                        capture_output=True, text=True, env=env, timeout=300, stdin=subprocess.DEVNULL)  # fmt: skip
     assert "stopped exp 1.0" in r.stdout and "result 2.0" in r.stdout, r.stdout + r.stderr
+
+
+def test_executor_and_debugger_show_in_notebooks():
+    x, w = _inputs()
+    ex = p.compile(block)
+    assert "has not" not in ex._repr_html_() and "<pre>" not in ex._repr_html_()
+    ex.run(x, w)
+    page = ex._repr_html_()
+    assert "<pre>" in page and "matmul(%in0, %in1)" in page and "us simulated in 2 task(s)" in page
+    dbg = ex.debug(x, w)
+    dbg.break_at("relu")
+    dbg.step()
+    rows = dbg._repr_html_().split("<tr>")[2:]
+    assert len(rows) == 4 and "&#10003;" in rows[0] and "&#9654;" in rows[1] and "&#9679;" in rows[1]

@@ -210,6 +210,7 @@ TABLE = {
     "compare_profiles": ({"a": _PROFILE, "b": _PROFILE}, {"a": "fn", "b": "fn"}),
     "shard_map": ({"fn": p.exp, "mesh": p.distributed.Mesh((2,)), "in_specs": None, "out_specs": None},
                   {"fn": "callable", "mesh": "mesh", "in_specs": "specs", "out_specs": "specs"}),
+    "set_progress": ({}, {"enabled": "flag", "delay": "number"}),
     "recommend_tile": ({"op_or_fn": "add", "inputs": [X, X], "config": p.CompileConfig(chip="tiny")},
                        {"op_or_fn": "fn", "inputs": "inputs?", "attrs": "attrs", "config": "config?", "measure": "flag"}),
     "set_device": ({"name": "reference"}, {"name": "name"}),

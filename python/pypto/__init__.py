@@ -14,6 +14,7 @@ from . import _lib
 from .compile import Executor, compile
 from .config import CompileConfig
 from .profile import ProfileConfig, ProfileResult, compare_profiles
+from .progress import set_progress
 from .device import cache_info, clear_cache, get_device, last_stats, set_device
 from .dtypes import DType, bfloat16, bool_, float16, float32, int8, int32
 from .errors import (
@@ -69,6 +70,7 @@ __all__ = [
     "ProfileConfig",
     "ProfileResult",
     "compare_profiles",
+    "set_progress",
     *_creation.__all__,
     *_nn.__all__,
     *_ops.__all__,

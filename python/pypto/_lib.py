@@ -78,6 +78,7 @@ _SIGNATURES = {
     "pypto_mesh_json": (_cp, *_str_out),
     "pypto_collective": (_cp, _P(_vp), _P(_vp), _i32, *_str_out),
     "pypto_realize_stats": (_handle, *_str_out),
+    "pypto_progress_json": _str_out,
 }
 _RESTYPES = {"pypto_abi_version": _i32, "pypto_string_free": None}
 

@@ -25,6 +25,7 @@ from .config import CompileConfig
 from ._dist_executor import DistributedConfig, DistributedExecutor
 from .dtypes import as_dtype
 from .device import get_device
+from .progress import watch
 from .profile import ProfileConfig, _from_executor as _profile_from_executor
 from .errors import CompileError, PyptoError, PyptoTypeError, ShapeError, SymbolicShapeError
 from .symbolic import Dim, symbol
@@ -200,16 +201,17 @@ class Executor:
                 location=user_location(),
             )
         h = _lib.Handle()
-        _lib.call(
-            _lib.lib.pypto_executor_create_config,
-            self._name.encode(),
-            _lib.handle_array(p._handle for p in placeholders),
-            len(placeholders),
-            _lib.handle_array(o._handle for o in outs),
-            len(outs),
-            self._config._json(),
-            ctypes.byref(h),
-        )
+        with watch(f"compile {self._name}"):
+            _lib.call(
+                _lib.lib.pypto_executor_create_config,
+                self._name.encode(),
+                _lib.handle_array(p._handle for p in placeholders),
+                len(placeholders),
+                _lib.handle_array(o._handle for o in outs),
+                len(outs),
+                self._config._json(),
+                ctypes.byref(h),
+            )
         compiled = _Compiled(h.value, 0, structure, False)
         n = ctypes.c_int32()
         _lib.call(_lib.lib.pypto_executor_num_outputs, compiled.handle, ctypes.byref(n))
@@ -308,14 +310,15 @@ class Executor:
     def _run(self, compiled: _Compiled, tensors, profile=None):
         outs = (_lib.Handle * max(compiled.n_out, 1))()
         try:
-            _lib.call(
-                _lib.lib.pypto_executor_run_profiled if profile else _lib.lib.pypto_executor_run,
-                compiled.handle,
-                _lib.handle_array(t._handle for t in tensors),
-                len(tensors),
-                outs,
-                compiled.n_out,
-            )
+            with watch(f"run {self._name}"):
+                _lib.call(
+                    _lib.lib.pypto_executor_run_profiled if profile else _lib.lib.pypto_executor_run,
+                    compiled.handle,
+                    _lib.handle_array(t._handle for t in tensors),
+                    len(tensors),
+                    outs,
+                    compiled.n_out,
+                )
         except PyptoError as e:  # the inputs of this run: the caller's line
             e.location = e.location or user_location()
             raise
@@ -479,6 +482,23 @@ class Executor:
                 raise RuntimeError("dump(): the executor has not been run yet, so nothing is compiled")
             c = traced[0]
         return _lib.call_string(_lib.lib.pypto_executor_dump, c.handle)
+
+    def _repr_html_(self) -> str:
+        """For notebooks: the traced Tensor Graph and the last run's time and memory."""
+        import html
+
+        head = html.escape(repr(self))
+        try:
+            text = self.graph()
+        except RuntimeError:
+            return f"<p>{head}</p>"
+        parts = [f"<p>{head}</p>", f"<pre>{html.escape(text)}</pre>"]
+        st = self.stats()
+        if st is not None:
+            mem = st.get("memory") or {}
+            parts.append(f"<p>last run: {st['seconds'] * 1e6:.2f} us simulated in {st['tasks']} task(s)"
+                         + (f", {mem['peak_bytes']} bytes of device memory" if mem else "") + "</p>")  # fmt: skip
+        return "".join(parts)
 
     def __repr__(self) -> str:
         return f"<pypto.Executor {self._name}: {self.num_traced} trace(s), {self.num_compiled} compiled program(s)>"
