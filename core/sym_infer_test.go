@@ -86,6 +86,15 @@ var symCases = []struct {
 	{"slice", func(t testing.TB) Attrs {
 		return Attrs{"starts": dimList(t, "s-1"), "stops": dimList(t, "s"), "steps": []int64{1}}
 	}, []string{"f32[s]"}, "f32[1]", "s >= 1"},
+	{"conv2d", func(testing.TB) Attrs {
+		return Attrs{"stride": []int64{2, 1}, "pads": []int64{1, 1, 0, 0}, "dilation": []int64{1, 1}, "groups": int64(2)}
+	}, []string{"f32[b,4,h,w]", "f32[6,2,3,3]"}, "*", "h >= 1 | w >= 3"},
+	{"max_pool2d", func(testing.TB) Attrs {
+		return Attrs{"kernel": []int64{2, 2}, "stride": []int64{2, 2}, "pads": []int64{0, 0, 0, 0}, "dilation": []int64{1, 1}}
+	}, []string{"f16[b,c,h,w]"}, "*", "h >= 2 | w >= 2"},
+	{"avg_pool2d", func(testing.TB) Attrs {
+		return Attrs{"kernel": []int64{3, 3}, "stride": []int64{1, 1}, "pads": []int64{1, 1, 1, 1}, "dilation": []int64{1, 1}}
+	}, []string{"f32[b,c,h,w]"}, "f32[b,c,h,w]", "h >= 1 | w >= 1"},
 	{"concat", func(testing.TB) Attrs { return Attrs{"axis": int64(1)} }, []string{"f16[b,s]", "f16[b,3]", "f32[b,t]"}, "f32[b,s+t+3]", ""},
 	{"concat", nil, []string{"f16[b,s]", "f16[c,s]"}, "f16[b+c,s]", ""},
 	{"concat", nil, []string{"f16[b,s]", "f16[c,t]"}, "f16[b+c,s]", "t == s"},

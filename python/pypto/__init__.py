@@ -35,8 +35,9 @@ from .errors import (
 from .tensor import Tensor, from_numpy, promote_types
 from .symbolic import Dim, symbol
 from .layouts import CHWN, NCHW, ND, NHWC, NZ, Layout, layout_transform
-from . import creation as _creation, nn as _nn, ops as _ops, reductions as _reductions, shape_ops as _shape_ops
+from . import conv as _conv, creation as _creation, nn as _nn, ops as _ops, reductions as _reductions, shape_ops as _shape_ops
 from . import methods as _methods  # noqa: F401  (attaches the Tensor methods)
+from .conv import *  # noqa: F401,F403
 from .creation import *  # noqa: F401,F403
 from .nn import *  # noqa: F401,F403
 from .ops import *  # noqa: F401,F403
@@ -71,6 +72,7 @@ __all__ = [
     "ProfileResult",
     "compare_profiles",
     "set_progress",
+    *_conv.__all__,
     *_creation.__all__,
     *_nn.__all__,
     *_ops.__all__,

@@ -1,0 +1,192 @@
+"""Convolution and pooling against an independent numpy implementation (direct loops
+over the output) and against torch when it is installed."""
+
+import numpy as np
+import pytest
+
+import pypto as p
+
+
+def np_conv2d(x, w, b, stride, pads, dilation, groups):
+    """Direct convolution in float64: pads (top, bottom, left, right)."""
+    x = np.pad(x.astype(np.float64), ((0, 0), (0, 0), (pads[0], pads[1]), (pads[2], pads[3])))
+    n, c, h, wd = x.shape
+    o, cg, kh, kw = w.shape
+    sh, sw = stride
+    dh, dw = dilation
+    oh = (h - dh * (kh - 1) - 1) // sh + 1
+    ow = (wd - dw * (kw - 1) - 1) // sw + 1
+    out = np.zeros((n, o, oh, ow))
+    og = o // groups
+    for oc in range(o):
+        g = oc // og
+        for u in range(kh):
+            for v in range(kw):
+                patch = x[:, g * cg:(g + 1) * cg, u * dh:u * dh + sh * (oh - 1) + 1:sh, v * dw:v * dw + sw * (ow - 1) + 1:sw]
+                out[:, oc] += np.einsum("nchw,c->nhw", patch, w[oc, :, u, v].astype(np.float64))
+        if b is not None:
+            out[:, oc] += b[oc]
+    return out
+
+
+CASES = [
+    # x shape, w shape, stride, padding, dilation, groups
+    ((2, 3, 9, 11), (5, 3, 3, 3), 1, 1, 1, 1),
+    ((1, 4, 10, 7), (6, 2, 3, 2), (2, 1), (1, 0), (1, 2), 2),
+    ((2, 6, 8, 8), (6, 1, 3, 3), 1, 1, 1, 6),  # depthwise
+    ((1, 3, 7, 9), (4, 3, 4, 2), 1, "same", 1, 1),  # even kernel: the extra pad goes after
+    ((1, 8, 5, 5), (16, 8, 1, 1), 1, "valid", 1, 1),
+]
+
+
+def _pads(padding, w, dilation):
+    dilation = dilation if isinstance(dilation, tuple) else (dilation, dilation)
+    if padding == "valid":
+        return (0, 0, 0, 0)
+    if padding == "same":
+        out = []
+        for k, d in zip(w[2:], dilation):
+            t = d * (k - 1)
+            out += [t // 2, t - t // 2]
+        return tuple(out)
+    ph, pw = padding if isinstance(padding, tuple) else (padding, padding)
+    return (ph, ph, pw, pw)
+
+
+@pytest.mark.parametrize("device", ["reference", "tiny", "a2"])
+@pytest.mark.parametrize("case", CASES)
+def test_conv2d_matches_direct_convolution(device, case):
+    xs, ws, stride, padding, dilation, groups = case
+    rng = np.random.default_rng(abs(hash(case)) % 2**32)
+    x = rng.standard_normal(xs).astype(np.float32)
+    w = rng.standard_normal(ws).astype(np.float32)
+    b = rng.standard_normal(ws[0]).astype(np.float32)
+    p.set_device(device)
+    try:
+        y = p.conv2d(x, w, b, stride=stride, padding=padding, dilation=dilation, groups=groups).numpy()
+    finally:
+        p.set_device("a2")
+    st = stride if isinstance(stride, tuple) else (stride, stride)
+    dl = dilation if isinstance(dilation, tuple) else (dilation, dilation)
+    want = np_conv2d(x, w, b, st, _pads(padding, ws, dilation), dl, groups)
+    np.testing.assert_allclose(y, want, rtol=1e-5, atol=1e-4)
+
+
+def test_conv2d_float16_and_fused_epilogue_under_compile():
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((4, 16, 14, 14)).astype(np.float16)
+    w = (rng.standard_normal((32, 16, 3, 3)) / 12).astype(np.float16)
+    b = rng.standard_normal(32).astype(np.float16)
+    res = rng.standard_normal((4, 32, 14, 14)).astype(np.float16)
+    ex = p.compile(lambda x, r: p.relu(p.conv2d(x, w, b, padding=1) + r))
+    y = ex.run(x, res).numpy().astype(np.float32)
+    want = np.maximum(np_conv2d(x, w, b, (1, 1), (1, 1, 1, 1), (1, 1), 1) + res, 0)
+    np.testing.assert_allclose(y, want, rtol=2e-2, atol=2e-2)
+
+
+def np_pool(x, k, s, pads, mode, count_include_pad=True):
+    n, c, h, w = x.shape
+    oh = (h + pads[0] + pads[1] - k[0]) // s[0] + 1
+    ow = (w + pads[2] + pads[3] - k[1]) // s[1] + 1
+    out = np.zeros((n, c, oh, ow))
+    for i in range(oh):
+        for j in range(ow):
+            y0, x0 = i * s[0] - pads[0], j * s[1] - pads[2]
+            win = x[:, :, max(y0, 0):min(y0 + k[0], h), max(x0, 0):min(x0 + k[1], w)].astype(np.float64)
+            if mode == "max":
+                out[:, :, i, j] = win.max(axis=(2, 3))
+            else:
+                cnt = win.shape[2] * win.shape[3]
+                if count_include_pad:
+                    cnt = (min(y0 + k[0], h + pads[1]) - y0) * (min(x0 + k[1], w + pads[3]) - x0)
+                out[:, :, i, j] = win.sum(axis=(2, 3)) / cnt
+    return out
+
+
+@pytest.mark.parametrize("device", ["reference", "a2"])
+def test_pools_match_numpy(device):
+    rng = np.random.default_rng(6)
+    x = rng.standard_normal((2, 3, 9, 8)).astype(np.float32)
+    p.set_device(device)
+    try:
+        np.testing.assert_allclose(p.max_pool2d(x, 3, 2, 1).numpy(), np_pool(x, (3, 3), (2, 2), (1, 1, 1, 1), "max"))
+        np.testing.assert_allclose(p.max_pool2d(x, 2).numpy(), np_pool(x, (2, 2), (2, 2), (0, 0, 0, 0), "max"))
+        np.testing.assert_allclose(p.avg_pool2d(x, 3, 2, 1).numpy(), np_pool(x, (3, 3), (2, 2), (1, 1, 1, 1), "avg"), rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(p.avg_pool2d(x, 3, 2, 1, count_include_pad=False).numpy(),
+                                   np_pool(x, (3, 3), (2, 2), (1, 1, 1, 1), "avg", False), rtol=1e-5, atol=1e-6)
+        # adaptive: the output cells average overlapping windows when sizes do not divide
+        got = p.adaptive_avg_pool2d(x, (4, 3)).numpy()
+        for i in range(4):
+            for j in range(3):
+                r0, r1 = i * 9 // 4, -(-(i + 1) * 9 // 4)
+                c0, c1 = j * 8 // 3, -(-(j + 1) * 8 // 3)
+                np.testing.assert_allclose(got[:, :, i, j], x[:, :, r0:r1, c0:c1].mean(axis=(2, 3)), rtol=1e-5)
+        np.testing.assert_allclose(p.adaptive_avg_pool2d(x, 1).numpy(), x.mean(axis=(2, 3), keepdims=True), rtol=1e-5)
+    finally:
+        p.set_device("a2")
+
+
+def test_max_pool_propagates_nan_and_ignores_padding():
+    x = -np.ones((1, 1, 4, 4), np.float32) * 5
+    x[0, 0, 1, 1] = np.nan
+    y = p.max_pool2d(x, 2, 2, 1).numpy()
+    assert np.isnan(y[0, 0, 1, 1])  # the window of rows 1-2, columns 1-2
+    assert np.isnan(y).sum() == 1
+    assert y[0, 0, 0, 0] == -5  # a window of padding and -5s gives -5, not 0 or -inf
+
+
+torch = pytest.importorskip("torch", reason="torch is not installed: pip install 'pypto[torch]' to compare with torch")
+F = torch.nn.functional
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_conv2d_and_transpose_match_torch(case):
+    xs, ws, stride, padding, dilation, groups = case
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal(xs).astype(np.float32)
+    w = rng.standard_normal(ws).astype(np.float32)
+    got = p.conv2d(x, w, stride=stride, padding=padding, dilation=dilation, groups=groups).numpy()
+    want = F.conv2d(torch.tensor(x), torch.tensor(w), stride=stride, padding=padding, dilation=dilation, groups=groups).numpy()
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-4)
+    if padding in ("same", "valid"):
+        return
+    st = stride if isinstance(stride, tuple) else (stride, stride)
+    wt = rng.standard_normal((xs[1], 2, 3, 3)).astype(np.float32)
+    op = (min(st[0], 2) - 1, min(st[1], 2) - 1)
+    got = p.conv_transpose2d(x, wt, stride=st, padding=1, output_padding=op, groups=1).numpy()
+    want = F.conv_transpose2d(torch.tensor(x), torch.tensor(wt), stride=st, padding=1, output_padding=op).numpy()
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-4)
+
+
+def test_pools_and_batch_norm_match_torch():
+    rng = np.random.default_rng(2)
+    x = rng.standard_normal((2, 3, 11, 10)).astype(np.float32)
+    t = torch.tensor(x)
+    np.testing.assert_allclose(p.max_pool2d(x, 3, 2, 1, ceil_mode=True).numpy(), F.max_pool2d(t, 3, 2, 1, ceil_mode=True).numpy())
+    np.testing.assert_allclose(p.max_pool2d(x, (3, 2), (1, 2), dilation=2).numpy(), F.max_pool2d(t, (3, 2), (1, 2), dilation=2).numpy())
+    np.testing.assert_allclose(p.avg_pool2d(x, (2, 3), 1, (1, 1)).numpy(), F.avg_pool2d(t, (2, 3), 1, (1, 1)).numpy(), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(p.adaptive_avg_pool2d(x, (5, 7)).numpy(), F.adaptive_avg_pool2d(t, (5, 7)).numpy(), rtol=1e-5, atol=1e-6)
+    mean, var = rng.standard_normal(3).astype(np.float32), rng.uniform(0.5, 2, 3).astype(np.float32)
+    wb, bb = rng.standard_normal(3).astype(np.float32), rng.standard_normal(3).astype(np.float32)
+    np.testing.assert_allclose(p.batch_norm(x, mean, var, wb, bb).numpy(),
+                               F.batch_norm(t, torch.tensor(mean), torch.tensor(var), torch.tensor(wb), torch.tensor(bb)).numpy(),
+                               rtol=1e-5, atol=1e-5)
+
+
+def test_bad_arguments_name_the_problem():
+    x = np.ones((1, 3, 8, 8), np.float32)
+    w = np.ones((4, 3, 3, 3), np.float32)
+    with pytest.raises(p.ShapeError, match=r"\[N, C, H, W\]"):
+        p.conv2d(x[0], w)
+    with pytest.raises(p.ShapeError, match="input channels per group"):
+        p.conv2d(x, np.ones((4, 2, 3, 3), np.float32))
+    with pytest.raises(p.PyptoValueError, match="groups=2 must divide"):
+        p.conv2d(x, w, groups=2).numpy()
+    with pytest.raises(p.PyptoValueError, match="same.*stride 1"):
+        p.conv2d(x, w, stride=2, padding="same")
+    with pytest.raises(p.PyptoValueError, match="padding"):
+        p.conv2d(x, w, padding="full")
+    with pytest.raises(p.PyptoValueError, match="more than half"):
+        p.max_pool2d(x, 2, padding=2)
+    with pytest.raises(p.ShapeError, match="does not fit"):
+        p.conv2d(np.ones((1, 3, 2, 2), np.float32), w)
