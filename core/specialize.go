@@ -167,6 +167,17 @@ func CheckConstraints(cons []Constraint, b Binding) error {
 // at its location (the binding is named among the causes); a concrete type that differs
 // from the substituted symbolic one is an InternalError (a symbolic rule is wrong).
 func Specialize(g *Graph, b Binding) (*Graph, error) {
+	return specializeWith(g, b, specializeHooks{})
+}
+
+// specializeHooks let a caller add params after g's own and rewrite the inputs of a
+// node (given by its index in g) before it is applied; nil hooks do nothing.
+type specializeHooks struct {
+	params func(out *Builder)
+	inputs func(out *Builder, node int, ins []Value, loc Location) ([]Value, error)
+}
+
+func specializeWith(g *Graph, b Binding, h specializeHooks) (*Graph, error) {
 	if err := Verify(g); err != nil {
 		return nil, err
 	}
@@ -175,12 +186,21 @@ func Specialize(g *Graph, b Binding) (*Graph, error) {
 	for _, p := range g.Params {
 		vals[p] = out.Param(g.Nodes[p].Name, g.Nodes[p].Type.Substitute(b))
 	}
+	if h.params != nil {
+		h.params(out)
+	}
 	names := indexNames(g)
 	for i, n := range g.Nodes {
 		if n.Op == OpParam {
 			continue
 		}
 		ins := n.mapInputs(vals)
+		if h.inputs != nil {
+			var err error
+			if ins, err = h.inputs(out, i, ins, n.Loc); err != nil {
+				return nil, err
+			}
+		}
 		v, err := out.Op(n.Op, ins, substituteAttrs(n.Attrs, b), n.Loc)
 		if err != nil {
 			e := AsError(err)

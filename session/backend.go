@@ -17,6 +17,20 @@ type Compiler interface {
 	CheckDevice(device string) (string, error)
 }
 
+// estimator is a Compiler that can estimate a program's time without building it, for
+// sizing buckets (buckets.go); ok is false when the device has no timing model.
+type estimator interface {
+	Estimate(g *core.Graph, device string, cfg Config) (ms float64, ok bool, err error)
+}
+
+// estimateWith asks c for an estimate when it can give one.
+func estimateWith(c Compiler, g *core.Graph, device string, cfg Config) (float64, bool, error) {
+	if e, ok := c.(estimator); ok {
+		return e.Estimate(g, device, cfg)
+	}
+	return 0, false, nil
+}
+
 // Program is a compiled graph. Inputs are one contiguous little-endian buffer per
 // graph param, in param order; outputs likewise per graph output. Closing stop asks
 // the run to end early (Ctrl-C, internal/interrupt). Run must be safe for concurrent
@@ -49,4 +63,7 @@ type Stats struct {
 	// device, which has none).
 	Memory *lower.MemoryPlan `json:"memory,omitempty"`
 	Detail any               `json:"detail,omitempty"` // the backend's full statistics
+	// Program names the program a symbolic executor chose for the run: its bucket
+	// ("seq_len<=128") or, with a program per size, the binding ("seq_len=100").
+	Program string `json:"program,omitempty"`
 }

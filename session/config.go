@@ -22,6 +22,9 @@ type Config struct {
 	// MaxSteps bounds the instructions one block executes in a run on a chip
 	// (device.RunOptions.MaxInstructions; 0: the simulator's default).
 	MaxSteps int64
+	// PerSizePrograms compiles a symbolic executor's graph for every binding of its
+	// symbols, as for exact sizes, instead of one program per bucket (buckets.go).
+	PerSizePrograms bool
 }
 
 // configJSON is Config as Python sends it, the level as a number (absent: the default).
@@ -32,6 +35,7 @@ type configJSON struct {
 	Device          string   `json:"chip"`
 	Deterministic   bool     `json:"deterministic"`
 	MaxSteps        int64    `json:"max_steps"`
+	PerSizePrograms bool     `json:"per_size_programs"`
 }
 
 // ParseConfig reads a Config from its JSON form {"opt_level", "disable_passes",
@@ -43,14 +47,14 @@ func ParseConfig(text string) (Config, error) {
 	if t := strings.TrimSpace(text); t != "" && t != "null" {
 		if err := decodeStrict(t, &cj); err != nil {
 			return Config{}, core.Errorf(core.ValueError, "compile config: %v", err).
-				Suggest("the fields are opt_level, disable_passes, memory_pool_bytes, chip, deterministic and max_steps")
+				Suggest("the fields are opt_level, disable_passes, memory_pool_bytes, chip, deterministic, max_steps and per_size_programs")
 		}
 	}
 	if cj.MaxSteps < 0 {
 		return Config{}, core.Errorf(core.ValueError, "compile config: max_steps %d is negative", cj.MaxSteps).
 			Suggest("give a positive number of instructions, or none for the default")
 	}
-	c := Config{DisabledPasses: cj.DisabledPasses, MemoryPoolBytes: cj.MemoryPoolBytes, Device: cj.Device, Deterministic: cj.Deterministic, MaxSteps: cj.MaxSteps}
+	c := Config{DisabledPasses: cj.DisabledPasses, MemoryPoolBytes: cj.MemoryPoolBytes, Device: cj.Device, Deterministic: cj.Deterministic, MaxSteps: cj.MaxSteps, PerSizePrograms: cj.PerSizePrograms}
 	if cj.OptLevel != nil {
 		l, err := lower.OptLevelOf(*cj.OptLevel)
 		if err != nil {

@@ -35,6 +35,14 @@ func (c deviceCompiler) CheckDevice(name string) (string, error) {
 	return canon, nil
 }
 
+// Estimate is the chip's estimate of g's program in ms; the reference device has none.
+func (c deviceCompiler) Estimate(g *core.Graph, name string, cfg Config) (float64, bool, error) {
+	if isReference(name) {
+		return 0, false, nil
+	}
+	return estimateWith(c.chips, g, name, cfg)
+}
+
 func (c deviceCompiler) Compile(g *core.Graph, name string, cfg Config) (Program, error) {
 	if isReference(name) {
 		return c.reference.Compile(g, name, cfg)

@@ -27,6 +27,10 @@ type Executor struct {
 	device string
 	cfg    Config
 	specs  *specializations
+	// buckets, when not nil, serves the symbolic graph with one program per bucket of
+	// sizes (buckets.go); noBuckets says why a symbolic executor has none.
+	buckets   *bucketing
+	noBuckets string
 
 	mu          sync.Mutex // guards last, hasLast, lastProfile
 	last        Stats
@@ -130,6 +134,7 @@ func (s *Session) NewExecutorWith(name string, inputs []*Tensor, outputs []*Tens
 		if ex.cons, err = core.GraphConstraints(ex.graph); err != nil {
 			return nil, withLoc(err, firstLoc)
 		}
+		ex.buckets, ex.noBuckets = s.bucketingFor(ex.graph, syms, device, cfg)
 		return ex, nil
 	}
 	prog, err := s.compileOn(ex.graph, device, cfg)
@@ -281,7 +286,8 @@ func (e *Executor) run(inputs []*Tensor, profile bool) ([]*Tensor, *Profile, err
 	for _, t := range e.boundT {
 		shapes = append(shapes, t.Shape)
 	}
-	prog, binding := e.prog, core.Binding(nil)
+	prog, binding, bound := e.prog, core.Binding(nil), core.Binding(nil)
+	chosen := ""
 	if e.graph != nil && prog == nil {
 		var err error
 		if binding, err = core.BindSymbols(e.graph, shapes); err != nil {
@@ -290,8 +296,23 @@ func (e *Executor) run(inputs []*Tensor, profile bool) ([]*Tensor, *Profile, err
 		if err := core.CheckConstraints(e.cons, binding); err != nil {
 			return nil, nil, err
 		}
-		if prog, err = e.specialize(binding); err != nil {
-			return nil, nil, err
+		if e.buckets != nil {
+			if bound, err = e.buckets.bucket(binding); err != nil {
+				return nil, nil, err
+			}
+			if prog, err = e.specializeBucket(bound); err != nil {
+				return nil, nil, err
+			}
+			chosen = bucketName(bound)
+			for i := range inputs {
+				bufs[i] = padInput(bufs[i], inputs[i].typ, e.inputs[i].Substitute(bound))
+			}
+			bufs = append(bufs, padMasks(e.buckets.plan, binding, bound)...)
+		} else {
+			if prog, err = e.specialize(binding); err != nil {
+				return nil, nil, err
+			}
+			chosen = binding.Key()
 		}
 	}
 	var results [][]byte
@@ -307,6 +328,7 @@ func (e *Executor) run(inputs []*Tensor, profile bool) ([]*Tensor, *Profile, err
 		if err != nil {
 			return nil, nil, err
 		}
+		st.Program = chosen
 		e.mu.Lock()
 		e.last, e.hasLast = st, true
 		if prof != nil {
@@ -321,10 +343,14 @@ func (e *Executor) run(inputs []*Tensor, profile bool) ([]*Tensor, *Profile, err
 		var data []byte
 		switch {
 		case src.graph >= 0:
-			if src.graph >= len(results) || len(results[src.graph]) != typ.Bytes() {
-				return nil, nil, core.Errorf(core.InternalError, "program returned %d outputs; output %d should be %v", len(results), src.graph, typ)
+			want := typ
+			if bound != nil {
+				want = src.typ.Substitute(bound)
 			}
-			data = results[src.graph]
+			if src.graph >= len(results) || len(results[src.graph]) != want.Bytes() {
+				return nil, nil, core.Errorf(core.InternalError, "program returned %d outputs; output %d should be %v", len(results), src.graph, want)
+			}
+			data = cutOutput(results[src.graph], want, typ)
 		case src.input >= 0:
 			data = bufs[src.input]
 			typ = inputs[src.input].typ.Clone()
@@ -356,6 +382,50 @@ func checkInput(i int, got, want core.TensorType) error {
 			Suggest("convert it first: p.layout_transform(x, p.%s)", want.Layout.Kind)
 	}
 	return nil
+}
+
+// specializeBucket returns the program of the bucket whose bounds are u, compiling it
+// once: the graph padded to u with the masks of its padding plan.
+func (e *Executor) specializeBucket(u core.Binding) (Program, error) {
+	sp := e.specs.get(u)
+	sp.once.Do(func() {
+		g, err := e.buckets.plan.Specialize(u)
+		if err != nil {
+			sp.err = err
+			return
+		}
+		sp.prog, sp.err = e.s.compileOn(g, e.device, e.cfg)
+	})
+	if sp.err != nil {
+		e.specs.drop(sp)
+		return nil, sp.err
+	}
+	e.specs.markLatest(sp)
+	return sp.prog, nil
+}
+
+// bucketingFor returns the bucketing of a symbolic graph, or nil and why it has none:
+// the config asks for a program per size, the device has no timing model to size
+// buckets with, or the graph cannot run padded.
+func (s *Session) bucketingFor(g *core.Graph, syms []string, device string, cfg Config) (*bucketing, string) {
+	if cfg.PerSizePrograms {
+		return nil, "the config asks for a program per size (per_size_programs)"
+	}
+	if _, ok := s.compiler.(estimator); !ok || isReference(device) {
+		return nil, "the device has no timing model to size buckets with"
+	}
+	plan, err := core.PlanPadding(g, syms)
+	if err != nil {
+		return nil, err.Error()
+	}
+	return newBucketing(g, plan, func(b core.Binding) (float64, error) {
+		pg, err := plan.Specialize(b)
+		if err != nil {
+			return 0, err
+		}
+		ms, _, err := estimateWith(s.compiler, pg, device, cfg)
+		return ms, err
+	}), ""
 }
 
 // specialize returns the program of the graph specialised for b, compiling it once.

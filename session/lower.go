@@ -23,6 +23,11 @@ func (loweringCompiler) CheckDevice(name string) (string, error) {
 	return chip.Name, nil
 }
 
+func (loweringCompiler) Estimate(g *core.Graph, name string, cfg Config) (float64, bool, error) {
+	ms, err := estimateProgram(g, name, cfg)
+	return ms, err == nil, err
+}
+
 func (c loweringCompiler) Compile(g *core.Graph, name string, cfg Config) (Program, error) {
 	chip, err := device.Preset(name)
 	if err != nil {

@@ -404,7 +404,9 @@ class Executor:
         symbolic trace has run, and on the "reference" device), and
         "layout_conversions", the layout conversions the program keeps (each {"from",
         "to", "shape", "bytes", "where"}: exact round trips such as ND -> NZ -> ND are
-        removed from opt_level 1)."""
+        removed from opt_level 1), and for a symbolic trace "buckets": None when it
+        compiles a program per size ("no_buckets" says why), else {"bounds": the bucket
+        bounds learnt for each symbol, "probes": the programs estimated to find them}."""
         c = self._last
         if c is None:
             traced = self._all()
@@ -413,14 +415,19 @@ class Executor:
             c = traced[0]
         i = c.info()
         keys = ("device", "opt_level", "disable_passes", "memory_pool_bytes", "memory", "layout_conversions")
-        return {k: i[k] for k in keys}
+        out = {k: i[k] for k in keys}
+        if i["symbolic"]:
+            out["buckets"], out["no_buckets"] = i["buckets"], i["no_buckets"]
+        return out
 
     def stats(self):
         """Full statistics of the last run as a dict (None before the first run): "cycles"
         and "seconds" (simulated time, tasks one after another), "kernel_cycles" and
         "kernel_seconds" (the part the kernels ran, first to last instruction, without each
         task's launch and end), "tasks", "memory" (the memory plan of the program that ran,
-        see info()) and "detail" (every task's statistics)."""
+        see info()), "program" (for a symbolic trace, the program chosen: its bucket,
+        "batch<=1,seq_len<=128", or with per_size_programs the sizes, "seq_len=100") and
+        "detail" (every task's statistics)."""
         c = self._last
         if c is None:
             return None

@@ -37,6 +37,9 @@ class CompileConfig:
     - ``max_steps``: the instructions one block of a kernel may execute in a run on a
       chip (None: 2**26, tens of seconds of simulation); a run that exceeds it raises
       :class:`pypto.DeviceError` naming the kernel and the loop it was in.
+    - ``per_size_programs``: a symbolic trace compiles a program for every size it runs
+      (False, the default: one program per bucket of sizes, see "Dynamic shapes" in
+      docs/api.md).
     """
 
     opt_level: int = 2
@@ -45,6 +48,7 @@ class CompileConfig:
     chip: str | None = None
     deterministic: bool = False
     max_steps: int | None = None
+    per_size_programs: bool = False
 
     def __post_init__(self):
         if isinstance(self.opt_level, bool) or not isinstance(self.opt_level, int) or self.opt_level not in _LEVELS:
@@ -74,6 +78,11 @@ class CompileConfig:
             raise PyptoTypeError(
                 f"CompileConfig: deterministic must be True or False, got {self.deterministic!r}", location=user_location()
             )
+        if not isinstance(self.per_size_programs, bool):
+            raise PyptoTypeError(
+                f"CompileConfig: per_size_programs must be True or False, got {self.per_size_programs!r}",
+                location=user_location(),
+            )
         steps = self.max_steps
         if steps is not None and (isinstance(steps, bool) or not isinstance(steps, int) or steps <= 0):
             raise PyptoValueError(
@@ -90,5 +99,6 @@ class CompileConfig:
                 "chip": self.chip or "",
                 "deterministic": self.deterministic,
                 "max_steps": self.max_steps or 0,
+                "per_size_programs": self.per_size_programs,
             }
         ).encode()

@@ -1,0 +1,277 @@
+package core
+
+import (
+	"fmt"
+	"slices"
+
+	"pypto/dtype"
+)
+
+// A symbolic graph can run a size n of a symbol on a program specialised for a larger
+// bound u: the inputs are padded with zeros along the symbol's axes to u, the program
+// computes the padded positions too, and the results are cut back to n. That is exact
+// only where no padded position flows into a valid one. PlanPadding proves it op by op:
+//
+//   - positions along padded axes stay apart in elementwise ops, transposes, matmuls
+//     that contract another axis, reductions and normalisations over other axes, and
+//     reshapes that keep the padded axes as a leading prefix;
+//   - a softmax over a padded last axis (attention's keys) gets an additive mask (0 at
+//     valid positions, -inf past n) before it, so that its padded probabilities are
+//     exactly 0 and its valid ones the same values;
+//   - a matmul contracting such probabilities with an operand along the padded axis
+//     (attention's P V) reads that operand with its padded rows set to 0, so that the
+//     products added for them are exact zeros whatever the padding computed there.
+//
+// Any other use of a padded axis (slicing, concatenation, a reduction over it, ...)
+// makes the plan fail with the op that prevents it.
+
+// PadPlan says how graph g runs padded: which softmax nodes take a mask and which
+// matmul operands are zeroed, and the extra params they read.
+type PadPlan struct {
+	g       *Graph
+	symbols map[string]bool
+	// masked: softmax node -> index in Masks of the mask added to its input.
+	masked map[int]int
+	// zeroed: matmul node -> (operand index, index in Keeps of the rows kept).
+	zeroed map[int][2]int
+	Masks  []PadMask // additive: 0 for a valid key, -inf for a padded one
+	Keeps  []PadMask // bool: true for a valid row
+}
+
+// PadMask is an extra param of a padded program: every axis 1 but Axis, which is the
+// symbol Symbol.
+type PadMask struct {
+	Symbol string
+	Axis   int
+	Rank   int
+	DType  dtype.DType
+}
+
+// Type is the mask's symbolic type.
+func (m PadMask) Type() TensorType {
+	shape := make([]Dim, m.Rank)
+	for i := range shape {
+		shape[i] = DimConst(1)
+	}
+	shape[m.Axis] = DimSym(m.Symbol)
+	return SymbolicType(m.DType, shape)
+}
+
+// PlanPadding returns how g runs padded along the given symbols, or an error naming
+// the op that reads padded positions into valid ones.
+func PlanPadding(g *Graph, symbols []string) (*PadPlan, error) {
+	p := &PadPlan{g: g, symbols: map[string]bool{}, masked: map[int]int{}, zeroed: map[int][2]int{}}
+	for _, s := range symbols {
+		p.symbols[s] = true
+	}
+	probs := map[int]bool{} // softmax outputs exactly 0 at padded positions of their last axis
+	for i, n := range g.Nodes {
+		why := p.check(i, n, probs)
+		if why != "" {
+			return nil, Errorf(ValueError, "%s at %s cannot run padded: %s", n.Op, n.Loc, why)
+		}
+	}
+	for _, o := range g.Outputs {
+		for ax, d := range g.Nodes[o].Type.AllDims() {
+			if p.padded(d) && !p.bare(d) {
+				return nil, Errorf(ValueError, "an output has %s at axis %d, not a symbol alone, so a padded result cannot be cut back", d, ax)
+			}
+		}
+	}
+	return p, nil
+}
+
+func (p *PadPlan) padded(d Dim) bool {
+	for _, s := range d.Symbols() {
+		if p.symbols[s] {
+			return true
+		}
+	}
+	return false
+}
+
+func (p *PadPlan) bare(d Dim) bool {
+	syms := d.Symbols()
+	return len(syms) == 1 && d.String() == syms[0]
+}
+
+// paddedAxes lists the axes of t whose size depends on a padded symbol.
+func (p *PadPlan) paddedAxes(t TensorType) []int {
+	var out []int
+	for i, d := range t.AllDims() {
+		if p.padded(d) {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+// check returns why node i cannot run padded, or "".
+func (p *PadPlan) check(i int, n *Node, probs map[int]bool) string {
+	in := func(k int) TensorType { return p.g.Nodes[n.Inputs[k]].Type }
+	axisPadded := func(t TensorType, ax int) bool {
+		dims := t.AllDims()
+		if ax < 0 {
+			ax += len(dims)
+		}
+		return ax >= 0 && ax < len(dims) && p.padded(dims[ax])
+	}
+	switch {
+	case n.Op == OpParam:
+		for _, d := range n.Type.AllDims() {
+			if p.padded(d) && !p.bare(d) {
+				return fmt.Sprintf("the input has the axis %s, not a symbol alone", d)
+			}
+		}
+	case broadcastOps[n.Op], n.Op == "transpose", n.Op == "full" && len(p.paddedAxes(n.Type)) == 0:
+	case n.Op == "linear":
+		if axisPadded(in(0), -1) || len(p.paddedAxes(in(1))) > 0 || (len(n.Inputs) > 2 && len(p.paddedAxes(in(2))) > 0) {
+			return "it contracts or weighs a padded axis"
+		}
+	case n.Op == "matmul" || n.Op == "batch_matmul":
+		ka, kb := -1, -2
+		if n.Attrs.Bool("transpose_a", false) {
+			ka = -2
+		}
+		if n.Attrs.Bool("transpose_b", false) {
+			kb = -1
+		}
+		if !axisPadded(in(0), ka) && !axisPadded(in(1), kb) {
+			return ""
+		}
+		if ka != -1 || !probs[int(n.Inputs[0])] {
+			return "it contracts a padded axis whose padded positions are not known to be 0 (only softmax probabilities over it are)"
+		}
+		b := in(1)
+		axis := len(b.Shape) + kb
+		d := b.AllDims()[axis]
+		if !p.bare(d) {
+			return fmt.Sprintf("its contracted axis is %s, not a symbol alone", d)
+		}
+		p.zeroed[i] = [2]int{1, p.mask(&p.Keeps, PadMask{Symbol: d.String(), Axis: axis, Rank: len(b.Shape), DType: dtype.Bool})}
+	case n.Op == "softmax":
+		t := in(0)
+		ax := n.Attrs.Int("axis", -1)
+		if !axisPadded(t, ax) {
+			return ""
+		}
+		if ax != -1 && ax != len(t.Shape)-1 {
+			return "it normalises a padded axis that is not the last"
+		}
+		d := t.AllDims()[len(t.Shape)-1]
+		if !p.bare(d) {
+			return fmt.Sprintf("it normalises the axis %s, not a symbol alone", d)
+		}
+		p.masked[i] = p.mask(&p.Masks, PadMask{Symbol: d.String(), Axis: len(t.Shape) - 1, Rank: len(t.Shape), DType: t.DType})
+		probs[i] = true
+	case reduceLike[n.Op]:
+		t := in(0)
+		axes := n.Attrs.Ints("axis")
+		if v, ok := n.Attrs["axis"].(int64); ok {
+			axes = []int{int(v)}
+		}
+		if len(axes) == 0 && len(p.paddedAxes(t)) > 0 {
+			return "it reduces over every axis, padded ones included"
+		}
+		for _, ax := range axes {
+			if axisPadded(t, ax) {
+				return "it reduces over a padded axis"
+			}
+		}
+	case n.Op == "reshape":
+		a, b := in(0).AllDims(), n.Type.AllDims()
+		last := -1
+		for _, ax := range p.paddedAxes(in(0)) {
+			last = ax
+		}
+		if last < 0 && len(p.paddedAxes(n.Type)) == 0 {
+			return ""
+		}
+		if last >= len(b) || !slices.EqualFunc(a[:last+1], b[:last+1], func(x, y Dim) bool { return x.String() == y.String() }) ||
+			len(p.paddedAxes(n.Type)) != len(p.paddedAxes(in(0))) {
+			return "it reshapes padded axes (only axes after them may be merged or split)"
+		}
+	default:
+		for k := range n.Inputs {
+			if len(p.paddedAxes(in(k))) > 0 {
+				return "it reads a padded axis in a way padding would change"
+			}
+		}
+		if len(p.paddedAxes(n.Type)) > 0 {
+			return "it makes a padded axis"
+		}
+	}
+	return ""
+}
+
+// reduceLike are the ops that combine positions along their "axis" attribute only.
+var reduceLike = map[string]bool{"sum": true, "prod": true, "max": true, "min": true, "mean": true, "var": true,
+	"std": true, "argmax": true, "argmin": true, "log_softmax": true, "layer_norm": true, "rms_norm": true,
+	"cumsum": true, "any": true, "all": true}
+
+func (p *PadPlan) mask(list *[]PadMask, m PadMask) int {
+	if k := slices.Index(*list, m); k >= 0 {
+		return k
+	}
+	*list = append(*list, m)
+	return len(*list) - 1
+}
+
+// Params are the types of the extra params a padded program reads after g's own, in
+// order: the additive masks (in their scores' dtype), then the rows kept.
+func (p *PadPlan) Params() []TensorType {
+	var out []TensorType
+	for _, m := range p.Masks {
+		out = append(out, m.Type())
+	}
+	for _, m := range p.Keeps {
+		out = append(out, m.Type())
+	}
+	return out
+}
+
+// NeedsMasks reports whether the padded program reads extra params.
+func (p *PadPlan) NeedsMasks() bool { return len(p.Masks)+len(p.Keeps) > 0 }
+
+// Specialize is g specialised for the bound b (core.Specialize's rules) with the masks
+// of the plan as extra params after g's, applied where the plan says.
+func (p *PadPlan) Specialize(b Binding) (*Graph, error) {
+	var maskVals, keepVals []Value
+	zeros := map[dtype.DType]Value{}
+	return specializeWith(p.g, b, specializeHooks{
+		params: func(out *Builder) {
+			for k, m := range p.Masks {
+				maskVals = append(maskVals, out.Param(fmt.Sprintf("pad_mask%d", k), m.Type().Substitute(b)))
+			}
+			for k, m := range p.Keeps {
+				keepVals = append(keepVals, out.Param(fmt.Sprintf("pad_keep%d", k), m.Type().Substitute(b)))
+			}
+		},
+		inputs: func(out *Builder, i int, ins []Value, loc Location) ([]Value, error) {
+			if k, ok := p.masked[i]; ok {
+				v, err := out.Op("add", []Value{ins[0], maskVals[k]}, nil, loc)
+				if err != nil {
+					return nil, err
+				}
+				ins[0] = v
+			}
+			if z, ok := p.zeroed[i]; ok {
+				dt := out.Type(ins[z[0]]).DType
+				zero, ok := zeros[dt]
+				if !ok {
+					v, err := out.Op("full", nil, Attrs{"value": 0.0, "dtype": dt.String(), "shape": []int64{}}, loc)
+					if err != nil {
+						return nil, err
+					}
+					zero, zeros[dt] = v, v
+				}
+				v, err := out.Op("where", []Value{keepVals[z[1]], ins[z[0]], zero}, nil, loc)
+				if err != nil {
+					return nil, err
+				}
+				ins[z[0]] = v
+			}
+			return ins, nil
+		},
+	})
+}

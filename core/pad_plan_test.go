@@ -1,0 +1,52 @@
+package core
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestPlanPaddingMasksAttentionOverPaddedKeys(t *testing.T) {
+	g, err := Parse(`graph attn(%x: f16[batch,s,8], %w: f16[8,8], %c: f16[]) {
+  %3 = linear(%x, %w) : f16[batch,s,8]
+  %4 = batch_matmul(%3, %x) {transpose_a=false, transpose_b=true} : f16[batch,s,s]
+  %5 = div(%4, %c) : f16[batch,s,s]
+  %6 = softmax(%5) {axis=-1} : f16[batch,s,s]
+  %7 = batch_matmul(%6, %3) {transpose_a=false, transpose_b=false} : f16[batch,s,8]
+  %8 = sum(%7) {axis=[2], keepdims=false} : f16[batch,s]
+  return %8
+}`)
+	require.NoError(t, err)
+	plan, err := PlanPadding(g, []string{"batch", "s"})
+	require.NoError(t, err)
+	require.Len(t, plan.Masks, 1)
+	require.Len(t, plan.Keeps, 1)
+	assert.Equal(t, "f16[1,1,s]", plan.Masks[0].Type().String())
+	assert.Equal(t, "bool[1,s,1]", plan.Keeps[0].Type().String())
+
+	pg, err := plan.Specialize(Binding{"batch": 2, "s": 16})
+	require.NoError(t, err)
+	text := Format(pg)
+	assert.Contains(t, text, "%pad_mask0: f16[1,1,16]")
+	assert.Contains(t, text, "%pad_keep0: bool[1,16,1]")
+	assert.Contains(t, text, "softmax(%")
+	assert.Contains(t, text, "where(%pad_keep0")
+
+	// A reduction over the padded axis would add the padded positions in.
+	g2, err := Parse(`graph r(%x: f32[s,4]) {
+  %1 = sum(%x) {axis=[0], keepdims=false} : f32[4]
+  return %1
+}`)
+	require.NoError(t, err)
+	_, err = PlanPadding(g2, []string{"s"})
+	assert.ErrorContains(t, err, "it reduces over a padded axis")
+	// The keys' softmax is the only way padded positions may be contracted.
+	g3, err := Parse(`graph m(%x: f32[4,s], %y: f32[s,4]) {
+  %2 = matmul(%x, %y) : f32[4,4]
+  return %2
+}`)
+	require.NoError(t, err)
+	_, err = PlanPadding(g3, []string{"s"})
+	assert.ErrorContains(t, err, "contracts a padded axis")
+}

@@ -1,0 +1,317 @@
+package session
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"sync"
+
+	"pypto/core"
+	"pypto/device"
+	"pypto/dtype"
+	"pypto/lower"
+)
+
+// Bucketed programs. A symbolic executor whose graph can run padded (core.PlanPadding)
+// on a device with a timing model does not compile a program per binding: each
+// symbol's range is cut into buckets, one program serves a bucket, compiled for its
+// upper bound, and a run pads its inputs to the bound, gives the program the masks that
+// keep padded positions out of valid ones, and cuts the results back. The padded
+// positions are computed, so a run costs what the bound's program costs: the buckets
+// are as wide as the device's estimate allows.
+//
+// Bucket bounds are among bucketCandidates. From the low end of the range, a bucket
+// takes the next candidate and every further one whose program the device estimates at
+// most bucketTolerance slower than the program at the bucket's low end (the previous
+// bound: estimates grow with the size, so that is the cheapest size the bucket holds),
+// and the next bucket starts after it; a bucket's bound is at most twice its low end
+// (or 2*bucketTile), so that a program the device cannot estimate still pads little. A candidate's estimate is the sum of the tile
+// search's estimates of its kernels (lower.TileChoice.EstimatedMs), from a compilation
+// that stops before machine code (lower.Options.StopAfter). Each symbol is bucketed
+// with the others at their run's values rounded up to powers of two, so that the
+// buckets of one symbol are learnt once for a range of the others.
+
+// bucketTolerance is how much slower than the program of a bucket's low end its bound's
+// program may be estimated: assumed, below the 10% a bucketed run may cost over a
+// program for its exact size, to leave room for the estimate's error.
+const bucketTolerance = 0.05
+
+// bucketTile is the step of the candidates past the powers of two: assumed, a multiple
+// of the cube's 16 rows that keeps the padding of large sizes within a few per cent.
+const bucketTile = 64
+
+// nextCandidate is the candidate bound after c: the powers of two up to bucketTile,
+// then its multiples.
+func nextCandidate(c int) int {
+	if c < bucketTile {
+		return c * 2
+	}
+	return c + bucketTile
+}
+
+// bucketing holds an executor's padding plan and what it learnt of the bucket bounds.
+type bucketing struct {
+	plan     *core.PadPlan
+	symbols  []string
+	estimate func(b core.Binding) (float64, error)
+
+	mu     sync.Mutex
+	est    map[string]float64 // binding key -> estimated ms
+	bounds map[string][]int   // symbol and context -> bucket bounds found so far, ascending
+	probes int                // estimates made
+}
+
+// newBucketing returns the bucketing of g, or nil when g cannot run padded or the
+// device has no timing model to size buckets with.
+func newBucketing(g *core.Graph, plan *core.PadPlan, estimate func(core.Binding) (float64, error)) *bucketing {
+	return &bucketing{plan: plan, symbols: core.GraphSymbols(g), estimate: estimate,
+		est: map[string]float64{}, bounds: map[string][]int{}}
+}
+
+// bucket returns the bounds of the bucket that holds b.
+func (k *bucketing) bucket(b core.Binding) (core.Binding, error) {
+	ctx := core.Binding{} // the others' values rounded up to powers of two
+	for s, v := range b {
+		ctx[s] = 1
+		for ctx[s] < v {
+			ctx[s] *= 2
+		}
+	}
+	out := core.Binding{}
+	for _, s := range k.symbols {
+		u, err := k.boundFor(s, b[s], ctx)
+		if err != nil {
+			return nil, err
+		}
+		out[s] = u
+	}
+	return out, nil
+}
+
+// boundFor is the upper bound of the bucket of symbol s that holds n, the other symbols
+// at their values in ctx.
+func (k *bucketing) boundFor(s string, n int, ctx core.Binding) (int, error) {
+	at := func(v int) core.Binding {
+		c := core.Binding{}
+		for name, x := range ctx {
+			c[name] = x
+		}
+		c[s] = v
+		return c
+	}
+	others := core.Binding{}
+	for name, x := range ctx {
+		if name != s {
+			others[name] = x
+		}
+	}
+	ctxKey := s
+	if len(others) > 0 {
+		ctxKey += "|" + others.Key()
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	bounds := k.bounds[ctxKey]
+	if i := sort.SearchInts(bounds, n); i < len(bounds) {
+		return bounds[i], nil
+	}
+	lo := 0 // the previous bound
+	if len(bounds) > 0 {
+		lo = bounds[len(bounds)-1]
+	}
+	for {
+		u := 1 // the first candidate of the next bucket
+		if lo > 0 {
+			u = nextCandidate(lo)
+		}
+		ref, err := k.estimateLocked(at(max(lo, 1)))
+		if err != nil {
+			return 0, err
+		}
+		for nextCandidate(u) <= 2*max(lo, bucketTile) {
+			e, err := k.estimateLocked(at(nextCandidate(u)))
+			if err != nil {
+				return 0, err
+			}
+			if e > ref*(1+bucketTolerance) {
+				break
+			}
+			u = nextCandidate(u)
+		}
+		bounds = append(bounds, u)
+		k.bounds[ctxKey] = bounds
+		if u >= n {
+			return u, nil
+		}
+		lo = u
+	}
+}
+
+func (k *bucketing) estimateLocked(b core.Binding) (float64, error) {
+	key := b.Key()
+	if v, ok := k.est[key]; ok {
+		return v, nil
+	}
+	v, err := k.estimate(b)
+	if err != nil {
+		return 0, err
+	}
+	k.est[key] = v
+	k.probes++
+	return v, nil
+}
+
+// estimateProgram is the device's estimate of g's program in ms: the tile search's
+// estimates of its kernels, from a compilation that stops after the execution graph.
+func estimateProgram(g *core.Graph, device_ string, cfg Config) (float64, error) {
+	chip, err := device.Preset(device_)
+	if err != nil {
+		return 0, core.Errorf(core.ValueError, "unknown device %q", device_)
+	}
+	opts := cfg.options()
+	opts.Chip = chip
+	opts.StopAfter = "plan-exec"
+	exe, err := lower.Compile(g, opts)
+	if err != nil {
+		return 0, AsError(core.CompileError, err)
+	}
+	ms := 0.0
+	for _, c := range exe.TileChoices(nil) {
+		ms += c.EstimatedMs
+	}
+	return ms, nil
+}
+
+// padInput copies data of type from (concrete) into a zero buffer of type to, which has
+// the same rank and no smaller axes.
+func padInput(data []byte, from, to core.TensorType) []byte {
+	if from.Shape.Equal(to.Shape) {
+		return data
+	}
+	out := make([]byte, to.Bytes())
+	copyBox(out, to.Shape, data, from.Shape, from.DType.Size())
+	return out
+}
+
+// cutOutput copies the leading box of shape to out of data of shape from.
+func cutOutput(data []byte, from, to core.TensorType) []byte {
+	if from.Shape.Equal(to.Shape) {
+		return data
+	}
+	out := make([]byte, to.Bytes())
+	copyBoxOut(out, to.Shape, data, from.Shape, from.DType.Size())
+	return out
+}
+
+// copyBox copies src (shape small) into the leading box of dst (shape big).
+func copyBox(dst []byte, big core.Shape, src []byte, small core.Shape, size int) {
+	walkBox(small, big, size, func(s, d, n int) { copy(dst[d:d+n], src[s:s+n]) })
+}
+
+// copyBoxOut copies the leading box of shape small of src (shape big) into dst.
+func copyBoxOut(dst []byte, small core.Shape, src []byte, big core.Shape, size int) {
+	walkBox(small, big, size, func(s, d, n int) { copy(dst[s:s+n], src[d:d+n]) })
+}
+
+// walkBox calls f(offset in small, offset in big, bytes) for each innermost row of
+// the box small inside big, both row-major with elements of size bytes.
+func walkBox(small, big core.Shape, size int, f func(s, d, n int)) {
+	if small.NumElements() == 0 {
+		return
+	}
+	r := len(small)
+	if r == 0 {
+		f(0, 0, size)
+		return
+	}
+	bs := big.Strides()
+	row := small[r-1] * size
+	idx := make([]int, r-1)
+	for s := 0; ; s += row {
+		d := 0
+		for i, x := range idx {
+			d += x * bs[i]
+		}
+		f(s, d*size, row)
+		i := r - 2
+		for ; i >= 0; i-- {
+			if idx[i]++; idx[i] < small[i] {
+				break
+			}
+			idx[i] = 0
+		}
+		if i < 0 {
+			return
+		}
+	}
+}
+
+// padMasks are the plan's extra params for a run binding b on the program of bound u.
+func padMasks(plan *core.PadPlan, b, u core.Binding) [][]byte {
+	var out [][]byte
+	for _, m := range plan.Masks {
+		t := m.Type().Substitute(u)
+		buf := make([]byte, t.Bytes())
+		ninf := dtype.Encode(m.DType, []float64{math.Inf(-1)})
+		for i := b[m.Symbol]; i < u[m.Symbol]; i++ {
+			copy(buf[i*len(ninf):], ninf)
+		}
+		out = append(out, buf)
+	}
+	for _, m := range plan.Keeps {
+		t := m.Type().Substitute(u)
+		buf := make([]byte, t.Bytes())
+		for i := 0; i < b[m.Symbol]; i++ {
+			buf[i] = 1
+		}
+		out = append(out, buf)
+	}
+	return out
+}
+
+// bucketName names the program of bound u in reports: "seq_len<=128".
+func bucketName(u core.Binding) string {
+	names := make([]string, 0, len(u))
+	for n := range u {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	s := ""
+	for i, n := range names {
+		if i > 0 {
+			s += ","
+		}
+		s += fmt.Sprintf("%s<=%d", n, u[n])
+	}
+	return s
+}
+
+// BucketInfo is what an executor learnt of its buckets: the bounds of each symbol's
+// buckets, keyed "symbol|context" (the others' values rounded up to powers of two),
+// and how many programs were estimated to find them.
+type BucketInfo struct {
+	Bounds map[string][]int `json:"bounds"`
+	Probes int              `json:"probes"`
+}
+
+func (k *bucketing) info() *BucketInfo {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	out := &BucketInfo{Bounds: map[string][]int{}, Probes: k.probes}
+	for key, b := range k.bounds {
+		out.Bounds[key] = append([]int(nil), b...)
+	}
+	return out
+}
+
+// Buckets describes the executor's buckets; nil when it has none.
+func (e *Executor) Buckets() *BucketInfo {
+	if e.buckets == nil {
+		return nil
+	}
+	return e.buckets.info()
+}
+
+// NoBuckets says why a symbolic executor compiles a program per binding ("" when it
+// has buckets or is not symbolic).
+func (e *Executor) NoBuckets() string { return e.noBuckets }

@@ -1,0 +1,66 @@
+package session
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"pypto/core"
+)
+
+// A padded box comes back whole when cut, and the padding is zeros.
+func TestPadAndCutAreInverse(t *testing.T) {
+	from := symType(t, "f32[2,3]")
+	to := symType(t, "f32[4,5]")
+	data := make([]byte, from.Bytes())
+	for i := range data {
+		data[i] = byte(i + 1)
+	}
+	padded := padInput(data, from, to)
+	require.Len(t, padded, to.Bytes())
+	assert.Equal(t, data[:12], padded[:12], "row 0")
+	assert.Equal(t, make([]byte, 8), padded[12:20], "the padded columns of row 0")
+	assert.Equal(t, data[12:24], padded[20:32], "row 1")
+	assert.Equal(t, make([]byte, 3*5*4-12), padded[32:], "the padded rows")
+	assert.Equal(t, data, cutOutput(padded, to, from))
+}
+
+func TestBucketCandidates(t *testing.T) {
+	var got []int
+	for c := 1; c <= 256; c = nextCandidate(c) {
+		got = append(got, c)
+	}
+	assert.Equal(t, []int{1, 2, 4, 8, 16, 32, 64, 128, 192, 256}, got)
+}
+
+// Buckets grow while the estimate stays within the tolerance of the bucket's low end,
+// at most to twice it, and do not depend on the order of the sizes asked for.
+func TestBucketBoundsFollowTheEstimate(t *testing.T) {
+	g := symbolicGraph(t, "f32[n,4]")
+	cost := func(b core.Binding) (float64, error) { // flat to 64, then linear
+		return float64(max(64, b["n"])), nil
+	}
+	k := newBucketing(g, nil, cost)
+	for _, n := range []int{300, 1, 65, 129, 64} {
+		u, err := k.bucket(core.Binding{"n": n})
+		require.NoError(t, err)
+		assert.GreaterOrEqual(t, u["n"], n)
+	}
+	assert.Equal(t, []int{64, 128, 192, 256, 320}, k.info().Bounds["n"])
+	k2 := newBucketing(g, nil, cost)
+	u, err := k2.bucket(core.Binding{"n": 257})
+	require.NoError(t, err)
+	assert.Equal(t, 320, u["n"])
+	assert.Equal(t, []int{64, 128, 192, 256, 320}, k2.info().Bounds["n"])
+}
+
+func symbolicGraph(t *testing.T, in string) *core.Graph {
+	t.Helper()
+	x := tracedInput(t, in)
+	y, err := Apply("relu", []*Tensor{x}, nil, core.Location{})
+	require.NoError(t, err)
+	ex, err := New(Reference()).NewExecutor("f", []*Tensor{x}, []*Tensor{y})
+	require.NoError(t, err)
+	return ex.graph
+}
