@@ -120,7 +120,7 @@ func pypto_executor_info_json(h C.uintptr_t, out **C.char, n *C.size_t) C.uintpt
 			"device": ex.Device(), "opt_level": cfg.OptLevel.Number(), "disable_passes": append([]string{}, cfg.DisabledPasses...),
 			"memory_pool_bytes": cfg.MemoryPoolBytes, "memory": memory,
 			"layout_conversions": append([]lower.LayoutConversion{}, ex.LayoutConversions()...),
-			"buckets": ex.Buckets(), "no_buckets": ex.NoBuckets(),
+			"buckets":            ex.Buckets(), "no_buckets": ex.NoBuckets(),
 		}))
 	})
 }
