@@ -11,7 +11,8 @@ import "pypto/core"
 // there does moving join kernels: elsewhere it would just cut the fusion chains at
 // another place. A result may end as a reshape: it is an alias of the op's output, which
 // then gets a result's buffer. Ops whose operands broadcast stay (their indexing depends
-// on the shape).
+// on the shape), unless the reshape only drops leading 1s: then a broadcast operand
+// drops them too.
 func runSinkReshapes(c *compilation) error {
 	for range 8 { // each round moves every reshape past one more op
 		changed, err := sinkReshapesOnce(c)
@@ -71,7 +72,17 @@ func sinkReshapesOnce(c *compilation) (bool, error) {
 				}
 				args[j] = r
 			default:
-				return -1, false, nil // a broadcast operand
+				// A broadcast operand moves too when the reshape only drops leading
+				// 1s ([1,s,h] -> [s,h]): it loses its axes before from's (all 1).
+				drop := len(t.Shape) - len(from)
+				if !dropsLeadingOnes(n.Type.Shape, from) || drop < 0 || !allOnes(t.Shape[:drop]) {
+					return -1, false, nil
+				}
+				r, err := b.Op("reshape", []core.Value{x}, core.Attrs{"shape": int64s(t.Shape[drop:])}, n.Loc)
+				if err != nil {
+					return -1, false, err
+				}
+				args[j] = r
 			}
 		}
 		inner, err := b.Op(n.Op, args, n.Attrs, n.Loc)
@@ -87,6 +98,21 @@ func sinkReshapesOnce(c *compilation) (bool, error) {
 	}
 	c.graph = ng
 	return true, nil
+}
+
+// dropsLeadingOnes reports whether shape is from with 1s before it.
+func dropsLeadingOnes(shape, from core.Shape) bool {
+	k := len(shape) - len(from)
+	return k > 0 && allOnes(shape[:k]) && shape[k:].Equal(from)
+}
+
+func allOnes(s core.Shape) bool {
+	for _, d := range s {
+		if d != 1 {
+			return false
+		}
+	}
+	return true
 }
 
 // matmulChains remembers which values of the graph being built are a matmul's product

@@ -35,3 +35,26 @@ func TestResidualAddJoinsTheLinearEpilogue(t *testing.T) {
 	require.NoError(t, err)
 	assert.Greater(t, len(taskOps(apart)), 1)
 }
+
+// A row mask [1,s,1] over a linear layer's [1,s,n] result joins the epilogue: the
+// reshape back from [s,n] only adds a leading 1, which the mask drops too.
+func TestBroadcastRowMaskJoinsTheLinearEpilogue(t *testing.T) {
+	chip := presets(t)[1]
+	bl := core.NewBuilder("masked")
+	x := bl.Param("x", core.TensorType{DType: dtype.Float16, Shape: core.Shape{1, 96, 256}})
+	w := bl.Param("w", core.TensorType{DType: dtype.Float16, Shape: core.Shape{256, 256}})
+	b := bl.Param("b", core.TensorType{DType: dtype.Float16, Shape: core.Shape{256}})
+	keep := bl.Param("keep", core.TensorType{DType: dtype.Bool, Shape: core.Shape{1, 96, 1}})
+	y, err := bl.Op("linear", []core.Value{x, w, b}, nil, core.Location{})
+	require.NoError(t, err)
+	zero, err := bl.Op("full", nil, core.Attrs{"value": 0.0, "dtype": "float16", "shape": []int64{}}, core.Location{})
+	require.NoError(t, err)
+	out, err := bl.Op("where", []core.Value{keep, y, zero}, nil, core.Location{})
+	require.NoError(t, err)
+	bl.Output(out)
+	g := bl.Graph()
+	exe, err := Compile(g, Options{Chip: chip, Verify: true})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"fused_matmul"}, taskOps(exe))
+	compileAndCompare(t, chip, g, 64)
+}
