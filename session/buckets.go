@@ -56,6 +56,7 @@ type bucketing struct {
 	estimate func(b core.Binding) (float64, error)
 
 	mu     sync.Mutex
+	off    string             // why the executor stopped using buckets ("": it uses them)
 	est    map[string]float64 // binding key -> estimated ms
 	bounds map[string][]int   // symbol and context -> bucket bounds found so far, ascending
 	probes int                // estimates made
@@ -68,8 +69,12 @@ func newBucketing(g *core.Graph, plan *core.PadPlan, estimate func(core.Binding)
 		est: map[string]float64{}, bounds: map[string][]int{}}
 }
 
-// bucket returns the bounds of the bucket that holds b.
+// bucket returns the bounds of the bucket that holds b; nil, with no error, when the
+// executor compiles per binding after all (see off).
 func (k *bucketing) bucket(b core.Binding) (core.Binding, error) {
+	if k.disabled() != "" {
+		return nil, nil
+	}
 	ctx := core.Binding{} // the others' values rounded up to powers of two
 	for s, v := range b {
 		ctx[s] = 1
@@ -83,10 +88,24 @@ func (k *bucketing) bucket(b core.Binding) (core.Binding, error) {
 		if err != nil {
 			return nil, err
 		}
+		if u == 0 {
+			return nil, nil
+		}
 		out[s] = u
 	}
 	return out, nil
 }
+
+// disabled says why the executor no longer uses buckets ("" while it does).
+func (k *bucketing) disabled() string {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.off
+}
+
+// noEstimate is why buckets are given up when the device's estimate sees no kernel of
+// the program (elementwise kernels have none): their width would be a guess.
+const noEstimate = "the device estimates none of the program's kernels (elementwise ones have no estimate), so buckets could not be sized"
 
 // boundFor is the upper bound of the bucket of symbol s that holds n, the other symbols
 // at their values in ctx.
@@ -126,12 +145,18 @@ func (k *bucketing) boundFor(s string, n int, ctx core.Binding) (int, error) {
 		}
 		ref, err := k.estimateLocked(at(max(lo, 1)))
 		if err != nil {
-			return 0, err
+			k.off = "sizing buckets failed: " + err.Error()
+			return 0, nil
+		}
+		if ref <= 0 {
+			k.off = noEstimate
+			return 0, nil
 		}
 		for nextCandidate(u) <= 2*max(lo, bucketTile) {
 			e, err := k.estimateLocked(at(nextCandidate(u)))
 			if err != nil {
-				return 0, err
+				k.off = "sizing buckets failed: " + err.Error()
+				return 0, nil
 			}
 			if e > ref*(1+bucketTolerance) {
 				break
@@ -306,7 +331,7 @@ func (k *bucketing) info() *BucketInfo {
 
 // Buckets describes the executor's buckets; nil when it has none.
 func (e *Executor) Buckets() *BucketInfo {
-	if e.buckets == nil {
+	if e.buckets == nil || e.buckets.disabled() != "" {
 		return nil
 	}
 	return e.buckets.info()
@@ -314,4 +339,9 @@ func (e *Executor) Buckets() *BucketInfo {
 
 // NoBuckets says why a symbolic executor compiles a program per binding ("" when it
 // has buckets or is not symbolic).
-func (e *Executor) NoBuckets() string { return e.noBuckets }
+func (e *Executor) NoBuckets() string {
+	if e.buckets != nil {
+		return e.buckets.disabled()
+	}
+	return e.noBuckets
+}

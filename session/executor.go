@@ -134,7 +134,7 @@ func (s *Session) NewExecutorWith(name string, inputs []*Tensor, outputs []*Tens
 		if ex.cons, err = core.GraphConstraints(ex.graph); err != nil {
 			return nil, withLoc(err, firstLoc)
 		}
-		ex.buckets, ex.noBuckets = s.bucketingFor(ex.graph, syms, device, cfg)
+		ex.buckets, ex.noBuckets = s.bucketingFor(ex.graph, syms, ex.cons, device, cfg)
 		return ex, nil
 	}
 	prog, err := s.compileOn(ex.graph, device, cfg)
@@ -300,6 +300,13 @@ func (e *Executor) run(inputs []*Tensor, profile bool) ([]*Tensor, *Profile, err
 			if bound, err = e.buckets.bucket(binding); err != nil {
 				return nil, nil, err
 			}
+			// Bounds that break a constraint (two symbols that must be equal
+			// bucketed apart, a symbol that must be 8) run this binding exactly.
+			if bound != nil && core.CheckConstraints(e.cons, bound) != nil {
+				bound = nil
+			}
+		}
+		if bound != nil {
 			if prog, err = e.specializeBucket(bound); err != nil {
 				return nil, nil, err
 			}
@@ -407,7 +414,7 @@ func (e *Executor) specializeBucket(u core.Binding) (Program, error) {
 // bucketingFor returns the bucketing of a symbolic graph, or nil and why it has none:
 // the config asks for a program per size, the device has no timing model to size
 // buckets with, or the graph cannot run padded.
-func (s *Session) bucketingFor(g *core.Graph, syms []string, device string, cfg Config) (*bucketing, string) {
+func (s *Session) bucketingFor(g *core.Graph, syms []string, cons []core.Constraint, device string, cfg Config) (*bucketing, string) {
 	if cfg.PerSizePrograms {
 		return nil, "the config asks for a program per size (per_size_programs)"
 	}
@@ -419,6 +426,9 @@ func (s *Session) bucketingFor(g *core.Graph, syms []string, device string, cfg 
 		return nil, err.Error()
 	}
 	return newBucketing(g, plan, func(b core.Binding) (float64, error) {
+		if err := core.CheckConstraints(cons, b); err != nil {
+			return 0, core.Errorf(core.ValueError, "symbols tied by the constraints cannot be bucketed apart (%v)", err)
+		}
 		pg, err := plan.Specialize(b)
 		if err != nil {
 			return 0, err

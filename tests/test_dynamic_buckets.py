@@ -67,5 +67,5 @@ def test_a_graph_that_mixes_padded_rows_compiles_per_size(device):
 
 
 def test_per_size_programs_must_be_a_bool():
-    with pytest.raises(p.PyptoTypeError if hasattr(p, "PyptoTypeError") else TypeError, match="per_size_programs"):
+    with pytest.raises(TypeError, match="per_size_programs"):
         p.CompileConfig(per_size_programs=1)

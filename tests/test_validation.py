@@ -245,7 +245,7 @@ TABLE = {
     "Tensor": ({"shape": [2, 3]}, {"shape": "shape", "dtype": "dtype?", "data": "data", "layout": "layout"}),
     "TileConfig": ({"shape": [16, 16]}, {"shape": "tile_shape", "layout": "layout", "format": "layout"}),
     "CompileConfig": ({}, {"opt_level": "count", "disable_passes": "passes", "memory_pool_bytes": "count?", "chip": "chip",
-                       "deterministic": "flag", "max_steps": "count?"}),
+                       "deterministic": "flag", "max_steps": "count?", "per_size_programs": "flag"}),
     "ProfileConfig": ({}, {"enable_profiling": "flag", "profile_output_dir": "name?", "profile_metrics": "passes"}),
     "DistributedConfig": ({"device_mesh": [2]}, {"parallel_strategy": "choice", "device_mesh": "shape", "tensor_parallel_size": "count?",
                           "pipeline_parallel_size": "count?", "data_parallel_size": "count?", "mesh_axis_names": "names?",
