@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"pypto/core"
+	"pypto/device"
 	"pypto/dtype"
 )
 
@@ -25,11 +26,7 @@ func TestResidualAddJoinsTheLinearEpilogue(t *testing.T) {
 	out, err := bl.Op("relu", []core.Value{r}, nil, core.Location{})
 	require.NoError(t, err)
 	bl.Output(out)
-	g := bl.Graph()
-	exe, err := Compile(g, Options{Chip: chip, Verify: true})
-	require.NoError(t, err)
-	assert.Equal(t, []string{"fused_matmul"}, taskOps(exe))
-	compileAndCompare(t, chip, g, 64)
+	g := oneFusedMatmul(t, chip, bl)
 
 	apart, err := Compile(g, Options{Chip: chip, Verify: true, Disabled: map[string]bool{"sink-reshapes": true}})
 	require.NoError(t, err)
@@ -52,9 +49,17 @@ func TestBroadcastRowMaskJoinsTheLinearEpilogue(t *testing.T) {
 	out, err := bl.Op("where", []core.Value{keep, y, zero}, nil, core.Location{})
 	require.NoError(t, err)
 	bl.Output(out)
+	oneFusedMatmul(t, chip, bl)
+}
+
+// oneFusedMatmul compiles the graph bl built, which must run as one fused_matmul task
+// computing what the reference does.
+func oneFusedMatmul(t *testing.T, chip *device.Chip, bl *core.Builder) *core.Graph {
+	t.Helper()
 	g := bl.Graph()
 	exe, err := Compile(g, Options{Chip: chip, Verify: true})
 	require.NoError(t, err)
 	assert.Equal(t, []string{"fused_matmul"}, taskOps(exe))
 	compileAndCompare(t, chip, g, 64)
+	return g
 }

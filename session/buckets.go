@@ -209,64 +209,50 @@ func estimateProgram(g *core.Graph, device_ string, cfg Config) (float64, error)
 
 // padInput copies data of type from (concrete) into a zero buffer of type to, which has
 // the same rank and no smaller axes.
-func padInput(data []byte, from, to core.TensorType) []byte {
-	if from.Shape.Equal(to.Shape) {
-		return data
-	}
-	out := make([]byte, to.Bytes())
-	copyBox(out, to.Shape, data, from.Shape, from.DType.Size())
-	return out
-}
+func padInput(data []byte, from, to core.TensorType) []byte { return leadingBox(data, from, to) }
 
 // cutOutput copies the leading box of shape to out of data of shape from.
-func cutOutput(data []byte, from, to core.TensorType) []byte {
+func cutOutput(data []byte, from, to core.TensorType) []byte { return leadingBox(data, from, to) }
+
+// leadingBox is a buffer of type to holding the part of data (of type from, the same
+// rank and dtype) that both shapes hold, the leading box, and zeros elsewhere.
+func leadingBox(data []byte, from, to core.TensorType) []byte {
 	if from.Shape.Equal(to.Shape) {
 		return data
 	}
 	out := make([]byte, to.Bytes())
-	copyBoxOut(out, to.Shape, data, from.Shape, from.DType.Size())
-	return out
-}
-
-// copyBox copies src (shape small) into the leading box of dst (shape big).
-func copyBox(dst []byte, big core.Shape, src []byte, small core.Shape, size int) {
-	walkBox(small, big, size, func(s, d, n int) { copy(dst[d:d+n], src[s:s+n]) })
-}
-
-// copyBoxOut copies the leading box of shape small of src (shape big) into dst.
-func copyBoxOut(dst []byte, small core.Shape, src []byte, big core.Shape, size int) {
-	walkBox(small, big, size, func(s, d, n int) { copy(dst[s:s+n], src[d:d+n]) })
-}
-
-// walkBox calls f(offset in small, offset in big, bytes) for each innermost row of
-// the box small inside big, both row-major with elements of size bytes.
-func walkBox(small, big core.Shape, size int, f func(s, d, n int)) {
-	if small.NumElements() == 0 {
-		return
+	box := make(core.Shape, len(to.Shape))
+	for i := range box {
+		box[i] = min(from.Shape[i], to.Shape[i])
 	}
-	r := len(small)
-	if r == 0 {
-		f(0, 0, size)
-		return
+	if box.NumElements() == 0 {
+		return out
 	}
-	bs := big.Strides()
-	row := small[r-1] * size
+	size := from.DType.Size()
+	if len(box) == 0 {
+		copy(out, data[:size])
+		return out
+	}
+	fs, ts := from.Shape.Strides(), to.Shape.Strides()
+	r := len(box)
+	row := box[r-1] * size
 	idx := make([]int, r-1)
-	for s := 0; ; s += row {
-		d := 0
+	for {
+		src, dst := 0, 0
 		for i, x := range idx {
-			d += x * bs[i]
+			src += x * fs[i]
+			dst += x * ts[i]
 		}
-		f(s, d*size, row)
+		copy(out[dst*size:dst*size+row], data[src*size:src*size+row])
 		i := r - 2
 		for ; i >= 0; i-- {
-			if idx[i]++; idx[i] < small[i] {
+			if idx[i]++; idx[i] < box[i] {
 				break
 			}
 			idx[i] = 0
 		}
 		if i < 0 {
-			return
+			return out
 		}
 	}
 }
