@@ -86,6 +86,7 @@ BAD = {
     "tile_shape": st.one_of(_text, _floats, st.just([1.5, 2, 2]), st.just(["a", 1, 1]), st.just([0, 1, 1])),
     "index": st.one_of(_text, _floats, st.just({"a": 1}), st.just([1.5]), st.just(object())),
     "inputs?": st.one_of(st.integers(), _text, st.just([3]), st.just(np.zeros(2, np.float32))),
+    "subscripts": st.one_of(st.integers(), st.none(), _junk, st.sampled_from(["ij,jk->ik", "iii->i", "i->", "ij", "ij1", "ijk->l"])),
     "kernel": st.one_of(st.integers(), st.none(), _text.filter(lambda s: s not in p.registered_kernels())),
 }  # fmt: skip
 
@@ -148,6 +149,7 @@ TABLE = {
     "astype": ({"x": X, "dtype": p.float16}, {"x": "tensor", "dtype": "dtype"}),
     "cast": ({"x": X, "dtype": p.float16}, {"x": "tensor", "dtype": "dtype"}),
     "round": ({"x": X}, {"x": "tensor", "decimals": "int"}),
+    "einsum": ({"subscripts": "ijk->kji", "operands": X}, {"subscripts": "subscripts", "operands": "tensor@operand 0"}),
     "gelu": ({"x": X}, {"x": "tensor", "approximate": "choice"}),
     "clip": ({"x": X, "min": 0, "max": 1}, {"x": "tensor", "min": "tensor?", "max": "tensor?"}),
     "clamp": ({"x": X, "min": 0, "max": 1}, {"x": "tensor", "min": "tensor?", "max": "tensor?"}),

@@ -43,6 +43,7 @@ from .nn import *  # noqa: F401,F403
 from .ops import *  # noqa: F401,F403
 from .reductions import *  # noqa: F401,F403
 from .shape_ops import *  # noqa: F401,F403
+from .einsum import einsum
 from .device import composite_ops, lowered_ops
 from . import tile_ops as _tile_ops
 from .tile import Tile, TileGrid, tile, tile_concat
@@ -78,6 +79,7 @@ __all__ = [
     *_ops.__all__,
     *_reductions.__all__,
     *_shape_ops.__all__,
+    "einsum",
     "tile",
     "Tile",
     "TileGrid",
