@@ -69,11 +69,13 @@ def test_repr_of_traced_and_symbolic_tensors():
     assert seen == ["pypto.Tensor(shape=[2], dtype=float32, traced)"]
 
 
-def test_boolean_masks_are_not_supported_yet():
+def test_boolean_masks_select_and_other_mask_indices_are_refused():
     x = p.from_numpy(np.array([[0.5, 1.5], [2.5, -1.0]], np.float32))
-    for mask in (x > 1, np.array([[True, False], [False, True]]), [True, False], True):
-        with pytest.raises(p.PyptoTypeError, match="boolean-mask indexing .* is not supported yet") as e:
-            x[mask]
+    for mask in (x > 1, np.array([[True, False], [False, True]])):
+        np.testing.assert_array_equal(x[mask].numpy(), x.numpy()[np.asarray(mask)])
+    for key in (True, (np.array([True, False]), 0)):
+        with pytest.raises(p.PyptoTypeError, match="boolean mask combined with other indices") as e:
+            x[key]
         info = e.value.get_detailed_info()
         assert any("p.where" in s for s in info.suggestions) and info.location.file == __file__
     # what the suggestion says works

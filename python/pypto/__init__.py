@@ -44,6 +44,7 @@ from .ops import *  # noqa: F401,F403
 from .reductions import *  # noqa: F401,F403
 from .shape_ops import *  # noqa: F401,F403
 from .einsum import einsum
+from .masking import masked_fill, masked_select, nonzero
 from .device import composite_ops, lowered_ops
 from . import tile_ops as _tile_ops
 from .tile import Tile, TileGrid, tile, tile_concat
@@ -80,6 +81,9 @@ __all__ = [
     *_reductions.__all__,
     *_shape_ops.__all__,
     "einsum",
+    "nonzero",
+    "masked_select",
+    "masked_fill",
     "tile",
     "Tile",
     "TileGrid",

@@ -264,14 +264,18 @@ def getitem(x, key) -> Tensor:
     x = _t(x, "getitem")
     if not isinstance(key, tuple):
         key = (key,)
+    if len(key) == 1 and _is_mask(key[0]) and not isinstance(key[0], (bool, np.bool_)):
+        from .masking import boolean_index
+
+        return boolean_index(x, key[0])
     for k in key:
         if _is_mask(k):
             raise PyptoTypeError(
-                "boolean-mask indexing (x[mask]) is not supported yet: its result's size depends on the values",
+                "a boolean mask combined with other indices (or a bool scalar index) is not supported",
                 location=user_location(),
                 suggestions=[
+                    "index with the mask alone: x[mask] (a mask of x's shape or of its first axes)",
                     "keep the shape and replace the other elements: p.where(mask, x, 0)",
-                    "or reduce over the mask: p.sum(p.where(mask, x, 0)), p.max(p.where(mask, x, -inf))",
                     "or select on the host: x.numpy()[mask.numpy()]",
                 ],
             )
