@@ -41,6 +41,15 @@ type RunOptions struct {
 	// are not modelled (Cycles counts the launch and the scalar unit's issue slots).
 	// The run-time checks other than races apply.
 	Functional bool
+	// PrefetchBytes, on a chip with an L2, is how many bytes of the cores' first loads
+	// the runtime prefetched into L2 while the task launched (its inputs complete):
+	// each core's first block finds the lines of its loads in L2, up to its share of
+	// PrefetchBytes, instead of missing (sim_prefetch.go). 0: a cold L2.
+	PrefetchBytes int64
+	// BalanceBlocks gives each block, in order, to the core that is free first (ties by
+	// core index) instead of block i to core i mod cores: cores that finish early take
+	// more blocks. The values are the same; times and which core ran a block change.
+	BalanceBlocks bool
 	// estimate skips the checks of the programs' GM accesses (bounds, overlaps between
 	// blocks, moved windows) for the device's estimates (estimate.go), whose programs
 	// the compiler just built: it changes no time.
@@ -114,10 +123,15 @@ func RunTask(chip *Chip, gm []byte, kind isa.CoreKind, blocks []Block, opts RunO
 	if chip.L2Bytes > 0 && !opts.Functional {
 		mem = newMemSystem(chip, len(gm))
 	}
+	step := cores // the blocks a core may run: its static deal, or any when balanced
+	if opts.BalanceBlocks {
+		step = 1
+	}
 	for ci := range active {
 		c := newCoreSim(chip, kind, ci, gm, opts)
 		c.mem = mem
-		for bi := ci; bi < len(blocks); bi += cores {
+		c.prefetchLeft = opts.PrefetchBytes / int64(active)
+		for bi := ci % step; bi < len(blocks); bi += step {
 			for loc, n := range extents[blocks[bi].Prog] {
 				if n > len(c.bufs[loc]) {
 					c.bufs[loc] = newBuffer(int(loc), n)
@@ -126,11 +140,22 @@ func RunTask(chip *Chip, gm []byte, kind isa.CoreKind, blocks []Block, opts RunO
 		}
 		sims[ci] = c
 	}
-	if mem != nil {
-		if err := runSharedTask(chip, kind, gm, blocks, cores, sims, opts); err != nil {
+	coreOf := func(b int) int { return b % cores }
+	var placed []int // each block's core, when balanced
+	if opts.BalanceBlocks && !opts.Functional {
+		placed = make([]int, len(blocks))
+		coreOf = func(b int) int { return placed[b] }
+	}
+	switch {
+	case mem != nil:
+		if err := runSharedTask(chip, kind, gm, blocks, cores, sims, opts, placed); err != nil {
 			return nil, err
 		}
-	} else {
+	case placed != nil: // balancing needs the cores in one loop in task time
+		if err := runShared(sims, blocks, cores, true, placed); err != nil {
+			return nil, err
+		}
+	default:
 		errs := make([]error, active)
 		var wg sync.WaitGroup
 		for ci, c := range sims {
@@ -149,7 +174,7 @@ func RunTask(chip *Chip, gm []byte, kind isa.CoreKind, blocks []Block, opts RunO
 	}
 	var windows []gmInterval
 	if !opts.estimate {
-		if windows, err = checkMovedWindows(func(b int) int { return b % cores }, blocks, per, sims); err != nil {
+		if windows, err = checkMovedWindows(coreOf, blocks, per, sims); err != nil {
 			return nil, err
 		}
 	}
@@ -157,7 +182,7 @@ func RunTask(chip *Chip, gm []byte, kind isa.CoreKind, blocks []Block, opts RunO
 	releaseBuffers(sims)
 	st.FootprintRead, st.FootprintWritten = footprint(windows)
 	if mem != nil {
-		st.L2Hits, st.L2Misses = mem.hits, mem.misses
+		st.L2Hits, st.L2Misses, st.PrefetchedBytes = mem.hits, mem.misses, mem.prefetched
 		mem.release()
 	}
 	return st, nil

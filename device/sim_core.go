@@ -20,6 +20,9 @@ type coreSim struct {
 	opts  RunOptions
 	start int64      // task time at which this core starts (after dispatch and core start)
 	mem   *memSystem // the task's shared L2 and HBM, nil without one
+	// prefetchLeft is what is left of this core's share of RunOptions.PrefetchBytes
+	// for the loads of its first block (sim_prefetch.go).
+	prefetchLeft int64
 
 	fa, fb, fc []float32
 	ia, ib, id []int64

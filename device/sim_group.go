@@ -110,11 +110,12 @@ func RunGroupTask(chip *Chip, gm []byte, groups []Group, opts RunOptions) (st *T
 		mem = newMemSystem(chip, len(gm))
 	}
 	for ai := range active {
+		share := opts.PrefetchBytes / int64(active*(1+perAI))
 		a := &aiCore{cube: newCoreSim(chip, isa.Cube, ai, gm, opts)}
-		a.cube.mem = mem
+		a.cube.mem, a.cube.prefetchLeft = mem, share
 		for v := range perAI {
 			c := newCoreSim(chip, isa.Vector, ai*perAI+v, gm, opts)
-			c.mem = mem
+			c.mem, c.prefetchLeft = mem, share
 			a.vector = append(a.vector, c)
 		}
 		for gi := ai; gi < len(groups); gi += chip.CubeCores {
@@ -164,7 +165,7 @@ func RunGroupTask(chip *Chip, gm []byte, groups []Group, opts RunOptions) (st *T
 	releaseBuffers(sims)
 	st.FootprintRead, st.FootprintWritten = footprint(windows)
 	if mem != nil {
-		st.L2Hits, st.L2Misses = mem.hits, mem.misses
+		st.L2Hits, st.L2Misses, st.PrefetchedBytes = mem.hits, mem.misses, mem.prefetched
 		mem.release()
 	}
 	st.setTime(chip, longest)

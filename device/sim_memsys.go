@@ -36,6 +36,10 @@ type memSystem struct {
 	ports  map[*coreSim]*corePorts
 
 	hits, misses int64
+	// prefetched counts the bytes of the lines the cores' first loads found
+	// prefetched; written caches which params each program stores into.
+	prefetched int64
+	written    map[*MachineProgram][]bool
 }
 
 // corePorts is when each of a core's two GM paths is free: reads (MTE2's loads and
@@ -199,14 +203,24 @@ type transferTimes struct{ occupy, done int64 }
 // figure of 32 B per cycle per core is HBM's rate shared by the 24 cores, which the
 // HBM calendar gives when all of them miss, not a cap for one core missing alone.) A line another core is still filling
 // is not fetched again: the load completes no earlier than that fill.
-func (m *memSystem) load(c *coreSim, base int, o Operand, now int64) transferTimes {
+//
+// With prefetch, the lines the load misses were prefetched while the task launched
+// (sim_prefetch.go), as far as the core's share of the prefetch goes: they are in L2,
+// filled before the task's first instruction.
+func (m *memSystem) load(c *coreSim, base int, o Operand, now int64, prefetch bool) transferTimes {
 	chip := m.chip
 	var hitB, missB int64
 	var waitFill int64
 	lat := int64(chip.L2HitCycles)
 	var missing []int
 	m.window(base, o, func(l, n int) {
-		if hit, fill := m.access(l); hit {
+		hit, fill := m.access(l)
+		if !hit && prefetch && c.prefetchLeft > 0 {
+			c.prefetchLeft -= int64(chip.L2LineBytes)
+			m.prefetched += int64(chip.L2LineBytes)
+			hit = true // a new line's fill time is 0: it was there when the task began
+		}
+		if hit {
 			hitB += int64(n)
 			m.hits++
 			waitFill = max(waitFill, fill)
@@ -282,7 +296,7 @@ func (m *memSystem) duration(r *blockRun, in *Instr, now int64) transferTimes {
 	}
 	base := r.blk.ParamAddrs[o.GM.Param]
 	if in.Op == isa.TLOAD {
-		return m.load(r.c, base, o, now)
+		return m.load(r.c, base, o, now, m.prefetches(r, o.GM.Param))
 	}
 	return m.store(r.c, base, o, now, d)
 }

@@ -12,7 +12,11 @@ import (
 // the accesses in the order they happen, whatever GOMAXPROCS is. Cores do not wait
 // on each other in a RunTask (their queues are per block), so a core whose next
 // instruction cannot start is deadlocked on its own.
-func runShared(sims []*coreSim, blocks []Block, cores int) error {
+//
+// With balance, a core whose block ends takes the next block not yet started, the
+// cores in order of the time they became free (ties by core index), instead of its
+// static deal; coreOf, when not nil, receives the core of each block.
+func runShared(sims []*coreSim, blocks []Block, cores int, balance bool, coreOf []int) error {
 	type coreState struct {
 		r      *blockRun
 		bi     int // the block r runs
@@ -23,7 +27,11 @@ func runShared(sims []*coreSim, blocks []Block, cores int) error {
 	states := make([]coreState, len(sims))
 	for ci, c := range sims {
 		states[ci] = coreState{r: newBlockRun(c, ci, &blocks[ci], newQueueSet()), bi: ci}
+		if coreOf != nil {
+			coreOf[ci] = ci
+		}
 	}
+	nextBlock := len(sims) // the next block a balanced core takes
 	// advance issues on core ci until it has a startable instruction, moving on to
 	// the core's next block when one finishes; it reports false when the core is done.
 	advance := func(ci int) (bool, error) {
@@ -39,8 +47,14 @@ func runShared(sims []*coreSim, blocks []Block, cores int) error {
 					return false, err
 				}
 				s.r = nil
+				if balance {
+					break // idle until the main loop hands it a block
+				}
 				if s.bi += cores; s.bi < len(blocks) {
 					s.r = newBlockRun(c, s.bi, &blocks[s.bi], newQueueSet())
+					if coreOf != nil {
+						coreOf[s.bi] = ci
+					}
 				}
 				continue
 			}
@@ -68,6 +82,25 @@ func runShared(sims []*coreSim, blocks []Block, cores int) error {
 				best, bestAt = ci, at
 			}
 		}
+		if balance && nextBlock < len(blocks) {
+			// The idle core free first takes the next block, unless a running core
+			// starts an instruction before then (its block may still end earlier).
+			idle := -1
+			for ci := range states {
+				if states[ci].r == nil && (idle < 0 || sims[ci].cycles < sims[idle].cycles) {
+					idle = ci
+				}
+			}
+			if idle >= 0 && (best < 0 || sims[idle].start+sims[idle].cycles <= bestAt) {
+				states[idle].r = newBlockRun(sims[idle], nextBlock, &blocks[nextBlock], newQueueSet())
+				states[idle].bi = nextBlock
+				if coreOf != nil {
+					coreOf[nextBlock] = idle
+				}
+				nextBlock++
+				continue
+			}
+		}
 		if best < 0 {
 			return nil
 		}
@@ -87,9 +120,9 @@ func runShared(sims []*coreSim, blocks []Block, cores int) error {
 // rejects a program with one. Programs whose control or output depends on values
 // computed by the task (SLD, TPRINT) or that exchange tiles through queues run in
 // the timing loop with values, as before, and so do small tasks (smallTask).
-func runSharedTask(chip *Chip, kind isa.CoreKind, gm []byte, blocks []Block, cores int, sims []*coreSim, opts RunOptions) error {
+func runSharedTask(chip *Chip, kind isa.CoreKind, gm []byte, blocks []Block, cores int, sims []*coreSim, opts RunOptions, coreOf []int) error {
 	if opts.NoValues || smallTask(blocks) || !valuesApart(blocks) {
-		return runShared(sims, blocks, cores)
+		return runShared(sims, blocks, cores, opts.BalanceBlocks, coreOf)
 	}
 	fun := opts
 	fun.Functional, fun.Trace = true, false
@@ -111,7 +144,7 @@ func runSharedTask(chip *Chip, kind isa.CoreKind, gm []byte, blocks []Block, cor
 	for _, t := range sims {
 		t.opts.NoValues = true
 	}
-	err := runShared(sims, blocks, cores)
+	err := runShared(sims, blocks, cores, opts.BalanceBlocks, coreOf)
 	wg.Wait()
 	releaseBuffers(shadows)
 	if err != nil {

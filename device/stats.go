@@ -40,6 +40,9 @@ type TaskStats struct {
 	// L2Hits and L2Misses count the L2 lines TLOADs found and missed (both 0 on a
 	// chip without an L2 model and in functional runs).
 	L2Hits, L2Misses int64
+	// PrefetchedBytes counts the bytes of L2 lines the cores' first loads found
+	// prefetched (RunOptions.PrefetchBytes).
+	PrefetchedBytes int64
 	// ICacheMisses counts the instruction cache lines the cores missed, and
 	// FetchStallCycles the issue time they waited for them (sim_icache.go).
 	ICacheMisses, FetchStallCycles int64

@@ -11,7 +11,6 @@ import (
 	"pypto/device"
 	"pypto/internal/checked"
 	"pypto/internal/interrupt"
-	"pypto/internal/progress"
 	"pypto/isa"
 )
 
@@ -41,6 +40,8 @@ type Options struct {
 	// products add in one instruction's order whatever the tiles
 	// (deterministicReduceTile).
 	Deterministic bool
+	// Runtime is the runtime's scheduling features the program's runs use.
+	Runtime Runtime
 }
 
 // Executable is a compiled graph ready to run on the simulated device. It is
@@ -60,6 +61,7 @@ type Executable struct {
 	// runBindConstants).
 	constants [][]byte
 	images    gmImages // GM images of finished runs, for the next ones
+	runtime   Runtime
 }
 
 var passTableOnce = sync.OnceValue(func() error { return checkPassTable(passTable) })
@@ -95,7 +97,7 @@ func Compile(g *core.Graph, opts Options) (exe *Executable, err error) {
 	if c.exec == nil {
 		return nil, core.Errorf(core.ValueError, "lower.Compile: StopAfter=%q ends before an execution graph exists", opts.StopAfter)
 	}
-	return &Executable{chip: opts.Chip, graph: g, exec: c.exec, times: c.times, dumps: c.dumps, layouts: c.layouts, compile: time.Since(start), stopAfter: opts.StopAfter, constants: c.constants}, nil
+	return &Executable{chip: opts.Chip, graph: g, exec: c.exec, times: c.times, dumps: c.dumps, layouts: c.layouts, compile: time.Since(start), stopAfter: opts.StopAfter, constants: c.constants, runtime: opts.Runtime}, nil
 }
 
 // TaskRun is what one task did in a run.
@@ -103,12 +105,18 @@ type TaskRun struct {
 	Name  string
 	Core  isa.CoreKind
 	Stats *device.TaskStats
+	Slot  device.TaskSlot // where and when the dispatcher ran it
 }
 
 // RunStats summarises a run on the simulated device.
 type RunStats struct {
-	Cycles  int64   // simulated cycles, tasks one after another
+	// Cycles is the simulated time of the run: when the dispatcher saw the last task
+	// complete (with the plain Runtime, the sum of the tasks' Cycles).
+	Cycles  int64
 	Seconds float64 // Cycles at the chip's clock
+	// SequentialCycles sums the tasks' Cycles: the time of the same task runs one
+	// after another.
+	SequentialCycles int64
 	// KernelCycles sums the tasks' kernel times (first to last instruction of the
 	// busiest core), without their start and end (dispatch, core start, prologue,
 	// epilogue, final sync).
@@ -125,6 +133,12 @@ func (e *Executable) Run(inputs [][]byte) (outputs [][]byte, stats *RunStats, er
 
 // RunWith is Run with the simulator's options (a trace, timing only, values only).
 func (e *Executable) RunWith(inputs [][]byte, opts device.RunOptions) (outputs [][]byte, stats *RunStats, err error) {
+	return e.RunRuntime(inputs, opts, e.runtime)
+}
+
+// RunRuntime is RunWith with the runtime's features rt instead of those the program
+// was compiled with (Options.Runtime).
+func (e *Executable) RunRuntime(inputs [][]byte, opts device.RunOptions, rt Runtime) (outputs [][]byte, stats *RunStats, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			outputs, stats, err = nil, nil, core.Errorf(core.InternalError, "run panic: %v", r)
@@ -152,34 +166,10 @@ func (e *Executable) RunWith(inputs [][]byte, opts device.RunOptions) (outputs [
 	if opts.Interrupt == nil { // one for the whole run, so Ctrl-C between tasks stops it too
 		opts.Interrupt = interrupt.Current()
 	}
-	stats = &RunStats{}
-	prog := progress.Start("run", len(e.exec.Tasks))
-	defer prog.End()
-	for i, task := range e.exec.Tasks {
-		prog.Step(i, task.Name)
-		if interrupt.Requested(opts.Interrupt) {
-			return nil, nil, core.Errorf(core.Interrupted, "interrupted before task %s", task.Name)
-		}
-		if len(task.Machine) != len(task.Programs) {
-			return nil, nil, core.Errorf(core.ValueError, "task %s has no machine programs: the program was compiled with StopAfter=%q", task.Name, e.stopAfter)
-		}
-		addrs := make([]int, len(task.Args))
-		for j, a := range task.Args {
-			addrs[j] = e.exec.Buffers[a].Offset
-		}
-		ts, err := runTask(e.chip, gm, task, addrs, opts)
-		if err != nil && interrupt.Requested(opts.Interrupt) {
-			return nil, nil, core.Errorf(core.Interrupted, "task %s: %v", task.Name, err)
-		}
-		if err != nil {
-			return nil, nil, e.explainTaskFailure(task, gm, err)
-		}
-		stats.Cycles += ts.Cycles
-		stats.KernelCycles += ts.KernelCycles
-		stats.Tasks = append(stats.Tasks, TaskRun{Name: task.Name, Core: task.Core, Stats: ts})
+	stats, err = e.runTasks(gm, opts, rt)
+	if err != nil {
+		return nil, nil, err
 	}
-	stats.Seconds = float64(stats.Cycles) / e.chip.ClockHz
-	stats.KernelSeconds = float64(stats.KernelCycles) / e.chip.ClockHz
 	for _, t := range tg.Outputs {
 		n := tg.Tensors[t].Type.Bytes()
 		off := e.exec.Buffers[t].Offset

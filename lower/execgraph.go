@@ -2,6 +2,7 @@ package lower
 
 import (
 	"fmt"
+	"sort"
 
 	"pypto/device"
 	"pypto/isa"
@@ -136,4 +137,53 @@ func liveRanges(g *ExecGraph) []interval {
 		live[i] = live[root(tg.Tensors, i)]
 	}
 	return live
+}
+
+// Hazards lists, for each task, the earlier tasks it must wait for when tasks may run
+// concurrently: the producers of its inputs (Deps) and every earlier task whose GM
+// bytes it overwrites or that overwrites bytes it reads. The memory plan reuses a
+// workspace buffer once its last reader has run in graph order, so a task that writes
+// reused bytes must also wait for the earlier readers of the tensor that had them.
+func (g *ExecGraph) Hazards() [][]int {
+	tg := g.Blocks.Tiles
+	type access struct {
+		buf   Buffer
+		write bool
+	}
+	acc := make([][]access, len(g.Tasks))
+	for i, t := range g.Tasks {
+		op := tg.Ops[g.Blocks.Kernels[t.Kernel].Op]
+		out := paramTensor(tg.Tensors, op.Output)
+		for _, a := range t.Args {
+			// A kernel of the user's own may store into any of its params.
+			write := a == out || op.Kind == TileKernel
+			acc[i] = append(acc[i], access{g.Buffers[a], write})
+		}
+	}
+	hz := make([][]int, len(g.Tasks))
+	for j := range g.Tasks {
+		deps := map[int]bool{}
+		for _, d := range g.Tasks[j].Deps {
+			deps[d] = true
+		}
+		for i := range j {
+			if deps[i] {
+				continue
+			}
+		scan:
+			for _, a := range acc[i] {
+				for _, b := range acc[j] {
+					if (a.write || b.write) && overlaps(a.buf, b.buf) {
+						deps[i] = true
+						break scan
+					}
+				}
+			}
+		}
+		for d := range deps {
+			hz[j] = append(hz[j], d)
+		}
+		sort.Ints(hz[j])
+	}
+	return hz
 }

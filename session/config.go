@@ -25,6 +25,8 @@ type Config struct {
 	// PerSizePrograms compiles a symbolic executor's graph for every binding of its
 	// symbols, as for exact sizes, instead of one program per bucket (buckets.go).
 	PerSizePrograms bool
+	// Runtime is the runtime's scheduling features the program's runs use.
+	Runtime lower.Runtime
 }
 
 // configJSON is Config as Python sends it, the level as a number (absent: the default).
@@ -36,10 +38,15 @@ type configJSON struct {
 	Deterministic   bool     `json:"deterministic"`
 	MaxSteps        int64    `json:"max_steps"`
 	PerSizePrograms bool     `json:"per_size_programs"`
+	ConcurrentTasks bool     `json:"concurrent_tasks"`
+	OverlapLaunch   bool     `json:"overlap_launch"`
+	PrefetchL2      bool     `json:"prefetch_l2"`
+	BalanceBlocks   bool     `json:"balance_blocks"`
 }
 
 // ParseConfig reads a Config from its JSON form {"opt_level", "disable_passes",
-// "memory_pool_bytes", "chip", "deterministic"} (every field optional; "" or "null" is the default) and
+// "memory_pool_bytes", "chip", "deterministic", "max_steps", and the runtime's
+// "concurrent_tasks", "overlap_launch", "prefetch_l2", "balance_blocks"} (every field optional; "" or "null" is the default) and
 // checks it: unknown fields, levels, pass names and negative sizes are ValueErrors that
 // list the valid choices.
 func ParseConfig(text string) (Config, error) {
@@ -47,14 +54,15 @@ func ParseConfig(text string) (Config, error) {
 	if t := strings.TrimSpace(text); t != "" && t != "null" {
 		if err := decodeStrict(t, &cj); err != nil {
 			return Config{}, core.Errorf(core.ValueError, "compile config: %v", err).
-				Suggest("the fields are opt_level, disable_passes, memory_pool_bytes, chip, deterministic, max_steps and per_size_programs")
+				Suggest("the fields are opt_level, disable_passes, memory_pool_bytes, chip, deterministic, max_steps, per_size_programs, concurrent_tasks, overlap_launch, prefetch_l2 and balance_blocks")
 		}
 	}
 	if cj.MaxSteps < 0 {
 		return Config{}, core.Errorf(core.ValueError, "compile config: max_steps %d is negative", cj.MaxSteps).
 			Suggest("give a positive number of instructions, or none for the default")
 	}
-	c := Config{DisabledPasses: cj.DisabledPasses, MemoryPoolBytes: cj.MemoryPoolBytes, Device: cj.Device, Deterministic: cj.Deterministic, MaxSteps: cj.MaxSteps, PerSizePrograms: cj.PerSizePrograms}
+	c := Config{DisabledPasses: cj.DisabledPasses, MemoryPoolBytes: cj.MemoryPoolBytes, Device: cj.Device, Deterministic: cj.Deterministic, MaxSteps: cj.MaxSteps, PerSizePrograms: cj.PerSizePrograms,
+		Runtime: lower.Runtime{ConcurrentTasks: cj.ConcurrentTasks, OverlapLaunch: cj.OverlapLaunch, PrefetchL2: cj.PrefetchL2, BalanceBlocks: cj.BalanceBlocks}}
 	if cj.OptLevel != nil {
 		l, err := lower.OptLevelOf(*cj.OptLevel)
 		if err != nil {
@@ -73,7 +81,9 @@ func (c Config) Check() error { return lower.CheckOptions(c.options()) }
 func (c Config) Key() string {
 	off := slices.Clone(c.DisabledPasses)
 	slices.Sort(off)
-	return fmt.Sprintf("opt=%s;off=%s;pool=%d;det=%t;steps=%d", c.OptLevel, strings.Join(slices.Compact(off), ","), c.MemoryPoolBytes, c.Deterministic, c.MaxSteps)
+	rt := c.Runtime
+	return fmt.Sprintf("opt=%s;off=%s;pool=%d;det=%t;steps=%d;rt=%t%t%t%t", c.OptLevel, strings.Join(slices.Compact(off), ","), c.MemoryPoolBytes, c.Deterministic, c.MaxSteps,
+		rt.ConcurrentTasks, rt.OverlapLaunch, rt.PrefetchL2, rt.BalanceBlocks)
 }
 
 func decodeStrict(text string, v any) error {
@@ -84,7 +94,7 @@ func decodeStrict(text string, v any) error {
 
 // options are the lowering options the config asks for (the caller adds the chip).
 func (c Config) options() lower.Options {
-	o := lower.Options{OptLevel: c.OptLevel, MemoryPoolBytes: c.MemoryPoolBytes, Deterministic: c.Deterministic}
+	o := lower.Options{OptLevel: c.OptLevel, MemoryPoolBytes: c.MemoryPoolBytes, Deterministic: c.Deterministic, Runtime: c.Runtime}
 	if len(c.DisabledPasses) > 0 {
 		o.Disabled = map[string]bool{}
 		for _, p := range c.DisabledPasses {

@@ -5,12 +5,14 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
+from . import _validate as check
 from ._location import user_location
 from .errors import PyptoTypeError, PyptoValueError
 
 __all__ = ["CompileConfig"]
 
 _LEVELS = (0, 1, 2, 3)
+_RUNTIME = ("concurrent_tasks", "overlap_launch", "prefetch_l2", "balance_blocks")
 
 
 @dataclass(frozen=True)
@@ -40,6 +42,16 @@ class CompileConfig:
     - ``per_size_programs``: a symbolic trace compiles a program for every size it runs
       (False, the default: one program per bucket of sizes, see "Dynamic shapes" in
       docs/api.md).
+
+    The runtime's scheduling features (docs/device.md, "Dispatcher"), each off by
+    default (the plain runtime: tasks one after another, blocks dealt to the cores in
+    turn); they change the simulated time, never the values:
+
+    - ``concurrent_tasks``: independent tasks run at the same time on disjoint cores.
+    - ``overlap_launch``: the next task is dispatched while the current one runs.
+    - ``prefetch_l2``: a task's first loads are prefetched into L2 while it launches.
+    - ``balance_blocks``: blocks go to the core that is free first.
+    - ``runtime_features``: True switches all four on (a field given as well wins).
     """
 
     opt_level: int = 2
@@ -49,6 +61,11 @@ class CompileConfig:
     deterministic: bool = False
     max_steps: int | None = None
     per_size_programs: bool = False
+    concurrent_tasks: bool | None = None
+    overlap_launch: bool | None = None
+    prefetch_l2: bool | None = None
+    balance_blocks: bool | None = None
+    runtime_features: bool = False
 
     def __post_init__(self):
         if isinstance(self.opt_level, bool) or not isinstance(self.opt_level, int) or self.opt_level not in _LEVELS:
@@ -89,6 +106,10 @@ class CompileConfig:
                 f"CompileConfig: max_steps must be a positive number of instructions or None, got {steps!r}",
                 location=user_location(),
             )
+        check.flag(self.runtime_features, "runtime_features", "CompileConfig")
+        for name in _RUNTIME:
+            value = getattr(self, name)
+            object.__setattr__(self, name, self.runtime_features if value is None else check.flag(value, name, "CompileConfig"))
 
     def _json(self) -> bytes:
         return json.dumps(
@@ -100,5 +121,6 @@ class CompileConfig:
                 "deterministic": self.deterministic,
                 "max_steps": self.max_steps or 0,
                 "per_size_programs": self.per_size_programs,
+                **{name: getattr(self, name) for name in _RUNTIME},
             }
         ).encode()

@@ -1,0 +1,103 @@
+package lower
+
+import (
+	"pypto/core"
+	"pypto/device"
+	"pypto/internal/interrupt"
+	"pypto/internal/progress"
+	"pypto/isa"
+)
+
+// Runtime chooses the runtime's scheduling features for the runs of a program. The
+// zero value is the plain runtime: tasks one after another in graph order, each
+// dispatched when the one before it has completed, its blocks dealt to the cores in
+// turn, its L2 cold when it starts.
+type Runtime struct {
+	// ConcurrentTasks runs independent tasks at the same time on disjoint cores
+	// (device.DispatchOptions.Concurrent): a task waits only for its hazards
+	// (ExecGraph.Hazards).
+	ConcurrentTasks bool
+	// OverlapLaunch dispatches the next task while the current one runs and drains
+	// (device.DispatchOptions.OverlapLaunch).
+	OverlapLaunch bool
+	// PrefetchL2 puts each core's first loads into L2 while the task launches, once
+	// its inputs are complete (device.RunOptions.PrefetchBytes).
+	PrefetchL2 bool
+	// BalanceBlocks gives each block to the core that is free first rather than
+	// block i to core i mod cores (device.RunOptions.BalanceBlocks).
+	BalanceBlocks bool
+}
+
+// All is every feature on.
+func (r Runtime) All() Runtime { return Runtime{true, true, true, true} }
+
+// runTasks runs the program's tasks through the dispatcher with the runtime's
+// features, in the dispatcher's order (which respects every hazard, so the values
+// are those of graph order), and sums them into stats.
+func (e *Executable) runTasks(gm []byte, opts device.RunOptions, rt Runtime) (*RunStats, error) {
+	chip := e.chip
+	hz := e.exec.Hazards()
+	dts := make([]device.DispatchTask, len(e.exec.Tasks))
+	for k, task := range e.exec.Tasks {
+		dt := device.DispatchTask{Deps: hz[k]}
+		switch {
+		case task.Vectors > 0:
+			dt.Kind, dt.Cores = device.OnAICore, min(chip.CubeCores, len(task.Programs)/task.GroupSize())
+		case task.Core == isa.Vector:
+			dt.Kind, dt.Cores = device.OnVector, min(chip.VectorCores, len(task.Programs))
+		default: // a kind without cores takes one in the schedule; RunTask reports it
+			dt.Kind, dt.Cores = device.OnCube, min(chip.CubeCores, len(task.Programs))
+		}
+		dt.Cores = max(1, dt.Cores)
+		dts[k] = dt
+	}
+	stats := &RunStats{Tasks: make([]TaskRun, len(e.exec.Tasks))}
+	prog := progress.Start("run", len(e.exec.Tasks))
+	defer prog.End()
+	started := 0
+	run := func(k int, slot device.TaskSlot) (*device.TaskStats, error) {
+		task := e.exec.Tasks[k]
+		prog.Step(started, task.Name)
+		started++
+		if interrupt.Requested(opts.Interrupt) {
+			return nil, core.Errorf(core.Interrupted, "interrupted before task %s", task.Name)
+		}
+		if len(task.Machine) != len(task.Programs) {
+			return nil, core.Errorf(core.ValueError, "task %s has no machine programs: the program was compiled with StopAfter=%q", task.Name, e.stopAfter)
+		}
+		addrs := make([]int, len(task.Args))
+		for j, a := range task.Args {
+			addrs[j] = e.exec.Buffers[a].Offset
+		}
+		o := opts
+		o.BalanceBlocks = rt.BalanceBlocks
+		if rt.PrefetchL2 && chip.L2Bytes > 0 {
+			o.PrefetchBytes = min(int64(chip.L2Bytes), slot.Prefetch*int64(chip.HBMBytesPerCycle))
+		}
+		ts, err := runTask(chip, gm, task, addrs, o)
+		if err != nil && interrupt.Requested(opts.Interrupt) {
+			return nil, core.Errorf(core.Interrupted, "task %s: %v", task.Name, err)
+		}
+		if err != nil {
+			return nil, e.explainTaskFailure(task, gm, err)
+		}
+		stats.SequentialCycles += ts.Cycles
+		stats.KernelCycles += ts.KernelCycles
+		stats.Tasks[k] = TaskRun{Name: task.Name, Core: task.Core, Stats: ts}
+		return ts, nil
+	}
+	sched, err := device.ScheduleTasks(chip, dts, device.DispatchOptions{Concurrent: rt.ConcurrentTasks, OverlapLaunch: rt.OverlapLaunch}, run)
+	if err != nil {
+		if _, ok := err.(*core.Error); ok {
+			return nil, err
+		}
+		return nil, core.Errorf(core.InternalError, "%v", err)
+	}
+	for k := range stats.Tasks {
+		stats.Tasks[k].Slot = sched.Tasks[k]
+	}
+	stats.Cycles = sched.Cycles
+	stats.Seconds = float64(stats.Cycles) / chip.ClockHz
+	stats.KernelSeconds = float64(stats.KernelCycles) / chip.ClockHz
+	return stats, nil
+}

@@ -1,0 +1,52 @@
+"""The runtime's scheduling features (CompileConfig concurrent_tasks, overlap_launch,
+prefetch_l2, balance_blocks): the same values, less simulated time."""
+
+import numpy as np
+import pytest
+
+import pypto as p
+
+
+def _two_branches(x, w, y, v):
+    # Independent branches: a matmul on the cube cores and a softmax of another
+    # matmul, which the dispatcher may run side by side.
+    return p.matmul(x, w), p.softmax(p.matmul(y, v), axis=-1)
+
+
+def _inputs():
+    rng = np.random.default_rng(3)
+    x = (rng.standard_normal((128, 256)) * 0.1).astype(np.float16)
+    w = (rng.standard_normal((256, 128)) * 0.1).astype(np.float16)
+    return x, w, x[:, ::-1].copy(), w[::-1].copy()
+
+
+@pytest.mark.parametrize("chip", ["a2", "tiny"])
+def test_features_keep_the_values_and_save_time(chip):
+    args = _inputs()
+    base = p.compile(_two_branches, p.CompileConfig(chip=chip))
+    want = [r.numpy() for r in base.run(*args)]
+    np.testing.assert_allclose(want[0].astype(np.float32), args[0].astype(np.float32) @ args[1].astype(np.float32), rtol=2e-2, atol=2e-2)
+    off = base.last_cycles
+    configs = [dict(concurrent_tasks=True), dict(overlap_launch=True), dict(prefetch_l2=True), dict(balance_blocks=True), dict(runtime_features=True)]
+    for fields in configs:
+        f = p.compile(_two_branches, p.CompileConfig(chip=chip, **fields))
+        got = [r.numpy() for r in f.run(*args)]
+        for g, w in zip(got, want):
+            assert g.tobytes() == w.tobytes(), fields
+        assert f.last_cycles <= off, fields
+    everything = p.compile(_two_branches, p.CompileConfig(chip=chip, runtime_features=True))
+    everything.run(*args)
+    assert everything.last_cycles < off
+
+
+def test_runtime_features_switches_all_and_a_field_wins():
+    cfg = p.CompileConfig(runtime_features=True, prefetch_l2=False)
+    assert (cfg.concurrent_tasks, cfg.overlap_launch, cfg.prefetch_l2, cfg.balance_blocks) == (True, True, False, True)
+    plain = p.CompileConfig()
+    assert not any((plain.concurrent_tasks, plain.overlap_launch, plain.prefetch_l2, plain.balance_blocks))
+
+
+@pytest.mark.parametrize("field", ["concurrent_tasks", "overlap_launch", "prefetch_l2", "balance_blocks", "runtime_features"])
+def test_runtime_fields_must_be_bools(field):
+    with pytest.raises(TypeError, match=f"CompileConfig: {field} must be True or False"):
+        p.CompileConfig(**{field: "yes"})
