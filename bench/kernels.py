@@ -11,6 +11,15 @@ cmd/pto-kernels (built with the repository's Go toolchain).
     python bench/kernels.py --json          # a JSON list, one object per case
     python bench/kernels.py                 # a table
     python bench/kernels.py --case softmax  # the cases matching a regular expression
+    python bench/kernels.py --demo-only     # only the demo's rows (--demo-seq etc. size it)
+
+The GPT-2-small forward (the decoder stack, 12 layers, seq 1024, batch 1) and the
+demo's model (examples/demo.py, run in this process through pypto) are measured twice:
+with the plain runtime ("runtime": "off") and with the runtime's scheduling features
+("on": concurrent tasks, overlapped launches, L2 prefetch, balanced blocks; see
+docs/device.md, "Dispatcher"). The demo's rows give its simulated tokens per second
+(batch x seq over the simulated time of one forward) and whether its logits have the
+same bytes both ways.
 
 Keys: case, sim_ms, roofline_ms (the largest of the cube time at peak, one fp32 pass
 of the vector ops at peak, and the compulsory GM bytes at full HBM bandwidth),
@@ -20,13 +29,44 @@ compulsory_gm_bytes (inputs once, outputs once), compile_ms (a cold compile), pl
 cached_compile_ms for the GPT case (a compile that finds the program in the
 session's cache), tasks, bound (what sets the roofline) and instrs_per_core (static
 machine instructions of the largest program a core runs: the code its instruction
-cache must hold).
+cache must hold), runtime (off / on).
 """
 import argparse
+import importlib.util
 import json
+import os
 import sys
 
-from gocmd import run_json
+from gocmd import ROOT, run_json
+
+
+def demo_rows(device, batch, seq, layers):
+    """The demo's model run with the runtime's features off and on: its simulated
+    tokens per second each way."""
+    spec = importlib.util.spec_from_file_location("demo", os.path.join(ROOT, "examples", "demo.py"))
+    demo = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(demo)
+    import numpy as np
+
+    import pypto as p
+
+    p.set_device(device)
+    cfg = demo.Config()
+    rng = np.random.default_rng(0)
+    weights = demo.make_weights(cfg, layers, seq, rng)
+    tokens = rng.integers(0, cfg.vocab, size=(batch, seq)).astype(np.int32)
+    rows, logits = [], []
+    for on in (False, True):
+        ops = demo.PyptoOps()
+        model = p.compile(lambda t: demo.gpt_forward(ops, cfg, weights, t, seq), p.CompileConfig(runtime_features=on))
+        logits.append(model.run(tokens).numpy())
+        ms = model.last_time_ms
+        rows.append({"case": f"demo_gpt_b{batch}_s{seq}_l{layers}", "runtime": "on" if on else "off", "sim_ms": ms,
+                     "tokens_per_s": batch * seq / (ms / 1e3), "tasks": model.stats().get("tasks")})
+    same = logits[0].tobytes() == logits[1].tobytes()
+    for r in rows:
+        r["values_identical"] = same
+    return rows
 
 
 def main():
@@ -34,22 +74,35 @@ def main():
     ap.add_argument("--json", action="store_true", help="print a JSON list")
     ap.add_argument("--chip", default="a2", help="chip preset (default a2)")
     ap.add_argument("--case", default="", help="only the cases matching this regular expression")
+    ap.add_argument("--demo-only", action="store_true", help="only the demo's rows")
+    ap.add_argument("--no-demo", action="store_true", help="without the demo's rows")
+    ap.add_argument("--demo-batch", type=int, default=2)
+    ap.add_argument("--demo-seq", type=int, default=64)
+    ap.add_argument("--demo-layers", type=int, default=2)
     args = ap.parse_args()
     extra = ["-case", args.case] if args.case else []
-    rows = run_json("kernels.py", "pto-kernels", ["-json", "-chip", args.chip, *extra])
+    rows = [] if args.demo_only else run_json("kernels.py", "pto-kernels", ["-json", "-chip", args.chip, *extra])
+    demo = [] if args.no_demo else demo_rows(args.chip, args.demo_batch, args.demo_seq, args.demo_layers)
     if args.json:
+        rows += demo
         json.dump(rows, sys.stdout, indent=2)
         print()
         return
-    print(f"{'case':<38} {'sim ms':>9} {'roof ms':>9} {'frac':>6} {'bound':>7} {'cube':>6} "
-          f"{'GM/comp':>8} {'compile ms':>11} {'tasks':>6} {'instrs':>7}")
+    if rows:
+        print(f"{'case':<38} {'rt':>3} {'sim ms':>9} {'roof ms':>9} {'frac':>6} {'bound':>7} {'cube':>6} "
+              f"{'GM/comp':>8} {'compile ms':>11} {'tasks':>6} {'instrs':>7}")
     for r in rows:
         ratio = r["gm_bytes"] / r["compulsory_gm_bytes"]
-        print(f"{r['case']:<38} {r['sim_ms']:>9.4f} {r['roofline_ms']:>9.4f} {r['roofline_frac']:>6.3f} "
+        print(f"{r['case']:<38} {r.get('runtime', 'off'):>3} {r['sim_ms']:>9.4f} {r['roofline_ms']:>9.4f} {r['roofline_frac']:>6.3f} "
               f"{r['bound']:>7} {r['cube_busy']:>6.3f} {ratio:>8.2f} {r['compile_ms']:>11.1f} {r['tasks']:>6} "
               f"{r['instrs_per_core']:>7}")
         if "cached_compile_ms" in r:
             print(f"{'':<38} cached compile {r['cached_compile_ms']:.4f} ms")
+    if demo:
+        print(f"\n{'demo case':<38} {'runtime':>7} {'sim ms':>9} {'tokens/s':>12} {'tasks':>6} {'same values':>12}")
+        for r in demo:
+            print(f"{r['case']:<38} {r['runtime']:>7} {r['sim_ms']:>9.4f} {r['tokens_per_s']:>12,.0f} {r['tasks']:>6} "
+                  f"{str(r['values_identical']):>12}")
 
 
 if __name__ == "__main__":

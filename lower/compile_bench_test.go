@@ -38,8 +38,12 @@ func BenchmarkCompileGPTSmall(b *testing.B) {
 // gptDecoderGraph is the pre-norm decoder stack of GPT-2 small with the given number
 // of layers, as cmd/pto-kernels builds it with twelve.
 func gptDecoderGraph(tb testing.TB, layers int) *core.Graph {
-	const seq, hidden, heads, mlp = 1024, 768, 12, 3072
-	const hd = hidden / heads
+	return decoderGraph(tb, layers, 1024, 768, 12, 3072)
+}
+
+// decoderGraph is a pre-norm decoder stack of GPT-2's layers at the given sizes.
+func decoderGraph(tb testing.TB, layers, seq, hidden, heads, mlp int) *core.Graph {
+	hd := hidden / heads
 	bl := core.NewBuilder("gpt_decoder")
 	param := func(name string, shape ...int) core.Value {
 		return bl.Param(name, core.TensorType{DType: dtype.Float16, Shape: core.Shape(shape)})
@@ -52,11 +56,11 @@ func gptDecoderGraph(tb testing.TB, layers int) *core.Graph {
 		return v
 	}
 	split := func(t core.Value) core.Value { // [seq, hidden] -> [heads, seq, hd]
-		t = op("reshape", core.Attrs{"shape": []int64{seq, heads, hd}}, t)
+		t = op("reshape", core.Attrs{"shape": []int64{int64(seq), int64(heads), int64(hd)}}, t)
 		return op("transpose", core.Attrs{"perm": []int64{1, 0, 2}}, t)
 	}
 	x := param("x", seq, hidden)
-	scale := op("full", core.Attrs{"value": 1 / math.Sqrt(hd), "dtype": "float16", "shape": []int64{}})
+	scale := op("full", core.Attrs{"value": 1 / math.Sqrt(float64(hd)), "dtype": "float16", "shape": []int64{}})
 	mask := param("causal_mask", seq, seq)
 	for l := range layers {
 		p := func(name string, shape ...int) core.Value { return param(fmt.Sprintf("l%d_%s", l, name), shape...) }
@@ -66,7 +70,7 @@ func gptDecoderGraph(tb testing.TB, layers int) *core.Graph {
 		v := split(op("linear", nil, h, p("wv", hidden, hidden), p("bv", hidden)))
 		s := op("mul", nil, op("batch_matmul", core.Attrs{"transpose_b": true}, q, k), scale)
 		a := op("batch_matmul", nil, op("softmax", nil, op("add", nil, s, mask)), v)
-		a = op("reshape", core.Attrs{"shape": []int64{seq, hidden}}, op("transpose", core.Attrs{"perm": []int64{1, 0, 2}}, a))
+		a = op("reshape", core.Attrs{"shape": []int64{int64(seq), int64(hidden)}}, op("transpose", core.Attrs{"perm": []int64{1, 0, 2}}, a))
 		x = op("add", nil, x, op("linear", nil, a, p("wo", hidden, hidden), p("bo", hidden)))
 		h = op("layer_norm", nil, x, p("ln2_g", hidden), p("ln2_b", hidden))
 		h = op("gelu", core.Attrs{"approximate": "tanh"}, op("linear", nil, h, p("w1", mlp, hidden), p("b1", mlp)))

@@ -1,8 +1,6 @@
 package lower
 
 import (
-	"fmt"
-	"math"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -27,48 +25,6 @@ func twoMatmulsGraph(m, k, n int) *core.Graph {
 		bl.Output(z)
 	}
 	return bl.Graph()
-}
-
-// decoderGraph is a small pre-norm decoder stack (the GPT-2 layer's ops at a small
-// size): many tasks, some independent (q, k, v), workspace reused across layers.
-func decoderGraph(layers, seq, hidden, heads int) *core.Graph {
-	b := core.NewBuilder("decoder")
-	f16 := func(shape ...int) core.TensorType {
-		return core.TensorType{DType: dtype.Float16, Shape: core.Shape(shape)}
-	}
-	op := func(name string, attrs core.Attrs, in ...core.Value) core.Value {
-		v, err := b.Op(name, in, attrs, core.Location{})
-		if err != nil {
-			panic(fmt.Errorf("%s: %v", name, err))
-		}
-		return v
-	}
-	hd := hidden / heads
-	split := func(t core.Value) core.Value {
-		t = op("reshape", core.Attrs{"shape": []int64{int64(seq), int64(heads), int64(hd)}}, t)
-		return op("transpose", core.Attrs{"perm": []int64{1, 0, 2}}, t)
-	}
-	x := b.Param("x", f16(seq, hidden))
-	mask := b.Param("mask", f16(seq, seq))
-	scale := op("full", core.Attrs{"value": 1 / math.Sqrt(float64(hd)), "dtype": "float16", "shape": []int64{}})
-	for l := range layers {
-		p := func(name string, shape ...int) core.Value {
-			return b.Param(fmt.Sprintf("l%d_%s", l, name), f16(shape...))
-		}
-		h := op("layer_norm", nil, x, p("g1", hidden), p("b1", hidden))
-		q := split(op("linear", nil, h, p("wq", hidden, hidden), p("bq", hidden)))
-		k := split(op("linear", nil, h, p("wk", hidden, hidden), p("bk", hidden)))
-		v := split(op("linear", nil, h, p("wv", hidden, hidden), p("bv", hidden)))
-		s := op("mul", nil, op("batch_matmul", core.Attrs{"transpose_b": true}, q, k), scale)
-		a := op("batch_matmul", nil, op("softmax", nil, op("add", nil, s, mask)), v)
-		a = op("reshape", core.Attrs{"shape": []int64{int64(seq), int64(hidden)}}, op("transpose", core.Attrs{"perm": []int64{1, 0, 2}}, a))
-		x = op("add", nil, x, op("linear", nil, a, p("wo", hidden, hidden), p("bo", hidden)))
-		h = op("layer_norm", nil, x, p("g2", hidden), p("b2", hidden))
-		h = op("gelu", core.Attrs{"approximate": "tanh"}, op("linear", nil, h, p("w1", 4*hidden, hidden), p("b1m", 4*hidden)))
-		x = op("add", nil, x, op("linear", nil, h, p("w2", hidden, 4*hidden), p("b2m", hidden)))
-	}
-	b.Output(x)
-	return b.Graph()
 }
 
 // runtimes are each feature alone and all of them.
@@ -121,7 +77,7 @@ func TestTwoIndependentMatmulsRunConcurrently(t *testing.T) {
 func TestRuntimeFeaturesKeepValuesAndOffKeepsTheTimeline(t *testing.T) {
 	for _, name := range []string{"a2", "tiny"} {
 		chip := preset(t, name)
-		g := decoderGraph(2, 64, 64, 2)
+		g := decoderGraph(t, 2, 64, 64, 2, 256)
 		exe, err := Compile(g, Options{Chip: chip, Verify: true})
 		require.NoError(t, err)
 		_, raw := randomInputs(g)
@@ -159,7 +115,7 @@ func TestRuntimeFeaturesKeepValuesAndOffKeepsTheTimeline(t *testing.T) {
 }
 
 func TestHazardsCoverReusedWorkspace(t *testing.T) {
-	exe, err := Compile(decoderGraph(2, 64, 64, 2), Options{Chip: preset(t, "a2"), Verify: true})
+	exe, err := Compile(decoderGraph(t, 2, 64, 64, 2, 256), Options{Chip: preset(t, "a2"), Verify: true})
 	require.NoError(t, err)
 	eg := exe.Exec()
 	hz := eg.Hazards()

@@ -17,6 +17,32 @@ def test_demo_decoder_matches_numpy_on_small_sizes():
     assert "profile:" in run.stdout
 
 
+def test_demo_with_runtime_features_matches_numpy():
+    run = subprocess.run(
+        [sys.executable, str(ROOT / "examples" / "demo.py"), "--device", "tiny", "--seq", "16", "--layers", "1", "--runtime-features"],
+        capture_output=True, text=True, timeout=300,
+    )
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "next-token argmax agrees on 100.0%" in run.stdout
+
+
+def test_kernels_bench_demo_rows_on_a_small_model():
+    # bench/kernels.py's demo rows (tokens/s with the runtime's features off and on)
+    # at a size the tests afford; the full rows run the demo's default size.
+    run = subprocess.run(
+        [sys.executable, str(ROOT / "bench" / "kernels.py"), "--demo-only", "--json", "--demo-seq", "16", "--demo-layers", "1"],
+        capture_output=True, text=True, timeout=300,
+    )
+    assert run.returncode == 0, run.stdout + run.stderr
+    import json
+
+    off, on = json.loads(run.stdout)
+    assert (off["runtime"], on["runtime"]) == ("off", "on")
+    assert off["values_identical"] and on["values_identical"]
+    assert on["tokens_per_s"] > off["tokens_per_s"]
+    assert abs(off["tokens_per_s"] * off["sim_ms"] / 1e3 - 2 * 16) < 1e-6
+
+
 def _run_example(name, *args):
     run = subprocess.run(
         [sys.executable, str(ROOT / "examples" / name), "--device", "tiny", *args],

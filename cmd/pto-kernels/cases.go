@@ -15,6 +15,9 @@ type benchCase struct {
 	// cached also measures a compile of the same graph through the session's compile
 	// cache (the GPT case).
 	cached bool
+	// runtimes also measures the case with the runtime's scheduling features on
+	// (lower.Runtime.All), a second row.
+	runtimes bool
 }
 
 func benchCases() []benchCase {
@@ -26,7 +29,7 @@ func benchCases() []benchCase {
 		{name: "layer_norm_fp16_8192x4096", build: rowOp("layer_norm")},
 		{name: "attention_fp16_1x32x4096x128", build: attention(false)},
 		{name: "attention_causal_fp16_1x32x4096x128", build: attention(true)},
-		{name: "gpt2_small_decoder_seq1024", build: gpt2Small, cached: true},
+		{name: "gpt2_small_decoder_seq1024", build: gpt2Small, cached: true, runtimes: true},
 	}
 }
 

@@ -38,6 +38,12 @@ type row struct {
 	// instructions, flags included): what its instruction cache must hold.
 	InstrsPerCore int    `json:"instrs_per_core"`
 	Bound         string `json:"bound"` // what sets the roofline: cube, vector or memory
+	// Runtime is "off" for the plain runtime, "on" with its scheduling features
+	// (lower.Runtime.All: concurrent tasks, overlapped launches, L2 prefetch, balanced
+	// blocks).
+	Runtime string `json:"runtime"`
+	// SimWallS is the host time the timing-only run took (seconds).
+	SimWallS float64 `json:"sim_wall_s"`
 }
 
 func main() {
@@ -71,20 +77,20 @@ func main() {
 		if !re.MatchString(c.name) {
 			continue
 		}
-		r, err := measure(chip, c)
+		rs, err := measure(chip, c)
 		if err != nil {
 			fail(fmt.Errorf("%s: %v", c.name, err))
 		}
-		rows = append(rows, r)
+		rows = append(rows, rs...)
 	}
 	if *asJSON {
 		out, _ := json.MarshalIndent(rows, "", "  ")
 		fmt.Println(string(out))
 		return
 	}
-	fmt.Printf("%-24s %9s %9s %6s %6s %8s %8s %9s %6s %7s\n", "case", "sim ms", "roof ms", "frac", "cube", "GM MB", "comp MB", "compile", "tasks", "instrs")
+	fmt.Printf("%-24s %3s %9s %9s %6s %6s %8s %8s %9s %6s %7s\n", "case", "rt", "sim ms", "roof ms", "frac", "cube", "GM MB", "comp MB", "compile", "tasks", "instrs")
 	for _, r := range rows {
-		fmt.Printf("%-24s %9.4f %9.4f %6.3f %6.3f %8.1f %8.1f %7.1fms %6d %7d\n", r.Case, r.SimMs, r.RooflineMs, r.RooflineFrac, r.CubeBusy,
+		fmt.Printf("%-24s %3s %9.4f %9.4f %6.3f %6.3f %8.1f %8.1f %7.1fms %6d %7d\n", r.Case, r.Runtime, r.SimMs, r.RooflineMs, r.RooflineFrac, r.CubeBusy,
 			float64(r.GMBytes)/1e6, float64(r.CompulsoryGMBytes)/1e6, r.CompileMs, r.Tasks, r.InstrsPerCore)
 	}
 }

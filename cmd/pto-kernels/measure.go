@@ -12,8 +12,9 @@ import (
 	"pypto/session"
 )
 
-// measure compiles case c for chip, runs it timing-only and computes its figures.
-func measure(chip *device.Chip, c benchCase) (r row, err error) {
+// measure compiles case c for chip, runs it timing-only and computes its figures: a
+// row with the plain runtime, and one with the runtime's features when c asks.
+func measure(chip *device.Chip, c benchCase) (rows []row, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			err = fmt.Errorf("%v", p)
@@ -26,15 +27,15 @@ func measure(chip *device.Chip, c benchCase) (r row, err error) {
 	start := time.Now()
 	exe, err := lower.Compile(g, lower.Options{Chip: chip})
 	if err != nil {
-		return r, err
+		return nil, err
 	}
-	r = row{Case: c.name, CompileMs: ms(time.Since(start))}
+	r := row{Case: c.name, Runtime: "off", CompileMs: ms(time.Since(start))}
 	if verbose {
 		fmt.Fprintf(os.Stderr, "%s: compiled in %.1f ms, %d tasks\n", c.name, r.CompileMs, len(exe.Exec().Tasks))
 	}
 	if c.cached {
 		if r.CachedCompileMs, err = cachedCompile(chip, g); err != nil {
-			return r, err
+			return nil, err
 		}
 	}
 
@@ -44,24 +45,12 @@ func measure(chip *device.Chip, c benchCase) (r row, err error) {
 		}
 	}
 	if compileOnly {
-		return r, nil
+		return []row{r}, nil
 	}
 	inputs := make([][]byte, len(g.Params))
 	for i, p := range g.Params {
 		inputs[i] = make([]byte, g.Type(p).Bytes())
 	}
-	_, st, err := exe.RunWith(inputs, device.RunOptions{NoValues: true})
-	if err != nil {
-		return r, err
-	}
-	r.Tasks = len(st.Tasks)
-	r.SimMs = 1e3 * st.Seconds
-	var cube int64
-	for _, t := range st.Tasks {
-		cube += t.Stats.PipeBusy[isa.PipeM]
-		r.GMBytes += t.Stats.FootprintRead + t.Stats.FootprintWritten
-	}
-	r.CubeBusy = float64(cube) / (float64(st.Cycles) * float64(chip.CubeCores))
 	for _, p := range g.Params {
 		r.CompulsoryGMBytes += int64(g.Type(p).Bytes())
 	}
@@ -69,8 +58,33 @@ func measure(chip *device.Chip, c benchCase) (r row, err error) {
 		r.CompulsoryGMBytes += int64(g.Type(o).Bytes())
 	}
 	r.RooflineMs, r.Bound = roofline(chip, g, r.CompulsoryGMBytes)
-	r.RooflineFrac = r.RooflineMs / r.SimMs
-	return r, nil
+	runtimes := []lower.Runtime{{}}
+	if c.runtimes {
+		runtimes = append(runtimes, lower.Runtime{}.All())
+	}
+	for _, rt := range runtimes {
+		start := time.Now()
+		_, st, err := exe.RunRuntime(inputs, device.RunOptions{NoValues: true}, rt)
+		if err != nil {
+			return nil, err
+		}
+		if rt != (lower.Runtime{}) {
+			r.Runtime = "on"
+		}
+		r.SimWallS = time.Since(start).Seconds()
+		r.Tasks = len(st.Tasks)
+		r.SimMs = 1e3 * st.Seconds
+		var cube int64
+		r.GMBytes = 0
+		for _, t := range st.Tasks {
+			cube += t.Stats.PipeBusy[isa.PipeM]
+			r.GMBytes += t.Stats.FootprintRead + t.Stats.FootprintWritten
+		}
+		r.CubeBusy = float64(cube) / (float64(st.Cycles) * float64(chip.CubeCores))
+		r.RooflineFrac = r.RooflineMs / r.SimMs
+		rows = append(rows, r)
+	}
+	return rows, nil
 }
 
 // cachedCompile compiles g twice through a session's compile cache and returns the
