@@ -155,17 +155,21 @@ func (p loweredProgram) RunProfiled(inputs [][]byte, stop <-chan struct{}) ([][]
 	prof := &Profile{Chip: chipPeaks(p.exe.Chip()), Buffers: p.exe.BufferInfos(), Cycles: st.Cycles}
 	plain := *st // the run's statistics without the traces, for Stats.Detail
 	plain.Tasks = make([]lower.TaskRun, len(st.Tasks))
-	var start int64
+	chip := p.exe.Chip()
 	for i, t := range st.Tasks {
 		ts := t.Stats
+		// A task's own times count from its dispatch, its cores starting
+		// DispatchCycles later: on the run's timeline that is the dispatcher's
+		// CoreStart less DispatchCycles (the sum of the tasks before it, unless the
+		// runtime's features overlap them).
+		start := t.Slot.CoreStart - int64(chip.DispatchCycles)
 		prof.Tasks = append(prof.Tasks, ProfiledTask{TaskInfo: infos[i], Start: start, Stats: ts, Info: taskFigures{
 			ts.Cycles, ts.KernelCycles, ts.StartCycles, ts.EndCycles, ts.CoreCycles, ts.ActiveCores, ts.Blocks, ts.PipeBusy,
 			ts.GMBytesRead, ts.GMBytesWritten, ts.FootprintRead, ts.FootprintWritten, ts.Instructions, ts.L2Hits, ts.L2Misses,
 			ts.ICacheMisses, ts.FetchStallCycles, ts.HighWater}, Cores: coreBusy(ts.Trace)})
-		start += ts.Cycles
 		c := *ts
 		c.Trace = nil
-		plain.Tasks[i] = lower.TaskRun{Name: t.Name, Core: t.Core, Stats: &c}
+		plain.Tasks[i] = lower.TaskRun{Name: t.Name, Core: t.Core, Stats: &c, Slot: t.Slot}
 	}
 	m := p.exe.MemoryPlan()
 	return outs, Stats{Cycles: st.Cycles, Seconds: st.Seconds, KernelCycles: st.KernelCycles,
