@@ -50,3 +50,19 @@ def test_runtime_features_switches_all_and_a_field_wins():
 def test_runtime_fields_must_be_bools(field):
     with pytest.raises(TypeError, match=f"CompileConfig: {field} must be True or False"):
         p.CompileConfig(**{field: "yes"})
+
+
+def test_profile_places_tasks_where_the_dispatcher_ran_them():
+    args = _inputs()
+    plain = p.compile(_two_branches, p.CompileConfig(chip="a2"))
+    plain.run(*args, profile=True)
+    tasks = plain.get_profile_result().tasks
+    for a, b in zip(tasks, tasks[1:]):
+        assert b.start_ms == pytest.approx(a.start_ms + a.time_ms)
+    fast = p.compile(_two_branches, p.CompileConfig(chip="a2", runtime_features=True))
+    fast.run(*args, profile=True)
+    prof = fast.get_profile_result()
+    first, second = prof.tasks[0], prof.tasks[1]
+    assert second.start_ms < first.start_ms + first.time_ms  # the independent branch overlaps the first
+    assert prof.total_time == pytest.approx(fast.last_time_ms)
+    assert prof.total_time < plain.get_profile_result().total_time
