@@ -35,9 +35,10 @@ from .errors import (
 from .tensor import Tensor, from_numpy, promote_types
 from .symbolic import Dim, symbol
 from .layouts import CHWN, NCHW, ND, NHWC, NZ, Layout, layout_transform
-from . import conv as _conv, creation as _creation, nn as _nn, ops as _ops, reductions as _reductions, shape_ops as _shape_ops
+from . import conv as _conv, update as _update, creation as _creation, nn as _nn, ops as _ops, reductions as _reductions, shape_ops as _shape_ops
 from . import methods as _methods  # noqa: F401  (attaches the Tensor methods)
 from .conv import *  # noqa: F401,F403
+from .update import *  # noqa: F401,F403
 from .creation import *  # noqa: F401,F403
 from .nn import *  # noqa: F401,F403
 from .ops import *  # noqa: F401,F403
@@ -75,6 +76,7 @@ __all__ = [
     "compare_profiles",
     "set_progress",
     *_conv.__all__,
+    *_update.__all__,
     *_creation.__all__,
     *_nn.__all__,
     *_ops.__all__,

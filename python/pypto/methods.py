@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import nn, ops, reductions, shape_ops
+from . import nn, ops, reductions, shape_ops, update
 from .tensor import Tensor
 
 
@@ -52,6 +52,7 @@ def _rmatmul_op(self, o):
 # Operators whose ops live above p.Tensor (tensor.py imports none of the op modules).
 Tensor.__matmul__, Tensor.__rmatmul__ = _matmul_op, _rmatmul_op
 Tensor.__getitem__ = shape_ops.getitem
+Tensor.__setitem__ = update.setitem
 
 
 Tensor.matmul = _matmul
