@@ -45,6 +45,7 @@ def main():
     ap.add_argument("--step", type=int, default=1)
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
+    p.set_progress(False)  # the table is the progress
     config = p.CompileConfig(chip=args.device)
     bucketed = traced([p.symbol("batch"), p.symbol("seq_len"), HIDDEN], config)
     compile_ms = 0.0

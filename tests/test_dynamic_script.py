@@ -1,0 +1,20 @@
+"""bench/dynamic.py (run on demand with every seq_len) still runs: the first sizes of the
+guide's block, bucketed and exact, with the same bits."""
+
+import json
+import os
+import subprocess
+import sys
+
+SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "bench", "dynamic.py")
+
+
+def test_a_short_sweep_runs_and_reports_its_keys():
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    out = subprocess.run([sys.executable, SCRIPT, "--max", "3", "--json"], capture_output=True, text=True, env=env, timeout=600)
+    assert out.returncode == 0, out.stderr
+    r = json.loads(out.stdout)
+    assert {"case", "programs", "worst_slowdown", "compile_ms_total"} <= set(r)
+    assert [row["seq_len"] for row in r["rows"]] == [1, 2, 3]
+    assert r["all_identical"] and 1 <= r["programs"] <= 3
+    assert r["worst_slowdown"] == max(row["slowdown"] for row in r["rows"]) and r["compile_ms_total"] > 0
