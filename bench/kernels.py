@@ -29,7 +29,8 @@ compulsory_gm_bytes (inputs once, outputs once), compile_ms (a cold compile), pl
 cached_compile_ms for the GPT case (a compile that finds the program in the
 session's cache), tasks, bound (what sets the roofline) and instrs_per_core (static
 machine instructions of the largest program a core runs: the code its instruction
-cache must hold), runtime (off / on).
+cache must hold), runtime (off / on; with --each-feature also a row per feature alone,
+named by its CompileConfig field).
 """
 import argparse
 import importlib.util
@@ -74,13 +75,14 @@ def main():
     ap.add_argument("--json", action="store_true", help="print a JSON list")
     ap.add_argument("--chip", default="a2", help="chip preset (default a2)")
     ap.add_argument("--case", default="", help="only the cases matching this regular expression")
+    ap.add_argument("--each-feature", action="store_true", help="also a GPT row per runtime feature alone")
     ap.add_argument("--demo-only", action="store_true", help="only the demo's rows")
     ap.add_argument("--no-demo", action="store_true", help="without the demo's rows")
     ap.add_argument("--demo-batch", type=int, default=2)
     ap.add_argument("--demo-seq", type=int, default=64)
     ap.add_argument("--demo-layers", type=int, default=2)
     args = ap.parse_args()
-    extra = ["-case", args.case] if args.case else []
+    extra = (["-case", args.case] if args.case else []) + (["-each-feature"] if args.each_feature else [])
     rows = [] if args.demo_only else run_json("kernels.py", "pto-kernels", ["-json", "-chip", args.chip, *extra])
     demo = [] if args.no_demo else demo_rows(args.chip, args.demo_batch, args.demo_seq, args.demo_layers)
     if args.json:
@@ -89,11 +91,11 @@ def main():
         print()
         return
     if rows:
-        print(f"{'case':<38} {'rt':>3} {'sim ms':>9} {'roof ms':>9} {'frac':>6} {'bound':>7} {'cube':>6} "
+        print(f"{'case':<38} {'runtime':>16} {'sim ms':>9} {'roof ms':>9} {'frac':>6} {'bound':>7} {'cube':>6} "
               f"{'GM/comp':>8} {'compile ms':>11} {'tasks':>6} {'instrs':>7}")
     for r in rows:
         ratio = r["gm_bytes"] / r["compulsory_gm_bytes"]
-        print(f"{r['case']:<38} {r.get('runtime', 'off'):>3} {r['sim_ms']:>9.4f} {r['roofline_ms']:>9.4f} {r['roofline_frac']:>6.3f} "
+        print(f"{r['case']:<38} {r.get('runtime', 'off'):>16} {r['sim_ms']:>9.4f} {r['roofline_ms']:>9.4f} {r['roofline_frac']:>6.3f} "
               f"{r['bound']:>7} {r['cube_busy']:>6.3f} {ratio:>8.2f} {r['compile_ms']:>11.1f} {r['tasks']:>6} "
               f"{r['instrs_per_core']:>7}")
         if "cached_compile_ms" in r:

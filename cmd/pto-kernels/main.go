@@ -20,6 +20,7 @@ import (
 var (
 	verbose     bool // report progress on stderr (-v)
 	compileOnly bool // skip the runs (-compile-only)
+	eachFeature bool // also measure each runtime feature alone (-each-feature)
 )
 
 // row is one case's figures; the keys are bench/kernels.py's.
@@ -40,7 +41,7 @@ type row struct {
 	Bound         string `json:"bound"` // what sets the roofline: cube, vector or memory
 	// Runtime is "off" for the plain runtime, "on" with its scheduling features
 	// (lower.Runtime.All: concurrent tasks, overlapped launches, L2 prefetch, balanced
-	// blocks).
+	// blocks), or the one feature the row has alone (-each-feature).
 	Runtime string `json:"runtime"`
 	// SimWallS is the host time the timing-only run took (seconds).
 	SimWallS float64 `json:"sim_wall_s"`
@@ -53,6 +54,7 @@ func main() {
 	profile := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	flag.BoolVar(&verbose, "v", false, "report each step on stderr")
 	flag.BoolVar(&compileOnly, "compile-only", false, "compile the cases without running them (for profiling the compiler)")
+	flag.BoolVar(&eachFeature, "each-feature", false, "for the cases measured with the runtime's features, also a row per feature alone")
 	flag.Parse()
 	if *profile != "" {
 		f, err := os.Create(*profile)
@@ -88,9 +90,9 @@ func main() {
 		fmt.Println(string(out))
 		return
 	}
-	fmt.Printf("%-24s %3s %9s %9s %6s %6s %8s %8s %9s %6s %7s\n", "case", "rt", "sim ms", "roof ms", "frac", "cube", "GM MB", "comp MB", "compile", "tasks", "instrs")
+	fmt.Printf("%-24s %16s %9s %9s %6s %6s %8s %8s %9s %6s %7s\n", "case", "rt", "sim ms", "roof ms", "frac", "cube", "GM MB", "comp MB", "compile", "tasks", "instrs")
 	for _, r := range rows {
-		fmt.Printf("%-24s %3s %9.4f %9.4f %6.3f %6.3f %8.1f %8.1f %7.1fms %6d %7d\n", r.Case, r.Runtime, r.SimMs, r.RooflineMs, r.RooflineFrac, r.CubeBusy,
+		fmt.Printf("%-24s %16s %9.4f %9.4f %6.3f %6.3f %8.1f %8.1f %7.1fms %6d %7d\n", r.Case, r.Runtime, r.SimMs, r.RooflineMs, r.RooflineFrac, r.CubeBusy,
 			float64(r.GMBytes)/1e6, float64(r.CompulsoryGMBytes)/1e6, r.CompileMs, r.Tasks, r.InstrsPerCore)
 	}
 }

@@ -58,19 +58,20 @@ func measure(chip *device.Chip, c benchCase) (rows []row, err error) {
 		r.CompulsoryGMBytes += int64(g.Type(o).Bytes())
 	}
 	r.RooflineMs, r.Bound = roofline(chip, g, r.CompulsoryGMBytes)
-	runtimes := []lower.Runtime{{}}
+	runtimes := []namedRuntime{{"off", lower.Runtime{}}}
 	if c.runtimes {
-		runtimes = append(runtimes, lower.Runtime{}.All())
+		if eachFeature {
+			runtimes = append(runtimes, features...)
+		}
+		runtimes = append(runtimes, namedRuntime{"on", lower.Runtime{}.All()})
 	}
-	for _, rt := range runtimes {
+	for _, nr := range runtimes {
 		start := time.Now()
-		_, st, err := exe.RunRuntime(inputs, device.RunOptions{NoValues: true}, rt)
+		_, st, err := exe.RunRuntime(inputs, device.RunOptions{NoValues: true}, nr.rt)
 		if err != nil {
 			return nil, err
 		}
-		if rt != (lower.Runtime{}) {
-			r.Runtime = "on"
-		}
+		r.Runtime = nr.name
 		r.SimWallS = time.Since(start).Seconds()
 		r.Tasks = len(st.Tasks)
 		r.SimMs = 1e3 * st.Seconds
@@ -85,6 +86,18 @@ func measure(chip *device.Chip, c benchCase) (rows []row, err error) {
 		rows = append(rows, r)
 	}
 	return rows, nil
+}
+
+// namedRuntime is a row's runtime features and the name its "runtime" key gives them.
+type namedRuntime struct {
+	name string
+	rt   lower.Runtime
+}
+
+// features are the runtime's features one at a time (-each-feature).
+var features = []namedRuntime{
+	{"concurrent_tasks", lower.Runtime{ConcurrentTasks: true}}, {"overlap_launch", lower.Runtime{OverlapLaunch: true}},
+	{"prefetch_l2", lower.Runtime{PrefetchL2: true}}, {"balance_blocks", lower.Runtime{BalanceBlocks: true}},
 }
 
 // cachedCompile compiles g twice through a session's compile cache and returns the
