@@ -14,7 +14,10 @@
 //   - Every export recovers Go panics and turns them into an InternalError status, so
 //     the host process is never aborted.
 //   - Tensors cross as pointer + dtype code + ndim + shape + byte strides (numpy's
-//     convention). Go copies the data during the call and never keeps the pointer.
+//     convention). Go copies the data during the call and never keeps the pointer,
+//     except for pypto_from_external (memory the caller keeps alive until the library
+//     reports it released) and pypto_dlpack_export (Go memory pinned until the DLPack
+//     deleter runs); see capi/dlpack.go.
 //   - Strings returned to the caller are C-allocated, NUL-terminated and come with their
 //     length; the caller frees them with pypto_string_free.
 //   - The library is safe for concurrent calls from several threads.
@@ -43,8 +46,9 @@ import (
 
 // abiVersion changes whenever an export's signature or meaning changes, or exports
 // are added that the Python side needs (3: pypto_executor_create_config and
-// pypto_config_check; 4: pypto_watch_interrupts and pypto_interrupt).
-const abiVersion = 4
+// pypto_config_check; 4: pypto_watch_interrupts and pypto_interrupt; 5:
+// pypto_from_external, pypto_externals_released and pypto_dlpack_export).
+const abiVersion = 5
 
 func main() {}
 

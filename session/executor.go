@@ -23,6 +23,7 @@ type Executor struct {
 	prog   Program // the compiled graph when it is concrete
 	bound  [][]byte
 	boundT []core.TensorType
+	keeps  []*External // owners of the external memory among bound and outs
 	outs   []outSource
 	device string
 	cfg    Config
@@ -44,6 +45,7 @@ type outSource struct {
 	graph int             // index among the graph outputs, or -1
 	input int             // index of the input returned as is, or -1
 	data  []byte          // a captured constant returned as is
+	keep  *External       // data's owner when it is external memory
 }
 
 // NewExecutor compiles the computation from inputs (placeholders from NewPlaceholder)
@@ -100,6 +102,9 @@ func (s *Session) NewExecutorWith(name string, inputs []*Tensor, outputs []*Tens
 			src.input = j
 		case k == concrete:
 			src.data = data
+			if src.keep = out.Keep(); src.keep != nil {
+				ex.keeps = append(ex.keeps, src.keep)
+			}
 		default:
 			if j, seen := graphOut[out]; seen {
 				src.graph = j
@@ -120,6 +125,7 @@ func (s *Session) NewExecutorWith(name string, inputs []*Tensor, outputs []*Tens
 		ex.outs = append(ex.outs, src)
 	}
 	ex.bound = gb.bound
+	ex.keeps = append(ex.keeps, gb.keeps...)
 	for _, t := range gb.boundT {
 		ex.boundT = append(ex.boundT, t.typ)
 	}
@@ -269,6 +275,7 @@ func (e *Executor) run(inputs []*Tensor, profile bool) ([]*Tensor, *Profile, err
 	}
 	bufs := make([][]byte, 0, len(inputs)+len(e.bound))
 	shapes := make([]core.Shape, 0, len(inputs)+len(e.bound))
+	keeps := e.keeps[:len(e.keeps):len(e.keeps)] // appends copy: runs may be concurrent
 	for i, in := range inputs {
 		if in == nil {
 			return nil, nil, core.Errorf(core.ValueError, "input %d is missing (nil tensor)", i)
@@ -280,6 +287,9 @@ func (e *Executor) run(inputs []*Tensor, profile bool) ([]*Tensor, *Profile, err
 			return nil, nil, err
 		}
 		bufs = append(bufs, in.Data())
+		if k := in.Keep(); k != nil {
+			keeps = append(keeps, k)
+		}
 		shapes = append(shapes, in.typ.Shape)
 	}
 	bufs = append(bufs, e.bound...)
@@ -364,8 +374,9 @@ func (e *Executor) run(inputs []*Tensor, profile bool) ([]*Tensor, *Profile, err
 		default:
 			data = src.data
 		}
-		// Buffers are never written after creation, so results may share them.
-		out[i] = &Tensor{typ: typ, kind: concrete, data: data}
+		// Buffers are never written after creation, so results may share them (and
+		// then the owner of external memory among them).
+		out[i] = &Tensor{typ: typ, kind: concrete, data: data, keep: keepOf(data, keeps)}
 	}
 	return out, prof, nil
 }

@@ -15,6 +15,7 @@ type graphBuild struct {
 	nInput int      // params that are the caller's inputs (placeholders)
 	bound  [][]byte // data of the params after the inputs, in param order
 	boundT []*Tensor
+	keeps  []*External // owners of the external memory among bound
 }
 
 func newGraphBuild(name string, inputs []*Tensor) (*graphBuild, error) {
@@ -46,6 +47,9 @@ func (gb *graphBuild) value(t *Tensor) (core.Value, error) {
 		v = gb.b.Param(fmt.Sprintf("c%d", len(gb.bound)), t.typ)
 		gb.bound = append(gb.bound, data)
 		gb.boundT = append(gb.boundT, t)
+		if k := t.Keep(); k != nil {
+			gb.keeps = append(gb.keeps, k)
+		}
 	case placeholder:
 		return -1, core.Errorf(core.ValueError, "this value depends on an input of a function being traced by p.compile, so it has no data yet").
 			Because("a traced function's inputs are placeholders: their values exist only when the compiled executor runs").

@@ -131,7 +131,7 @@ func (s *Session) RealizeStats(t *Tensor) (Stats, bool, error) {
 	if len(outs) != 1 || len(outs[0]) != t.typ.Bytes() {
 		return Stats{}, false, core.Errorf(core.InternalError, "program returned %d outputs (first %d bytes) for one %v result", len(outs), firstLen(outs), t.typ).WithLoc(o.loc)
 	}
-	t.setData(outs[0])
+	t.setData(outs[0], keepOf(outs[0], gb.keeps))
 	s.recordStats(st)
 	return st, true, nil
 }

@@ -38,6 +38,7 @@ type Tensor struct {
 	mu   sync.Mutex // guards kind, data and op
 	kind kind
 	data []byte
+	keep *External // the owner of data when it is external memory (nil: library memory)
 	op   *op
 
 	realizing sync.Mutex // held while this tensor is being realised, so it is computed once
@@ -78,9 +79,10 @@ func (t *Tensor) state() (kind, []byte, *op) {
 }
 
 // setData makes the tensor concrete and drops its recipe, so its inputs can be freed.
-func (t *Tensor) setData(b []byte) {
+// keep is the External that b belongs to, if any.
+func (t *Tensor) setData(b []byte, keep *External) {
 	t.mu.Lock()
-	t.kind, t.data, t.op = concrete, b, nil
+	t.kind, t.data, t.keep, t.op = concrete, b, keep, nil
 	t.mu.Unlock()
 }
 
@@ -219,5 +221,8 @@ func (s *Session) WithLayout(t *Tensor, l core.Layout) (*Tensor, error) {
 	if err := s.Realize(t); err != nil {
 		return nil, err
 	}
-	return &Tensor{typ: typ, kind: concrete, data: t.Data()}, nil
+	t.mu.Lock()
+	data, keep := t.data, t.keep
+	t.mu.Unlock()
+	return &Tensor{typ: typ, kind: concrete, data: data, keep: keep}, nil
 }

@@ -52,6 +52,7 @@ from .tile import Tile, TileGrid, tile, tile_concat
 from .tile_config import TileConfig
 from .tile_ops import *  # noqa: F401,F403
 from .tile_recommend import TileChoice, recommend_tile
+from .torch_interop import CopyWarning, external_memory, from_dlpack, from_torch, last_fallbacks, to_torch
 
 __version__ = "0.1.0"
 ABI_VERSION = _lib.ABI_VERSION
@@ -59,6 +60,12 @@ ABI_VERSION = _lib.ABI_VERSION
 __all__ = [
     "Tensor",
     "from_numpy",
+    "from_torch",
+    "to_torch",
+    "from_dlpack",
+    "CopyWarning",
+    "external_memory",
+    "last_fallbacks",
     "promote_types",
     "symbol",
     "Dim",

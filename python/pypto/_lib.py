@@ -19,7 +19,7 @@ import threading
 from . import errors
 
 #: The C ABI version this Python package was written against (capi/main.go abiVersion).
-ABI_VERSION = 4
+ABI_VERSION = 5
 
 LIB_NAME = "libpypto.so"
 
@@ -79,8 +79,12 @@ _SIGNATURES = {
     "pypto_collective": (_cp, _P(_vp), _P(_vp), _i32, *_str_out),
     "pypto_realize_stats": (_handle, *_str_out),
     "pypto_progress_json": _str_out,
+    "pypto_from_external": (_i32, _i32, _P(_i64), _vp, ctypes.c_uint64, _P(_handle)),
+    "pypto_externals_released": (_i32, _P(_P(ctypes.c_uint64)), _P(_i64), _P(_i64)),
+    "pypto_dlpack_export": (_handle, _P(_vp)),
+    "pypto_dlpack_deleter": (_vp,),
 }
-_RESTYPES = {"pypto_abi_version": _i32, "pypto_string_free": None}
+_RESTYPES = {"pypto_abi_version": _i32, "pypto_string_free": None, "pypto_dlpack_deleter": None}
 
 
 def library_path() -> str:

@@ -1,0 +1,63 @@
+"""PyTorch interop: ``p.from_torch`` (tensors and nn.Modules), ``Tensor.to_torch``,
+``p.from_dlpack`` and ``Tensor.__dlpack__``, and the ``torch.compile`` backend
+"pypto" (``dynamo.py``). torch is optional (``pip install pypto[torch]``): importing
+pypto never imports it; the functions here import it on first use."""
+
+from __future__ import annotations
+
+from .._location import user_location
+from ..errors import PyptoTypeError
+from .dlpack import CopyWarning, external_memory, from_dlpack
+
+__all__ = ["from_torch", "from_dlpack", "CopyWarning", "external_memory", "last_fallbacks"]
+
+INSTALL_HINT = "install it with: pip install 'pypto[torch]' (torch from PyPI on Linux is a CUDA build of several GB)"
+
+
+def _torch():
+    try:
+        import torch
+    except ImportError:
+        raise PyptoTypeError(f"this needs PyTorch, which is not installed: {INSTALL_HINT}", location=user_location()) from None
+    from . import tensors  # noqa: F401  (attaches Tensor.to_torch)
+
+    return torch
+
+
+def from_torch(obj, copy=None, *, config=None, dynamic=False):
+    """A torch tensor or nn.Module in PyPTO.
+
+    - a ``torch.Tensor`` gives a p.Tensor sharing its memory when it is a C-contiguous
+      CPU tensor of float32, float16, bfloat16, int8, int32 or bool; otherwise a copy
+      with a :class:`CopyWarning` saying why (``copy=True``: copy silently,
+      ``copy=False``: raise instead). int64 tensors are copied to int32 (values
+      range-checked).
+    - an ``nn.Module`` gives a :class:`TorchModel`: traced with torch.fx, its torch
+      operations mapped to PyPTO ops, compiled (per input signature) by ``p.compile``
+      with ``config``; weights shared, not copied. Operations PyPTO cannot run raise one
+      CompileError listing each with its source line."""
+    torch = _torch()
+    if isinstance(obj, torch.Tensor):
+        from .tensors import tensor_from_torch
+
+        return tensor_from_torch(obj, copy=copy)
+    if isinstance(obj, torch.nn.Module):
+        from .module import from_module
+
+        return from_module(obj, config=config, dynamic=dynamic)
+    raise PyptoTypeError(f"from_torch: expected a torch.Tensor or a torch.nn.Module, got {type(obj).__name__}", location=user_location())
+
+
+def to_torch(x):
+    """``x.to_torch()``: a p.Tensor's value as a torch tensor sharing its memory."""
+    _torch()
+    return x.to_torch()
+
+
+def last_fallbacks() -> list:
+    """The operations the last graph compiled by ``torch.compile(backend="pypto")`` runs
+    in torch rather than on PyPTO: a list of dicts {"op", "reason", "where"} (empty when
+    everything ran on PyPTO, or before any compilation)."""
+    from . import fallbacks
+
+    return fallbacks.last()

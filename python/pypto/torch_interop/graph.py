@@ -1,0 +1,165 @@
+"""A torch.fx graph run as a PyPTO function: each node becomes PyPTO ops through the
+table in ops_table.py; parameters and buffers are shared with torch (wrapped without a
+copy, once per torch tensor, so tied weights stay one tensor)."""
+
+from __future__ import annotations
+
+import re
+
+import torch
+import torch.fx
+from torch.utils import _pytree as pytree
+
+from ..errors import CompileError, Location, PyptoError, SymbolicShapeError
+from ..tensor import Tensor
+from . import ops_table
+from .tensors import tensor_from_torch
+
+_FRAME = re.compile(r'File "([^"]+)", line (\d+), in (\S+)\n\s*(.*)')
+
+
+def node_location(node: torch.fx.Node) -> Location:
+    """Where in the user's module the node comes from (the innermost frame of its
+    recorded stack), or an empty Location."""
+    trace = node.stack_trace or node.meta.get("stack_trace") or ""
+    frames = _FRAME.findall(trace)
+    if not frames:
+        return Location()
+    file, line, func, _ = frames[-1]
+    return Location(file, int(line), func)
+
+
+def node_source(node: torch.fx.Node) -> str:
+    """The node's source line as text, e.g. "model.py:12 in forward: x = torch.cumsum(x, 1)"."""
+    trace = node.stack_trace or node.meta.get("stack_trace") or ""
+    frames = _FRAME.findall(trace)
+    if not frames:
+        return "(no source line recorded)"
+    file, line, func, code = frames[-1]
+    return f"{file}:{line} in {func}: {code.strip()}"
+
+
+def describe(node: torch.fx.Node, gm: torch.fx.GraphModule) -> str:
+    """The torch operation a node runs, for messages."""
+    if node.op == "call_function":
+        return ops_table.function_name(node.target)
+    if node.op == "call_method":
+        return f"Tensor.{node.target}"
+    if node.op == "call_module":
+        m = gm.get_submodule(node.target)
+        return f"{type(m).__qualname__} ({node.target})"
+    return f"{node.op} {node.target}"
+
+
+def why_unsupported(node: torch.fx.Node, gm: torch.fx.GraphModule) -> "str | None":
+    """Why the node cannot run on PyPTO (None: it can, as far as the table says)."""
+    if node.op == "call_function":
+        if node.target not in ops_table.FUNCTIONS:
+            return f"{ops_table.function_name(node.target)} has no PyPTO mapping"
+    elif node.op == "call_method":
+        if node.target not in ops_table.METHODS:
+            return f"Tensor.{node.target} has no PyPTO mapping"
+    elif node.op == "call_module":
+        return ops_table.module_unsupported(gm.get_submodule(node.target))
+    return _dtype_unsupported(node)
+
+
+def _dtype_unsupported(node: torch.fx.Node) -> "str | None":
+    """A value of a dtype PyPTO lacks (float64, complex, ...), when the graph records it."""
+    val = node.meta.get("example_value", node.meta.get("val"))
+    for v in pytree.tree_leaves(val):
+        if isinstance(v, torch.Tensor) and v.dtype not in ops_table.TORCH_DTYPES:
+            return f"it computes a {v.dtype} tensor, which PyPTO does not have"
+        if isinstance(v, torch.Tensor) and v.device.type != "cpu":
+            return f"it computes on {v.device}"
+    return None
+
+
+class Params:
+    """The torch tensors (parameters, buffers, captured constants) a graph reads, each
+    wrapped once as a p.Tensor sharing its memory; the torch tensor is kept here."""
+
+    def __init__(self):
+        self._wrapped: dict = {}
+
+    def __call__(self, t: torch.Tensor) -> Tensor:
+        hit = self._wrapped.get(id(t))
+        if hit is not None and hit[0] is t:
+            return hit[1]
+        pt = tensor_from_torch(t.detach(), quiet=True)
+        self._wrapped[id(t)] = (t, pt)
+        return pt
+
+
+class GraphFunction:
+    """Calls the nodes of gm on PyPTO values: ``fn(*tensors)`` returns the flat list of
+    the output's tensors (``out_spec`` rebuilds the output's structure, ``out_consts``
+    holds its leaves that are not tensors)."""
+
+    def __init__(self, gm: torch.fx.GraphModule, params: "Params | None" = None):
+        self.gm = gm
+        self.params = params or Params()
+        self.placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+        self.out_spec = None
+        self.out_tensor_at: list = []  # positions of the tensor leaves among the output's leaves
+        self.out_leaves: list = []  # non-tensor leaves (tensor positions hold None)
+
+    def __call__(self, *inputs):
+        env = {}
+        it = iter(inputs)
+        result = None
+        for node in self.gm.graph.nodes:
+            if node.op == "placeholder":
+                env[node] = next(it)
+                continue
+            if node.op == "output":
+                result = torch.fx.node.map_arg(node.args[0], lambda n: env[n])
+                break
+            args = torch.fx.node.map_arg(node.args, lambda n: env[n])
+            kwargs = torch.fx.node.map_arg(node.kwargs, lambda n: env[n])
+            env[node] = self._run(node, args, kwargs)
+        leaves, self.out_spec = pytree.tree_flatten(result)
+        self.out_tensor_at = [i for i, v in enumerate(leaves) if isinstance(v, Tensor)]
+        self.out_leaves = [None if isinstance(v, Tensor) else v for v in leaves]
+        return [leaves[i] for i in self.out_tensor_at]
+
+    def _run(self, node, args, kwargs):
+        try:
+            if node.op == "get_attr":
+                v = _attr(self.gm, node.target)
+                return self.params(v) if isinstance(v, torch.Tensor) else v
+            if node.op == "call_function":
+                return ops_table.FUNCTIONS[node.target](*args, **kwargs)
+            if node.op == "call_method":
+                return ops_table.METHODS[node.target](*args, **kwargs)
+            if node.op == "call_module":
+                m = self.gm.get_submodule(node.target)
+                return ops_table.MODULES[type(m)](m, self.params, *args, **kwargs)
+        except SymbolicShapeError:
+            raise  # p.compile traces this input signature with concrete sizes instead
+        except PyptoError as e:
+            loc = node_location(node)
+            if loc.file:
+                e.location = loc
+            raise
+        except (TypeError, ValueError, KeyError) as e:
+            raise CompileError(
+                f"from_torch: {describe(node, self.gm)} cannot run on PyPTO as called: {e}",
+                location=node_location(node),
+                suggestions=["run this part in torch (torch.compile(model, backend='pypto') falls back per op)"],
+            ) from None
+        raise CompileError(f"from_torch: unexpected graph node {node.op} {node.target}", location=node_location(node))
+
+    def rebuild(self, tensors):
+        """The output structure with tensors at their places."""
+        leaves = list(self.out_leaves)
+        for i, t in zip(self.out_tensor_at, tensors):
+            leaves[i] = t
+        return pytree.tree_unflatten(leaves, self.out_spec)
+
+
+def _attr(gm, target: str):
+    obj = gm
+    for part in target.split("."):
+        obj = getattr(obj, part)
+    return obj

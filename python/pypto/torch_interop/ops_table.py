@@ -1,0 +1,420 @@
+"""The torch operations PyPTO runs, and how: torch functions, Tensor methods and
+nn.Module types, each mapped to PyPTO ops (one table, read by the module importer and
+by the torch.compile backend).
+
+A handler takes torch's arguments with PyPTO tensors in place of torch tensors and
+returns PyPTO values. A module handler also gets the module (its parameters are shared
+with PyPTO through ``params``, which wraps each torch tensor once, without a copy).
+``module_unsupported`` says why a module instance cannot be run (a training-mode
+Dropout, a MultiheadAttention option), or None.
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from .. import nn as pnn, ops, reductions, shape_ops
+from ..dtypes import bfloat16, bool_, float16, float32, int8, int32
+from ..tensor import Tensor
+
+#: torch dtypes PyPTO has, and the dtype it runs them in (int64 indices run as int32).
+TORCH_DTYPES = {
+    torch.float32: float32, torch.float16: float16, torch.bfloat16: bfloat16,
+    torch.int8: int8, torch.int32: int32, torch.bool: bool_, torch.int64: int32,
+}  # fmt: skip
+
+
+def _dtype(d):
+    if d is None or d in TORCH_DTYPES.values():
+        return d
+    if d in TORCH_DTYPES:
+        return TORCH_DTYPES[d]
+    raise TypeError(f"dtype {d} is not a PyPTO dtype")
+
+
+def _dims(args):
+    """torch's f(x, 1, 2) and f(x, (1, 2)) forms of a dims argument."""
+    if len(args) == 1 and isinstance(args[0], (tuple, list, torch.Size)):
+        return list(args[0])
+    return list(args)
+
+
+def _axis(dim):
+    return tuple(dim) if isinstance(dim, (list, tuple)) else dim
+
+
+# --- functions -------------------------------------------------------------------------------
+
+
+def _softmax(x, dim=None, _stacklevel=3, dtype=None):
+    x = x if dtype is None else ops.cast(x, _dtype(dtype))
+    return pnn.softmax(x, axis=-1 if dim is None else dim)
+
+
+def _log_softmax(x, dim=None, _stacklevel=3, dtype=None):
+    x = x if dtype is None else ops.cast(x, _dtype(dtype))
+    return pnn.log_softmax(x, axis=-1 if dim is None else dim)
+
+
+def _linear(x, weight, bias=None):
+    y = ops.matmul(x, weight, transpose_b=True)
+    return y if bias is None else y + bias
+
+
+def _layer_norm(x, normalized_shape, weight=None, bias=None, eps=1e-5):
+    return pnn.layer_norm(x, list(normalized_shape), weight, bias, eps)
+
+
+def _rms_norm(x, normalized_shape, weight=None, eps=None):
+    if eps is None:
+        eps = torch.finfo(torch.float32 if x.dtype == float32 else torch.float16 if x.dtype == float16 else torch.bfloat16).eps
+    return pnn.rms_norm(x, list(normalized_shape), weight, eps)
+
+
+def _embedding(ids, weight, padding_idx=None, max_norm=None, norm_type=2.0, scale_grad_by_freq=False, sparse=False):
+    if max_norm is not None:
+        raise TypeError("embedding with max_norm renormalises the weights in place")
+    return shape_ops.take(weight, ids, axis=0)
+
+
+def _gelu(x, approximate="none"):
+    return ops.gelu(x, approximate=approximate)
+
+
+def _dropout(x, p=0.5, training=False, inplace=False):
+    if training and p > 0:
+        raise TypeError("dropout in training mode")
+    return x
+
+
+def _sdpa(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False):
+    if enable_gqa:
+        raise TypeError("scaled_dot_product_attention with enable_gqa")
+    return pnn.scaled_dot_product_attention(query, key, value, attn_mask, dropout_p, is_causal, scale)
+
+
+def _reduce(fn):
+    def f(x, dim=None, keepdim=False, *, dtype=None):
+        if dtype is not None:
+            x = ops.cast(x, _dtype(dtype))
+        return fn(x, axis=_axis(dim), keepdims=keepdim)
+
+    return f
+
+
+def _var(x, dim=None, *, correction=1, keepdim=False, unbiased=None):
+    ddof = correction if unbiased is None else int(bool(unbiased))
+    return reductions.var(x, axis=_axis(dim), keepdims=keepdim, ddof=ddof)
+
+
+def _cat(tensors, dim=0):
+    return shape_ops.concat(list(tensors), axis=dim)
+
+
+def _stack(tensors, dim=0):
+    return shape_ops.stack(list(tensors), axis=dim)
+
+
+def _transpose(x, dim0, dim1):
+    perm = list(range(x.ndim))
+    perm[dim0], perm[dim1] = perm[dim1], perm[dim0]
+    return shape_ops.permute(x, perm)
+
+
+def _t(x):
+    return x if x.ndim < 2 else _transpose(x, 0, 1)
+
+
+def _reshape(x, *shape):
+    return shape_ops.reshape(x, _dims(shape))
+
+
+def _permute(x, *dims):
+    return shape_ops.permute(x, _dims(dims))
+
+
+def _flatten(x, start_dim=0, end_dim=-1):
+    return shape_ops.flatten(x, start_dim, end_dim)
+
+
+def _unsqueeze(x, dim):
+    return shape_ops.unsqueeze(x, dim)
+
+
+def _squeeze(x, dim=None):
+    return shape_ops.squeeze(x, dim if not isinstance(dim, list) else tuple(dim))
+
+
+def _expand(x, *sizes):
+    return shape_ops.expand(x, _dims(sizes))
+
+
+def _split(x, split_size_or_sections, dim=0):
+    n = x.shape[dim]
+    if isinstance(split_size_or_sections, int):
+        size = split_size_or_sections
+        points = list(range(size, n, size))
+    else:
+        points, at = [], 0
+        for s in list(split_size_or_sections)[:-1]:
+            at += s
+            points.append(at)
+    return tuple(shape_ops.split(x, points, axis=dim))
+
+
+def _chunk(x, chunks, dim=0):
+    n = x.shape[dim]
+    size = -(-n // chunks)
+    return _split(x, size, dim)
+
+
+def _to(x, *args, **kwargs):
+    dtype = kwargs.get("dtype")
+    for a in args:
+        if isinstance(a, torch.dtype):
+            dtype = a
+        elif isinstance(a, Tensor):
+            dtype = a.dtype
+        elif not isinstance(a, (str, torch.device)):
+            raise TypeError(f"Tensor.to({a!r})")
+    device = kwargs.get("device", next((a for a in args if isinstance(a, (str, torch.device))), None))
+    if device is not None and torch.device(device).type != "cpu":
+        raise TypeError(f"Tensor.to(device={device!r})")
+    return x if dtype is None else ops.cast(x, _dtype(dtype))
+
+
+def _cast_to(dt):
+    return lambda x, *a, **k: ops.cast(x, dt)
+
+
+def _type_as(x, other):
+    return ops.cast(x, other.dtype)
+
+
+def _size(x, dim=None):
+    return tuple(x.shape) if dim is None else x.shape[dim]
+
+
+def _contiguous(x, *args, **kwargs):
+    return x
+
+
+def _masked_fill(x, mask, value):
+    if isinstance(value, Tensor):
+        value = ops.cast(value, x.dtype)
+    return ops.where(mask, value, x)
+
+
+def _where(cond, a=None, b=None):
+    if a is None:
+        raise TypeError("torch.where(cond) with one argument (its size depends on the values)")
+    return ops.where(cond, a, b)
+
+
+def _matmul(a, b):
+    return ops.matmul(a, b)
+
+
+def _add(a, b, *, alpha=1):
+    return a + (b if alpha == 1 else b * alpha)
+
+
+def _sub(a, b, *, alpha=1):
+    return a - (b if alpha == 1 else b * alpha)
+
+
+def _baddbmm(inp, a, b, *, beta=1, alpha=1):
+    return inp * beta + ops.matmul(a, b) * alpha
+
+
+def _addmm(inp, a, b, *, beta=1, alpha=1):
+    return inp * beta + ops.matmul(a, b) * alpha
+
+
+def _clamp(x, min=None, max=None):
+    return ops.clip(x, min, max)
+
+
+def _leaky_relu(x, negative_slope=0.01, inplace=False):
+    return ops.where(x >= 0, x, x * negative_slope)
+
+
+def _relu(x, inplace=False):
+    return ops.relu(x)
+
+
+def _silu(x, inplace=False):
+    return ops.silu(x)
+
+
+def _hardtanh(x, min_val=-1.0, max_val=1.0, inplace=False):
+    return ops.clip(x, min_val, max_val)
+
+
+def _getitem(x, key):
+    if isinstance(x, Tensor):
+        return shape_ops.getitem(x, key)
+    return operator.getitem(x, key)
+
+
+def _softplus(x, beta=1.0, threshold=20.0):
+    bx = x * beta
+    return ops.where(bx > threshold, x, ops.log(ops.exp(bx) + 1) / beta)
+
+
+#: torch functions (and Python operators, as FX records them) -> handler.
+FUNCTIONS = {
+    operator.add: _add, operator.sub: _sub, operator.mul: operator.mul, operator.truediv: operator.truediv,
+    operator.floordiv: operator.floordiv, operator.neg: operator.neg, operator.pow: operator.pow,
+    operator.matmul: _matmul, operator.getitem: _getitem, operator.iadd: _add, operator.imul: operator.mul,
+    operator.eq: operator.eq, operator.ne: operator.ne, operator.lt: operator.lt, operator.le: operator.le,
+    operator.gt: operator.gt, operator.ge: operator.ge, operator.and_: operator.and_, operator.or_: operator.or_,
+    operator.invert: operator.invert,
+    getattr: getattr,
+    torch.add: _add, torch.sub: _sub, torch.subtract: _sub, torch.mul: operator.mul, torch.multiply: operator.mul,
+    torch.div: operator.truediv, torch.true_divide: operator.truediv, torch.neg: operator.neg,
+    torch.pow: ops.pow, torch.maximum: ops.maximum, torch.minimum: ops.minimum,
+    torch.matmul: _matmul, torch.mm: _matmul, torch.bmm: _matmul, torch.baddbmm: _baddbmm, torch.addmm: _addmm,
+    torch.exp: ops.exp, torch.log: ops.log, torch.sqrt: ops.sqrt, torch.rsqrt: ops.rsqrt,
+    torch.reciprocal: ops.reciprocal, torch.sin: ops.sin, torch.cos: ops.cos, torch.tanh: ops.tanh,
+    torch.erf: ops.erf, torch.abs: ops.abs, torch.sigmoid: ops.sigmoid, torch.relu: ops.relu,
+    torch.floor: ops.floor, torch.ceil: ops.ceil,
+    torch.clamp: _clamp, torch.clip: _clamp, torch.where: _where, torch.softmax: _softmax,
+    torch.log_softmax: _log_softmax, torch.layer_norm: _layer_norm,
+    torch.sum: _reduce(reductions.sum), torch.mean: _reduce(reductions.mean), torch.amax: _reduce(reductions.max),
+    torch.amin: _reduce(reductions.min), torch.var: _var,
+    torch.cat: _cat, torch.concat: _cat, torch.stack: _stack, torch.transpose: _transpose, torch.t: _t,
+    torch.permute: _permute, torch.reshape: _reshape, torch.flatten: _flatten, torch.unsqueeze: _unsqueeze,
+    torch.squeeze: _squeeze, torch.split: _split, torch.chunk: _chunk, torch.masked_fill: _masked_fill,
+    F.linear: _linear, F.relu: _relu, F.gelu: _gelu, F.silu: _silu, F.sigmoid: ops.sigmoid, F.tanh: ops.tanh,
+    F.leaky_relu: _leaky_relu, F.hardtanh: _hardtanh, F.softplus: _softplus,
+    F.softmax: _softmax, F.log_softmax: _log_softmax, F.layer_norm: _layer_norm, F.embedding: _embedding,
+    F.dropout: _dropout, F.scaled_dot_product_attention: _sdpa,
+}  # fmt: skip
+if hasattr(F, "rms_norm"):
+    FUNCTIONS[F.rms_norm] = _rms_norm
+
+#: Tensor methods (FX call_method targets) -> handler(self, *args).
+METHODS = {
+    "add": _add, "sub": _sub, "mul": operator.mul, "div": operator.truediv, "neg": operator.neg,
+    "pow": ops.pow, "matmul": _matmul, "exp": ops.exp, "log": ops.log, "sqrt": ops.sqrt, "rsqrt": ops.rsqrt,
+    "tanh": ops.tanh, "sigmoid": ops.sigmoid, "relu": ops.relu, "abs": ops.abs, "reciprocal": ops.reciprocal,
+    "softmax": _softmax, "log_softmax": _log_softmax, "sum": _reduce(reductions.sum),
+    "mean": _reduce(reductions.mean), "amax": _reduce(reductions.max), "var": _var,
+    "view": _reshape, "reshape": _reshape, "permute": _permute, "transpose": _transpose, "t": _t,
+    "flatten": _flatten, "unsqueeze": _unsqueeze, "squeeze": _squeeze, "expand": _expand, "split": _split,
+    "chunk": _chunk, "contiguous": _contiguous, "size": _size, "to": _to, "type_as": _type_as,
+    "float": _cast_to(float32), "half": _cast_to(float16), "bfloat16": _cast_to(bfloat16), "int": _cast_to(int32),
+    "masked_fill": _masked_fill, "clamp": _clamp, "clip": _clamp,
+    "__getitem__": _getitem,
+}  # fmt: skip
+
+
+# --- modules ---------------------------------------------------------------------------------
+
+
+def _mha(m: nn.MultiheadAttention, params, query, key, value, key_padding_mask=None, need_weights=True,
+         attn_mask=None, average_attn_weights=True, is_causal=False):  # fmt: skip
+    if key_padding_mask is not None:
+        raise TypeError("MultiheadAttention with key_padding_mask")
+    e, h = m.embed_dim, m.num_heads
+    d = e // h
+    if not m.batch_first:  # [L, N, E] -> [N, L, E]
+        query, key, value = (_transpose(t, 0, 1) for t in (query, key, value))
+    if m._qkv_same_embed_dim:
+        w = params(m.in_proj_weight)
+        wq, wk, wv = shape_ops.split(w, [e, 2 * e], axis=0)
+    else:
+        wq, wk, wv = params(m.q_proj_weight), params(m.k_proj_weight), params(m.v_proj_weight)
+    bq = bk = bv = None
+    if m.in_proj_bias is not None:
+        bq, bk, bv = shape_ops.split(params(m.in_proj_bias), [e, 2 * e], axis=0)
+
+    def heads(x, w, b):
+        y = _linear(x, w, b)
+        n, length = y.shape[0], y.shape[1]
+        return shape_ops.permute(shape_ops.reshape(y, [n, length, h, d]), [0, 2, 1, 3])
+
+    q, k, v = heads(query, wq, bq), heads(key, wk, bk), heads(value, wv, bv)
+    mask = attn_mask
+    if mask is not None and mask.dtype == bool_:
+        mask = ops.logical_not(mask)  # torch's MHA masks out where True; sdpa keeps where True
+    o = pnn.scaled_dot_product_attention(q, k, v, mask, 0.0, is_causal and mask is None)
+    n, length = o.shape[0], o.shape[2]
+    o = shape_ops.reshape(shape_ops.permute(o, [0, 2, 1, 3]), [n, length, e])
+    o = _linear(o, params(m.out_proj.weight), None if m.out_proj.bias is None else params(m.out_proj.bias))
+    if not m.batch_first:
+        o = _transpose(o, 0, 1)
+    weights = None
+    if need_weights:
+        s = ops.matmul(q, k, transpose_b=True) * (1.0 / math.sqrt(d))
+        if mask is not None:
+            s = ops.where(mask, s, float("-inf")) if mask.dtype == bool_ else s + mask
+        weights = pnn.softmax(s, axis=-1)
+        if average_attn_weights:
+            weights = reductions.mean(weights, axis=1)
+    return o, weights
+
+
+def _mha_unsupported(m: nn.MultiheadAttention):
+    if m.bias_k is not None or m.add_zero_attn:
+        return "MultiheadAttention with add_bias_kv or add_zero_attn"
+    if m.training and m.dropout > 0:
+        return "MultiheadAttention with dropout in training mode (call model.eval())"
+    return None
+
+
+def _opt(params, t):
+    return None if t is None else params(t)
+
+
+#: nn.Module types -> handler(module, params, *args, **kwargs).
+MODULES = {
+    nn.Linear: lambda m, P, x: _linear(x, P(m.weight), _opt(P, m.bias)),
+    nn.Embedding: lambda m, P, ids: _embedding(ids, P(m.weight), max_norm=m.max_norm),
+    nn.LayerNorm: lambda m, P, x: pnn.layer_norm(x, list(m.normalized_shape), _opt(P, m.weight), _opt(P, m.bias), m.eps),
+    nn.ReLU: lambda m, P, x: ops.relu(x),
+    nn.GELU: lambda m, P, x: ops.gelu(x, approximate=m.approximate),
+    nn.SiLU: lambda m, P, x: ops.silu(x),
+    nn.Sigmoid: lambda m, P, x: ops.sigmoid(x),
+    nn.Tanh: lambda m, P, x: ops.tanh(x),
+    nn.LeakyReLU: lambda m, P, x: _leaky_relu(x, m.negative_slope),
+    nn.Hardtanh: lambda m, P, x: ops.clip(x, m.min_val, m.max_val),
+    nn.Softplus: lambda m, P, x: _softplus(x, m.beta, m.threshold),
+    nn.Softmax: lambda m, P, x: _softmax(x, m.dim),
+    nn.LogSoftmax: lambda m, P, x: _log_softmax(x, m.dim),
+    nn.Dropout: lambda m, P, x: x,
+    nn.Identity: lambda m, P, x, *a, **k: x,
+    nn.Flatten: lambda m, P, x: shape_ops.flatten(x, m.start_dim, m.end_dim),
+    nn.MultiheadAttention: _mha,
+}  # fmt: skip
+if hasattr(nn, "RMSNorm"):
+    MODULES[nn.RMSNorm] = lambda m, P, x: _rms_norm(x, list(m.normalized_shape), _opt(P, m.weight), m.eps)
+
+
+def module_unsupported(m) -> "str | None":
+    """Why this module instance cannot run on PyPTO (None: it can)."""
+    handler = MODULES.get(type(m))
+    if handler is None:
+        return f"module {type(m).__module__}.{type(m).__qualname__} has no PyPTO mapping"
+    if isinstance(m, nn.Dropout) and m.training and m.p > 0:
+        return "Dropout in training mode (call model.eval() for inference)"
+    if isinstance(m, nn.Embedding) and m.max_norm is not None:
+        return "Embedding with max_norm (it renormalises the weights in place)"
+    if isinstance(m, nn.MultiheadAttention):
+        return _mha_unsupported(m)
+    return None
+
+
+def function_name(target) -> str:
+    """A torch function's readable name: torch.nn.functional.gelu, operator.add."""
+    mod = getattr(target, "__module__", None) or ""
+    name = getattr(target, "__qualname__", None) or getattr(target, "__name__", None) or repr(target)
+    if mod.startswith("torch._C"):
+        mod = "torch"
+    return f"{mod}.{name}" if mod else name
