@@ -3,6 +3,7 @@ package session
 import (
 	"runtime"
 	"sync"
+	"time"
 	"unsafe"
 
 	"pypto/core"
@@ -98,13 +99,27 @@ func maybeCollect(n int) {
 // the garbage collector, so that every buffer unreachable now is in the list.
 func ReleasedExternals(collect bool) ([]uint64, int) {
 	if collect {
-		runtime.GC()
+		collectExternals()
 	}
 	externals.mu.Lock()
 	defer externals.mu.Unlock()
 	ids := externals.released
 	externals.released = nil
 	return ids, externals.live
+}
+
+// collectExternals runs the garbage collector and waits (up to a second) until the
+// cleanups it queued have run: cleanups run after the collection returns, in the order
+// queued, so a sentinel queued by a second collection runs after them.
+func collectExternals() {
+	runtime.GC()
+	done := make(chan struct{})
+	runtime.AddCleanup(new([64]byte), func(c chan struct{}) { close(c) }, done)
+	runtime.GC()
+	select {
+	case <-done:
+	case <-time.After(time.Second):
+	}
 }
 
 // keepOf returns the External (among keeps) whose memory holds data, or nil: results

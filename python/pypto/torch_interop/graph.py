@@ -4,6 +4,7 @@ copy, once per torch tensor, so tied weights stay one tensor)."""
 
 from __future__ import annotations
 
+import os
 import re
 
 import torch
@@ -18,24 +19,29 @@ from .tensors import tensor_from_torch
 _FRAME = re.compile(r'File "([^"]+)", line (\d+), in (\S+)\n\s*(.*)')
 
 
-def node_location(node: torch.fx.Node) -> Location:
-    """Where in the user's module the node comes from (the innermost frame of its
-    recorded stack), or an empty Location."""
+_LIBRARIES = (os.path.dirname(torch.__file__) + os.sep, os.path.dirname(os.path.dirname(__file__)) + os.sep)
+
+
+def _user_frame(node: torch.fx.Node):
+    """The innermost frame of the node's recorded stack in the user's code (not torch's
+    or PyPTO's), as (file, line, func, code), or None."""
     trace = node.stack_trace or node.meta.get("stack_trace") or ""
-    frames = _FRAME.findall(trace)
-    if not frames:
-        return Location()
-    file, line, func, _ = frames[-1]
-    return Location(file, int(line), func)
+    frames = [f for f in _FRAME.findall(trace) if not f[0].startswith(_LIBRARIES)]
+    return frames[-1] if frames else None
+
+
+def node_location(node: torch.fx.Node) -> Location:
+    """Where in the user's module the node comes from, or an empty Location."""
+    f = _user_frame(node)
+    return Location(f[0], int(f[1]), f[2]) if f else Location()
 
 
 def node_source(node: torch.fx.Node) -> str:
     """The node's source line as text, e.g. "model.py:12 in forward: x = torch.cumsum(x, 1)"."""
-    trace = node.stack_trace or node.meta.get("stack_trace") or ""
-    frames = _FRAME.findall(trace)
-    if not frames:
+    f = _user_frame(node)
+    if f is None:
         return "(no source line recorded)"
-    file, line, func, code = frames[-1]
+    file, line, func, code = f
     return f"{file}:{line} in {func}: {code.strip()}"
 
 
@@ -55,10 +61,10 @@ def why_unsupported(node: torch.fx.Node, gm: torch.fx.GraphModule) -> "str | Non
     """Why the node cannot run on PyPTO (None: it can, as far as the table says)."""
     if node.op == "call_function":
         if node.target not in ops_table.FUNCTIONS:
-            return f"{ops_table.function_name(node.target)} has no PyPTO mapping"
+            return "no PyPTO mapping"
     elif node.op == "call_method":
         if node.target not in ops_table.METHODS:
-            return f"Tensor.{node.target} has no PyPTO mapping"
+            return "no PyPTO mapping"
     elif node.op == "call_module":
         return ops_table.module_unsupported(gm.get_submodule(node.target))
     return _dtype_unsupported(node)

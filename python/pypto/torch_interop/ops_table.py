@@ -401,7 +401,7 @@ def module_unsupported(m) -> "str | None":
     """Why this module instance cannot run on PyPTO (None: it can)."""
     handler = MODULES.get(type(m))
     if handler is None:
-        return f"module {type(m).__module__}.{type(m).__qualname__} has no PyPTO mapping"
+        return f"no PyPTO mapping for {type(m).__module__}.{type(m).__qualname__}"
     if isinstance(m, nn.Dropout) and m.training and m.p > 0:
         return "Dropout in training mode (call model.eval() for inference)"
     if isinstance(m, nn.Embedding) and m.max_norm is not None:
@@ -417,4 +417,6 @@ def function_name(target) -> str:
     name = getattr(target, "__qualname__", None) or getattr(target, "__name__", None) or repr(target)
     if mod.startswith("torch._C"):
         mod = "torch"
+    if name.startswith("_VariableFunctionsClass."):  # torch.cumprod and the like
+        name = name.rsplit(".", 1)[-1]
     return f"{mod}.{name}" if mod else name
