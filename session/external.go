@@ -82,12 +82,14 @@ func releaseExternal(r externalRelease) {
 // since the last time, so that buffers no longer referred to are reported released.
 func maybeCollect(n int) {
 	externals.mu.Lock()
-	externals.live += n
-	externals.sinceGC += n
-	collect := externals.sinceGC > externalGCBytes
+	// Checked before counting n: wrapping one large buffer costs no collection; the
+	// next wrap after 256 MiB or more pays for one.
+	collect := externals.sinceGC >= externalGCBytes
 	if collect {
 		externals.sinceGC = 0
 	}
+	externals.live += n
+	externals.sinceGC += n
 	externals.mu.Unlock()
 	if collect {
 		runtime.GC()

@@ -369,3 +369,21 @@ def test_torch_is_an_optional_extra():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert "pip install 'pypto[torch]'" in out.stdout and "CUDA build" in out.stdout
+
+
+def test_api_doc_torch_section_runs():
+    import re
+
+    text = (ROOT / "docs" / "api.md").read_text()
+    start = text.index("\n## torch interop\n")
+    end = text.find("\n## ", start + 1)
+    blocks = re.findall(r"```python\n(.*?)```", text[start : end if end >= 0 else len(text)], re.S)
+    assert len(blocks) >= 4
+    import torch._dynamo
+
+    torch._dynamo.reset()
+    namespace = {}
+    for block in blocks:
+        if 'backend="pypto"' in block:
+            _backend_registered()
+        exec(compile(block, "docs/api.md", "exec"), namespace)

@@ -28,6 +28,7 @@ import gc
 import itertools
 import threading
 import warnings
+import weakref
 
 import numpy as np
 
@@ -109,6 +110,9 @@ def _destroy_capsule(capsule):
 # --- external memory: owners kept alive while the library refers to their bytes ----------------
 
 _owners: dict = {}
+# (address, dtype code, shape) -> the live tensor wrapping that memory, so that wrapping
+# the same memory again (a module's weights on every torch.compile call) reuses it.
+_live: dict = {}
 _owners_lock = threading.Lock()
 _ids = itertools.count(1)
 
@@ -125,6 +129,12 @@ class _Consumed:
         m, self._managed = self._managed, None
         if m and m.contents.deleter:
             m.contents.deleter(m)
+
+
+def _forget(key) -> None:
+    ref = _live.get(key)
+    if ref is not None and ref() is None:
+        del _live[key]
 
 
 def _release_done(collect: bool = False) -> int:
@@ -198,9 +208,18 @@ def from_dlpack(x, copy=None, *, _op="from_dlpack") -> Tensor:
     view, why = _host_view(t)
     if why is None and copy is not True:
         dt = as_dtype(view.dtype)
-        _py.PyCapsule_SetName(capsule, _USED_NAME)  # ours now: the capsule no longer frees it
         ptr = (t.data or 0) + t.byte_offset
-        return _wrap_external(_Consumed(managed), ptr, view.shape, dt)
+        key = (ptr, dt.code, view.shape)
+        ref = _live.get(key)
+        same = ref() if ref is not None else None
+        if same is not None:
+            # Memory PyPTO already wraps: its first owner is alive (the tensor holds it),
+            # so this is the same memory; the new capsule is left to free itself.
+            return same
+        _py.PyCapsule_SetName(capsule, _USED_NAME)  # ours now: the capsule no longer frees it
+        out = _wrap_external(_Consumed(managed), ptr, view.shape, dt)
+        _live[key] = weakref.ref(out, lambda _, k=key: _forget(k))
+        return out
     if copy is False:
         raise PyptoValueError(
             f"{_op}: cannot share this memory without a copy: {why}",

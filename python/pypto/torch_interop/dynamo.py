@@ -65,11 +65,15 @@ class PyptoPart(torch.nn.Module):
         self._fn = GraphFunction(gm, Params())
         self._executor = None
         self._failed = False
+        self._last_inputs = []
 
     def forward(self, *args):
         if self._failed or not all(isinstance(a, torch.Tensor) for a in args):
             return self.torch_part(*args)
         tensors = [tensor_from_torch(a, quiet=True) for a in args]
+        # Kept until the next call, so that inputs of the same memory (the weights)
+        # are found wrapped already instead of wrapped again.
+        self._last_inputs = tensors
         try:
             if self._executor is None:
                 fn = self._fn

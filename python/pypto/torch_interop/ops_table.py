@@ -76,10 +76,28 @@ def _rms_norm(x, normalized_shape, weight=None, eps=None):
     return pnn.rms_norm(x, list(normalized_shape), weight, eps)
 
 
+#: The largest table a device gather reads, in elements (public: lower/lowering_gather.go
+#: maxGatherElems, addresses built in fp32).
+GATHER_ELEMENTS = 1 << 24
+
+
 def _embedding(ids, weight, padding_idx=None, max_norm=None, norm_type=2.0, scale_grad_by_freq=False, sparse=False):
     if max_norm is not None:
         raise TypeError("embedding with max_norm renormalises the weights in place")
-    return shape_ops.take(weight, ids, axis=0)
+    rows, width = weight.shape
+    if rows * width < GATHER_ELEMENTS:
+        return shape_ops.take(weight, ids, axis=0)
+    # A table beyond the gather's reach (GPT-2's 50257 x 768): gather from row blocks
+    # that fit, each index from its block, zeros elsewhere; the sum is exact.
+    per = (GATHER_ELEMENTS - 1) // width
+    out = None
+    for start in range(0, rows, per):
+        n = min(per, rows - start)
+        got = shape_ops.take(weight[start : start + n], ops.clip(ids - start, 0, n - 1), axis=0)
+        inside = shape_ops.unsqueeze((ids >= start) & (ids < start + n), -1)
+        got = ops.where(inside, got, 0)
+        out = got if out is None else out + got
+    return out
 
 
 def _gelu(x, approximate="none"):
