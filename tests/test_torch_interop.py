@@ -178,6 +178,15 @@ class _Attention(nn.Module):
         return self.norm(self.act(out) + x)
 
 
+class _AttentionWeights(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.mha = nn.MultiheadAttention(8, 2, batch_first=True)
+
+    def forward(self, x, mask):
+        return self.mha(x, x, x, attn_mask=mask)  # the averaged weights too
+
+
 class _Sdpa(nn.Module):
     def forward(self, q, k, v, mask):
         return F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
@@ -200,7 +209,24 @@ _CASES = {
     "mha-seq-first": (lambda: _Attention(False), lambda: (torch.randn(6, 2, 16),)),
     "sdpa-bool-mask": (_Sdpa, lambda: (torch.randn(2, 3, 5, 8), torch.randn(2, 3, 7, 8), torch.randn(2, 3, 7, 8), torch.rand(5, 7) > 0.3)),
     "embedding-softmax": (_Embed, lambda: (torch.randint(0, 50, (4, 7)),)),
+    "mha-weights-bool-mask": (_AttentionWeights, lambda: (torch.randn(2, 5, 8), torch.triu(torch.ones(5, 5, dtype=torch.bool), 1))),
 }
+
+
+def test_a_float16_module_runs_in_float16():
+    import copy
+
+    torch.manual_seed(4)
+    m = nn.Sequential(nn.Linear(16, 32), nn.GELU(approximate="tanh"), nn.Linear(32, 8)).eval()
+    ref = copy.deepcopy(m)  # float32
+    model = p.from_torch(m.half())
+    assert model._fn.params(m[0].weight).dtype == p.float16  # shared, in the module's dtype
+    x = torch.randn(3, 16)
+    got = model(x.half())
+    assert got.dtype == torch.float16
+    with torch.no_grad():
+        want = ref(x)
+    np.testing.assert_allclose(got.float().numpy(), want.numpy(), rtol=1e-2, atol=1e-2)
 
 
 @pytest.mark.parametrize("case", list(_CASES))
@@ -316,6 +342,10 @@ def test_torch_compile_runs_gpt2_on_pypto():
     _close(got, want, "compiled GPT logits")
     assert torch.equal(got[:, -1].argmax(-1), want[:, -1].argmax(-1))
     assert p.last_fallbacks() == []
+    from pypto.torch_interop.fallbacks import last_parts
+
+    (part,) = last_parts()  # the whole graph is one part, run on the simulated NPU
+    assert part["ops"] > 50 and part["runs"] == 1 and part["sim_ms"] > 0
 
 
 def test_torch_compile_by_name_through_the_entry_point():
@@ -352,6 +382,9 @@ def test_torch_compile_falls_back_per_op_and_says_why(caplog):
     assert fb[0]["reason"] == "no PyPTO mapping"
     assert fb[0]["where"].startswith(f"{__file__}:") and "falls back" in fb[0]["where"]
     assert any("torch.cumprod runs in torch" in r.getMessage() for r in caplog.records)
+    from pypto.torch_interop.fallbacks import last_parts
+
+    assert [e["runs"] for e in last_parts()] == [1, 1]  # the parts before and after it ran on PyPTO
 
 
 # --- packaging ---------------------------------------------------------------------------------

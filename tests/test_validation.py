@@ -21,6 +21,19 @@ X = np.arange(24, dtype=np.float32).reshape(2, 3, 4) / 10  # a valid tensor argu
 M = np.ones((4, 4), np.float32)
 I = np.array([0, 1], np.int32)
 
+try:  # torch is an optional extra: its functions are checked when it is installed
+    import torch as _torch
+
+    _TORCH_X = _torch.zeros(2, 3)
+except ImportError:
+    _TORCH_X = None
+NEEDS_TORCH = {"from_torch", "to_torch"}
+
+
+def _skip_without_torch(name):
+    if name in NEEDS_TORCH and _TORCH_X is None:
+        pytest.skip("PyTorch is not installed: pip install 'pypto[torch]'")
+
 
 def _not_dtype(v):
     return not check.dtype_supported(v)
@@ -133,7 +146,7 @@ _BINARY = (
     " logaddexp hypot atan2 arctan2"
 )
 _REDUCE = "sum prod max min amax amin mean reduce_sum reduce_prod reduce_max reduce_min reduce_mean"
-_NO_ARGS = "block_idx subblock_idx is_cube get_device last_stats cache_info clear_cache registered_kernels lowered_ops composite_ops"
+_NO_ARGS = "block_idx subblock_idx is_cube get_device last_stats cache_info clear_cache registered_kernels lowered_ops composite_ops last_fallbacks"
 
 #: name -> (valid keyword arguments, argument kinds). A name of the message may differ
 #: from the parameter's: kind "k@name".
@@ -214,6 +227,10 @@ TABLE = {
     "manual_seed": ({"seed": 1}, {"seed": "count"}),
     "randint": ({"low": 0, "high": 5, "size": [3]}, {"low": "int", "high": "int?", "size": "shape", "dtype": "dtype?"}),
     "from_numpy": ({"arr": X}, {"arr": "array"}),
+    "from_dlpack": ({"x": X}, {"x": "tensor", "copy": "flag?"}),
+    "from_torch": ({"obj": _TORCH_X}, {"obj": "tensor", "copy": "flag?", "config": "config?", "dynamic": "flag?"}),
+    "to_torch": ({"x": X}, {"x": "tensor"}),
+    "external_memory": ({}, {"collect": "flag"}),
     "promote_types": ({"a": p.float16, "b": p.int8}, {"a": "dtype", "b": "dtype"}),
     # tiles, compile, devices, kernels
     "tile": ({"x": M, "tile_shape": [2, 2]}, {"x": "tensor", "tile_shape": "tile_shape", "config": "tile_config?"}),
@@ -346,6 +363,7 @@ def _cases():
 
 @pytest.mark.parametrize("name", sorted(n for n in _public() if n in TABLE or n.startswith("tile_")))
 def test_the_valid_call_works(name):
+    _skip_without_torch(name)
     fn = getattr(p, name)
     args = dict(_entry(name)[0])
     prev = p.get_device()
@@ -359,6 +377,7 @@ def test_the_valid_call_works(name):
 @settings(max_examples=12, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True)
 @given(data=st.data())
 def test_bad_values_raise_pypto_errors_naming_the_argument(name, param, data):
+    _skip_without_torch(name)
     fn = getattr(p, name)
     args, kinds = _entry(name)
     kind = kinds[param]

@@ -5,8 +5,11 @@ pypto never imports it; the functions here import it on first use."""
 
 from __future__ import annotations
 
+from .. import _validate as check
 from .._location import user_location
+from ..config import CompileConfig
 from ..errors import PyptoTypeError
+from ..tensor import as_tensor
 from .dlpack import CopyWarning, external_memory, from_dlpack
 
 __all__ = ["from_torch", "from_dlpack", "CopyWarning", "external_memory", "last_fallbacks"]
@@ -36,6 +39,10 @@ def from_torch(obj, copy=None, *, config=None, dynamic=False):
       operations mapped to PyPTO ops, compiled (per input signature) by ``p.compile``
       with ``config``; weights shared, not copied. Operations PyPTO cannot run raise one
       CompileError listing each with its source line."""
+    copy = None if copy is None else check.flag(copy, "copy", "from_torch")
+    if config is not None and not isinstance(config, CompileConfig):
+        raise check.fail("from_torch", "config", config, "a p.CompileConfig or None")
+    dynamic = None if dynamic is None else check.flag(dynamic, "dynamic", "from_torch")
     torch = _torch()
     if isinstance(obj, torch.Tensor):
         from .tensors import tensor_from_torch
@@ -45,11 +52,13 @@ def from_torch(obj, copy=None, *, config=None, dynamic=False):
         from .module import from_module
 
         return from_module(obj, config=config, dynamic=dynamic)
-    raise PyptoTypeError(f"from_torch: expected a torch.Tensor or a torch.nn.Module, got {type(obj).__name__}", location=user_location())
+    raise check.fail("from_torch", "obj", obj, "a torch.Tensor or a torch.nn.Module")
 
 
 def to_torch(x):
-    """``x.to_torch()``: a p.Tensor's value as a torch tensor sharing its memory."""
+    """``x.to_torch()``: a p.Tensor's value as a torch tensor sharing its memory (a
+    numpy array or a scalar is made a p.Tensor first)."""
+    x = as_tensor(x, "to_torch", "x")
     _torch()
     return x.to_torch()
 

@@ -32,10 +32,10 @@ import weakref
 
 import numpy as np
 
-from .. import _lib
+from .. import _lib, _validate as check
 from .._location import user_location
-from ..dtypes import DType, as_dtype, bfloat16, bool_, float16, float32, int8, int32
-from ..errors import DTypeError, PyptoTypeError, PyptoValueError
+from ..dtypes import DType, as_dtype, bfloat16
+from ..errors import DTypeError, PyptoValueError
 from ..tensor import Tensor, _from_host, host_array
 
 __all__ = ["from_dlpack", "CopyWarning", "external_memory"]
@@ -84,7 +84,6 @@ _DL_NUMPY = {
     (1, 8): "uint8", (1, 16): "uint16", (1, 32): "uint32", (1, 64): "uint64",
     (2, 16): "float16", (2, 32): "float32", (2, 64): "float64", (4, 16): "bfloat16", (6, 8): "bool",
 }  # fmt: skip
-_DL_CODES = {float32: (2, 32), float16: (2, 16), bfloat16: (4, 16), int8: (0, 8), int32: (0, 32), bool_: (6, 8)}
 
 _py = ctypes.pythonapi
 _py.PyCapsule_IsValid.argtypes, _py.PyCapsule_IsValid.restype = [ctypes.py_object, ctypes.c_char_p], ctypes.c_int
@@ -164,7 +163,7 @@ def external_memory(collect: bool = True) -> dict:
     """What PyPTO holds of other libraries' memory: ``{"buffers": owners kept alive,
     "bytes": bytes still referred to}``. ``collect`` first runs the Go garbage collector,
     so buffers nothing refers to any more are released now."""
-    live = _release_done(collect)
+    live = _release_done(check.flag(collect, "collect", "external_memory"))
     with _owners_lock:
         return {"buffers": len(_owners), "bytes": live}
 
@@ -188,7 +187,7 @@ def _wrap_external(owner, ptr: int, shape, dt: DType) -> Tensor:
 # --- import -----------------------------------------------------------------------------------
 
 
-def from_dlpack(x, copy=None, *, _op="from_dlpack") -> Tensor:
+def from_dlpack(x, copy=None) -> Tensor:
     """A p.Tensor of ``x``, any object with ``__dlpack__`` (a numpy array, a torch
     tensor, ...) or a DLPack capsule.
 
@@ -200,9 +199,12 @@ def from_dlpack(x, copy=None, *, _op="from_dlpack") -> Tensor:
     int64 and other integer widths are copied into int32 when every value fits (else a
     ValueError names the first that does not); float64 raises DTypeError: convert first.
     See the module's documentation for how long the producer's memory is kept."""
-    if copy is not None and not isinstance(copy, bool):
-        raise PyptoTypeError(f"from_dlpack: copy must be True, False or None, not {copy!r}", location=user_location())
-    capsule, holder = _capsule_of(x)
+    return import_dlpack(x, None if copy is None else check.flag(copy, "copy", "from_dlpack"), "from_dlpack")
+
+
+def import_dlpack(x, copy, op: str) -> Tensor:
+    """from_dlpack for the function op (named in messages)."""
+    capsule, holder = _capsule_of(x, op)
     managed = ctypes.cast(_py.PyCapsule_GetPointer(capsule, _NAME), ctypes.POINTER(_DLManaged))
     t = managed.contents.dl_tensor
     view, why = _host_view(t)
@@ -222,13 +224,13 @@ def from_dlpack(x, copy=None, *, _op="from_dlpack") -> Tensor:
         return out
     if copy is False:
         raise PyptoValueError(
-            f"{_op}: cannot share this memory without a copy: {why}",
+            f"{op}: cannot share this memory without a copy: {why}",
             location=user_location(),
             suggestions=["pass copy=None (copy with a warning) or copy=True"],
         )
     if why is not None and copy is None:
-        warnings.warn(f"{_op} copies the data: {why}", CopyWarning, stacklevel=_stacklevel())
-    arr = host_array(view, _op, "x")  # int widths -> int32 (range-checked)
+        warnings.warn(f"{op} copies the data: {why}", CopyWarning, stacklevel=_stacklevel())
+    arr = host_array(view, op, "x")  # int widths -> int32 (range-checked)
     out = Tensor._wrap(_from_host(arr, None))
     del holder  # the producer's memory was read: the capsule may go
     return out
@@ -244,17 +246,16 @@ def _stacklevel() -> int:
     return level
 
 
-def _capsule_of(x):
+def _capsule_of(x, op: str):
     """x's DLPack capsule (legacy, unconsumed) and what keeps its memory alive."""
     if type(x).__name__ == "PyCapsule":
         if not _py.PyCapsule_IsValid(x, _NAME):
             raise PyptoValueError("from_dlpack: the capsule is not an unconsumed 'dltensor' capsule (it may have been used already)", location=user_location())
         return x, x
     if not hasattr(x, "__dlpack__"):
-        raise PyptoTypeError(
-            f"from_dlpack: {type(x).__name__} has no __dlpack__ method",
-            location=user_location(),
-            suggestions=["pass a numpy array, a torch tensor or another DLPack producer (p.from_numpy takes lists)"],
+        raise check.fail(
+            op, "x", x, "an object with __dlpack__ (a numpy array, a torch tensor, ...) or a DLPack capsule",
+            suggestions=["p.from_numpy takes lists and scalars"],
         )
     device = getattr(x, "__dlpack_device__", None)
     if device is not None:

@@ -66,6 +66,8 @@ class PyptoPart(torch.nn.Module):
         self._executor = None
         self._failed = False
         self._last_inputs = []
+        ops = sum(1 for n in gm.graph.nodes if n.op.startswith("call_"))
+        self._entry = fallbacks.add_part(name, ops)
 
     def forward(self, *args):
         if self._failed or not all(isinstance(a, torch.Tensor) for a in args):
@@ -88,6 +90,8 @@ class PyptoPart(torch.nn.Module):
             self._failed = True
             fallbacks.add(self._record, f"part {self._name}", f"PyPTO could not run it: {e.message}", str(e.location or ""))
             return self.torch_part(*args)
+        self._entry["runs"] += 1
+        self._entry["sim_ms"] = self._executor.last_time_ms
         outs = [outs] if isinstance(outs, Tensor) else list(outs)
         return self._fn.rebuild([_to_torch_like(o, a) for o, a in zip(outs, _out_examples(self.torch_part, len(outs)))])
 

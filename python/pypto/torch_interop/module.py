@@ -7,7 +7,6 @@ import torch.fx
 
 from ..compile import compile as _p_compile
 from .._location import user_location
-from ..config import CompileConfig
 from ..errors import CompileError, PyptoTypeError
 from ..tensor import Tensor, as_tensor
 from .graph import GraphFunction, describe, node_location, node_source, why_unsupported
@@ -29,7 +28,7 @@ class TorchModel:
     ``executor`` is the p.compile Executor (``dump()``, ``stats()``, ``last_time_ms``);
     ``graph_module`` the traced torch.fx GraphModule."""
 
-    def __init__(self, module: torch.nn.Module, config: "CompileConfig | None" = None, dynamic=False):
+    def __init__(self, module: torch.nn.Module, config=None, dynamic=False):
         self.module = module
         self.graph_module = _trace(module)
         _check_supported(self.graph_module, type(module).__qualname__)

@@ -9,7 +9,7 @@ import torch
 from .._location import user_location
 from ..errors import PyptoValueError
 from ..tensor import Tensor
-from .dlpack import CopyWarning, from_dlpack
+from .dlpack import CopyWarning, import_dlpack
 
 
 def tensor_from_torch(t: torch.Tensor, copy=None, quiet: bool = False) -> Tensor:
@@ -32,8 +32,8 @@ def tensor_from_torch(t: torch.Tensor, copy=None, quiet: bool = False) -> Tensor
     if quiet and copy is None:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", CopyWarning)
-            return from_dlpack(t, copy=None, _op="from_torch")
-    return from_dlpack(t, copy=copy, _op="from_torch")
+            return import_dlpack(t, None, "from_torch")
+    return import_dlpack(t, copy, "from_torch")
 
 
 def to_torch(x: Tensor) -> torch.Tensor:
