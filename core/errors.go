@@ -25,6 +25,10 @@ type Location struct {
 	File string `json:"file,omitempty"`
 	Line int    `json:"line,omitempty"`
 	Func string `json:"func,omitempty"`
+	// Scope is the user's frames from the outermost to this one, as
+	// "func@line;func@line" (recorded only while tracing for the visualisation, which
+	// groups nodes by it; not part of messages).
+	Scope string `json:"scope,omitempty"`
 }
 
 // IsZero reports whether no location was recorded.

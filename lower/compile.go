@@ -42,6 +42,9 @@ type Options struct {
 	Deterministic bool
 	// Runtime is the runtime's scheduling features the program's runs use.
 	Runtime Runtime
+	// Visualize keeps what Executable.Visualization shows: the Tensor Graph the tile
+	// pass lowered and, for each pass, the difference it made to the level it left.
+	Visualize bool
 }
 
 // Executable is a compiled graph ready to run on the simulated device. It is
@@ -62,6 +65,9 @@ type Executable struct {
 	constants [][]byte
 	images    gmImages // GM images of finished runs, for the next ones
 	runtime   Runtime
+	// lowered and passes are kept with Options.Visualize (see visualize.go).
+	lowered *core.Graph
+	passes  []passRecord
 }
 
 var passTableOnce = sync.OnceValue(func() error { return checkPassTable(passTable) })
@@ -97,7 +103,8 @@ func Compile(g *core.Graph, opts Options) (exe *Executable, err error) {
 	if c.exec == nil {
 		return nil, core.Errorf(core.ValueError, "lower.Compile: StopAfter=%q ends before an execution graph exists", opts.StopAfter)
 	}
-	return &Executable{chip: opts.Chip, graph: g, exec: c.exec, times: c.times, dumps: c.dumps, layouts: c.layouts, compile: time.Since(start), stopAfter: opts.StopAfter, constants: c.constants, runtime: opts.Runtime}, nil
+	return &Executable{chip: opts.Chip, graph: g, exec: c.exec, times: c.times, dumps: c.dumps, layouts: c.layouts, compile: time.Since(start), stopAfter: opts.StopAfter, constants: c.constants, runtime: opts.Runtime,
+		lowered: c.lowered, passes: c.records}, nil
 }
 
 // TaskRun is what one task did in a run.

@@ -2,6 +2,7 @@ package lower
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"pypto/core"
@@ -114,6 +115,11 @@ type compilation struct {
 	layouts []LayoutConversion
 	// folds are the views matrix kernels read in place (see runFoldViews).
 	folds map[core.Value]viewFold
+	// With Options.Visualize: each pass's record and the Tensor Graph as the tile pass
+	// found it (see visualize.go).
+	records []passRecord
+	lowered *core.Graph
+	rec     recorder
 }
 
 // run is the one driver loop: run each enabled pass, time it, verify the IR it leaves
@@ -126,11 +132,17 @@ func (c *compilation) run(table []Pass) error {
 			continue
 		}
 		prog.Step(i, p.Name)
+		if c.opts.Visualize {
+			c.rec.before(c, p)
+		}
 		start := time.Now()
 		if err := p.Run(c); err != nil {
 			return err
 		}
 		c.times = append(c.times, PassTiming{Name: p.Name, Duration: time.Since(start)})
+		if c.opts.Visualize {
+			c.rec.after(c, p, c.times[len(c.times)-1].Duration)
+		}
 		if c.opts.Verify {
 			if err := c.verify(p.Produces); err != nil {
 				return core.Errorf(core.InternalError, "IR invalid after pass %s: %v", p.Name, err).
@@ -138,7 +150,7 @@ func (c *compilation) run(table []Pass) error {
 			}
 		}
 		if c.opts.Dump {
-			c.dumps = append(c.dumps, fmt.Sprintf("== after %s (%s) ==\n%s", p.Name, p.Produces, c.text(p.Produces)))
+			c.dumps = append(c.dumps, fmt.Sprintf("== after %s (%s) ==\n%s", p.Name, p.Produces, c.text(p.Produces, true)))
 		}
 		if p.Name == c.opts.StopAfter {
 			return nil
@@ -161,7 +173,10 @@ func (c *compilation) verify(l Level) error {
 	return nil // machine programs are checked by the backend that builds them
 }
 
-func (c *compilation) text(l Level) string {
+// text is the text of level l: the text forms (the execution graph's with its tile and
+// block graphs and programs when full, else its summary) and the machine programs'
+// listings (when full, else a line per program).
+func (c *compilation) text(l Level, full bool) string {
 	switch l {
 	case LevelTensor:
 		return core.Format(c.graph)
@@ -170,15 +185,19 @@ func (c *compilation) text(l Level) string {
 	case LevelBlock:
 		return c.block.Format()
 	case LevelExec:
-		return c.exec.Format(true)
+		return c.exec.Format(full)
 	}
-	var s string
+	var b strings.Builder
 	for _, t := range c.exec.Tasks {
 		for _, m := range t.Machine {
-			s += m.String()
+			if full {
+				b.WriteString(m.String())
+			} else {
+				fmt.Fprintf(&b, "%s: machine %s core=%s instructions=%d\n", t.Name, m.Name, m.Core, len(m.Instrs))
+			}
 		}
 	}
-	return s
+	return b.String()
 }
 
 // runVerifyTensor checks the input graph whatever Options.Verify says: everything

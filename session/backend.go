@@ -45,6 +45,11 @@ type memoryPlanner interface {
 	MemoryPlan() (lower.MemoryPlan, bool)
 }
 
+// visualizer is a Program that exports what the viewer shows of it.
+type visualizer interface {
+	Visualization() (*lower.Visualization, error)
+}
+
 // layoutReporter is a Program that reports the layout conversions it keeps.
 type layoutReporter interface {
 	LayoutConversions() []lower.LayoutConversion

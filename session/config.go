@@ -27,6 +27,9 @@ type Config struct {
 	PerSizePrograms bool
 	// Runtime is the runtime's scheduling features the program's runs use.
 	Runtime lower.Runtime
+	// Visualize keeps what the visualisation shows of each compilation
+	// (lower.Options.Visualize).
+	Visualize bool
 }
 
 // configJSON is Config as Python sends it, the level as a number (absent: the default).
@@ -42,6 +45,7 @@ type configJSON struct {
 	OverlapLaunch   bool     `json:"overlap_launch"`
 	PrefetchL2      bool     `json:"prefetch_l2"`
 	BalanceBlocks   bool     `json:"balance_blocks"`
+	Visualize       bool     `json:"visualize"`
 }
 
 // ParseConfig reads a Config from its JSON form {"opt_level", "disable_passes",
@@ -54,7 +58,7 @@ func ParseConfig(text string) (Config, error) {
 	if t := strings.TrimSpace(text); t != "" && t != "null" {
 		if err := decodeStrict(t, &cj); err != nil {
 			return Config{}, core.Errorf(core.ValueError, "compile config: %v", err).
-				Suggest("the fields are opt_level, disable_passes, memory_pool_bytes, chip, deterministic, max_steps, per_size_programs, concurrent_tasks, overlap_launch, prefetch_l2 and balance_blocks")
+				Suggest("the fields are opt_level, disable_passes, memory_pool_bytes, chip, deterministic, max_steps, per_size_programs, concurrent_tasks, overlap_launch, prefetch_l2, balance_blocks and visualize")
 		}
 	}
 	if cj.MaxSteps < 0 {
@@ -62,7 +66,7 @@ func ParseConfig(text string) (Config, error) {
 			Suggest("give a positive number of instructions, or none for the default")
 	}
 	c := Config{DisabledPasses: cj.DisabledPasses, MemoryPoolBytes: cj.MemoryPoolBytes, Device: cj.Device, Deterministic: cj.Deterministic, MaxSteps: cj.MaxSteps, PerSizePrograms: cj.PerSizePrograms,
-		Runtime: lower.Runtime{ConcurrentTasks: cj.ConcurrentTasks, OverlapLaunch: cj.OverlapLaunch, PrefetchL2: cj.PrefetchL2, BalanceBlocks: cj.BalanceBlocks}}
+		Runtime: lower.Runtime{ConcurrentTasks: cj.ConcurrentTasks, OverlapLaunch: cj.OverlapLaunch, PrefetchL2: cj.PrefetchL2, BalanceBlocks: cj.BalanceBlocks}, Visualize: cj.Visualize}
 	if cj.OptLevel != nil {
 		l, err := lower.OptLevelOf(*cj.OptLevel)
 		if err != nil {
@@ -82,8 +86,8 @@ func (c Config) Key() string {
 	off := slices.Clone(c.DisabledPasses)
 	slices.Sort(off)
 	rt := c.Runtime
-	return fmt.Sprintf("opt=%s;off=%s;pool=%d;det=%t;steps=%d;rt=%t%t%t%t", c.OptLevel, strings.Join(slices.Compact(off), ","), c.MemoryPoolBytes, c.Deterministic, c.MaxSteps,
-		rt.ConcurrentTasks, rt.OverlapLaunch, rt.PrefetchL2, rt.BalanceBlocks)
+	return fmt.Sprintf("opt=%s;off=%s;pool=%d;det=%t;steps=%d;rt=%t%t%t%t;viz=%t", c.OptLevel, strings.Join(slices.Compact(off), ","), c.MemoryPoolBytes, c.Deterministic, c.MaxSteps,
+		rt.ConcurrentTasks, rt.OverlapLaunch, rt.PrefetchL2, rt.BalanceBlocks, c.Visualize)
 }
 
 func decodeStrict(text string, v any) error {
@@ -94,7 +98,7 @@ func decodeStrict(text string, v any) error {
 
 // options are the lowering options the config asks for (the caller adds the chip).
 func (c Config) options() lower.Options {
-	o := lower.Options{OptLevel: c.OptLevel, MemoryPoolBytes: c.MemoryPoolBytes, Deterministic: c.Deterministic, Runtime: c.Runtime}
+	o := lower.Options{OptLevel: c.OptLevel, MemoryPoolBytes: c.MemoryPoolBytes, Deterministic: c.Deterministic, Runtime: c.Runtime, Visualize: c.Visualize}
 	if len(c.DisabledPasses) > 0 {
 		o.Disabled = map[string]bool{}
 		for _, p := range c.DisabledPasses {

@@ -68,3 +68,6 @@ func (p loweredProgram) MemoryPlan() (lower.MemoryPlan, bool) { return p.exe.Mem
 func (p loweredProgram) LayoutConversions() []lower.LayoutConversion {
 	return p.exe.LayoutConversions()
 }
+
+// Visualization is what the viewer shows of the program (compiled with Visualize).
+func (p loweredProgram) Visualization() (*lower.Visualization, error) { return p.exe.Visualization() }

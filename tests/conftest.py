@@ -18,6 +18,7 @@ import ml_dtypes
 import pytest
 
 import pypto as p
+from browser_support import browser  # noqa: F401  (the fixture of the tests that open pages)
 
 ULP = {
     np.dtype(np.float32): 2.0**-23,

@@ -20,7 +20,7 @@ def _section(title):
     return TEXT[start : end if end >= 0 else len(TEXT)]
 
 
-@pytest.mark.parametrize("title", ["Profiling", "Debugger"])
+@pytest.mark.parametrize("title", ["Visualisation", "Profiling", "Debugger"])
 def test_section_examples_run(title, tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     namespace = {}
@@ -28,7 +28,10 @@ def test_section_examples_run(title, tmp_path, monkeypatch, capsys):
     for block in _blocks(preamble) + _blocks(_section(title)):
         exec(compile(block, "docs/tools.md", "exec"), namespace)
     out = capsys.readouterr().out
-    if title == "Profiling":
+    if title == "Visualisation":
+        pages = sorted(f.name for f in (tmp_path / "viz_output").iterdir())
+        assert len(pages) == 2 and pages[0].startswith("block_") and (tmp_path / "block.json").exists()
+    elif title == "Profiling":
         assert "L2 hit rate" in out and "matmul" in out and "total" in out
     else:
         assert "breakpoint (op relu)" in out

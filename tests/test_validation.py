@@ -92,6 +92,7 @@ BAD = {
     "index": st.one_of(_text, st.integers(), st.none(), _junk, st.just([[0.5]])),
     "src": st.one_of(_text, st.none(), _junk, st.booleans()),
     "names?": st.one_of(st.integers(), st.floats(), st.just([1]), st.just(["a", "a"]), st.just("dp"), _junk),
+    "dir": st.one_of(st.integers(), st.floats(), st.none(), st.just(""), st.just(["out"])),
     "count?": st.one_of(_floats, _text, st.booleans(), st.integers(max_value=0)),
     "data": st.one_of(_text, st.just({"a": 1}), st.just([object()]), st.just(["1.5", "2"])),
     "config?": st.one_of(st.integers(), _text, st.just({"opt_level": 1})),
@@ -279,7 +280,7 @@ TABLE = {
     "CompileConfig": ({}, {"opt_level": "count", "disable_passes": "passes", "memory_pool_bytes": "count?", "chip": "chip",
                        "deterministic": "flag", "max_steps": "count?", "per_size_programs": "flag", "concurrent_tasks": "flag?",
                        "overlap_launch": "flag?", "prefetch_l2": "flag?", "balance_blocks": "flag?",
-                       "runtime_features": "flag"}),
+                       "runtime_features": "flag", "enable_visualization": "flag", "visualization_dir": "dir"}),
     "ProfileConfig": ({}, {"enable_profiling": "flag", "profile_output_dir": "name?", "profile_metrics": "passes"}),
     "DistributedConfig": ({"device_mesh": [2]}, {"parallel_strategy": "choice", "device_mesh": "shape", "tensor_parallel_size": "count?",
                           "pipeline_parallel_size": "count?", "data_parallel_size": "count?", "mesh_axis_names": "names?",
@@ -290,7 +291,7 @@ TABLE = {
 KERNEL_ONLY = {"load", "store", "push", "pop"}
 #: Public callables that are not functions with arguments to check.
 NOT_FUNCTIONS = {"Dim", "Layout", "DType", "TopK", "Tile", "TileGrid", "TileChoice", "BlockKernel", "Executor", "DistributedExecutor",
-                 "ErrorInfo", "Location", "ProfileResult"} | set(_NO_ARGS.split())  # fmt: skip
+                 "ErrorInfo", "Location", "ProfileResult", "Visualization"} | set(_NO_ARGS.split())  # fmt: skip
 
 
 def _public():

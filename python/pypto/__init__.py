@@ -15,6 +15,7 @@ from .compile import Executor, compile
 from .config import CompileConfig
 from .profile import ProfileConfig, ProfileResult, compare_profiles
 from .progress import set_progress
+from .visualize import Visualization
 from .device import cache_info, clear_cache, get_device, last_stats, set_device
 from .dtypes import DType, bfloat16, bool_, float16, float32, int8, int32
 from .errors import (
@@ -104,6 +105,7 @@ __all__ = [
     "compile",
     "Executor",
     "CompileConfig",
+    "Visualization",
     "set_device",
     "get_device",
     "last_stats",

@@ -57,6 +57,7 @@ _SIGNATURES = {
     "pypto_executor_last_stats": (_handle, _P(_i64), _P(ctypes.c_double), _P(_i32)),
     "pypto_executor_stats_json": (_handle, *_str_out),
     "pypto_executor_dump": (_handle, *_str_out),
+    "pypto_executor_visualization_json": (_handle, *_str_out),
     "pypto_op_names_json": _str_out,
     "pypto_lowered_ops_json": _str_out,
     "pypto_composite_ops_json": _str_out,

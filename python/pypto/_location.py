@@ -6,6 +6,7 @@ import json
 import os
 import sys
 import sysconfig
+import threading
 
 from .errors import Location
 
@@ -45,11 +46,40 @@ _JSON_CACHE: dict = {}
 _JSON_CACHE_MAX = 4096
 
 
+# Set while a trace for the visualisation runs in this thread: locations then carry the
+# user's calls that led to them (the viewer groups nodes by them).
+_scopes = threading.local()
+
+
+class recording_scopes:
+    """A context in which this thread's locations carry their scope: the user's frames
+    from the outermost to the one creating the op, "func@line;func@line" (qualified
+    function names)."""
+
+    def __enter__(self):
+        self._prev = getattr(_scopes, "on", False)
+        _scopes.on = True
+
+    def __exit__(self, *exc):
+        _scopes.on = self._prev
+
+
+def _scope(f) -> str:
+    calls = []
+    while f is not None and not _is_library(f.f_code):
+        calls.append(f"{f.f_code.co_qualname if hasattr(f.f_code, 'co_qualname') else f.f_code.co_name}@{f.f_lineno}")
+        f = f.f_back
+    return ";".join(reversed(calls))
+
+
 def user_location_json() -> bytes:
     """user_location() as the JSON the C ABI takes."""
     f = _frame()
     if f is None:
         return b""
+    if getattr(_scopes, "on", False):
+        loc = {"file": f.f_code.co_filename, "line": f.f_lineno, "func": f.f_code.co_name, "scope": _scope(f)}
+        return json.dumps(loc).encode()
     key = (f.f_code, f.f_lineno)
     text = _JSON_CACHE.get(key)
     if text is None:

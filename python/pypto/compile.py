@@ -9,17 +9,20 @@ shapes").
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import inspect
 import json
+import os
 import re
 import threading
+import warnings
 import weakref
 
 import numpy as np
 
 from . import _lib, _validate as check
-from ._location import user_location
+from ._location import recording_scopes, user_location
 from ._layout import as_layout
 from .config import CompileConfig
 from ._dist_executor import DistributedConfig, DistributedExecutor
@@ -30,6 +33,7 @@ from .profile import ProfileConfig, _from_executor as _profile_from_executor
 from .errors import CompileError, PyptoError, PyptoTypeError, ShapeError, SymbolicShapeError
 from .symbolic import Dim, symbol
 from .tensor import Tensor, _placeholder_from_text, _type_text, as_tensor
+from .visualize import Visualization
 
 __all__ = ["compile", "Executor"]
 
@@ -85,10 +89,11 @@ def compile(fn, config=None, *, inputs=None, dynamic=None, profile_config=None) 
 class _Compiled:
     """One traced Go executor (symbolic or for one concrete signature)."""
 
-    __slots__ = ("handle", "n_out", "structure", "symbolic", "_finalizer", "__weakref__")
+    __slots__ = ("handle", "n_out", "structure", "symbolic", "viz_written", "_finalizer", "__weakref__")
 
     def __init__(self, handle: int, n_out: int, structure, symbolic: bool):
         self.handle, self.n_out, self.structure, self.symbolic = handle, n_out, structure, symbolic
+        self.viz_written = 0  # programs whose page is written (a symbolic trace: one per binding)
         self._finalizer = weakref.finalize(self, _lib.free_handle, handle)
         self._finalizer.atexit = False
 
@@ -186,8 +191,10 @@ class Executor:
         except ValueError:  # no signature to check (some builtins)
             pass
         self._tracing.active = True
+        scopes = recording_scopes() if self._config.enable_visualization else contextlib.nullcontext()
         try:
-            result = self._fn(*placeholders)
+            with scopes:
+                result = self._fn(*placeholders)
         finally:
             self._tracing.active = False
         if isinstance(result, Tensor):
@@ -217,7 +224,24 @@ class Executor:
         _lib.call(_lib.lib.pypto_executor_num_outputs, compiled.handle, ctypes.byref(n))
         compiled.n_out = n.value
         compiled.symbolic = compiled.info()["symbolic"]
+        if not compiled.symbolic:
+            self._write_visualization(compiled)
         return compiled
+
+    def _write_visualization(self, compiled: _Compiled) -> None:
+        """With enable_visualization, writes the page of each program compiled (once)."""
+        if not self._config.enable_visualization:
+            return
+        n = compiled.info()["compiled"] if compiled.symbolic else 1
+        if n == compiled.viz_written:
+            return
+        compiled.viz_written = n
+        try:
+            view = Visualization._of(compiled.handle)
+        except PyptoError as e:  # e.g. the reference device compiles no program
+            warnings.warn(f"p.compile: no visualisation of {self._name}: {e}", stacklevel=3)
+            return
+        view.save(os.path.join(self._config.visualization_dir, ""))
 
     def _auto_placeholders(self, tensors):
         """Placeholders whose dims are automatic symbols named <parameter>.<axis>."""
@@ -323,6 +347,8 @@ class Executor:
             e.location = e.location or user_location()
             raise
         self._last = compiled
+        if compiled.symbolic:  # this run may have compiled a specialisation
+            self._write_visualization(compiled)
         results = [Tensor._wrap(outs[i]) for i in range(compiled.n_out)]
         if profile is not None:
             self._profile = _profile_from_executor(compiled.handle, self._name, profile)
@@ -407,13 +433,7 @@ class Executor:
         removed from opt_level 1), and for a symbolic trace "buckets": None when it
         compiles a program per size ("no_buckets" says why), else {"bounds": the bucket
         bounds learnt for each symbol, "probes": the programs estimated to find them}."""
-        c = self._last
-        if c is None:
-            traced = self._all()
-            if not traced:
-                raise RuntimeError("info(): the executor has not been traced yet")
-            c = traced[0]
-        i = c.info()
+        i = self._current("info(): the executor has not been traced yet").info()
         keys = ("device", "opt_level", "disable_passes", "memory_pool_bytes", "memory", "layout_conversions")
         out = {k: i[k] for k in keys}
         if i["symbolic"]:
@@ -482,12 +502,7 @@ class Executor:
     def dump(self) -> str:
         """Text of every graph level and the PTO programs of the last run (for a
         symbolic trace, of its last specialisation)."""
-        c = self._last
-        if c is None:
-            traced = self._all()
-            if not traced:
-                raise RuntimeError("dump(): the executor has not been run yet, so nothing is compiled")
-            c = traced[0]
+        c = self._current("dump(): the executor has not been run yet, so nothing is compiled")
         return _lib.call_string(_lib.lib.pypto_executor_dump, c.handle)
 
     def _repr_html_(self) -> str:
@@ -506,6 +521,23 @@ class Executor:
             parts.append(f"<p>last run: {st['seconds'] * 1e6:.2f} us simulated in {st['tasks']} task(s)"
                          + (f", {mem['peak_bytes']} bytes of device memory" if mem else "") + "</p>")  # fmt: skip
         return "".join(parts)
+
+    def visualize(self) -> Visualization:
+        """The viewer of the last run's program (before any run, the first trace's): the
+        four levels, the PTO and machine programs and the passes, as a
+        :class:`pypto.Visualization` (``save(path)``, shown inline in notebooks). Needs
+        ``p.CompileConfig(enable_visualization=True)``."""
+        c = self._current("visualize(): the executor has not been traced yet; run it once")
+        return Visualization._of(c.handle)
+
+    def _current(self, untraced: str) -> _Compiled:
+        """The last run's program, else the first trace's; RuntimeError(untraced) if none."""
+        if self._last is not None:
+            return self._last
+        traced = self._all()
+        if not traced:
+            raise RuntimeError(untraced)
+        return traced[0]
 
     def __repr__(self) -> str:
         return f"<pypto.Executor {self._name}: {self.num_traced} trace(s), {self.num_compiled} compiled program(s)>"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass
 
 from . import _validate as check
@@ -42,6 +43,10 @@ class CompileConfig:
     - ``per_size_programs``: a symbolic trace compiles a program for every size it runs
       (False, the default: one program per bucket of sizes, see "Dynamic shapes" in
       docs/api.md).
+    - ``enable_visualization``: every compilation writes a self-contained HTML page of
+      its levels, programs and passes (and the JSON it shows) into
+      ``visualization_dir`` (created if missing); ``Executor.visualize()`` gives the
+      same view (docs/tools.md, "Visualisation").
 
     The runtime's scheduling features (docs/device.md, "Dispatcher"), each off by
     default (the plain runtime: tasks one after another, blocks dealt to the cores in
@@ -66,6 +71,8 @@ class CompileConfig:
     prefetch_l2: bool | None = None
     balance_blocks: bool | None = None
     runtime_features: bool = False
+    enable_visualization: bool = False
+    visualization_dir: str = "viz_output"
 
     def __post_init__(self):
         if isinstance(self.opt_level, bool) or not isinstance(self.opt_level, int) or self.opt_level not in _LEVELS:
@@ -111,6 +118,21 @@ class CompileConfig:
             value = getattr(self, name)
             object.__setattr__(self, name, self.runtime_features if value is None else check.flag(value, name, "CompileConfig"))
 
+        if not isinstance(self.enable_visualization, bool):
+            raise PyptoTypeError(
+                f"CompileConfig: enable_visualization must be True or False, got {self.enable_visualization!r}",
+                location=user_location(),
+            )
+        vdir = self.visualization_dir
+        if isinstance(vdir, os.PathLike):
+            vdir = os.fspath(vdir)
+        if not isinstance(vdir, str) or not vdir:
+            raise PyptoTypeError(
+                f"CompileConfig: visualization_dir must be a directory path (a non-empty string or os.PathLike), got {self.visualization_dir!r}",
+                location=user_location(),
+            )
+        object.__setattr__(self, "visualization_dir", vdir)
+
     def _json(self) -> bytes:
         return json.dumps(
             {
@@ -122,5 +144,6 @@ class CompileConfig:
                 "max_steps": self.max_steps or 0,
                 "per_size_programs": self.per_size_programs,
                 **{name: getattr(self, name) for name in _RUNTIME},
+                "visualize": self.enable_visualization,
             }
         ).encode()

@@ -1,0 +1,107 @@
+"""The compilation viewer in a real browser (headless Chromium, tests/browser_support.py):
+the page of a compiled GPT block opens without console errors or network requests,
+shows grouped nodes, finds nodes by name or op, shows a node's attributes, follows a
+node's links to its tile op, kernel, task and programs, switches between the levels,
+and shows the pass list with a pass's diff. Screenshots go to the test's tmp dir
+(PYPTO_DOCS_SCREENSHOTS=1 copies them into docs/images/ for docs/tools.md)."""
+
+import os
+import shutil
+import sys
+
+import numpy as np
+import pytest
+
+import pypto as p
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "examples"))
+import demo  # noqa: E402  (the GPT-style decoder of the demo)
+
+
+@pytest.fixture(scope="module")
+def gpt_page(tmp_path_factory):
+    out = tmp_path_factory.mktemp("viz")
+    cfg = demo.Config()
+    weights = demo.make_weights(cfg, 2, 64, np.random.default_rng(0))
+    ops = demo.PyptoOps()
+
+    def gpt_block(tokens):
+        return demo.gpt_forward(ops, cfg, weights, tokens, 64)
+
+    config = p.CompileConfig(enable_visualization=True, visualization_dir=str(out), chip="tiny")
+    p.compile(gpt_block, config, inputs=[p.Tensor([1, 64], dtype=p.int32)])
+    pages = [f for f in os.listdir(out) if f.endswith(".html")]
+    assert len(pages) == 1
+    return str(out / pages[0])
+
+
+def _shot(page, tmp_path, name):
+    path = tmp_path / name
+    page.screenshot(path=str(path))
+    if os.environ.get("PYPTO_DOCS_SCREENSHOTS"):
+        os.makedirs(os.path.join(ROOT, "docs", "images"), exist_ok=True)
+        shutil.copyfile(path, os.path.join(ROOT, "docs", "images", name))
+    return path
+
+
+def _level(page, key):
+    page.click(f"nav button[data-level={key}]")
+    assert page.locator(f"nav button[data-level={key}]").get_attribute("class") == "active"
+
+
+def test_viewer_in_chromium(browser, gpt_page, tmp_path):
+    page = browser.open(gpt_page)
+    page.wait_for_function("window.__pyptoViz && window.__pyptoViz.ready", timeout=60000)
+    assert page.inner_text("#title") == "gpt_block on tiny"
+    # Grouped by the model's calls: the layers of the loop are groups of their own.
+    status = page.inner_text("#status")
+    assert status.startswith("Tensor (traced): ") and " groups; " in status
+    groups = page.locator("g.node.group")
+    assert groups.count() >= 2
+    labels = page.eval_on_selector_all("g.node.group, g.cluster", "gs => gs.map(g => g.textContent)")
+    assert any("gpt_forward #2" in t for t in labels), labels
+    before = page.evaluate("__pyptoViz.visibleNodes")
+    groups.first.click()
+    assert page.evaluate("__pyptoViz.visibleNodes") > before  # the group opened
+    _shot(page, tmp_path, "viz_tensor_traced.png")
+
+    # Search by op, pick a result: its attributes, its links down the levels.
+    _level(page, "tensor")
+    page.fill("#search", "matmul")
+    results = page.locator("#results a")
+    assert results.count() >= 2 and "matmul" in results.first.inner_text()
+    assert page.locator("g.node.match").count() >= 1
+    results.first.click()
+    details = page.inner_text("#details")
+    for attr in ("shape", "dtype", "layout", "tile shape", "core kind", "estimate", "source", "cycles"):
+        assert attr in details, attr
+    assert "demo.py:" in details and "cube" in details
+    assert page.locator("g.node.selected").count() == 1
+    _shot(page, tmp_path, "viz_tensor_lowered.png")
+    page.locator("#details a.link", has_text="task ").first.click()
+    assert page.locator("nav button.active").inner_text() == "Execution"
+    assert "matmul" in page.inner_text("#details") and page.locator("g.node.selected").count() == 1
+    page.fill("#search", "")
+
+    for key, title in (("tile", "Tile"), ("block", "Block"), ("exec", "Execution")):
+        _level(page, key)
+        assert page.inner_text("#status").startswith(title + ": ")
+        assert page.locator("g.node").count() >= 2 and page.locator("g.edge").count() >= 1
+        node = page.locator("g.node:not(.group)").first
+        node.click()
+        assert "core kind" in page.inner_text("#details")
+    _shot(page, tmp_path, "viz_exec.png")
+
+    _level(page, "programs")
+    text = page.inner_text("#text-view")
+    assert "PTO" in text and "machine" in text and "end" in text
+    _shot(page, tmp_path, "viz_programs.png")
+    _level(page, "passes")
+    page.locator("table.passes tr", has_text="decompose").click()
+    diff = page.inner_text("#pass-diff")
+    assert "decompose: diff of the tensor level" in diff and "layer_norm(" in diff
+    _shot(page, tmp_path, "viz_passes.png")
+
+    assert page.errors == []
+    assert all(u.startswith(("file:", "data:", "about:")) for u in page.requests), page.requests
