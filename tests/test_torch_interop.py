@@ -202,6 +202,22 @@ class _Embed(nn.Module):
         return self.out(self.emb(ids))
 
 
+class _SmallCNN(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.features = nn.Sequential(
+            nn.Conv2d(3, 8, 3, padding=1), nn.BatchNorm2d(8), nn.ReLU(), nn.MaxPool2d(2),
+            nn.Conv2d(8, 8, 3, stride=2, padding=1, groups=2), nn.AvgPool2d(2), nn.AdaptiveAvgPool2d(1),
+        )  # fmt: skip
+        self.head = nn.Linear(8, 4)
+        bn = self.features[1]
+        bn.running_mean.uniform_(-0.5, 0.5)  # statistics that change the values
+        bn.running_var.uniform_(0.5, 2.0)
+
+    def forward(self, x):
+        return self.head(torch.flatten(self.features(x), 1))
+
+
 _CASES = {
     "rmsnorm-sequential-residual": (_Residual, lambda: (torch.randn(2, 5, 16),)),
     "modulelist-reshape-permute": (_Shapes, lambda: (torch.randn(3, 8),)),
@@ -209,6 +225,7 @@ _CASES = {
     "mha-seq-first": (lambda: _Attention(False), lambda: (torch.randn(6, 2, 16),)),
     "sdpa-bool-mask": (_Sdpa, lambda: (torch.randn(2, 3, 5, 8), torch.randn(2, 3, 7, 8), torch.randn(2, 3, 7, 8), torch.rand(5, 7) > 0.3)),
     "embedding-softmax": (_Embed, lambda: (torch.randint(0, 50, (4, 7)),)),
+    "conv-batchnorm-pool": (_SmallCNN, lambda: (torch.randn(2, 3, 16, 16),)),
     "mha-weights-bool-mask": (_AttentionWeights, lambda: (torch.randn(2, 5, 8), torch.triu(torch.ones(5, 5, dtype=torch.bool), 1))),
 }
 

@@ -18,7 +18,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .. import nn as pnn, ops, reductions, shape_ops
+from .. import conv, nn as pnn, ops, reductions, shape_ops
 from ..dtypes import bfloat16, bool_, float16, float32, int8, int32
 from ..tensor import Tensor
 
@@ -285,6 +285,28 @@ def _softplus(x, beta=1.0, threshold=20.0):
     return ops.where(bx > threshold, x, ops.log(ops.exp(bx) + 1) / beta)
 
 
+def _conv2d(x, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    return conv.conv2d(x, weight, bias, stride, padding, dilation, groups)
+
+
+def _max_pool2d(x, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
+    if return_indices:
+        raise TypeError("max_pool2d with return_indices")
+    return conv.max_pool2d(x, kernel_size, stride or None, padding, dilation, ceil_mode)
+
+
+def _avg_pool2d(x, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True, divisor_override=None):
+    if divisor_override is not None:
+        raise TypeError("avg_pool2d with divisor_override")
+    return conv.avg_pool2d(x, kernel_size, stride or None, padding, ceil_mode, count_include_pad)
+
+
+def _batch_norm(x, running_mean, running_var, weight=None, bias=None, training=False, momentum=0.1, eps=1e-5):
+    if training:
+        raise TypeError("batch_norm in training mode (call model.eval())")
+    return conv.batch_norm(x, running_mean, running_var, weight, bias, eps)
+
+
 #: torch functions (and Python operators, as FX records them) -> handler.
 FUNCTIONS = {
     operator.add: _add, operator.sub: _sub, operator.mul: operator.mul, operator.truediv: operator.truediv,
@@ -313,6 +335,8 @@ FUNCTIONS = {
     F.leaky_relu: _leaky_relu, F.hardtanh: _hardtanh, F.softplus: _softplus,
     F.softmax: _softmax, F.log_softmax: _log_softmax, F.layer_norm: _layer_norm, F.embedding: _embedding,
     F.dropout: _dropout, F.scaled_dot_product_attention: _sdpa,
+    F.conv2d: _conv2d, torch.conv2d: _conv2d, F.max_pool2d: _max_pool2d, F.avg_pool2d: _avg_pool2d,
+    F.adaptive_avg_pool2d: lambda x, output_size: conv.adaptive_avg_pool2d(x, output_size), F.batch_norm: _batch_norm,
 }  # fmt: skip
 if hasattr(F, "rms_norm"):
     FUNCTIONS[F.rms_norm] = _rms_norm
@@ -410,6 +434,11 @@ MODULES = {
     nn.Identity: lambda m, P, x, *a, **k: x,
     nn.Flatten: lambda m, P, x: shape_ops.flatten(x, m.start_dim, m.end_dim),
     nn.MultiheadAttention: _mha,
+    nn.Conv2d: lambda m, P, x: _conv2d(x, P(m.weight), _opt(P, m.bias), m.stride, m.padding, m.dilation, m.groups),
+    nn.MaxPool2d: lambda m, P, x: _max_pool2d(x, m.kernel_size, m.stride, m.padding, m.dilation, m.ceil_mode, m.return_indices),
+    nn.AvgPool2d: lambda m, P, x: _avg_pool2d(x, m.kernel_size, m.stride, m.padding, m.ceil_mode, m.count_include_pad, m.divisor_override),
+    nn.AdaptiveAvgPool2d: lambda m, P, x: conv.adaptive_avg_pool2d(x, m.output_size),
+    nn.BatchNorm2d: lambda m, P, x: conv.batch_norm(x, P(m.running_mean), P(m.running_var), _opt(P, m.weight), _opt(P, m.bias), m.eps),
 }  # fmt: skip
 if hasattr(nn, "RMSNorm"):
     MODULES[nn.RMSNorm] = lambda m, P, x: _rms_norm(x, list(m.normalized_shape), _opt(P, m.weight), m.eps)
@@ -426,6 +455,12 @@ def module_unsupported(m) -> "str | None":
         return "Embedding with max_norm (it renormalises the weights in place)"
     if isinstance(m, nn.MultiheadAttention):
         return _mha_unsupported(m)
+    if isinstance(m, nn.Conv2d) and (m.padding_mode != "zeros" or isinstance(m.padding, str) and m.padding == "same" and any(s != 1 for s in m.stride)):
+        return f"Conv2d with padding_mode={m.padding_mode!r}" if m.padding_mode != "zeros" else "Conv2d with padding='same' and a stride"
+    if isinstance(m, nn.BatchNorm2d) and (m.training or m.running_mean is None):
+        return "BatchNorm2d in training mode or without running statistics (call model.eval())"
+    if isinstance(m, (nn.MaxPool2d, nn.AvgPool2d)) and (getattr(m, "return_indices", False) or getattr(m, "divisor_override", None)):
+        return f"{type(m).__name__} with return_indices or divisor_override"
     return None
 
 
