@@ -49,6 +49,7 @@ def main():
     ap.add_argument("--round-trip-mib", type=int, default=1024)
     ap.add_argument("--json", action="store_true", help="print JSON rows (case, seconds, note)")
     args = ap.parse_args()
+    p.set_progress(False)  # the rows are the output
 
     rows = []
     shape = f"GPT-2 small shape (vocab 50257, 768 wide, 12 heads) with {args.layers} layers"
