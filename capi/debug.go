@@ -75,20 +75,89 @@ func pypto_debug_next(h C.uintptr_t, next *C.int32_t) C.uintptr_t {
 	})
 }
 
-// pypto_debug_step runs the next node on the device and stores its index into ran.
+// pypto_debug_step runs the next node on the device (or resumes the paused one) and
+// stores its index into ran, and into paused 1 when a block stopped at an instruction
+// breakpoint inside it (pypto_debug_paused_json says where).
 //
 //export pypto_debug_step
-func pypto_debug_step(h C.uintptr_t, ran *C.int32_t) C.uintptr_t {
+func pypto_debug_step(h C.uintptr_t, ran *C.int32_t, paused *C.int32_t) C.uintptr_t {
 	return status(func() error {
 		d, err := lookup[*session.Debugger](uintptr(h), "debugger")
 		if err != nil {
 			return err
 		}
-		i, err := d.Step()
+		i, p, err := d.Step()
 		if err != nil {
 			return err
 		}
-		*ran = C.int32_t(i)
+		*ran, *paused = C.int32_t(i), 0
+		if p {
+			*paused = 1
+		}
+		return nil
+	})
+}
+
+// pypto_debug_paused_json describes the paused block (session.PausedAt), or "null".
+//
+//export pypto_debug_paused_json
+func pypto_debug_paused_json(h C.uintptr_t, out **C.char, n *C.size_t) C.uintptr_t {
+	return status(func() error {
+		d, err := lookup[*session.Debugger](uintptr(h), "debugger")
+		if err != nil {
+			return err
+		}
+		return putString(out, n, mustJSON(d.Paused()))
+	})
+}
+
+// pypto_debug_set_instr_breaks replaces the block-level breakpoints with a JSON list
+// of session.InstrBreak.
+//
+//export pypto_debug_set_instr_breaks
+func pypto_debug_set_instr_breaks(h C.uintptr_t, breaks *C.char) C.uintptr_t {
+	return status(func() error {
+		d, err := lookup[*session.Debugger](uintptr(h), "debugger")
+		if err != nil {
+			return err
+		}
+		var bs []session.InstrBreak
+		if err := json.Unmarshal([]byte(goString(breaks)), &bs); err != nil {
+			return core.Errorf(core.ValueError, "bad breakpoint JSON: %v", err)
+		}
+		d.SetInstrBreaks(bs)
+		return nil
+	})
+}
+
+// pypto_debug_tile_json gives a tile of the paused block, by name, as JSON
+// {"values", "shape", "valid", "dtype"}.
+//
+//export pypto_debug_tile_json
+func pypto_debug_tile_json(h C.uintptr_t, name *C.char, out **C.char, n *C.size_t) C.uintptr_t {
+	return status(func() error {
+		d, err := lookup[*session.Debugger](uintptr(h), "debugger")
+		if err != nil {
+			return err
+		}
+		vals, shape, valid, dt, err := d.TileValues(goString(name))
+		if err != nil {
+			return err
+		}
+		return putString(out, n, mustJSON(map[string]any{"values": vals, "shape": shape, "valid": valid, "dtype": dt}))
+	})
+}
+
+// pypto_debug_close lets a paused node run to its end (the debugger is given up).
+//
+//export pypto_debug_close
+func pypto_debug_close(h C.uintptr_t) C.uintptr_t {
+	return status(func() error {
+		d, err := lookup[*session.Debugger](uintptr(h), "debugger")
+		if err != nil {
+			return err
+		}
+		d.Close()
 		return nil
 	})
 }

@@ -50,6 +50,9 @@ type RunOptions struct {
 	// core index) instead of block i to core i mod cores: cores that finish early take
 	// more blocks. The values are the same; times and which core ran a block change.
 	BalanceBlocks bool
+	// Pause, with Functional, is called before each instruction of every block
+	// (sim_pause.go): a debugger stops a block there by not returning.
+	Pause func(*Paused)
 	// estimate skips the checks of the programs' GM accesses (bounds, overlaps between
 	// blocks, moved windows) for the device's estimates (estimate.go), whose programs
 	// the compiler just built: it changes no time.

@@ -135,6 +135,7 @@ type blockRun struct {
 	sems          map[flagKey][]semEntry
 	done          int // issued instructions started (starting fixes their end)
 	maxEnd        int64
+	pausedStep    int64 // 1 + the step RunOptions.Pause was last called for
 }
 
 // d is the issued instruction with index i.

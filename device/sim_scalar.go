@@ -63,6 +63,7 @@ func (r *blockRun) issueOne() (bool, error) {
 	if int(in.Pipe) <= 0 || int(in.Pipe) >= numPipes || in.Pipe == isa.PipeAll {
 		return false, r.fail(pc, "instruction has no pipe")
 	}
+	r.pause(pc)
 	if r.sc.fetched != r.sc.steps+1 {
 		r.sc.t += r.c.fetch(r.m, pc)
 		r.sc.fetched = r.sc.steps + 1

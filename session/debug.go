@@ -2,6 +2,7 @@ package session
 
 import (
 	"fmt"
+	"sync/atomic"
 
 	"pypto/core"
 	"pypto/internal/interrupt"
@@ -22,6 +23,9 @@ type Debugger struct {
 	values []*Tensor // per node; nil until computed
 	next   int       // the index of the next node to run; len(Nodes) when finished
 	inputs []*Tensor // the run's inputs
+
+	instrBreaks atomic.Pointer[[]InstrBreak] // block-level breakpoints (debug_block.go)
+	run         *pausedRun                   // the node running with a block paused, or nil
 }
 
 // DebugNode describes one node for a debugger's client.
@@ -130,11 +134,18 @@ func (d *Debugger) Value(i int) (*Tensor, error) {
 	return d.values[i], nil
 }
 
-// Step runs the next node on the device and returns its index; an error when every
-// node has run.
-func (d *Debugger) Step() (int, error) {
+// Step runs the next node on the device and returns its index. With instruction
+// breakpoints set it may stop inside the node's program instead (paused true, the node
+// not finished: Paused says where); the next Step resumes it. An error when every node
+// has run.
+func (d *Debugger) Step() (node int, paused bool, err error) {
+	if d.run != nil {
+		i := d.run.node
+		d.run.resume <- struct{}{}
+		return d.settle(i)
+	}
 	if d.next >= len(d.graph.Nodes) {
-		return -1, core.Errorf(core.ValueError, "every node has run").Suggest("call finish() for the outputs")
+		return -1, false, core.Errorf(core.ValueError, "every node has run").Suggest("call finish() for the outputs")
 	}
 	i := d.next
 	n := d.graph.Nodes[i]
@@ -153,25 +164,44 @@ func (d *Debugger) Step() (int, error) {
 	}
 	out, err := b.Op(n.Op, ins, n.Attrs, n.Loc)
 	if err != nil {
-		return -1, withLoc(err, n.Loc)
+		return -1, false, withLoc(err, n.Loc)
 	}
 	b.Output(out)
 	prog, err := d.ex.s.compileOn(b.Graph(), d.ex.device, d.ex.cfg)
 	if err != nil {
-		return -1, withLoc(err, n.Loc)
+		return -1, false, withLoc(err, n.Loc)
+	}
+	if pp, ok := prog.(pausable); ok && len(d.breaks()) > 0 {
+		d.startPaused(i, pp, bufs)
+		return d.settle(i)
 	}
 	outs, st, err := runProgram(prog, bufs, interrupt.Current())
+	return d.finishNode(i, outs, st, err)
+}
+
+// settle waits for the paused run of node i to stop at a block or end.
+func (d *Debugger) settle(i int) (int, bool, error) {
+	stopped, res := d.wait()
+	if stopped {
+		return i, true, nil
+	}
+	return d.finishNode(i, res.outs, res.st, res.err)
+}
+
+// finishNode records node i's result.
+func (d *Debugger) finishNode(i int, outs [][]byte, st Stats, err error) (int, bool, error) {
+	n := d.graph.Nodes[i]
 	if err != nil {
-		return -1, withLoc(err, n.Loc)
+		return -1, false, withLoc(err, n.Loc)
 	}
 	if len(outs) != 1 || len(outs[0]) != n.Type.Bytes() {
-		return -1, core.Errorf(core.InternalError, "node %s returned %d outputs for one %v result", d.names[i], len(outs), n.Type)
+		return -1, false, core.Errorf(core.InternalError, "node %s returned %d outputs for one %v result", d.names[i], len(outs), n.Type)
 	}
 	d.ex.s.recordStats(st)
 	d.values[i] = &Tensor{typ: n.Type.Clone(), kind: concrete, data: outs[0]}
 	d.next++
 	d.skipParams()
-	return i, nil
+	return i, false, nil
 }
 
 // Results are the executor's results once every node has run, as Run returns them.

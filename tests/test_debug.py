@@ -134,3 +134,105 @@ def test_executor_and_debugger_show_in_notebooks():
     dbg.step()
     rows = dbg._repr_html_().split("<tr>")[2:]
     assert len(rows) == 4 and "&#10003;" in rows[0] and "&#9654;" in rows[1] and "&#9679;" in rows[1]
+
+
+# --- block level ---------------------------------------------------------------------------
+
+
+def _mm_relu(x, w):
+    return p.relu(p.matmul(x, w))
+
+
+def test_instruction_breakpoint_shows_tiles_as_the_kernel_computed_them():
+    rng = np.random.default_rng(3)
+    x = rng.random((64, 128)).astype(np.float16)
+    w = rng.random((128, 64)).astype(np.float16)
+    dbg = p.compile(_mm_relu).debug(x, w)
+    dbg.break_at_instruction(kernel="matmul_0", index=4, block=1)  # tmatmul, the 5th PTO instruction
+    stop = dbg.continue_()
+    assert (stop.op, stop.program, stop.block, stop.instr_index) == ("matmul", "matmul_0_b1", 1, 4)
+    assert "tmatmul" in stop.instr and stop.pipe == "m"
+    assert set(dbg.tiles()) >= {"a_l0_0", "b_l0_0", "acc"}
+    a = dbg.tile("a_l0_0")
+    assert a.dtype == np.float16 and a.shape == (16, 128)
+    rows = [i for i in range(0, 64, 16) if np.array_equal(a, x[i : i + 16])]
+    assert len(rows) == 1  # the block's rows of x, loaded as they are
+    b = dbg.tile("b_l0_0")
+    cols = [j for j in range(0, 64, 16) if np.array_equal(b, w[:, j : j + 16])]
+    assert len(cols) == 1
+    dbg.clear()
+    dbg.break_at_instruction(kernel="matmul_0_b1", index=5)  # the store after the matmul
+    stop = dbg.continue_()
+    assert stop.instr_index == 5 and "tmatmul" not in stop.instr
+    i, j = rows[0], cols[0]
+    want = x[i : i + 16].astype(np.float32) @ w[:, j : j + 16].astype(np.float32)
+    np.testing.assert_allclose(dbg.tile("acc"), want, rtol=1e-5, atol=1e-4)
+    with pytest.raises(ValueError, match="no tile %nope"):
+        dbg.tile("nope")
+    assert dbg.continue_() is None
+    np.testing.assert_array_equal(dbg.finish().numpy(), p.compile(_mm_relu, p.CompileConfig(opt_level=0)).run(x, w).numpy())
+
+
+def test_flag_state_while_stepping_a_block():
+    x = np.ones((64, 128), np.float16)
+    w = np.ones((128, 64), np.float16)
+    dbg = p.compile(_mm_relu).debug(x, w)
+    dbg.break_at_instruction(kernel="matmul_0_b0")  # every instruction of block 0
+    seen, pending = [], []
+    while (stop := dbg.continue_()) is not None and stop.program is not None:
+        seen.append(stop.instr.split()[1])
+        pending.append(dbg.flags())
+    assert "set_flag" in seen and "wait_flag" in seen and "tmatmul" in seen
+    after_set = [f for op, f in zip(seen[1:], pending[1:]) if f]
+    assert after_set, "a set flag is pending until its wait"
+    for f in after_set[0]:
+        assert set(f) == {"src", "dst", "id", "pending"} and f["pending"] >= 1 and f["src"] != f["dst"]
+    np.testing.assert_array_equal(dbg.finish().numpy(), np.full((64, 64), 128, np.float16))
+
+
+@p.block_kernel(grid=2, core="vector", out_shape=lambda x: x.shape, out_dtype=lambda x: x.dtype)
+def _scale_shift(x, y):
+    rows = x.shape[0] // 2
+    base = p.block_idx() * rows
+    for i in p.range(rows // 8):
+        r = base + i * 8
+        t = p.load(x[r : r + 8, :])
+        p.store(y[r : r + 8, :], p.maximum(t * 2.0 - 1.0, 0.0))
+
+
+def test_breakpoint_on_a_block_kernel_source_line():
+    import inspect
+    import re
+
+    src, first = inspect.getsourcelines(_scale_shift.fn)
+    line = first + next(i for i, s in enumerate(src) if "p.store" in s)
+    x = np.random.default_rng(4).standard_normal((64, 64)).astype(np.float32)
+    dbg = p.compile(lambda a: p.call_kernel(_scale_shift, a)).debug(x)
+    dbg.break_at_instruction(line=line, block=1)
+    ops = []
+    while True:  # the line computes t * 2 - 1, its maximum with 0, and stores it
+        stop = dbg.continue_()
+        assert stop.line == line and stop.file == __file__ and stop.block == 1
+        ops.append(stop.instr.split()[1])
+        if ops[-1] == "tstore":
+            break
+    assert ops[0] == "tmuls" and len(ops) >= 3
+    stored = re.search(r"tstore .*, (\w+)@vec", stop.instr).group(1)
+    got = dbg.tile(stored)
+    r0 = [r for r in range(32, 64, 8) if np.array_equal(got[:8], np.maximum(x[r : r + 8] * 2 - 1, 0))]
+    assert len(r0) == 1
+    dbg.close()  # the stopped block runs on
+    np.testing.assert_array_equal(dbg.finish().numpy(), np.maximum(x * 2 - 1, 0))
+
+
+def test_a_debugger_dropped_while_a_block_is_stopped_leaves_nothing_waiting():
+    import gc
+
+    x = np.ones((64, 128), np.float16)
+    ex = p.compile(_mm_relu)
+    dbg = ex.debug(x, x.T.copy())
+    dbg.break_at_instruction(kernel="matmul_0", index=4)
+    assert dbg.continue_().program.startswith("matmul_0")
+    del dbg
+    gc.collect()
+    assert float(ex.run(x, x.T.copy()).numpy()[0, 0]) == 128.0

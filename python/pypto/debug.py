@@ -25,6 +25,13 @@ from .tensor import Tensor
 __all__ = ["Debugger", "Stop", "Node"]
 
 
+def _close_and_free(handle: int) -> None:
+    try:
+        _lib.lib.pypto_debug_close(handle)  # a stopped block runs to its end
+    finally:
+        _lib.free_handle(handle)
+
+
 @dataclass(frozen=True)
 class Node:
     """One node of the graph being debugged: ``name`` as the Tensor Graph text prints
@@ -58,12 +65,23 @@ class Stop:
     index: int
     text: str
     reason: str
+    # At an instruction breakpoint: the block's program, block, pc, the instruction's
+    # index in its PTO program, its text and pipe (None at node stops).
+    program: str | None = None
+    block: int | None = None
+    pc: int | None = None
+    instr_index: int | None = None
+    instr: str | None = None
+    pipe: str | None = None
 
     @property
     def location(self) -> str:
         return f"{self.file}:{self.line}" if self.file else ""
 
     def __str__(self) -> str:
+        if self.program is not None:
+            where = f" at {os.path.basename(self.file)}:{self.line}" if self.file else ""
+            return f"{self.reason}: {self.program} block {self.block} pc {self.pc} [{self.instr_index}] {self.instr}{where} (node {self.node} {self.op})"
         where = f" at {os.path.basename(self.file)}:{self.line}" if self.file else ""
         return f"{self.reason}: {self.text}{where}"
 
@@ -80,11 +98,21 @@ class Debugger:
     - ``inputs()`` / ``outputs()``: the current node's input and output values as numpy
       arrays; ``value(name)`` any node's value that is computed.
     - ``finish()`` runs the rest and returns the run's results as ``run`` would.
+
+    Block level: ``break_at_instruction(kernel=None, index=None, line=None,
+    block=None)`` stops inside a node's program, before a PTO instruction (by its index
+    in the kernel's program as the dump prints it, or by the source line of a block
+    kernel), in the matching machine programs (``kernel``: their name, or its part
+    before an underscore: ``"matmul_0"`` is every block of that task,
+    ``"matmul_0_b1"`` block 1's program). While stopped there, ``tile(name)`` gives a tile's contents
+    as numpy and ``flags()`` the pending flag events; ``continue_()`` and ``step()``
+    resume it. Those nodes run in the simulator's functional mode (values in program
+    order), so pipe timing is not shown there: a profiled run's trace shows it.
     """
 
     def __init__(self, handle: int, structure: str, n_out: int, name: str):
         self._h = handle
-        self._finalizer = weakref.finalize(self, _lib.free_handle, handle)
+        self._finalizer = weakref.finalize(self, _close_and_free, handle)
         self._finalizer.atexit = False
         self._structure, self._n_out, self._name = structure, n_out, name
         info = json.loads(_lib.call_string(_lib.lib.pypto_debug_info_json, handle))
@@ -100,6 +128,8 @@ class Debugger:
         self._breaks = {}  # number -> (description, predicate)
         self._next_break = 1
         self._current = None  # index of the last node run
+        self._paused = None  # where a block is stopped inside the running node (JSON), or None
+        self._instr_breaks = {}  # number -> block-level breakpoint spec
 
     # --- breakpoints --------------------------------------------------------------------
 
@@ -136,10 +166,13 @@ class Debugger:
         """Removes breakpoint ``number`` (None: all of them)."""
         if number is None:
             self._breaks.clear()
+            self._instr_breaks.clear()
         elif number in self._breaks:
             del self._breaks[number]
+            self._instr_breaks.pop(number, None)
         else:
             raise check.fail("Debugger.clear", "number", number, f"a breakpoint number ({sorted(self._breaks)}) or None")
+        self._send_instr_breaks()
 
     @property
     def breakpoints(self) -> dict:
@@ -158,32 +191,109 @@ class Debugger:
         """Whether every node has run."""
         return self._next() >= len(self.nodes)
 
-    def _run_one(self) -> int:
-        ran = ctypes.c_int32()
-        _lib.call(_lib.lib.pypto_debug_step, self._h, ctypes.byref(ran))
-        self._current = ran.value
-        return ran.value
+    def _run_one(self) -> bool:
+        """Runs (or resumes) the next node; True when a block stopped inside it."""
+        ran, paused = ctypes.c_int32(), ctypes.c_int32()
+        _lib.call(_lib.lib.pypto_debug_step, self._h, ctypes.byref(ran), ctypes.byref(paused))
+        self._paused = json.loads(_lib.call_string(_lib.lib.pypto_debug_paused_json, self._h)) if paused.value else None
+        if not paused.value:
+            self._current = ran.value
+        return bool(paused.value)
 
     def _stop(self, reason) -> Stop:
+        if self._paused is not None:
+            a = self._paused
+            n = self.nodes[a["node"]]
+            loc = a.get("loc") or {}
+            return Stop(n.name, n.op, loc.get("file", "") or n.file, loc.get("line", 0) or n.line, n.index, n.text, reason,
+                        a["program"], a["block"], a["pc"], a["index"], a["instr"], a["pipe"])  # fmt: skip
         n = self.nodes[self._current]
         return Stop(n.name, n.op, n.file, n.line, n.index, n.text, reason)
 
     def step(self) -> Stop | None:
-        """Runs the next node; returns where it stopped (None when nothing was left)."""
-        if self.finished:
+        """Runs the next node (or resumes a paused block up to the next instruction
+        breakpoint or the node's end); returns where it stopped (None when nothing was
+        left)."""
+        if self.finished and self._paused is None:
             return None
-        self._run_one()
+        if self._run_one():
+            return self._stop("instruction breakpoint")
         return self._stop("step")
 
     def continue_(self) -> Stop | None:
-        """Runs nodes until a node with a breakpoint has run; None when the graph ends first."""
-        while not self.finished:
-            i = self._run_one()
-            node = self.nodes[i]
+        """Runs until a node with a breakpoint has run or a block reaches an instruction
+        breakpoint; None when the graph ends first."""
+        while not self.finished or self._paused is not None:
+            if self._run_one():
+                return self._stop("instruction breakpoint")
+            node = self.nodes[self._current]
             for desc, pred in list(self._breaks.values()):
                 if pred(node):
                     return self._stop(f"breakpoint ({desc})")
         return None
+
+    # --- block level ----------------------------------------------------------------------
+
+    def break_at_instruction(self, kernel=None, index=None, line=None, block=None) -> int:
+        """Stops before the matching PTO instructions of the nodes' programs (every
+        given field must match); returns the breakpoint's number (``clear(n)``)."""
+        if kernel is not None and not isinstance(kernel, str):
+            raise check.fail("Debugger.break_at_instruction", "kernel", kernel, "a kernel (machine program) name, or its part before an underscore, or None")
+        index = check.integer(index, "index", "Debugger.break_at_instruction", lo=0, optional=True)
+        line = check.integer(line, "line", "Debugger.break_at_instruction", lo=1, optional=True)
+        block = check.integer(block, "block", "Debugger.break_at_instruction", lo=0, optional=True)
+        if kernel is None and index is None and line is None:
+            raise PyptoValueError("Debugger.break_at_instruction: give a kernel, an instruction index or a source line",
+                                  location=user_location())  # fmt: skip
+        spec = {"kernel": kernel or "", "index": -1 if index is None else index, "line": line or 0, "block": -1 if block is None else block}
+        desc = "instruction " + ", ".join(f"{k}={v}" for k, v in (("kernel", kernel), ("index", index), ("line", line), ("block", block)) if v is not None)
+        n = self._next_break
+        self._next_break += 1
+        self._breaks[n] = (desc, lambda node: False)
+        self._instr_breaks[n] = spec
+        self._send_instr_breaks()
+        return n
+
+    def _send_instr_breaks(self):
+        _lib.call(_lib.lib.pypto_debug_set_instr_breaks, self._h, json.dumps(list(self._instr_breaks.values())).encode())
+
+    def _paused_state(self, what):
+        if self._paused is None:
+            raise PyptoValueError(f"Debugger.{what}: no block is stopped at an instruction", location=user_location(),
+                                  suggestions=["set one with break_at_instruction(...) and continue_() to it"])  # fmt: skip
+        return self._paused
+
+    def tiles(self) -> list:
+        """The names of the stopped block's tiles (those its instructions use)."""
+        return list(self._paused_state("tiles")["tiles"] or [])
+
+    def tile(self, name: str):
+        """A tile of the stopped block as a numpy array of its dtype (its whole
+        storage, rows x cols; ``tile_valid(name)`` is the valid region)."""
+        import numpy as np
+
+        self._paused_state("tile")
+        if not isinstance(name, str):
+            raise check.fail("Debugger.tile", "name", name, "a tile name of the stopped program")
+        d = json.loads(_lib.call_string(_lib.lib.pypto_debug_tile_json, self._h, name.encode()))
+        np_dtype = {"f16": np.float16, "bf16": np.float32, "f32": np.float32, "i8": np.int8, "i32": np.int32, "bool": np.bool_}.get(d["dtype"], np.float64)
+        self._last_valid = tuple(d["valid"])
+        return np.array(d["values"], dtype=np.float64).reshape(d["shape"]).astype(np_dtype)
+
+    def tile_valid(self, name: str) -> tuple:
+        """The valid region (rows, cols) of a tile of the stopped block."""
+        self.tile(name)
+        return self._last_valid
+
+    def flags(self) -> list:
+        """The stopped block's flag events set and not yet waited for:
+        [{"src", "dst", "id", "pending"}] (pipes by name)."""
+        return list(self._paused_state("flags")["flags"] or [])
+
+    def close(self) -> None:
+        """Lets a stopped block run to its node's end without stopping again."""
+        _lib.call(_lib.lib.pypto_debug_close, self._h)
+        self._paused = None
 
     def where(self) -> Stop | None:
         """The node that ran last (None before the first step)."""
