@@ -22,7 +22,13 @@ type kernel struct {
 
 func (k kernel) apply(ct dtype.DType, a, b float64) float64 {
 	if ct.IsInt() && k.Int != nil {
-		return float64(k.Int(int64(a), int64(b)))
+		// wrapped to ct's width while exact: a product of two int32s can pass 2**53,
+		// where float64 would lose the low bits the wrap keeps
+		r := k.Int(int64(a), int64(b))
+		if ct == dtype.Int8 {
+			return float64(int8(r))
+		}
+		return float64(int32(r))
 	}
 	return k.Float(a, b)
 }

@@ -80,6 +80,7 @@ var symCases = []struct {
 	{"unsqueeze", func(testing.TB) Attrs { return Attrs{"axis": []int64{0, -1}} }, []string{"f16[b,s]"}, "f16[1,b,s,1]", ""},
 	{"full", func(t testing.TB) Attrs { return Attrs{"shape": dimList(t, "b,2*s"), "dtype": "int8"} }, nil, "i8[b,2*s]", ""},
 	{"iota", func(t testing.TB) Attrs { return Attrs{"shape": dimList(t, "b,s"), "axis": int64(1)} }, nil, "i32[b,s]", ""},
+	{"random_uniform", func(t testing.TB) Attrs { return Attrs{"shape": dimList(t, "b,s"), "seed": int64(7)} }, nil, "f32[b,s]", ""},
 	{"slice", func(t testing.TB) Attrs {
 		return Attrs{"starts": dimList(t, "0,1"), "stops": dimList(t, "b,s-1"), "steps": []int64{1, 2}}
 	}, []string{"f16[b,s]"}, "f16[b,(s+1)//2-1]", "s >= 2"},

@@ -168,6 +168,7 @@ TABLE = {
     "cast": ({"x": X, "dtype": p.float16}, {"x": "tensor", "dtype": "dtype"}),
     "round": ({"x": X}, {"x": "tensor", "decimals": "int"}),
     "nonzero": ({"x": X}, {"x": "tensor"}),
+    "dropout": ({"x": X, "p": 0.5, "seed": 1}, {"x": "tensor", "p": "number", "training": "flag", "seed": "int?"}),
     "masked_select": ({"x": X, "mask": X > 1}, {"x": "tensor", "mask": "tensor"}),
     "masked_fill": ({"x": X, "mask": X > 1, "value": 0}, {"x": "tensor", "mask": "tensor", "value": "anynumber"}),
     "einsum": ({"subscripts": "ijk->kji", "operands": X}, {"subscripts": "subscripts", "operands": "tensor@operand 0"}),

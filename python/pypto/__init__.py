@@ -47,6 +47,7 @@ from .reductions import *  # noqa: F401,F403
 from .shape_ops import *  # noqa: F401,F403
 from .einsum import einsum
 from .masking import masked_fill, masked_select, nonzero
+from .dropout import dropout
 from .device import composite_ops, lowered_ops
 from . import tile_ops as _tile_ops
 from .tile import Tile, TileGrid, tile, tile_concat
@@ -94,6 +95,7 @@ __all__ = [
     "nonzero",
     "masked_select",
     "masked_fill",
+    "dropout",
     "tile",
     "Tile",
     "TileGrid",
