@@ -2,28 +2,14 @@ package core
 
 import "math"
 
-// The rest of numpy's elementwise set: more math functions (float results by floatFor,
-// as exp), truncation and sign (the input's dtype), the infinity predicates (bool), and
-// three binary float functions. Each result is Go's float64 function rounded once to the
-// result dtype, which is within an ulp of numpy's (itself within an ulp of the exact
-// value); the device's numerics are documented beside its lowerings (docs/lowering.md).
+// The rest of numpy's elementwise set: truncation and sign (the input's dtype), the
+// infinity predicates (bool) and three binary float functions; the float math functions
+// erfc, exp2, expm1, log1p, log2 and log10 are with exp in ops_unary.go. Each result is
+// Go's float64 function rounded once to the result dtype, which is within an ulp of
+// numpy's (itself within an ulp of the exact value); the device's numerics are
+// documented beside its lowerings (docs/lowering.md).
 
 func init() {
-	floats := []struct {
-		name, doc string
-		f         func(float64) float64
-	}{
-		{"erfc", "the complementary error function 1 - erf(x), accurate where it is tiny (large x)", math.Erfc},
-		{"exp2", "2**x", math.Exp2},
-		{"expm1", "e**x - 1, accurate near 0", math.Expm1},
-		{"log1p", "log(1 + x), accurate near 0; -inf at -1, NaN below", math.Log1p},
-		{"log2", "the base-2 logarithm (exact at powers of two); -inf at 0, NaN below", math.Log2},
-		{"log10", "the base-10 logarithm; -inf at 0, NaN below", math.Log10},
-	}
-	for _, op := range floats {
-		Register(&OpDef{Name: op.name, Arity: 1, Doc: op.doc + "; integer and bool inputs give floats (int32: float32, int8 and bool: float16)",
-			Infer: inferUnaryFloat, Eval: evalUnary(op.f)})
-	}
 	Register(&OpDef{Name: "trunc", Arity: 1, Doc: "x rounded toward zero (keeps -0.0, NaN and the infinities)",
 		Infer: inferUnaryNumeric("trunc"), Eval: evalUnary(math.Trunc)})
 	Register(&OpDef{Name: "sign", Arity: 1, Doc: "-1, 0 or 1 by the sign of x in x's dtype (numpy's sign: NaN gives NaN, -0.0 gives 0.0)",

@@ -41,6 +41,12 @@ func init() {
 		{"cos", "the cosine (radians)", math.Cos},
 		{"tanh", "the hyperbolic tangent", math.Tanh},
 		{"erf", "the error function", math.Erf},
+		{"erfc", "the complementary error function 1 - erf(x), accurate where it is tiny (large x)", math.Erfc},
+		{"exp2", "2**x", math.Exp2},
+		{"expm1", "e**x - 1, accurate near 0", math.Expm1},
+		{"log1p", "log(1 + x), accurate near 0; -inf at -1, NaN below", math.Log1p},
+		{"log2", "the base-2 logarithm (exact at powers of two); -inf at 0, NaN below", math.Log2},
+		{"log10", "the base-10 logarithm; -inf at 0, NaN below", math.Log10},
 	}
 	for _, op := range math1 {
 		Register(&OpDef{Name: op.name, Arity: 1, Doc: op.doc + "; integer and bool inputs give floats (int32: float32, int8 and bool: float16)",
