@@ -47,8 +47,10 @@ import (
 // abiVersion changes whenever an export's signature or meaning changes, or exports
 // are added that the Python side needs (3: pypto_executor_create_config and
 // pypto_config_check; 4: pypto_watch_interrupts and pypto_interrupt; 5:
-// pypto_from_external, pypto_externals_released and pypto_dlpack_export).
-const abiVersion = 5
+// pypto_from_external, pypto_externals_released and pypto_dlpack_export; 6:
+// pypto_track, pypto_detach, pypto_is_tracked, pypto_grad, pypto_realize_all and
+// pypto_differentiable_ops_json).
+const abiVersion = 6
 
 func main() {}
 

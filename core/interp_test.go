@@ -203,7 +203,7 @@ func TestInterpretRejectsMalformedGraphs(t *testing.T) {
 
 // interp_test_panics stands for a buggy reference implementation (tests only).
 func init() {
-	Register(&OpDef{Name: "interp_test_panics", Arity: 1, Infer: func(in []TensorType, _ Attrs) (TensorType, *Error) { return in[0], nil },
+	Register(&OpDef{Name: "interp_test_panics", Arity: 1, NoGrad: "a test op", Infer: func(in []TensorType, _ Attrs) (TensorType, *Error) { return in[0], nil },
 		Eval: func([]*Array, Attrs, *Array) { panic("boom") }})
 }
 

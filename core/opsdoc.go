@@ -9,13 +9,16 @@ import (
 
 // OpsMarkdown renders the registry as the table of docs/ops.md: each op's inputs,
 // attributes with defaults, the dtypes it accepts (found by asking its Infer, so the
-// table cannot drift from the code), whether it is a composite, and its doc line.
+// table cannot drift from the code), whether it is a composite, how gradients flow
+// through it (its VJP rule, its decomposition, or why none does), and its doc line.
 func OpsMarkdown() string {
 	var b strings.Builder
 	b.WriteString("# Tensor ops\n\nGenerated from the op registry (core/) by `go test ./core -run TestOpsDoc -update`;\n")
 	b.WriteString("a test fails when this file is out of date. Composite ops are decomposed into the\n")
-	b.WriteString("others by the compiler. Semantics and dtype rules: docs/api.md.\n\n")
-	b.WriteString("| op | inputs | attributes | dtypes | composite | notes |\n| --- | --- | --- | --- | --- | --- |\n")
+	b.WriteString("others by the compiler. Semantics and dtype rules: docs/api.md. The gradient column\n")
+	b.WriteString("says how p.grad and backward() differentiate the op: by its VJP rule (core/vjp*.go),\n")
+	b.WriteString("through its decomposition, or not at all (and why).\n\n")
+	b.WriteString("| op | inputs | attributes | dtypes | composite | gradient | notes |\n| --- | --- | --- | --- | --- | --- | --- |\n")
 	for _, name := range OpNames() {
 		if strings.Contains(name, "test") {
 			continue // ops registered by other packages' tests
@@ -29,10 +32,23 @@ func OpsMarkdown() string {
 		if d.Decompose != nil {
 			comp = "yes"
 		}
-		fmt.Fprintf(&b, "| `%s` | %s | %s | %s | %s | %s |\n", name, d.ArityString(), strings.Join(attrs, ", "),
-			acceptedDTypes(d), comp, strings.ReplaceAll(d.Doc, "|", "\\|"))
+		fmt.Fprintf(&b, "| `%s` | %s | %s | %s | %s | %s | %s |\n", name, d.ArityString(), strings.Join(attrs, ", "),
+			acceptedDTypes(d), comp, gradientNote(d), strings.ReplaceAll(d.Doc, "|", "\\|"))
 	}
 	return b.String()
+}
+
+// gradientNote says how gradients flow through d, for the gradient column.
+func gradientNote(d *OpDef) string {
+	switch {
+	case d.VJP != nil:
+		return "rule"
+	case d.NoGrad != "":
+		return "none: " + d.NoGrad
+	case d.Decompose != nil:
+		return "decomposition"
+	}
+	return "missing"
 }
 
 // probeAttrs are attributes that make an op accept 2x2 inputs when its defaults do not.

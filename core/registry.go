@@ -34,6 +34,14 @@ type OpDef struct {
 	// that the device needs lowerings for primitives only, while Eval stays the exact
 	// reference the decomposition is tested against.
 	Decompose func(b *Builder, in []Value, attrs Attrs, loc Location) (Value, error)
+	// VJP, set on differentiable ops, emits the backward nodes: the cotangent of each
+	// input from the cotangent of the result (see Gradients). A composite without one
+	// is differentiated through its decomposition. Rules of the existing ops live in
+	// vjp_*.go (vjpRules), attached when the op registers.
+	VJP VJPFunc
+	// NoGrad, set on ops no gradient flows through, says why (integer results,
+	// piecewise-constant values, ops formed by the compiler after differentiation).
+	NoGrad string
 }
 
 // Variadic as an OpDef.MaxArity means any number of inputs from Arity up.
@@ -68,6 +76,12 @@ var registry = map[string]*OpDef{}
 func Register(def *OpDef) {
 	if _, dup := registry[def.Name]; dup {
 		panic("core: op registered twice: " + def.Name)
+	}
+	if r, ok := vjpRules[def.Name]; ok && def.VJP == nil {
+		def.VJP = r
+	}
+	if why, ok := noGradOps[def.Name]; ok && def.NoGrad == "" {
+		def.NoGrad = why
 	}
 	registry[def.Name] = def
 }

@@ -15,7 +15,7 @@ import (
 // printing and parsing can be tested; it exists only in this test binary.
 func init() {
 	Register(&OpDef{
-		Name:  "text_probe",
+		Name: "text_probe", NoGrad: "a test op",
 		Arity: 1,
 		Attrs: []AttrSpec{{"alpha", 0.5}, {"axes", []int64{}}, {"mode", "none"}, {"n", int64(0)}},
 		Doc:   "identity with attributes of every type (tests only)",

@@ -7,6 +7,7 @@ package session
 
 import (
 	"sync"
+	"sync/atomic"
 
 	"pypto/core"
 )
@@ -42,6 +43,10 @@ type Tensor struct {
 	op   *op
 
 	realizing sync.Mutex // held while this tensor is being realised, so it is computed once
+
+	// tracked: gradients may be taken through this tensor (it requires grad, or an
+	// input of its op is tracked), so realising it keeps its recipe (see Grad).
+	tracked atomic.Bool
 }
 
 // Type is the tensor's dtype and shape.
@@ -78,11 +83,15 @@ func (t *Tensor) state() (kind, []byte, *op) {
 	return t.kind, t.data, t.op
 }
 
-// setData makes the tensor concrete and drops its recipe, so its inputs can be freed.
-// keep is the External that b belongs to, if any.
+// setData makes the tensor concrete and drops its recipe, so its inputs can be freed,
+// unless gradients may be taken through it. keep is the External that b belongs to,
+// if any.
 func (t *Tensor) setData(b []byte, keep *External) {
 	t.mu.Lock()
-	t.kind, t.data, t.keep, t.op = concrete, b, keep, nil
+	t.kind, t.data, t.keep = concrete, b, keep
+	if !t.tracked.Load() {
+		t.op = nil
+	}
 	t.mu.Unlock()
 }
 
@@ -136,11 +145,18 @@ func Apply(name string, inputs []*Tensor, attrs core.Attrs, loc core.Location) (
 	if err != nil {
 		return nil, err.WithLoc(loc)
 	}
-	return &Tensor{
+	out := &Tensor{
 		typ:  t,
 		kind: pending,
 		op:   &op{name: name, inputs: append([]*Tensor(nil), inputs...), attrs: full, loc: loc},
-	}, nil
+	}
+	for _, in := range inputs {
+		if in.tracked.Load() {
+			out.tracked.Store(true)
+			break
+		}
+	}
+	return out, nil
 }
 
 // coerceAttrs converts integer values given for float attributes (JSON and Python do

@@ -106,6 +106,7 @@ BAD = {
     "inputs?": st.one_of(st.integers(), _text, st.just([3]), st.just(np.zeros(2, np.float32))),
     "subscripts": st.one_of(st.integers(), st.none(), _junk, st.sampled_from(["ij,jk->ik", "iii->i", "i->", "ij", "ij1", "ijk->l"])),
     "kernel": st.one_of(st.integers(), st.none(), _text.filter(lambda s: s not in p.registered_kernels())),
+    "argnums": st.one_of(_floats, _text, st.none(), st.booleans(), st.just([]), st.just([1.5]), _junk),
 }  # fmt: skip
 
 
@@ -147,7 +148,10 @@ _BINARY = (
     " logaddexp hypot atan2 arctan2"
 )
 _REDUCE = "sum prod max min amax amin mean reduce_sum reduce_prod reduce_max reduce_min reduce_mean"
-_NO_ARGS = "block_idx subblock_idx is_cube get_device last_stats cache_info clear_cache registered_kernels lowered_ops composite_ops last_fallbacks"
+_NO_ARGS = (
+    "block_idx subblock_idx is_cube get_device last_stats cache_info clear_cache registered_kernels lowered_ops composite_ops"
+    " last_fallbacks differentiable_ops"
+)
 
 #: name -> (valid keyword arguments, argument kinds). A name of the message may differ
 #: from the parameter's: kind "k@name".
@@ -264,6 +268,9 @@ TABLE = {
     "shard_map": ({"fn": p.exp, "mesh": p.distributed.Mesh((2,)), "in_specs": None, "out_specs": None},
                   {"fn": "callable", "mesh": "mesh", "in_specs": "specs", "out_specs": "specs"}),
     "set_progress": ({}, {"enabled": "flag", "delay": "number"}),
+    "grad": ({"fn": p.exp}, {"fn": "callable", "argnums": "argnums"}),
+    "value_and_grad": ({"fn": p.exp}, {"fn": "callable", "argnums": "argnums"}),
+    "realize_all": ({"tensors": [p.from_numpy(X)]}, {"tensors": "tensors"}),
     "recommend_tile": ({"op_or_fn": "add", "inputs": [X, X], "config": p.CompileConfig(chip="tiny")},
                        {"op_or_fn": "fn", "inputs": "inputs?", "attrs": "attrs", "config": "config?", "measure": "flag"}),
     "set_device": ({"name": "reference"}, {"name": "name"}),
@@ -276,7 +283,8 @@ TABLE = {
     "call_kernel": ({"kernel": "validation_copy", "tensors": [np.zeros((16, 16), np.float32)]},
                     {"kernel": "kernel", "tensors": "tensor@input 0", "out_shapes": "shape?", "out_dtypes": "dtype?"}),
     # constructors
-    "Tensor": ({"shape": [2, 3]}, {"shape": "shape", "dtype": "dtype?", "data": "data", "layout": "layout"}),
+    "Tensor": ({"shape": [2, 3]}, {"shape": "shape", "dtype": "dtype?", "data": "data", "layout": "layout",
+                                   "requires_grad": "flag"}),
     "TileConfig": ({"shape": [16, 16]}, {"shape": "tile_shape", "layout": "layout", "format": "layout"}),
     "CompileConfig": ({}, {"opt_level": "count", "disable_passes": "passes", "memory_pool_bytes": "count?", "chip": "chip",
                        "deterministic": "flag", "max_steps": "count?", "per_size_programs": "flag", "concurrent_tasks": "flag?",

@@ -40,6 +40,9 @@ from . import conv as _conv, update as _update, creation as _creation, nn as _nn
 from . import methods as _methods  # noqa: F401  (attaches the Tensor methods)
 from .conv import *  # noqa: F401,F403
 from .update import *  # noqa: F401,F403
+from . import autograd as _autograd  # (attaches requires_grad, grad, backward)
+from .autograd import differentiable_ops, grad, realize_all, value_and_grad
+from . import optim
 from .creation import *  # noqa: F401,F403
 from .nn import *  # noqa: F401,F403
 from .ops import *  # noqa: F401,F403
@@ -106,6 +109,11 @@ __all__ = [
     "TileChoice",
     "compile",
     "Executor",
+    "grad",
+    "value_and_grad",
+    "realize_all",
+    "differentiable_ops",
+    "optim",
     "CompileConfig",
     "Visualization",
     "set_device",

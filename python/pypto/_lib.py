@@ -19,7 +19,7 @@ import threading
 from . import errors
 
 #: The C ABI version this Python package was written against (capi/main.go abiVersion).
-ABI_VERSION = 5
+ABI_VERSION = 6
 
 LIB_NAME = "libpypto.so"
 
@@ -88,6 +88,12 @@ _SIGNATURES = {
     "pypto_externals_released": (_i32, _P(_P(ctypes.c_uint64)), _P(_i64), _P(_i64)),
     "pypto_dlpack_export": (_handle, _P(_vp)),
     "pypto_dlpack_deleter": (_vp,),
+    "pypto_track": (_handle, _P(_handle)),
+    "pypto_is_tracked": (_handle, _P(_i32)),
+    "pypto_detach": (_handle, _P(_handle)),
+    "pypto_grad": (_handle, _P(_handle), _i32, _handle, _cp, _P(_handle)),
+    "pypto_realize_all": (_P(_handle), _i32),
+    "pypto_differentiable_ops_json": _str_out,
 }
 _RESTYPES = {"pypto_abi_version": _i32, "pypto_string_free": None, "pypto_dlpack_deleter": None}
 

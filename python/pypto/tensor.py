@@ -47,6 +47,8 @@ class Tensor:
     - ``layout`` (``p.ND`` by default, ``p.NCHW``, ``p.NHWC``, ``p.CHWN``, ``p.NZ``)
       names the axes; ``shape`` is given in the layout's order (for NZ, the fractal
       shape ``[..., K1, M1, 16, C0]``). See :mod:`pypto.layouts`.
+    - ``requires_grad=True`` makes it a leaf that ``loss.backward()`` accumulates a
+      gradient into (``.grad``); see :mod:`pypto.autograd`.
 
     Tensors are values: ``copy.copy``, ``copy.deepcopy`` and ``pickle`` (also across
     processes, e.g. a ``spawn`` multiprocessing worker's result) give a new tensor with
@@ -55,14 +57,16 @@ class Tensor:
     layout); a traced value inside ``p.compile`` has no value and refuses.
     """
 
-    __slots__ = ("_handle", "_shape", "_dtype", "_type_info", "__weakref__")
+    # _requires_grad and _grad are set by autograd.py (requires_grad, .grad, backward).
+    __slots__ = ("_handle", "_shape", "_dtype", "_type_info", "_requires_grad", "_grad", "__weakref__")
 
     # numpy must defer to our reflected operators (ndarray + Tensor -> Tensor.__radd__).
     __array_ufunc__ = None
 
-    def __init__(self, shape, dtype=float32, data=None, layout=None):
+    def __init__(self, shape, dtype=float32, data=None, layout=None, requires_grad=False):
         dt = check.dtype(dtype, "dtype", "p.Tensor", optional=True) or float32
         lay = as_layout(layout, "p.Tensor")
+        requires_grad = check.flag(requires_grad, "requires_grad", "p.Tensor")
         shape = check.shape(shape, "shape", "p.Tensor")
         if any(isinstance(d, Dim) for d in shape):
             if data is not None:
@@ -104,6 +108,8 @@ class Tensor:
                 _lib.free_handle(handle)
                 raise
         self._adopt(handle)
+        if requires_grad:
+            self.requires_grad = True
 
     # --- construction helpers -----------------------------------------------------------
 

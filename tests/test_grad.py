@@ -1,0 +1,289 @@
+"""Gradients (p.grad, p.value_and_grad, backward) of every differentiable op against
+torch.autograd, in float32 and float16, with broadcasting; the VJP rules themselves are
+also checked against central finite differences of the reference interpreter in Go
+(core/vjp_test.go) and here on the "reference" device.
+
+Tolerances. The reference is torch.autograd in float64 on the same input values. In
+float32 each gradient is a short chain of rounded ops (and matmuls accumulating in
+float32), so ``|got - ref| <= 1e-4 * (|ref| + max|ref|)``. In float16 the gradient
+ops round to float16 at every step (a few ulps of 2^-10 each, more through the
+normalisations), so ``|got - ref| <= 2e-2 * (|ref| + max|ref|)``.
+"""
+
+import numpy as np
+import pytest
+
+import pypto as p
+
+torch = pytest.importorskip("torch", reason="the gradient tests compare with torch: pip install pypto[torch]")
+
+TOL = {"float32": 1e-4, "float16": 2e-2}
+
+
+def X(*shape):
+    return ("x", shape)
+
+
+def POS(*shape):
+    return ("pos", shape)
+
+
+def IDX(n, *shape):
+    return ("idx", shape, n)
+
+
+def MASK(*shape):
+    return ("mask", shape)
+
+
+F = torch.nn.functional
+
+# (id, pypto function, torch function, inputs)
+CASES = [
+    ("add_broadcast", lambda a, b: a + b, lambda a, b: a + b, [X(2, 3), X(3)]),
+    ("add_outer", lambda a, b: a + b, lambda a, b: a + b, [X(2, 1), X(1, 3)]),
+    ("sub_scalar_shape", lambda a, b: a - b, lambda a, b: a - b, [X(4), X()]),
+    ("mul_broadcast", lambda a, b: a * b, lambda a, b: a * b, [X(2, 3, 4), X(3, 1)]),
+    ("div", lambda a, b: a / b, lambda a, b: a / b, [X(2, 3), POS(3)]),
+    ("pow", lambda a, b: a**b, lambda a, b: a**b, [POS(5), X(5)]),
+    ("pow_const", lambda a: a**3.0, lambda a: a**3.0, [X(5)]),
+    ("maximum", p.maximum, torch.maximum, [X(3, 2), X(2)]),
+    ("minimum", p.minimum, torch.minimum, [X(3, 2), X(3, 1)]),
+    ("where", p.where, torch.where, [MASK(3, 4), X(3, 4), X(4)]),
+    ("neg", p.neg, torch.neg, [X(6)]),
+    ("abs", p.abs, torch.abs, [X(6)]),
+    ("relu", p.relu, torch.relu, [X(6)]),
+    ("exp", p.exp, torch.exp, [X(6)]),
+    ("log", p.log, torch.log, [POS(6)]),
+    ("sqrt", p.sqrt, torch.sqrt, [POS(6)]),
+    ("rsqrt", p.rsqrt, torch.rsqrt, [POS(6)]),
+    ("reciprocal", p.reciprocal, torch.reciprocal, [POS(6)]),
+    ("sin", p.sin, torch.sin, [X(6)]),
+    ("cos", p.cos, torch.cos, [X(6)]),
+    ("tanh", p.tanh, torch.tanh, [X(6)]),
+    ("erf", p.erf, torch.erf, [X(6)]),
+    ("sigmoid", p.sigmoid, torch.sigmoid, [X(6)]),
+    ("silu", p.silu, F.silu, [X(6)]),
+    ("gelu", p.gelu, F.gelu, [X(2, 5)]),
+    ("gelu_tanh", lambda x: p.gelu(x, approximate="tanh"), lambda x: F.gelu(x, approximate="tanh"), [X(2, 5)]),
+    ("clip", lambda x: p.clip(x, -0.5, 0.5), lambda x: torch.clamp(x, -0.5, 0.5), [X(8)]),
+    ("matmul", p.matmul, torch.matmul, [X(3, 4), X(4, 5)]),
+    ("matmul_ta", lambda a, b: p.matmul(a, b, transpose_a=True), lambda a, b: a.T @ b, [X(4, 3), X(4, 5)]),
+    ("matmul_tb", lambda a, b: p.matmul(a, b, transpose_b=True), lambda a, b: a @ b.T, [X(3, 4), X(5, 4)]),
+    ("matmul_tatb", lambda a, b: p.matmul(a, b, transpose_a=True, transpose_b=True), lambda a, b: a.T @ b.T, [X(4, 3), X(5, 4)]),
+    ("batch_matmul_broadcast", p.matmul, torch.matmul, [X(2, 3, 4), X(4, 5)]),
+    ("batch_matmul_batches", p.matmul, torch.matmul, [X(2, 1, 3, 4), X(3, 4, 2)]),
+    ("linear", p.linear, F.linear, [X(2, 3, 4), X(5, 4), X(5)]),
+    ("sum_all", lambda x: p.sum(x), torch.sum, [X(3, 4)]),
+    ("sum_axis", lambda x: p.sum(x, axis=1), lambda x: x.sum(1), [X(3, 4, 2)]),
+    ("mean_keepdims", lambda x: p.mean(x, axis=(0, 2), keepdims=True), lambda x: x.mean((0, 2), keepdim=True), [X(3, 4, 2)]),
+    ("max_axis", lambda x: p.max(x, axis=1), lambda x: torch.amax(x, 1), [X(3, 5)]),
+    ("min_all", lambda x: p.min(x), torch.amin, [X(3, 5)]),
+    ("var", lambda x: p.var(x, axis=1), lambda x: x.var(1, unbiased=False), [X(3, 5)]),
+    ("std_ddof", lambda x: p.std(x, axis=0, ddof=1), lambda x: x.std(0), [X(4, 3)]),
+    ("softmax", lambda x: p.softmax(x, axis=-1), lambda x: torch.softmax(x, -1), [X(3, 6)]),
+    ("softmax_axis0", lambda x: p.softmax(x, axis=0), lambda x: torch.softmax(x, 0), [X(3, 6)]),
+    ("log_softmax", lambda x: p.log_softmax(x), lambda x: torch.log_softmax(x, -1), [X(3, 6)]),
+    ("layer_norm", lambda x, w, b: p.layer_norm(x, [8], w, b), lambda x, w, b: F.layer_norm(x, [8], w, b), [X(2, 3, 8), X(8), X(8)]),
+    ("rms_norm", lambda x, w: p.rms_norm(x, [8], w), lambda x, w: F.rms_norm(x, [8], w, eps=1e-6), [X(3, 8), X(8)]),
+    ("reshape", lambda x: p.reshape(x, [4, 3]) * p.arange(12).reshape([4, 3]), lambda x: x.reshape(4, 3) * torch.arange(12.0).reshape(4, 3), [X(2, 6)]),
+    ("transpose", lambda x: p.transpose(x), lambda x: x.permute(2, 1, 0), [X(2, 3, 4)]),
+    ("permute", lambda x: x.permute(1, 2, 0), lambda x: x.permute(1, 2, 0), [X(2, 3, 4)]),
+    ("broadcast_to", lambda x: p.broadcast_to(x, [2, 3, 4]), lambda x: x.expand(2, 3, 4), [X(3, 1)]),
+    ("unsqueeze_squeeze", lambda x: p.squeeze(p.unsqueeze(x, 1), 1) * 2, lambda x: x * 2, [X(3, 4)]),
+    ("slice", lambda x: x[1:, ::2], lambda x: x[1:, ::2], [X(4, 5)]),
+    ("slice_reverse", lambda x: x[::-1, 1:3], lambda x: x.flip(0)[:, 1:3], [X(4, 5)]),
+    ("concat", lambda a, b: p.concat([a, b], axis=1), lambda a, b: torch.cat([a, b], 1), [X(2, 3), X(2, 2)]),
+    ("stack", lambda a, b: p.stack([a, b], axis=0), lambda a, b: torch.stack([a, b], 0), [X(2, 3), X(2, 3)]),
+    ("pad", lambda x: p.pad(x, [(1, 0), (0, 2)]), lambda x: F.pad(x, (0, 2, 1, 0)), [X(2, 3)]),
+    ("embedding", lambda w, i: p.take(w, i, axis=0), lambda w, i: F.embedding(i, w), [X(6, 4), IDX(6, 5)]),
+    ("embedding_2d_ids", lambda w, i: p.take(w, i, axis=0), lambda w, i: F.embedding(i, w), [X(6, 4), IDX(6, 2, 3)]),
+    ("index_select_axis1", lambda x, i: p.index_select(x, 1, i), lambda x, i: torch.index_select(x, 1, i), [X(2, 5, 3), IDX(5, 4)]),
+    ("take_along_axis", lambda x, i: p.take_along_axis(x, i, axis=1), lambda x, i: torch.gather(x, 1, i), [X(3, 5), IDX(5, 3, 2)]),
+    ("cast", lambda x: p.cast(x, p.float32) * 3, lambda x: x * 3, [X(5)]),
+    ("cumsum", lambda x: p.cumsum(x, axis=1), lambda x: torch.cumsum(x, 1), [X(2, 5)]),
+    ("sort", lambda x: p.sort(x, axis=1), lambda x: torch.sort(x, 1).values, [X(3, 5)]),
+    ("topk", lambda x: p.topk(x, 2).values, lambda x: torch.topk(x, 2).values, [X(3, 5)]),
+    ("sdpa_causal",
+     lambda q, k, v: p.scaled_dot_product_attention(q, k, v, is_causal=True),
+     lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True),
+     [X(2, 4, 8), X(2, 4, 8), X(2, 4, 8)]),
+]  # fmt: skip
+
+
+def _inputs(specs, dtype, seed):
+    rng = np.random.default_rng(seed)
+    out = []
+    for spec in specs:
+        kind, shape = spec[0], spec[1]
+        if kind == "idx":
+            out.append(rng.integers(0, spec[2], size=shape).astype(np.int32))
+        elif kind == "mask":
+            out.append(rng.random(shape) < 0.5)
+        else:
+            v = rng.uniform(0.5, 1.5, size=shape) if kind == "pos" else rng.uniform(-1, 1, size=shape)
+            out.append(v.astype(dtype.numpy))
+    return out
+
+
+def _torch_grads(tfn, arrays, w):
+    ts = [
+        torch.tensor(a.astype(np.float64), requires_grad=True) if a.dtype.kind == "f" else torch.tensor(a.astype(np.int64) if a.dtype.kind == "i" else a)
+        for a in arrays
+    ]
+    y = tfn(*ts)
+    (y.double() * torch.tensor(w.astype(np.float64))).sum().backward()
+    return [t.grad.numpy() if t.requires_grad else None for t in ts]
+
+
+def _check(got, ref, tol, what):
+    got = np.asarray(got, dtype=np.float64)
+    scale = np.abs(ref).max() if ref.size else 0.0
+    err = np.abs(got - ref) - tol * (np.abs(ref) + scale)
+    assert got.shape == ref.shape, what
+    assert (err <= 1e-30).all(), f"{what}: worst |got - ref| {np.abs(got - ref).max():.3g}, max|ref| {scale:.3g}\ngot {got}\nref {ref}"
+
+
+@pytest.mark.parametrize("dtype", [p.float32, p.float16], ids=["float32", "float16"])
+@pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
+def test_gradient_matches_torch(case, dtype):
+    name, pfn, tfn, specs = case
+    arrays = _inputs(specs, dtype, seed=len(name))
+    floats = [i for i, a in enumerate(arrays) if a.dtype.kind == "f"]
+    ins = [p.from_numpy(a) for a in arrays]
+    y = pfn(*ins)
+    w = np.random.default_rng(7).uniform(-1, 1, size=y.shape).astype(y.dtype.numpy)
+    wt = p.from_numpy(w)
+
+    def loss(*xs):
+        return p.sum(pfn(*xs) * wt)
+
+    grads = p.grad(loss, argnums=tuple(floats))(*ins)
+    ref = _torch_grads(tfn, arrays, w)
+    for i, g in zip(floats, grads):
+        assert g.dtype == ins[i].dtype and tuple(g.shape) == tuple(ins[i].shape)
+        _check(g.numpy(), ref[i], TOL[dtype.name], f"{name} input {i}")
+
+
+def test_every_differentiable_op_is_covered():
+    """Each op gradients flow through appears in CASES (by its Go op name), so a new
+    differentiable op needs a torch comparison here."""
+    ops = set(p.differentiable_ops())
+    tested = {
+        "add", "sub", "mul", "div", "pow", "maximum", "minimum", "where", "neg", "abs", "relu", "exp", "log", "sqrt",
+        "rsqrt", "reciprocal", "sin", "cos", "tanh", "erf", "sigmoid", "silu", "gelu", "clip", "matmul",
+        "batch_matmul", "linear", "sum", "mean", "max", "min", "var", "std", "softmax", "log_softmax", "layer_norm",
+        "rms_norm", "reshape", "transpose", "broadcast_to", "squeeze", "unsqueeze", "slice", "concat", "stack", "pad",
+        "index_select", "take_along_axis", "cast", "cumsum", "sort", "topk_values", "scaled_dot_product_attention",
+        "mod",
+    }  # fmt: skip
+    assert ops - tested == set(), f"differentiable ops without a torch comparison: {sorted(ops - tested)}"
+
+
+def test_mod_gradient():
+    a = np.array([5.5, -3.25, 7.0], np.float32)
+    b = np.array([2.0, 2.0, -3.0], np.float32)
+    ga, gb = p.grad(lambda x, y: p.sum(p.mod(x, y)), argnums=(0, 1))(p.from_numpy(a), p.from_numpy(b))
+    ta, tb = (torch.tensor(v.astype(np.float64), requires_grad=True) for v in (a, b))
+    torch.remainder(ta, tb).sum().backward()
+    _check(ga.numpy(), ta.grad.numpy(), 1e-6, "mod a")
+    _check(gb.numpy(), tb.grad.numpy(), 1e-6, "mod b")
+
+
+def test_finite_differences_on_the_reference_device():
+    """Central differences of the reference interpreter (float64 inside each op,
+    float32 results) agree with the gradient of a small network computed on the chip."""
+    rng = np.random.default_rng(3)
+    x = rng.uniform(-1, 1, (4, 6)).astype(np.float32)
+    w = rng.uniform(-1, 1, (6, 5)).astype(np.float32)
+    g = rng.uniform(0.5, 1.5, (5,)).astype(np.float32)
+
+    def f(w, g):
+        h = p.layer_norm(p.gelu(p.from_numpy(x) @ w), [5], g)
+        return p.mean(p.log_softmax(h) * h)
+
+    gw, gg = p.grad(f, argnums=(0, 1))(p.from_numpy(w), p.from_numpy(g))
+    prev = p.get_device()
+    p.set_device("reference")
+    try:
+        for arg, got in ((w, gw.numpy()), (g, gg.numpy())):
+            h = 1e-2
+            fd = np.zeros_like(arg, dtype=np.float64)
+            for i in np.ndindex(arg.shape):
+                orig = arg[i]
+                arg[i] = orig + h
+                up = float(f(p.from_numpy(w), p.from_numpy(g)))
+                arg[i] = orig - h
+                down = float(f(p.from_numpy(w), p.from_numpy(g)))
+                arg[i] = orig
+                fd[i] = (up - down) / (2 * h)
+            np.testing.assert_allclose(got, fd, rtol=2e-2, atol=2e-3)
+    finally:
+        p.set_device(prev)
+
+
+def test_backward_accumulates_into_grad():
+    w = p.Tensor([3], data=[1.0, 2.0, 3.0], requires_grad=True)
+    assert w.requires_grad and w.grad is None
+    loss = p.sum(w * w)
+    print(float(loss))  # realising the loss keeps what backward needs
+    loss.backward()
+    np.testing.assert_array_equal(w.grad.numpy(), [2, 4, 6])
+    p.sum(w * 3).backward()
+    np.testing.assert_array_equal(w.grad.numpy(), [5, 7, 9])
+    w.grad = None
+    y = w * 2
+    y.backward(gradient=p.from_numpy(np.array([1, 0, -1], np.float32)))
+    np.testing.assert_array_equal(w.grad.numpy(), [2, 0, -2])
+
+
+def test_backward_errors():
+    x = p.from_numpy(np.ones(3, np.float32))
+    with pytest.raises(p.PyptoValueError, match="requires grad"):
+        p.sum(x).backward()
+    w = p.Tensor([3], requires_grad=True)
+    with pytest.raises(p.ShapeError, match="single-element"):
+        (w * 2).backward()
+    with pytest.raises(p.DTypeError, match="float"):
+        p.Tensor([2], dtype=p.int32).requires_grad_()
+    with pytest.raises(p.PyptoTypeError, match="must return a p.Tensor"):
+        p.grad(lambda a: 3.0)(w)
+    with pytest.raises(p.PyptoValueError, match="argnums 2"):
+        p.grad(lambda a: p.sum(a), argnums=2)(w)
+
+
+def test_grad_of_unused_input_is_zero_and_structure_is_kept():
+    a = p.from_numpy(np.ones((2, 2), np.float32))
+    params = {"w": p.from_numpy(np.full((2,), 2.0, np.float32)), "unused": p.from_numpy(np.ones(3, np.float32))}
+    value, g = p.value_and_grad(lambda ps, x: p.sum(x * ps["w"]))(params, a)
+    assert float(value) == 8.0
+    assert set(g) == {"w", "unused"}
+    np.testing.assert_array_equal(g["w"].numpy(), [2, 2])
+    np.testing.assert_array_equal(g["unused"].numpy(), [0, 0, 0])
+
+
+def test_compiled_backward_matches_eager():
+    """p.compile of a value_and_grad traces the backward nodes into the program, which
+    the compiler fuses and tiles like any other graph."""
+    rng = np.random.default_rng(0)
+    x = rng.uniform(-1, 1, (8, 16)).astype(np.float32)
+    w = rng.uniform(-1, 1, (16, 32)).astype(np.float32)
+
+    def loss(w, x):
+        return p.mean(p.silu(x @ w) ** 2.0)
+
+    step = p.compile(p.value_and_grad(loss), dynamic=False)
+    v, g = step(p.from_numpy(w), p.from_numpy(x))
+    ve, ge = p.value_and_grad(loss)(p.from_numpy(w), p.from_numpy(x))
+    np.testing.assert_allclose(float(v), float(ve), rtol=1e-6)
+    np.testing.assert_allclose(g.numpy(), ge.numpy(), rtol=1e-5, atol=1e-7)
+    graph = step.graph()
+    assert graph.count("matmul") >= 2, graph  # forward and the backward product
+    assert step.last_cycles > 0
+
+
+def test_second_order_gradient():
+    """Gradients are lazy tensors built from ops, so they can be differentiated again."""
+    x = p.from_numpy(np.array([1.0, -2.0], np.float32))
+    d2 = p.grad(lambda y: p.sum(p.grad(lambda z: p.sum(z * z * z))(y)))(x)
+    np.testing.assert_allclose(d2.numpy(), [6.0, -12.0])
