@@ -2,6 +2,7 @@ package session
 
 import (
 	"fmt"
+	"strings"
 
 	"pypto/core"
 )
@@ -84,6 +85,11 @@ func Grad(out *Tensor, wrt []*Tensor, seed *Tensor, loc core.Location) ([]*Tenso
 				return nil, err
 			}
 		}
+	}
+	if syms := core.GraphSymbols(gb.b.Graph()); len(syms) > 0 {
+		return nil, core.Errorf(core.ShapeError, "cannot differentiate a computation over symbolic shapes (%s)", strings.Join(syms, ", ")).WithLoc(loc).
+			Because("the gradient rules need concrete sizes").
+			Suggest("trace the function with concrete shapes: p.compile(fn, dynamic=False)")
 	}
 	forward := len(gb.b.Graph().Nodes)
 	var sv core.Value

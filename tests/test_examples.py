@@ -4,6 +4,8 @@ import pathlib
 import subprocess
 import sys
 
+import pytest
+
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 
 
@@ -75,3 +77,10 @@ def test_moe_routes_eagerly_and_compiled():
 def test_batching_stacks_runs_and_unstacks():
     out = _run_example("batching.py", "--requests", "3", "--seq", "8", "--hidden", "32", "--runs", "2")
     assert "batched results match numpy" in out and "samples/s" in out
+
+
+def test_train_loss_falls_and_tracks_torch():
+    pytest.importorskip("torch", reason="the training example compares with torch: pip install pypto[torch]")
+    out = _run_example("train.py", "--steps", "20")
+    assert "the loss fell from" in out
+    assert "tracks torch's training within" in out

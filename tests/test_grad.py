@@ -287,3 +287,29 @@ def test_second_order_gradient():
     x = p.from_numpy(np.array([1.0, -2.0], np.float32))
     d2 = p.grad(lambda y: p.sum(p.grad(lambda z: p.sum(z * z * z))(y)))(x)
     np.testing.assert_allclose(d2.numpy(), [6.0, -12.0])
+
+
+def test_api_doc_examples_run():
+    import pathlib
+    import re
+
+    text = (pathlib.Path(__file__).resolve().parent.parent / "docs" / "api.md").read_text()
+    start = text.index("\n## Gradients and training\n")
+    section = text[start : text.find("\n## ", start + 1)]
+    blocks = re.findall(r"```python\n(.*?)```", section, re.S)
+    assert len(blocks) == 2
+    ns = {}
+    for block in blocks:
+        exec(compile(block, "docs/api.md", "exec"), ns)
+    np.testing.assert_allclose(ns["dw"].numpy(), ns["grads"]["w"].numpy(), rtol=1e-6)
+
+
+def test_compiled_gradient_with_automatic_symbols_traces_concretely():
+    """A gradient needs concrete shapes: under p.compile's automatic symbols the trace
+    falls back to the concrete one; with dynamic=True the error says why."""
+    f = p.compile(p.grad(lambda x: p.sum(x * x)))
+    np.testing.assert_array_equal(f(p.from_numpy(np.array([1.0, 2.0], np.float32))).numpy(), [2, 4])
+    assert not f.is_symbolic
+    g = p.compile(p.grad(lambda x: p.sum(x * x)), dynamic=True)
+    with pytest.raises(p.ShapeError, match="symbolic"):
+        g(p.from_numpy(np.array([1.0, 2.0], np.float32)))
