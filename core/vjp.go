@@ -254,7 +254,7 @@ func (c *VJPContext) f32(v Value) Value { return c.cast(v, dtype.Float32) }
 // vjpRules holds the rules of the ops registered in ops_*.go, by family; Register
 // attaches each to its op (package variables, so they exist before any init
 // registers an op).
-var vjpRules = mergeRules(elementwiseVJPs, linalgVJPs, reduceVJPs, shapeVJPs, gatherVJPs)
+var vjpRules = mergeRules(elementwiseVJPs, mathVJPs, linalgVJPs, reduceVJPs, shapeVJPs, gatherVJPs)
 
 func mergeRules(families ...map[string]VJPFunc) map[string]VJPFunc {
 	out := map[string]VJPFunc{}

@@ -62,6 +62,15 @@ CASES = [
     ("cos", p.cos, torch.cos, [X(6)]),
     ("tanh", p.tanh, torch.tanh, [X(6)]),
     ("erf", p.erf, torch.erf, [X(6)]),
+    ("erfc", p.erfc, torch.erfc, [X(6)]),
+    ("exp2", p.exp2, torch.exp2, [X(6)]),
+    ("expm1", p.expm1, torch.expm1, [X(6)]),
+    ("log1p", p.log1p, torch.log1p, [POS(6)]),
+    ("log2", p.log2, torch.log2, [POS(6)]),
+    ("log10", p.log10, torch.log10, [POS(6)]),
+    ("logaddexp", p.logaddexp, torch.logaddexp, [X(3, 2), X(2)]),
+    ("hypot", p.hypot, torch.hypot, [POS(3, 2), X(2)]),
+    ("atan2", p.atan2, torch.atan2, [X(3, 2), POS(3, 1)]),
     ("sigmoid", p.sigmoid, torch.sigmoid, [X(6)]),
     ("silu", p.silu, F.silu, [X(6)]),
     ("gelu", p.gelu, F.gelu, [X(2, 5)]),
@@ -175,7 +184,7 @@ def test_every_differentiable_op_is_covered():
         "batch_matmul", "linear", "sum", "mean", "max", "min", "var", "std", "softmax", "log_softmax", "layer_norm",
         "rms_norm", "reshape", "transpose", "broadcast_to", "squeeze", "unsqueeze", "slice", "concat", "stack", "pad",
         "index_select", "take_along_axis", "cast", "cumsum", "sort", "topk_values", "scaled_dot_product_attention",
-        "mod",
+        "mod", "erfc", "exp2", "expm1", "log1p", "log2", "log10", "logaddexp", "hypot", "atan2",
     }  # fmt: skip
     assert ops - tested == set(), f"differentiable ops without a torch comparison: {sorted(ops - tested)}"
 
