@@ -80,6 +80,38 @@ func TestGradientsMatchFiniteDifferences(t *testing.T) {
 		{"where", "where", nil, []Shape{{3}, {3}, {1}}, map[int][]float64{0: {1, 0, 1}}, false},
 		{"sort", "sort", nil, []Shape{{2, 3}}, nil, false},
 		{"clip", "clip", nil, []Shape{{5}, {}, {}}, map[int][]float64{}, false},
+		{"neg", "neg", nil, []Shape{{4}}, nil, false},
+		{"abs", "abs", nil, []Shape{{4}}, nil, true},
+		{"relu", "relu", nil, []Shape{{4}}, nil, true},
+		{"sqrt", "sqrt", nil, []Shape{{4}}, nil, true},
+		{"reciprocal", "reciprocal", nil, []Shape{{4}}, nil, true},
+		{"sin", "sin", nil, []Shape{{4}}, nil, false},
+		{"cos", "cos", nil, []Shape{{4}}, nil, false},
+		{"exp2", "exp2", nil, []Shape{{4}}, nil, false},
+		{"expm1", "expm1", nil, []Shape{{4}}, nil, false},
+		{"log2", "log2", nil, []Shape{{4}}, nil, true},
+		{"log10", "log10", nil, []Shape{{4}}, nil, true},
+		{"minimum", "minimum", nil, []Shape{{2, 3}, {3}}, nil, false},
+		{"mod", "mod", nil, []Shape{{4}, {4}}, nil, true},
+		{"min", "min", nil, []Shape{{2, 3}}, nil, false},
+		{"std", "std", Attrs{"axis": []int64{0}, "ddof": 1.0}, []Shape{{3, 2}}, nil, false},
+		{"reshape", "reshape", Attrs{"shape": []int64{3, 2}}, []Shape{{2, 3}}, nil, false},
+		{"broadcast_to", "broadcast_to", Attrs{"shape": []int64{2, 3}}, []Shape{{1, 3}}, nil, false},
+		{"squeeze", "squeeze", Attrs{"axis": []int64{1}}, []Shape{{2, 1, 2}}, nil, false},
+		{"unsqueeze", "unsqueeze", Attrs{"axis": []int64{0}}, []Shape{{3}}, nil, false},
+		{"linear", "linear", nil, []Shape{{2, 3}, {4, 3}, {4}}, nil, false},
+		{"cast", "cast", Attrs{"dtype": "float32"}, []Shape{{3}}, nil, false},
+		{"topk_values", "topk_values", Attrs{"k": int64(2)}, []Shape{{2, 4}}, nil, false},
+		{"scaled_dot_product_attention", "scaled_dot_product_attention", Attrs{"is_causal": true}, []Shape{{3, 2}, {3, 2}, {3, 2}}, nil, false},
+	}
+	tested := map[string]bool{}
+	for _, tc := range cases {
+		tested[tc.op] = true
+	}
+	for _, name := range OpNames() {
+		if ok, _ := Differentiable(name); ok && !tested[name] {
+			t.Errorf("differentiable op %s has no finite-difference case here", name)
+		}
 	}
 	for i, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
