@@ -131,6 +131,7 @@ var noGradOps = map[string]string{
 	"argsort":          "integer result",
 	"topk_indices":     "integer result",
 	"iota":             "integer result with no inputs",
+	"random_uniform":   "random numbers with no inputs",
 	"full":             "a constant: it has no inputs",
 	"constant":         "a constant: it has no inputs",
 	"prod":             "no gradient rule (the quotient form fails at zeros); for positive x write exp(sum(log(x)))",
