@@ -238,7 +238,13 @@ def test_async_all_reduce_overlaps_compute():
 # --- errors, never hangs -------------------------------------------------------------------
 
 
-def _run_within(f, seconds=5.0):
+# The rendezvous reports a disagreement at once (no timeout to wait out); the bound
+# on how long a failing run takes covers starting the rank threads and their own work,
+# generously, for a loaded machine. A hang would run into _run_within's limit.
+TOOK = 5.0
+
+
+def _run_within(f, seconds=30.0):
     out = {}
 
     def target():
@@ -267,7 +273,7 @@ def test_a_rank_that_skips_a_collective_is_named():
     e = out["error"]
     assert isinstance(e, D.CollectiveError)
     assert "rank 2 returned without calling all_reduce" in str(e) and "test_distributed.py" in str(e)
-    assert took < 1.5
+    assert took < TOOK
 
 
 def test_ranks_that_disagree_on_shape_or_order_are_named():
@@ -279,7 +285,7 @@ def test_ranks_that_disagree_on_shape_or_order_are_named():
     out, took = _run_within(lambda: p.shard_map(bad_shape, mesh, (D.P("x"),), D.P("x"))(np.ones((2, 2), np.float32)))
     e = out["error"]
     assert isinstance(e, D.CollectiveError) and "ranks 0 and 1 disagree" in str(e) and "shape=(1, 2)" in str(e)
-    assert took < 1.5
+    assert took < TOOK
 
     mesh4 = D.Mesh((2, 2), ("a", "b"))
 
@@ -293,7 +299,7 @@ def test_ranks_that_disagree_on_shape_or_order_are_named():
     out, took = _run_within(lambda: p.shard_map(bad_order, mesh4, (D.P("a", "b"),), D.P("a", "b"))(np.ones((2, 2), np.float32)))
     e = out["error"]
     assert isinstance(e, D.CollectiveError) and "different orders" in str(e)
-    assert took < 1.5
+    assert took < TOOK
 
 
 def test_bad_arguments_say_what_is_accepted():
@@ -339,7 +345,7 @@ def test_a_failing_rank_reports_its_own_error_and_the_others_do_not_hang():
     out, took = _run_within(lambda: p.shard_map(fn, mesh, (D.P("x"),), D.P("x"))(np.ones((4, 2), np.float32)))
     e = out["error"]
     assert isinstance(e, p.ShapeError) and str(e).startswith("rank 1:")
-    assert took < 1.5
+    assert took < TOOK
 
 
 def test_distributed_example_matches_one_chip_and_its_bubble_is_gpipes():
