@@ -277,19 +277,7 @@ func pypto_executor_create_config(name *C.char, inputs *C.uintptr_t, n C.int32_t
 		if err != nil {
 			return err
 		}
-		ih, err := handles(inputs, n, "inputs")
-		if err != nil {
-			return err
-		}
-		oh, err := handles(outputs, m, "outputs")
-		if err != nil {
-			return err
-		}
-		ins, err := tensors(ih)
-		if err != nil {
-			return err
-		}
-		outs, err := tensors(oh)
+		ins, outs, err := traceTensors(inputs, n, outputs, m)
 		if err != nil {
 			return err
 		}
@@ -339,38 +327,8 @@ func pypto_executor_run(h C.uintptr_t, inputs *C.uintptr_t, n C.int32_t, outputs
 // executorRun is pypto_executor_run, profiled (every instruction traced) when profile is set.
 func executorRun(h C.uintptr_t, inputs *C.uintptr_t, n C.int32_t, outputs *C.uintptr_t, m C.int32_t, profile bool) C.uintptr_t {
 	return status(func() error {
-		ex, err := lookup[*session.Executor](uintptr(h), "executor")
-		if err != nil {
-			return err
-		}
-		if int(m) != ex.NumOutputs() {
-			return core.Errorf(core.ValueError, "executor returns %d outputs, the caller's buffer holds %d", ex.NumOutputs(), int(m))
-		}
-		ih, err := handles(inputs, n, "inputs")
-		if err != nil {
-			return err
-		}
-		ins, err := tensors(ih)
-		if err != nil {
-			return err
-		}
-		var res []*session.Tensor
-		if profile {
-			res, _, err = ex.RunProfiled(ins)
-		} else {
-			res, err = ex.Run(ins)
-		}
-		if err != nil {
-			return err
-		}
-		if m == 0 {
-			return nil
-		}
-		dst := unsafe.Slice(outputs, int(m))
-		for i, t := range res {
-			dst[i] = C.uintptr_t(newHandle(t))
-		}
-		return nil
+		_, err := runExecutor(h, inputs, n, outputs, m, profile)
+		return err
 	})
 }
 

@@ -84,6 +84,10 @@ func kindOf(v any) string {
 		return "a tensor"
 	case *session.Executor:
 		return "an executor"
+	case *session.Trace:
+		return "a trace"
+	case *session.MemoryPool:
+		return "a memory pool"
 	case *core.Error:
 		return "an error"
 	}

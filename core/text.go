@@ -191,3 +191,7 @@ func quoteName(s string) string {
 	}
 	return strconv.Quote(s)
 }
+
+// ValueNames are the names the text form gives g's values (%in0 for a param, %3 for a
+// node), indexed by value.
+func ValueNames(g *Graph) []string { return canonicalNames(g) }

@@ -140,12 +140,22 @@ func (e *Executable) Run(inputs [][]byte) (outputs [][]byte, stats *RunStats, er
 
 // RunWith is Run with the simulator's options (a trace, timing only, values only).
 func (e *Executable) RunWith(inputs [][]byte, opts device.RunOptions) (outputs [][]byte, stats *RunStats, err error) {
-	return e.RunRuntime(inputs, opts, e.runtime)
+	return e.run(nil, inputs, opts, e.runtime)
 }
 
 // RunRuntime is RunWith with the runtime's features rt instead of those the program
 // was compiled with (Options.Runtime).
 func (e *Executable) RunRuntime(inputs [][]byte, opts device.RunOptions, rt Runtime) (outputs [][]byte, stats *RunStats, err error) {
+	return e.run(nil, inputs, opts, rt)
+}
+
+// RunIn is RunWith in device memory that pool lends (nil: the executable's own
+// recycled GM images); the memory goes back to the pool when the run is over.
+func (e *Executable) RunIn(pool GMAllocator, inputs [][]byte, opts device.RunOptions) (outputs [][]byte, stats *RunStats, err error) {
+	return e.run(pool, inputs, opts, e.runtime)
+}
+
+func (e *Executable) run(pool GMAllocator, inputs [][]byte, opts device.RunOptions, rt Runtime) (outputs [][]byte, stats *RunStats, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			outputs, stats, err = nil, nil, core.Errorf(core.InternalError, "run panic: %v", r)
@@ -162,16 +172,20 @@ func (e *Executable) RunRuntime(inputs [][]byte, opts device.RunOptions, rt Runt
 	if err := checked.Host(e.exec.GMBytes, gmWhat); err != nil {
 		return nil, nil, core.MemoryErrorOf(err)
 	}
-	gm := e.images.get(e)
+	if opts.Interrupt == nil { // one for the whole run, so Ctrl-C between tasks stops it too
+		opts.Interrupt = interrupt.Current()
+	}
+	gm, release, err := e.image(pool, opts.Interrupt)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer release()
 	for i, t := range tg.Params {
 		want := tg.Tensors[t].Type
 		if len(inputs[i]) != want.Bytes() {
 			return nil, nil, core.Errorf(core.ValueError, "input %d has %d bytes, its type %s needs %d", i, len(inputs[i]), want, want.Bytes())
 		}
 		copy(gm[e.exec.Buffers[t].Offset:], inputs[i])
-	}
-	if opts.Interrupt == nil { // one for the whole run, so Ctrl-C between tasks stops it too
-		opts.Interrupt = interrupt.Current()
 	}
 	stats, err = e.runTasks(gm, opts, rt)
 	if err != nil {
@@ -182,7 +196,9 @@ func (e *Executable) RunRuntime(inputs [][]byte, opts device.RunOptions, rt Runt
 		off := e.exec.Buffers[t].Offset
 		outputs = append(outputs, append([]byte(nil), gm[off:off+n]...))
 	}
-	e.images.put(gm) // only on success: a failed run's image is left to the collector
+	if pool == nil {
+		e.images.put(gm) // only on success: a failed run's image is left to the collector
+	}
 	return outputs, stats, nil
 }
 

@@ -53,8 +53,9 @@ type ExecGraph struct {
 	WorkspaceBytes, WorkspaceNoReuse int
 }
 
-// Verify checks task order, argument bindings, that buffers of tensors live at the same
-// time do not overlap, and that every PTO program passes the ISA verifier for the chip.
+// Verify checks task order, argument bindings, that tensors share buffer bytes only when
+// the dependencies order all the tasks of one before all the tasks of the other, and
+// that every PTO program passes the ISA verifier for the chip.
 func (g *ExecGraph) Verify(chip *device.Chip) error {
 	tg := g.Blocks.Tiles
 	if len(g.Buffers) != len(tg.Tensors) {
@@ -68,11 +69,12 @@ func (g *ExecGraph) Verify(chip *device.Chip) error {
 			return fmt.Errorf("execgraph: buffer of t%d has %d bytes, its tensor needs %d", i, buf.Bytes, tg.Tensors[i].Type.Bytes())
 		}
 	}
-	live := liveRanges(g)
+	order := newTaskOrder(g)
 	for i := range g.Buffers {
 		for j := i + 1; j < len(g.Buffers); j++ {
-			if root(tg.Tensors, i) != root(tg.Tensors, j) && overlaps(g.Buffers[i], g.Buffers[j]) && live[i].overlaps(live[j]) {
-				return fmt.Errorf("execgraph: t%d and t%d share GM bytes while both are live", i, j)
+			ri, rj := root(tg.Tensors, i), root(tg.Tensors, j)
+			if ri != rj && overlaps(g.Buffers[i], g.Buffers[j]) && (tg.Tensors[ri].Role != RoleTemp || tg.Tensors[rj].Role != RoleTemp || !order.apart(ri, rj)) {
+				return fmt.Errorf("execgraph: t%d and t%d share GM bytes while both may be in use (no dependency orders one's tasks before the other's)", i, j)
 			}
 		}
 	}

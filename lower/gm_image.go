@@ -30,6 +30,30 @@ func (g *gmImages) get(e *Executable) []byte {
 	return make([]byte, e.exec.GMBytes)
 }
 
+// GMAllocator lends device memory to runs: a memory pool that several executables
+// share.
+type GMAllocator interface {
+	// Acquire returns n bytes, holding whatever their last user left, and the function
+	// that gives them back; it may wait while other runs hold the memory, until stop.
+	Acquire(n int, stop <-chan struct{}) (gm []byte, release func(), err error)
+}
+
+// image returns the GM image of one run: lent by pool (cleared outside the params'
+// buffers, as a fresh image is) or, without a pool, one of e's recycled images.
+func (e *Executable) image(pool GMAllocator, stop <-chan struct{}) ([]byte, func(), error) {
+	if pool == nil {
+		return e.images.get(e), func() {}, nil
+	}
+	gm, release, err := pool.Acquire(e.exec.GMBytes, stop)
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, r := range e.images.paramGaps(e) {
+		clear(gm[r.off:r.end])
+	}
+	return gm, release, nil
+}
+
 // put hands an image back; the caller must not use it again.
 func (g *gmImages) put(gm []byte) { g.pool.Put(&gm) }
 

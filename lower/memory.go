@@ -2,6 +2,7 @@ package lower
 
 import (
 	"fmt"
+	"sort"
 
 	"pypto/core"
 	"pypto/device"
@@ -62,7 +63,8 @@ func checkDeviceSizes(chip *device.Chip, g *core.Graph) error {
 }
 
 // runCheckMemoryPool refuses a plan that needs more device memory than the pool the
-// program must run in (Options.MemoryPoolBytes; 0 means no limit).
+// program must run in (Options.MemoryPoolBytes; 0 means no limit), naming the largest
+// tensors live at the plan's peak and the lines that made them.
 func runCheckMemoryPool(c *compilation) error {
 	pool := c.opts.MemoryPoolBytes
 	m := c.exec.MemoryPlan()
@@ -74,7 +76,74 @@ func runCheckMemoryPool(c *compilation) error {
 	if m.InputBytes+m.OutputBytes > pool {
 		e.Because("its inputs and outputs alone take %d bytes", m.InputBytes+m.OutputBytes)
 	}
-	return e.Suggest("raise memory_pool_bytes to at least %d, or compute in smaller pieces (fewer rows per call, a narrower dtype)", m.PeakBytes)
+	peak := c.exec.livePeak()
+	e.Because("at its peak (task %d of %d) %d bytes are live; the largest tensors then:", peak.task+1, len(c.exec.Tasks), peak.bytes)
+	for _, t := range peak.largest(5) {
+		e.Because("  %s", describeGMTensor(c.graph, c.exec, t))
+	}
+	return e.Suggest("make the pool at least %d bytes (p.MemoryPool(size=%d)), or compute in smaller pieces (fewer rows per call, a narrower dtype)", m.PeakBytes, m.PeakBytes)
+}
+
+// memoryPeak is the step of a run where the most GM bytes are live.
+type memoryPeak struct {
+	task, bytes int
+	live        []int // owner tensors live then
+	sizes       []int // their buffers' bytes
+}
+
+// largest returns up to n of the live tensors, largest first.
+func (p memoryPeak) largest(n int) []int {
+	idx := make([]int, len(p.live))
+	for i := range idx {
+		idx[i] = i
+	}
+	sort.SliceStable(idx, func(a, b int) bool { return p.sizes[idx[a]] > p.sizes[idx[b]] })
+	out := make([]int, 0, n)
+	for _, i := range idx[:min(n, len(idx))] {
+		out = append(out, p.live[i])
+	}
+	return out
+}
+
+// livePeak finds the task during which the tensors live (inputs, outputs and the
+// intermediates between their first and last task) take the most bytes.
+func (g *ExecGraph) livePeak() memoryPeak {
+	tg := g.Blocks.Tiles
+	live := liveRanges(g)
+	best := memoryPeak{bytes: -1}
+	for ti := range max(len(g.Tasks), 1) {
+		p := memoryPeak{task: ti}
+		for i, t := range tg.Tensors {
+			if t.Alias != 0 || live[i].first > ti || live[i].last < ti {
+				continue
+			}
+			p.live = append(p.live, i)
+			p.sizes = append(p.sizes, g.Buffers[i].Bytes)
+			p.bytes += g.Buffers[i].Bytes
+		}
+		if p.bytes > best.bytes {
+			best = p
+		}
+	}
+	return best
+}
+
+// describeGMTensor says what tensor t is, for a person: its role, type, bytes, the op
+// that made it and the user's line.
+func describeGMTensor(g *core.Graph, eg *ExecGraph, t int) string {
+	gt := eg.Blocks.Tiles.Tensors[t]
+	role := map[TensorRole]string{RoleInput: "input", RoleOutput: "output", RoleTemp: "intermediate"}[gt.Role]
+	what := fmt.Sprintf("%s %s, %d bytes", role, gt.Type, eg.Buffers[t].Bytes)
+	if v := int(gt.Value); g != nil && v >= 0 && v < len(g.Nodes) && g.Nodes[v] != nil {
+		n := g.Nodes[v]
+		if n.Op != core.OpParam {
+			what += ", made by " + n.Op
+		}
+		if !n.Loc.IsZero() {
+			what += " at " + n.Loc.String()
+		}
+	}
+	return what
 }
 
 // MemoryPlan reports the device memory the program needs; its constants, which are
@@ -88,3 +157,54 @@ func (e *Executable) MemoryPlan() MemoryPlan {
 	}
 	return m
 }
+
+// taskOrder tells whether two GM tensors may share bytes when tasks run as soon as
+// their dependencies allow (concurrently, not only in list order): every task using
+// one must be ordered through the dependencies before every task using the other, so
+// the bytes are handed on only once their last reader has finished (delayed release).
+type taskOrder struct {
+	ancestors [][]uint64 // per task, a bit set of the tasks it transitively depends on
+	users     [][]int    // per owner tensor, the tasks that bind it
+}
+
+func newTaskOrder(g *ExecGraph) *taskOrder {
+	tg := g.Blocks.Tiles
+	n := len(g.Tasks)
+	words := (n + 63) / 64
+	o := &taskOrder{ancestors: make([][]uint64, n), users: make([][]int, len(tg.Tensors))}
+	for i, task := range g.Tasks {
+		set := make([]uint64, words)
+		for _, d := range task.Deps {
+			if d < 0 || d >= i {
+				continue // Verify reports it
+			}
+			set[d/64] |= 1 << (d % 64)
+			for w, bits := range o.ancestors[d] {
+				set[w] |= bits
+			}
+		}
+		o.ancestors[i] = set
+		for _, a := range task.Args {
+			r := root(tg.Tensors, a)
+			if us := o.users[r]; len(us) == 0 || us[len(us)-1] != i {
+				o.users[r] = append(us, i)
+			}
+		}
+	}
+	return o
+}
+
+// before reports whether every task using owner tensor a precedes every task using b.
+func (o *taskOrder) before(a, b int) bool {
+	for _, ub := range o.users[b] {
+		for _, ua := range o.users[a] {
+			if o.ancestors[ub][ua/64]&(1<<(ua%64)) == 0 {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// apart reports whether owner tensors a and b are never in use at the same time.
+func (o *taskOrder) apart(a, b int) bool { return o.before(a, b) || o.before(b, a) }

@@ -105,8 +105,10 @@ func emitBlocks(tg *TileGraph, blocks []block, budget int) error {
 }
 
 // planMemory places inputs and outputs in buffers of their own and packs intermediates
-// into a workspace, reusing the bytes of tensors whose last reader has run (first fit
-// by offset over tensors sorted by size, largest first).
+// into a workspace, reusing the bytes of a tensor once every task that uses it is
+// ordered, through the dependencies, before the tasks of the tensor that takes them
+// (taskOrder: safe when independent tasks run at once), first fit by offset over
+// tensors sorted by size, largest first.
 func planMemory(eg *ExecGraph) {
 	tg := eg.Blocks.Tiles
 	eg.Buffers = make([]Buffer, len(tg.Tensors))
@@ -126,7 +128,7 @@ func planMemory(eg *ExecGraph) {
 		off += bytes
 	}
 	base := off
-	live := liveRanges(eg)
+	order := newTaskOrder(eg)
 	sort.SliceStable(temps, func(a, b int) bool { return tg.Tensors[temps[a]].Type.Bytes() > tg.Tensors[temps[b]].Type.Bytes() })
 	var placed []int
 	for _, t := range temps {
@@ -141,7 +143,7 @@ func planMemory(eg *ExecGraph) {
 			b := Buffer{Offset: c, Bytes: bytes}
 			clash := false
 			for _, p := range placed {
-				if overlaps(b, eg.Buffers[p]) && live[t].overlaps(live[p]) {
+				if overlaps(b, eg.Buffers[p]) && !order.apart(t, p) {
 					clash = true
 					break
 				}

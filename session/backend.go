@@ -50,6 +50,12 @@ type visualizer interface {
 	Visualization() (*lower.Visualization, error)
 }
 
+// pooledProgram is a Program that can run in device memory a MemoryPool lends (those
+// compiled for a chip; the reference device has no device memory).
+type pooledProgram interface {
+	RunIn(pool *MemoryPool, inputs [][]byte, stop <-chan struct{}) ([][]byte, Stats, error)
+}
+
 // layoutReporter is a Program that reports the layout conversions it keeps.
 type layoutReporter interface {
 	LayoutConversions() []lower.LayoutConversion

@@ -2,6 +2,7 @@ package session
 
 import (
 	"sync"
+	"time"
 
 	"pypto/core"
 	"pypto/internal/interrupt"
@@ -15,18 +16,16 @@ import (
 // cannot take: the executor keeps it with the constraints its ops need, and each Run
 // binds the symbols from the inputs' shapes, checks the constraints, and specialises
 // the graph to concrete shapes, compiling it once per binding (see specializations).
+//
+// Run may be called from several goroutines at once: programs are immutable, GM images
+// are per run, and each run's report is returned to its caller (RunReport).
 type Executor struct {
+	*Trace
 	s      *Session
-	inputs []core.TensorType
-	graph  *core.Graph // what the trace built; nil when no output needs computing
-	cons   []core.Constraint
 	prog   Program // the compiled graph when it is concrete
-	bound  [][]byte
-	boundT []core.TensorType
-	keeps  []*External // owners of the external memory among bound and outs
-	outs   []outSource
 	device string
 	cfg    Config
+	pool   *MemoryPool // lends every run's device memory; nil: the program's own images
 	specs  *specializations
 	// buckets, when not nil, serves the symbolic graph with one program per bucket of
 	// sizes (buckets.go); noBuckets says why a symbolic executor has none.
@@ -39,15 +38,6 @@ type Executor struct {
 	lastProfile *Profile
 }
 
-// outSource says where one result of the executor comes from.
-type outSource struct {
-	typ   core.TensorType // symbolic when the executor is
-	graph int             // index among the graph outputs, or -1
-	input int             // index of the input returned as is, or -1
-	data  []byte          // a captured constant returned as is
-	keep  *External       // data's owner when it is external memory
-}
-
 // NewExecutor compiles the computation from inputs (placeholders from NewPlaceholder)
 // to outputs for the current device; a symbolic one is compiled per binding by Run.
 func (s *Session) NewExecutor(name string, inputs []*Tensor, outputs []*Tensor) (*Executor, error) {
@@ -57,8 +47,24 @@ func (s *Session) NewExecutor(name string, inputs []*Tensor, outputs []*Tensor) 
 // NewExecutorWith is NewExecutor with the compile options cfg chooses; cfg.Device,
 // when set, replaces the session's current device.
 func (s *Session) NewExecutorWith(name string, inputs []*Tensor, outputs []*Tensor, cfg Config) (*Executor, error) {
-	if name == "" {
-		name = "main"
+	cfg, err := s.CheckConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	tr, err := NewTrace(name, inputs, outputs)
+	if err != nil {
+		return nil, err
+	}
+	return s.CompileTrace(tr, cfg, nil)
+}
+
+// CompileTrace makes an executor of a trace: a concrete trace is compiled now, a symbolic
+// one per binding when it runs. With a pool, cfg.MemoryPoolBytes becomes the pool's
+// size (a program that needs more is a compile error) and every run's device memory
+// is lent by the pool.
+func (s *Session) CompileTrace(tr *Trace, cfg Config, pool *MemoryPool) (*Executor, error) {
+	if pool != nil {
+		cfg.MemoryPoolBytes = pool.Size()
 	}
 	cfg, err := s.CheckConfig(cfg)
 	if err != nil {
@@ -68,120 +74,24 @@ func (s *Session) NewExecutorWith(name string, inputs []*Tensor, outputs []*Tens
 	if cfg.Device != "" {
 		device = cfg.Device
 	}
-	if len(outputs) == 0 {
-		return nil, core.Errorf(core.ValueError, "the traced function returned no tensors").
-			Suggest("return a p.Tensor or a tuple/list of them")
-	}
-	gb, err := newGraphBuild(name, inputs)
-	if err != nil {
-		return nil, err
-	}
-	ex := &Executor{s: s, device: device, cfg: cfg, specs: newSpecializations(maxSpecializations)}
-	for _, in := range inputs {
-		ex.inputs = append(ex.inputs, in.typ)
-	}
-	inputIndex := map[*Tensor]int{}
-	for i, in := range inputs {
-		inputIndex[in] = i
-	}
-	graphOut := map[*Tensor]int{}
-	nGraph := 0
-	var firstLoc core.Location
-	for i, out := range outputs {
-		if out == nil {
-			return nil, core.Errorf(core.ValueError, "output %d is missing (nil tensor)", i)
-		}
-		src := outSource{typ: out.typ, graph: -1, input: -1}
-		k, data, o := out.state()
-		switch {
-		case k == placeholder:
-			j, ok := inputIndex[out]
-			if !ok {
-				return nil, core.Errorf(core.ValueError, "output %d is a placeholder that is not an input of this trace", i)
-			}
-			src.input = j
-		case k == concrete:
-			src.data = data
-			if src.keep = out.Keep(); src.keep != nil {
-				ex.keeps = append(ex.keeps, src.keep)
-			}
-		default:
-			if j, seen := graphOut[out]; seen {
-				src.graph = j
-				break
-			}
-			v, err := gb.value(out)
-			if err != nil {
-				return nil, err
-			}
-			gb.b.Output(v)
-			src.graph = nGraph
-			graphOut[out] = nGraph
-			nGraph++
-			if firstLoc.IsZero() {
-				firstLoc = o.loc
-			}
-		}
-		ex.outs = append(ex.outs, src)
-	}
-	ex.bound = gb.bound
-	ex.keeps = append(ex.keeps, gb.keeps...)
-	for _, t := range gb.boundT {
-		ex.boundT = append(ex.boundT, t.typ)
-	}
-	if nGraph == 0 {
+	ex := &Executor{Trace: tr, s: s, device: device, cfg: cfg, pool: pool, specs: newSpecializations(maxSpecializations)}
+	if tr.graph == nil {
 		return ex, nil
 	}
-	ex.graph = gb.b.Graph()
-	if syms := core.GraphSymbols(ex.graph); len(syms) > 0 {
-		if err := checkBindable(ex.graph, syms); err != nil {
-			return nil, err
-		}
-		if ex.cons, err = core.GraphConstraints(ex.graph); err != nil {
-			return nil, withLoc(err, firstLoc)
-		}
-		ex.buckets, ex.noBuckets = s.bucketingFor(ex.graph, syms, ex.cons, device, cfg)
+	if tr.IsSymbolic() {
+		ex.buckets, ex.noBuckets = s.bucketingFor(tr.graph, core.GraphSymbols(tr.graph), tr.cons, device, cfg)
 		return ex, nil
 	}
-	prog, err := s.compileOn(ex.graph, device, cfg)
+	prog, err := s.compileOn(tr.graph, device, cfg)
 	if err != nil {
-		return nil, withLoc(err, firstLoc)
+		return nil, withLoc(err, tr.firstLoc)
 	}
 	ex.prog = prog
 	return ex, nil
 }
 
-// checkBindable refuses a symbolic graph with a symbol that no input's shape has: no
-// run could give it a value.
-func checkBindable(g *core.Graph, syms []string) error {
-	have := map[string]bool{}
-	for _, p := range g.Params {
-		for _, s := range g.Nodes[p].Type.Symbols() {
-			have[s] = true
-		}
-	}
-	for _, s := range syms {
-		if !have[s] {
-			return core.Errorf(core.ShapeError, "symbol %s appears in the traced program but in no input's shape, so no run can give it a value", s).
-				Suggest("use only symbols that size some input of the compiled function")
-		}
-	}
-	return nil
-}
-
 // IsSymbolic reports whether the executor was traced with symbolic shapes.
 func (e *Executor) IsSymbolic() bool { return e.graph != nil && e.prog == nil }
-
-// GraphText is the text form of the traced Tensor Graph ("" when nothing is computed).
-func (e *Executor) GraphText() string {
-	if e.graph == nil {
-		return ""
-	}
-	return core.Format(e.graph)
-}
-
-// Constraints are what a run's binding must satisfy (none for a concrete executor).
-func (e *Executor) Constraints() []core.Constraint { return e.cons }
 
 // NumCompiled is the number of programs the executor holds: 1 for a concrete one, the
 // number of specialisations for a symbolic one.
@@ -191,12 +101,6 @@ func (e *Executor) NumCompiled() int {
 	}
 	return e.specs.len()
 }
-
-// InputTypes are the types Run expects.
-func (e *Executor) InputTypes() []core.TensorType { return e.inputs }
-
-// NumOutputs is the number of tensors Run returns.
-func (e *Executor) NumOutputs() int { return len(e.outs) }
 
 // Device is the device preset the executor was compiled for.
 func (e *Executor) Device() string { return e.device }
@@ -259,32 +163,81 @@ func (e *Executor) LastStats() (Stats, bool) {
 	return e.last, e.hasLast
 }
 
+// RunReport describes one run of an executor, for its caller alone (runs from several
+// goroutines each get their own).
+type RunReport struct {
+	// Program names the compiled program that ran: the trace's name, followed for a
+	// symbolic executor by its bucket ("f[seq<=128]") or its binding ("f[seq=100]").
+	Program string `json:"program"`
+	// Cycles, Seconds, KernelCycles, KernelSeconds and Tasks are the run's simulated
+	// statistics (Stats); Memory is the program's device memory plan.
+	Cycles        int64             `json:"cycles"`
+	Seconds       float64           `json:"seconds"`
+	KernelCycles  int64             `json:"kernel_cycles"`
+	KernelSeconds float64           `json:"kernel_seconds"`
+	Tasks         int               `json:"tasks"`
+	Memory        *lower.MemoryPlan `json:"memory"`
+	// HostSeconds is the wall time of the whole call on the host: binding, compiling
+	// when the run needed a new program, waiting for the pool, simulating, copying.
+	HostSeconds float64 `json:"host_seconds"`
+	// Pool is the memory pool's state after the run (nil without a pool).
+	Pool *PoolStats `json:"pool"`
+	// Simulated is false when nothing ran on the device (every output an input or a
+	// constant).
+	Simulated bool `json:"simulated"`
+}
+
 // Run executes the program on inputs (realising pending ones first) and returns new
 // concrete tensors. A symbolic executor first binds its symbols from the inputs' shapes,
 // checks its constraints and specialises (once per binding).
 func (e *Executor) Run(inputs []*Tensor) ([]*Tensor, error) {
-	out, _, err := e.run(inputs, false)
+	out, _, _, err := e.run(inputs, false)
 	return out, err
 }
 
-// run is Run, with every instruction traced and a profile made when profile is set.
-func (e *Executor) run(inputs []*Tensor, profile bool) ([]*Tensor, *Profile, error) {
+// programName names the program a run used (RunReport.Program): the trace's name,
+// followed for a symbolic executor by what chose the program, the bucket
+// ("f[seq<=128]") or the binding ("f[seq=100]").
+func (e *Executor) programName(chosen string) string {
+	if chosen == "" {
+		return e.name
+	}
+	return e.name + "[" + chosen + "]"
+}
+
+// RunReport is Run, also returning the run's report; with profile set every
+// instruction is traced and the profile kept (LastProfile).
+func (e *Executor) RunReport(inputs []*Tensor, profile bool) ([]*Tensor, RunReport, error) {
+	start := time.Now()
+	out, rep, _, err := e.run(inputs, profile)
+	rep.HostSeconds = time.Since(start).Seconds()
+	if e.pool != nil {
+		ps := e.pool.Stats()
+		rep.Pool = &ps
+	}
+	return out, rep, err
+}
+
+// run is Run with its report, with every instruction traced and a profile made when
+// profile is set (a profiled run uses the program's own memory, not the pool's).
+func (e *Executor) run(inputs []*Tensor, profile bool) ([]*Tensor, RunReport, *Profile, error) {
+	var rep RunReport
 	stop := interrupt.Current() // Ctrl-C from now on, compilation included, stops the run
 	if len(inputs) != len(e.inputs) {
-		return nil, nil, core.Errorf(core.ValueError, "executor takes %d inputs, got %d", len(e.inputs), len(inputs))
+		return nil, rep, nil, core.Errorf(core.ValueError, "executor takes %d inputs, got %d", len(e.inputs), len(inputs))
 	}
 	bufs := make([][]byte, 0, len(inputs)+len(e.bound))
 	shapes := make([]core.Shape, 0, len(inputs)+len(e.bound))
 	keeps := e.keeps[:len(e.keeps):len(e.keeps)] // appends copy: runs may be concurrent
 	for i, in := range inputs {
 		if in == nil {
-			return nil, nil, core.Errorf(core.ValueError, "input %d is missing (nil tensor)", i)
+			return nil, rep, nil, core.Errorf(core.ValueError, "input %d is missing (nil tensor)", i)
 		}
 		if err := checkInput(i, in.typ, e.inputs[i]); err != nil {
-			return nil, nil, err
+			return nil, rep, nil, err
 		}
 		if err := e.s.Realize(in); err != nil {
-			return nil, nil, err
+			return nil, rep, nil, err
 		}
 		bufs = append(bufs, in.Data())
 		if k := in.Keep(); k != nil {
@@ -301,14 +254,14 @@ func (e *Executor) run(inputs []*Tensor, profile bool) ([]*Tensor, *Profile, err
 	if e.graph != nil && prog == nil {
 		var err error
 		if binding, err = core.BindSymbols(e.graph, shapes); err != nil {
-			return nil, nil, err
+			return nil, rep, nil, err
 		}
 		if err := core.CheckConstraints(e.cons, binding); err != nil {
-			return nil, nil, err
+			return nil, rep, nil, err
 		}
 		if e.buckets != nil {
 			if bound, err = e.buckets.bucket(binding); err != nil {
-				return nil, nil, err
+				return nil, rep, nil, err
 			}
 			// Bounds that break a constraint (two symbols that must be equal
 			// bucketed apart, a symbol that must be 8) run this binding exactly.
@@ -318,7 +271,7 @@ func (e *Executor) run(inputs []*Tensor, profile bool) ([]*Tensor, *Profile, err
 		}
 		if bound != nil {
 			if prog, err = e.specializeBucket(bound); err != nil {
-				return nil, nil, err
+				return nil, rep, nil, err
 			}
 			chosen = bucketName(bound)
 			for i := range inputs {
@@ -327,11 +280,12 @@ func (e *Executor) run(inputs []*Tensor, profile bool) ([]*Tensor, *Profile, err
 			bufs = append(bufs, padMasks(e.buckets.plan, binding, bound)...)
 		} else {
 			if prog, err = e.specialize(binding); err != nil {
-				return nil, nil, err
+				return nil, rep, nil, err
 			}
 			chosen = binding.Key()
 		}
 	}
+	rep.Program = e.programName(chosen)
 	var results [][]byte
 	var prof *Profile
 	if prog != nil {
@@ -340,11 +294,13 @@ func (e *Executor) run(inputs []*Tensor, profile bool) ([]*Tensor, *Profile, err
 		if pr, ok := prog.(profiler); ok && profile {
 			results, st, prof, err = runProfiled(pr, bufs, stop)
 		} else {
-			results, st, err = runProgram(prog, bufs, stop)
+			results, st, err = runProgramIn(prog, e.pool, bufs, stop)
 		}
 		if err != nil {
-			return nil, nil, err
+			return nil, rep, nil, err
 		}
+		rep = RunReport{Program: e.programName(chosen), Cycles: st.Cycles, Seconds: st.Seconds, KernelCycles: st.KernelCycles,
+			KernelSeconds: st.KernelSeconds, Tasks: st.Tasks, Memory: st.Memory, Simulated: true}
 		st.Program = chosen
 		e.mu.Lock()
 		e.last, e.hasLast = st, true
@@ -365,7 +321,7 @@ func (e *Executor) run(inputs []*Tensor, profile bool) ([]*Tensor, *Profile, err
 				want = src.typ.Substitute(bound)
 			}
 			if src.graph >= len(results) || len(results[src.graph]) != want.Bytes() {
-				return nil, nil, core.Errorf(core.InternalError, "program returned %d outputs; output %d should be %v", len(results), src.graph, want)
+				return nil, rep, nil, core.Errorf(core.InternalError, "program returned %d outputs; output %d should be %v", len(results), src.graph, want)
 			}
 			data = cutOutput(results[src.graph], want, typ)
 		case src.input >= 0:
@@ -378,7 +334,7 @@ func (e *Executor) run(inputs []*Tensor, profile bool) ([]*Tensor, *Profile, err
 		// then the owner of external memory among them).
 		out[i] = &Tensor{typ: typ, kind: concrete, data: data, keep: keepOf(data, keeps)}
 	}
-	return out, prof, nil
+	return out, rep, prof, nil
 }
 
 // checkInput compares a run's input with the traced one: same dtype and rank, the same

@@ -52,7 +52,16 @@ type loweredProgram struct {
 func (p loweredProgram) Dump() string { return p.exe.Dump() }
 
 func (p loweredProgram) Run(inputs [][]byte, stop <-chan struct{}) ([][]byte, Stats, error) {
-	outs, st, err := p.exe.RunWith(inputs, device.RunOptions{MaxInstructions: p.maxSteps, Interrupt: stop})
+	return p.RunIn(nil, inputs, stop)
+}
+
+// RunIn runs the program in device memory the pool lends (nil: its own).
+func (p loweredProgram) RunIn(pool *MemoryPool, inputs [][]byte, stop <-chan struct{}) ([][]byte, Stats, error) {
+	var gm lower.GMAllocator
+	if pool != nil {
+		gm = pool
+	}
+	outs, st, err := p.exe.RunIn(gm, inputs, device.RunOptions{MaxInstructions: p.maxSteps, Interrupt: stop})
 	if err != nil {
 		return nil, Stats{}, AsError(core.DeviceError, err)
 	}

@@ -192,7 +192,8 @@ func (p *Profile) WriteTrace(w io.Writer) error {
 // RunProfiled is Run with every instruction traced; the profile is nil when nothing
 // ran on a chip (every output an input or a constant, or the reference device).
 func (e *Executor) RunProfiled(inputs []*Tensor) ([]*Tensor, *Profile, error) {
-	return e.run(inputs, true)
+	out, _, prof, err := e.run(inputs, true)
+	return out, prof, err
 }
 
 // LastProfile is the profile of the executor's most recent profiled run (nil before).

@@ -165,10 +165,23 @@ func (s *Session) compileOn(g *core.Graph, device string, cfg Config) (Program, 
 // Python raises KeyboardInterrupt (a Ctrl-C while compiling stops the run before it
 // starts).
 func runProgram(p Program, inputs [][]byte, stop <-chan struct{}) ([][]byte, Stats, error) {
+	return runProgramIn(p, nil, inputs, stop)
+}
+
+// runProgramIn is runProgram in device memory that pool lends, when the program has
+// device memory (nil: its own).
+func runProgramIn(p Program, pool *MemoryPool, inputs [][]byte, stop <-chan struct{}) ([][]byte, Stats, error) {
 	if interrupt.Requested(stop) {
 		return nil, Stats{}, core.Errorf(core.Interrupted, "interrupted before the run started")
 	}
-	outs, st, err := p.Run(inputs, stop)
+	var outs [][]byte
+	var st Stats
+	var err error
+	if pp, ok := p.(pooledProgram); ok && pool != nil {
+		outs, st, err = pp.RunIn(pool, inputs, stop)
+	} else {
+		outs, st, err = p.Run(inputs, stop)
+	}
 	if err == nil {
 		return outs, st, nil
 	}

@@ -26,3 +26,12 @@ def test_tile_level_examples_run():
             exec(compile(block, "docs/api.md", "exec"), namespace)
     finally:
         p.set_device(prev)
+
+
+def test_runtime_examples_run():
+    blocks = re.findall(r"```python\n(.*?)```", _section("Runtime"), re.S)
+    assert len(blocks) >= 3, "the Runtime section has its examples"
+    namespace = {}
+    for block in blocks:
+        exec(compile(block, "docs/api.md", "exec"), namespace)
+    assert namespace["pool"].stats()["runs"] == 8

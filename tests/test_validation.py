@@ -105,6 +105,7 @@ BAD = {
     "index": st.one_of(_text, _floats, st.just({"a": 1}), st.just([1.5]), st.just(object())),
     "inputs?": st.one_of(st.integers(), _text, st.just([3]), st.just(np.zeros(2, np.float32))),
     "subscripts": st.one_of(st.integers(), st.none(), _junk, st.sampled_from(["ij,jk->ik", "iii->i", "i->", "ij", "ij1", "ijk->l"])),
+    "pool?": st.one_of(st.integers(), _text, st.just({"size": 1})),
     "kernel": st.one_of(st.integers(), st.none(), _text.filter(lambda s: s not in p.registered_kernels())),
     "argnums": st.one_of(_floats, _text, st.none(), st.booleans(), st.just([]), st.just([1.5]), _junk),
 }  # fmt: skip
@@ -242,7 +243,9 @@ TABLE = {
     "tile": ({"x": M, "tile_shape": [2, 2]}, {"x": "tensor", "tile_shape": "tile_shape", "config": "tile_config?"}),
     "tile_concat": ({"tiles": [X, X]}, {"tiles": "tensors", "axis": "axis"}),
     "compile": ({"fn": p.exp}, {"fn": "callable", "config": "config?", "inputs": "inputs?", "dynamic": "flag?",
-                                "profile_config": "config?"}),
+                                "profile_config": "config?", "memory_pool": "pool?"}),
+    "Graph": ({"model": p.exp}, {"model": "callable", "inputs": "inputs?"}),
+    "MemoryPool": ({"size": 1 << 20}, {"size": "count"}),
     "compare_profiles": ({"a": _PROFILE, "b": _PROFILE}, {"a": "fn", "b": "fn"}),
     "conv2d": ({"x": np.ones((1, 2, 5, 5), np.float32), "weight": np.ones((3, 2, 3, 3), np.float32)},
                {"x": "tensor", "weight": "tensor", "bias": "tensor?", "stride": "pair", "padding": "padding", "dilation": "pair",
@@ -300,7 +303,7 @@ TABLE = {
 KERNEL_ONLY = {"load", "store", "push", "pop"}
 #: Public callables that are not functions with arguments to check.
 NOT_FUNCTIONS = {"Dim", "Layout", "DType", "TopK", "Tile", "TileGrid", "TileChoice", "BlockKernel", "Executor", "DistributedExecutor",
-                 "ErrorInfo", "Location", "ProfileResult", "Visualization"} | set(_NO_ARGS.split())  # fmt: skip
+                 "ErrorInfo", "Location", "ProfileResult", "Visualization", "RunReport", "GraphNode", "GraphEdge"} | set(_NO_ARGS.split())  # fmt: skip
 
 
 def _public():

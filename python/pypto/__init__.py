@@ -11,7 +11,9 @@ run on a simulated Ascend-style NPU.
 """
 
 from . import _lib
-from .compile import Executor, compile
+from .compile import Executor, RunReport, compile
+from .graph import Graph, GraphEdge, GraphNode
+from .pool import MemoryPool
 from .config import CompileConfig
 from .profile import ProfileConfig, ProfileResult, compare_profiles
 from .progress import set_progress
@@ -114,6 +116,11 @@ __all__ = [
     "realize_all",
     "differentiable_ops",
     "optim",
+    "RunReport",
+    "Graph",
+    "GraphNode",
+    "GraphEdge",
+    "MemoryPool",
     "CompileConfig",
     "Visualization",
     "set_device",

@@ -94,6 +94,12 @@ _SIGNATURES = {
     "pypto_grad": (_handle, _P(_handle), _i32, _handle, _cp, _P(_handle)),
     "pypto_realize_all": (_P(_handle), _i32),
     "pypto_differentiable_ops_json": _str_out,
+    "pypto_trace_create": (_cp, _P(_handle), _i32, _P(_handle), _i32, _P(_handle)),
+    "pypto_trace_compile": (_handle, _cp, _handle, _P(_handle)),
+    "pypto_trace_json": (_handle, *_str_out),
+    "pypto_pool_create": (_i64, _P(_handle)),
+    "pypto_pool_stats_json": (_handle, *_str_out),
+    "pypto_executor_run_report": (_handle, _P(_handle), _i32, _P(_handle), _i32, _i32, *_str_out),
 }
 _RESTYPES = {"pypto_abi_version": _i32, "pypto_string_free": None, "pypto_dlpack_deleter": None}
 

@@ -17,28 +17,28 @@ import os
 import re
 import threading
 import warnings
-import weakref
 
 import numpy as np
 
 from . import _lib, _validate as check
 from ._location import recording_scopes, user_location
-from ._layout import as_layout
 from .config import CompileConfig
 from ._dist_executor import DistributedConfig, DistributedExecutor
-from .dtypes import as_dtype
 from .device import get_device
 from .progress import watch
 from .profile import ProfileConfig, _from_executor as _profile_from_executor
 from .errors import CompileError, PyptoError, PyptoTypeError, ShapeError, SymbolicShapeError
-from .symbolic import Dim, symbol
-from .tensor import Tensor, _placeholder_from_text, _type_text, as_tensor
+from .symbolic import symbol
+from .tensor import Tensor, _placeholder_from_text, as_tensor
+from .tracing import Owned, Trace, given_placeholders, placeholder, trace_function
+from .graph import Graph
+from .pool import MemoryPool
 from .visualize import Visualization
 
-__all__ = ["compile", "Executor"]
+__all__ = ["compile", "Executor", "RunReport"]
 
 
-def compile(fn, config=None, *, inputs=None, dynamic=None, profile_config=None) -> "Executor":
+def compile(fn, config=None, *, inputs=None, dynamic=None, memory_pool=None, profile_config=None) -> "Executor":
     """Returns an :class:`Executor` for ``fn``, a function of p.Tensors returning a
     p.Tensor or a tuple/list of them. Tensors the function captures from outside become
     constants of the compiled program. Inside the function values have no data:
@@ -57,52 +57,36 @@ def compile(fn, config=None, *, inputs=None, dynamic=None, profile_config=None) 
       signature is traced again with concrete shapes. ``dynamic=False`` traces every
       signature with concrete shapes; ``dynamic=True`` never falls back (errors raise).
 
+    ``fn`` may also be a :class:`pypto.Graph`: its trace is compiled (traced at the
+    first run when the graph was made without inputs).
+
     ``config`` is a :class:`pypto.CompileConfig` (None: the defaults): the optimisation
     level, passes to disable, a memory pool the program must fit and the chip to
     compile for. Invalid options raise here, before anything is traced.
+    ``memory_pool`` is a :class:`pypto.MemoryPool` that lends every run its device
+    memory (the program must fit it). Same as ``p.Executor(fn, config, ...)``; a
+    :class:`pypto.DistributedConfig` as ``config`` gives a distributed executor.
 
     ``profile_config`` is a :class:`pypto.ProfileConfig`: with ``enable_profiling`` every
     run is profiled (``get_profile_result()``), and saved when it names a directory.
     """
-    if not callable(fn):
-        raise check.fail("p.compile", "fn", fn, "a function")
     if isinstance(config, DistributedConfig):
+        if not callable(fn):
+            raise check.fail("p.compile", "fn", fn, "a function")
         return DistributedExecutor(fn, config)
-    if config is None:
-        config = CompileConfig()
-    if not isinstance(config, CompileConfig):
-        raise check.fail("p.compile", "config", config, "a p.CompileConfig, a p.DistributedConfig or None")
-    if dynamic is not None:
-        dynamic = check.flag(dynamic, "dynamic", "p.compile")
-    if inputs is not None and (isinstance(inputs, (Tensor, str, bytes)) or not isinstance(inputs, (list, tuple))):
-        raise check.fail("p.compile", "inputs", inputs, "a list of p.Tensors (or (shape, dtype) pairs)")
-    if profile_config is not None and not isinstance(profile_config, ProfileConfig):
-        raise check.fail("p.compile", "profile_config", profile_config, "a p.ProfileConfig or None")
-    _lib.call(_lib.lib.pypto_config_check, config._json())
-    ex = Executor(fn, dynamic, config)
-    ex._profile_config = profile_config
-    if inputs is not None:
-        ex._trace_given(list(inputs))
-    return ex
+    return Executor(fn, config, inputs=inputs, dynamic=dynamic, memory_pool=memory_pool, profile_config=profile_config,
+                    _op="p.compile")  # fmt: skip
 
 
-class _Compiled:
+class _Compiled(Owned):
     """One traced Go executor (symbolic or for one concrete signature)."""
 
-    __slots__ = ("handle", "n_out", "structure", "symbolic", "viz_written", "_finalizer", "__weakref__")
+    __slots__ = ("n_out", "structure", "symbolic", "viz_written")
 
     def __init__(self, handle: int, n_out: int, structure, symbolic: bool):
-        self.handle, self.n_out, self.structure, self.symbolic = handle, n_out, structure, symbolic
+        super().__init__(handle)
+        self.n_out, self.structure, self.symbolic = n_out, structure, symbolic
         self.viz_written = 0  # programs whose page is written (a symbolic trace: one per binding)
-        self._finalizer = weakref.finalize(self, _lib.free_handle, handle)
-        self._finalizer.atexit = False
-
-    # One object owns the handle: copies are the object itself (it never changes).
-    def __copy__(self):
-        return self
-
-    def __deepcopy__(self, memo):
-        return self
 
     def __reduce__(self):
         raise PyptoTypeError("a compiled program cannot be pickled; pickle its p.compile Executor, which compiles again")
@@ -112,33 +96,76 @@ class _Compiled:
 
 
 class Executor:
-    """A function compiled for the simulated NPU. Call ``run(*inputs)`` (or the executor
-    itself) with p.Tensors or numpy arrays.
+    """A function compiled for the simulated NPU: ``p.Executor(model, config=None, *,
+    memory_pool=None, inputs=None, dynamic=None)`` (``p.compile`` takes the same
+    arguments). ``model`` is a function of p.Tensors or a :class:`pypto.Graph`. Call
+    ``run(*inputs)`` (or the executor itself) with p.Tensors or numpy arrays;
+    ``last_run()`` is the calling thread's report of its last run (:class:`RunReport`).
+    With ``memory_pool=`` (a :class:`pypto.MemoryPool`), every run's device memory is
+    lent by the pool, which several executors may share, and a program that does not
+    fit it is a CompileError.
+
+    An executor may be run from several threads at once: each run has its own device
+    memory and its own report.
 
     ``copy.copy`` and ``copy.deepcopy`` give an executor of the same function and options
     sharing the programs compiled so far; ``pickle`` (e.g. to a ``spawn`` worker) carries
     the function (by reference: a module-level function), the options and the traced
-    input types, and the other process compiles again on its first run."""
+    input types, and the other process compiles again on its first run (with a memory
+    pool of its own, of the same size)."""
 
-    def __init__(self, fn, dynamic=None, config=None):
+    def __init__(self, model, config=None, *, memory_pool=None, inputs=None, dynamic=None, profile_config=None,
+                 _op="p.Executor"):  # fmt: skip
+        graph = model if isinstance(model, Graph) else None
+        fn = graph._fn if graph is not None else model
+        if not callable(fn):
+            raise check.fail(_op, "fn" if _op == "p.compile" else "model", model, "a function or a p.Graph")
+        if config is None:
+            config = CompileConfig()
+        if not isinstance(config, CompileConfig):
+            accepted = "a p.CompileConfig, a p.DistributedConfig or None" if _op == "p.compile" else "a p.CompileConfig or None"
+            raise check.fail(_op, "config", config, accepted)
+        if dynamic is not None:
+            dynamic = check.flag(dynamic, "dynamic", _op)
+        if memory_pool is not None and not isinstance(memory_pool, MemoryPool):
+            raise check.fail(_op, "memory_pool", memory_pool, "a p.MemoryPool or None")
+        if inputs is not None and (isinstance(inputs, (Tensor, str, bytes)) or not isinstance(inputs, (list, tuple))):
+            raise check.fail(_op, "inputs", inputs, "a list of p.Tensors (or (shape, dtype) pairs)")
+        if inputs is not None and graph is not None:
+            raise PyptoTypeError(
+                f"{_op}: inputs= is given twice, to the p.Graph and here", location=user_location(),
+                suggestions=["give the inputs to p.Graph(model, inputs=[...]) only"],
+            )  # fmt: skip
+        if profile_config is not None and not isinstance(profile_config, ProfileConfig):
+            raise check.fail(_op, "profile_config", profile_config, "a p.ProfileConfig or None")
+        _lib.call(_lib.lib.pypto_config_check, config._json())
         self._fn = fn
-        self._config = config or CompileConfig()
+        self._config = config
+        self._pool = memory_pool
+        self._graph = graph  # the p.Graph compiled, which records the first trace
         self._name = getattr(fn, "__name__", "main")
         self._dynamic = dynamic
-        self._given = None  # the executor traced from inputs=, per device
-        self._given_inputs = None
+        self._given = None  # device -> _Compiled of the trace given (inputs=, a traced p.Graph)
+        self._given_trace: Trace | None = None
         self._symbolic: dict = {}  # (ranks, dtypes, layouts, device) -> _Compiled or None (gave up)
         self._static: dict = {}  # (shapes, dtypes, layouts, device) -> _Compiled
         self._lock = threading.Lock()
         self._last: _Compiled | None = None
         self._tracing = threading.local()  # .active: this thread is inside the function
-        self._profile_config = None  # a ProfileConfig: how runs are profiled
+        self._profile_config = profile_config  # a ProfileConfig: how runs are profiled
         self._profile = None  # the last profiled run's ProfileResult
+        self._reports = threading.local()  # .last: this thread's last RunReport
+        if inputs is not None:
+            self._trace_given(list(inputs))
+        elif graph is not None and graph._trace is not None:
+            self._given_trace = graph._trace
+            self._given = {self._device(): self._compile_trace(graph._trace)}
 
     def __copy__(self) -> "Executor":
-        ex = Executor(self._fn, self._dynamic, self._config)
+        ex = Executor(self._fn, self._config, memory_pool=self._pool, dynamic=self._dynamic)
+        ex._graph = self._graph
         ex._given = dict(self._given) if self._given is not None else None
-        ex._given_inputs = self._given_inputs
+        ex._given_trace = self._given_trace
         ex._symbolic, ex._static = dict(self._symbolic), dict(self._static)
         ex._profile_config = self._profile_config
         return ex
@@ -157,8 +184,16 @@ class Executor:
                 location=user_location(),
                 suggestions=["compile a function defined at the top level of a module (not a lambda or a nested function)"],
             ) from None
-        given = None if self._given_inputs is None else [t._info()["text"] for t in self._given_inputs]
-        return (_executor_from_parts, (self._fn, self._dynamic, self._config, given))
+        given = None if self._given_trace is None else [t._info()["text"] for t in self._given_trace.placeholders]
+        pool = None if self._pool is None else self._pool.size
+        return (_executor_from_parts, (self._fn, self._dynamic, self._config, given, pool))
+
+    @property
+    def memory_pool(self):
+        """The :class:`pypto.MemoryPool` lending this executor's runs their memory (None:
+        each program has its own)."""
+        return self._pool
+
     @property
     def config(self) -> CompileConfig:
         """The compile options this executor was made with."""
@@ -171,55 +206,32 @@ class Executor:
     # --- tracing --------------------------------------------------------------------------
 
     def _trace_given(self, inputs):
-        placeholders = []
-        for i, x in enumerate(inputs):
-            if isinstance(x, tuple) and len(x) == 2:
-                x = Tensor(x[0], dtype=x[1]) if any(isinstance(d, Dim) for d in x[0]) else _placeholder(x[0], x[1])
-            if not isinstance(x, Tensor):
-                raise check.fail("p.compile", f"inputs[{i}]", x, "a p.Tensor (or a (shape, dtype) pair)")
-            placeholders.append(x if _is_placeholder(x) else _placeholder(x.shape, x.dtype, x.layout))
-        self._given_inputs = placeholders
-        self._given = {self._device(): self._trace(placeholders)}
+        placeholders = given_placeholders(inputs, "p.compile")
+        self._given_trace = trace_function(self._fn, self._name, placeholders, self._tracing, self._scopes())
+        self._record(self._given_trace)
+        self._given = {self._device(): self._compile_trace(self._given_trace)}
 
     def _trace(self, placeholders) -> _Compiled:
-        try:
-            inspect.signature(self._fn).bind(*placeholders)
-        except TypeError as e:  # the run's inputs do not fit the function's parameters
-            raise PyptoTypeError(
-                f"p.compile: {self._name} cannot take {len(placeholders)} input(s): {e}", location=user_location()
-            ) from None
-        except ValueError:  # no signature to check (some builtins)
-            pass
-        self._tracing.active = True
-        scopes = recording_scopes() if self._config.enable_visualization else contextlib.nullcontext()
-        try:
-            with scopes:
-                result = self._fn(*placeholders)
-        finally:
-            self._tracing.active = False
-        if isinstance(result, Tensor):
-            outs, structure = [result], "single"
-        elif isinstance(result, (tuple, list)) and result and all(isinstance(r, Tensor) for r in result):
-            outs, structure = list(result), "tuple" if isinstance(result, tuple) else "list"
-        else:
-            raise PyptoTypeError(
-                f"p.compile: {self._name} must return a p.Tensor or a non-empty tuple/list of them, "
-                f"got {type(result).__name__}",
-                location=user_location(),
-            )
+        tr = trace_function(self._fn, self._name, placeholders, self._tracing, self._scopes())
+        self._record(tr)
+        return self._compile_trace(tr)
+
+    def _scopes(self):
+        """What tracing records besides the graph: with enable_visualization, the scopes
+        of the user's code the viewer groups nodes by."""
+        return recording_scopes() if self._config.enable_visualization else contextlib.nullcontext()
+
+    def _record(self, tr: Trace):
+        """The p.Graph this executor compiles shows its first trace."""
+        if self._graph is not None and self._graph._trace is None:
+            self._graph._trace = tr
+
+    def _compile_trace(self, tr: Trace) -> _Compiled:
         h = _lib.Handle()
+        pool = self._pool._handle if self._pool is not None else 0
         with watch(f"compile {self._name}"):
-            _lib.call(
-                _lib.lib.pypto_executor_create_config,
-                self._name.encode(),
-                _lib.handle_array(p._handle for p in placeholders),
-                len(placeholders),
-                _lib.handle_array(o._handle for o in outs),
-                len(outs),
-                self._config._json(),
-                ctypes.byref(h),
-            )
-        compiled = _Compiled(h.value, 0, structure, False)
+            _lib.call(_lib.lib.pypto_trace_compile, tr.handle, self._config._json(), pool, ctypes.byref(h))
+        compiled = _Compiled(h.value, 0, tr.structure, False)
         n = ctypes.c_int32()
         _lib.call(_lib.lib.pypto_executor_num_outputs, compiled.handle, ctypes.byref(n))
         compiled.n_out = n.value
@@ -250,7 +262,7 @@ class Executor:
         for name, t in zip(names, tensors):
             keep = t.layout.name == "NZ"  # NZ types carry concrete fractal counts
             dims = [d if keep or d in (0, 1) else symbol(f"{name}.{ax}") for ax, d in enumerate(t.shape)]
-            out.append(_placeholder(dims, t.dtype, t.layout))
+            out.append(placeholder(dims, t.dtype, t.layout))
         return out
 
     # --- running --------------------------------------------------------------------------
@@ -276,7 +288,7 @@ class Executor:
             compiled = self._given.get(device)
             if compiled is None:
                 with self._lock:
-                    compiled = self._given.get(device) or self._trace(self._given_inputs)
+                    compiled = self._given.get(device) or self._compile_trace(self._given_trace)
                     self._given[device] = compiled
             return self._run(compiled, tensors, profile)
         sig = (tuple((t.shape, t.dtype.code, t.layout.name) for t in tensors), device)
@@ -317,7 +329,7 @@ class Executor:
             with self._lock:
                 compiled = self._static.get(sig)
                 if compiled is None:
-                    compiled = self._trace([_placeholder(t.shape, t.dtype, t.layout) for t in tensors])
+                    compiled = self._trace([placeholder(t.shape, t.dtype, t.layout) for t in tensors])
                     self._static[sig] = compiled
         return compiled
 
@@ -335,13 +347,14 @@ class Executor:
         outs = (_lib.Handle * max(compiled.n_out, 1))()
         try:
             with watch(f"run {self._name}"):
-                _lib.call(
-                    _lib.lib.pypto_executor_run_profiled if profile else _lib.lib.pypto_executor_run,
+                text = _lib.call_string(
+                    _lib.lib.pypto_executor_run_report,
                     compiled.handle,
                     _lib.handle_array(t._handle for t in tensors),
                     len(tensors),
                     outs,
                     compiled.n_out,
+                    1 if profile else 0,
                 )
         except PyptoError as e:  # the inputs of this run: the caller's line
             e.location = e.location or user_location()
@@ -350,6 +363,7 @@ class Executor:
         if compiled.symbolic:  # this run may have compiled a specialisation
             self._write_visualization(compiled)
         results = [Tensor._wrap(outs[i]) for i in range(compiled.n_out)]
+        self._reports.last = RunReport._from_json(json.loads(text), self._device())
         if profile is not None:
             self._profile = _profile_from_executor(compiled.handle, self._name, profile)
             if self._profile is not None and profile.profile_output_dir:
@@ -358,6 +372,12 @@ class Executor:
         if kind == "single":
             return results[0]
         return tuple(results) if kind == "tuple" else results
+
+    def last_run(self) -> "RunReport | None":
+        """The report of the calling thread's last run of this executor (None before
+        one): simulated time, host time, the program that ran and its memory. Threads
+        sharing the executor each see their own runs."""
+        return getattr(self._reports, "last", None)
 
     # --- introspection --------------------------------------------------------------------
 
@@ -460,7 +480,7 @@ class Executor:
         tensors = [_run_input(x, i) for i, x in enumerate(inputs)]
         device = self._device()
         if self._given is not None:
-            compiled = self._given.get(device) or self._trace(self._given_inputs)
+            compiled = self._given.get(device) or self._compile_trace(self._given_trace)
             self._given.setdefault(device, compiled)
             return self._debugger(compiled, tensors)
         sig = (tuple((t.shape, t.dtype.code, t.layout.name) for t in tensors), device)
@@ -543,16 +563,55 @@ class Executor:
         return f"<pypto.Executor {self._name}: {self.num_traced} trace(s), {self.num_compiled} compiled program(s)>"
 
 
-def _placeholder(shape, dtype, layout=None) -> Tensor:
-    h = _lib.Handle()
-    text = _type_text(as_dtype(dtype), tuple(shape), as_layout(layout))
-    _lib.call(_lib.lib.pypto_placeholder_type, text.encode(), ctypes.byref(h))
-    return Tensor._wrap(h.value)
+class RunReport:
+    """What one run of an :class:`Executor` did (``executor.last_run()``):
 
+    - ``program``: the compiled program that ran (the function's name, and for a
+      symbolic trace the bucket of sizes it serves, ``"f[batch<=4,seq<=128]"``, or
+      the binding it was specialised for, ``"f[batch=2,seq=128]"``);
+    - ``simulated_seconds`` / ``simulated_ms`` and ``cycles``: simulated device time
+      (``kernel_cycles``: the kernels' part, without launches); ``tasks``;
+    - ``host_seconds`` / ``host_ms``: wall time of the call on the host (compiling a
+      new program when the run needed one, waiting for the pool, simulating);
+    - ``peak_bytes`` and ``memory``: the program's device memory plan (``info()``);
+    - ``pool``: the memory pool's ``stats()`` after the run (None without a pool);
+    - ``device``: the chip preset (on ``"reference"``, which has no timing, the times
+      and cycles are 0); ``simulated``: False when nothing ran (every output an input
+      or a constant).
+    """
 
-def _is_placeholder(t: Tensor) -> bool:
-    """A symbolic p.Tensor is a placeholder already; others are used for their type."""
-    return any(isinstance(d, Dim) for d in t.shape)
+    __slots__ = ("program", "cycles", "simulated_seconds", "kernel_cycles", "tasks", "host_seconds", "memory", "pool",
+                 "device", "simulated")  # fmt: skip
+
+    @classmethod
+    def _from_json(cls, d: dict, device: str) -> "RunReport":
+        r = cls.__new__(cls)
+        r.program, r.cycles, r.simulated_seconds = d["program"], d["cycles"], d["seconds"]
+        r.kernel_cycles, r.tasks, r.host_seconds = d["kernel_cycles"], d["tasks"], d["host_seconds"]
+        r.memory, r.pool, r.device, r.simulated = d["memory"], d["pool"], device, d["simulated"]
+        return r
+
+    @property
+    def simulated_ms(self) -> float:
+        return self.simulated_seconds * 1e3
+
+    @property
+    def host_ms(self) -> float:
+        return self.host_seconds * 1e3
+
+    @property
+    def peak_bytes(self):
+        """The device memory the program needs at its peak (None without a plan)."""
+        return None if self.memory is None else self.memory["peak_bytes"]
+
+    def as_dict(self) -> dict:
+        return {k: getattr(self, k) for k in self.__slots__} | {"simulated_ms": self.simulated_ms, "host_ms": self.host_ms}
+
+    def __repr__(self) -> str:
+        return (
+            f"<pypto.RunReport {self.program} on {self.device}: simulated {self.simulated_ms:.4f} ms "
+            f"({self.cycles} cycles), host {self.host_ms:.2f} ms, peak {self.peak_bytes} bytes>"
+        )
 
 
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
@@ -587,9 +646,7 @@ def _run_input(x, i) -> Tensor:
     raise check.fail("Executor.run", f"input {i}", x, "a p.Tensor or a numpy array")
 
 
-def _executor_from_parts(fn, dynamic, config, given) -> Executor:
+def _executor_from_parts(fn, dynamic, config, given, pool) -> Executor:
     """An executor rebuilt from a pickle: it traces and compiles again when it runs."""
-    ex = Executor(fn, dynamic, config)
-    if given is not None:
-        ex._trace_given([_placeholder_from_text(text) for text in given])
-    return ex
+    inputs = None if given is None else [_placeholder_from_text(text) for text in given]
+    return Executor(fn, config, dynamic=dynamic, inputs=inputs, memory_pool=None if pool is None else MemoryPool(pool))
