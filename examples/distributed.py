@@ -53,10 +53,11 @@ def reference_block(x, b, heads):
     return x + g @ b["w2"].astype(f)
 
 
-def tp_block(x, ln1w, ln1b, ln2w, ln2b, wq, wk, wv, wo, w1, w2, *, heads, axis="tp"):
+def tp_block(x, ln1w, ln1b, ln2w, ln2b, wq, wk, wv, wo, w1, w2, *, heads, axis="tp", reduce=None):
     """One rank's part of the block: its heads of the attention (q, k, v column-parallel,
     the output projection row-parallel) and its columns of the MLP; one all-reduce after
-    each row-parallel matmul."""
+    each row-parallel matmul (``reduce``: the identity for the whole block on one chip)."""
+    reduce = reduce or (lambda y: D.psum(y, axis))
     seq, d = x.shape
     local_heads = wq.shape[1] * heads // d
     hd = d // heads
@@ -66,9 +67,9 @@ def tp_block(x, ln1w, ln1b, ln2w, ln2b, wq, wk, wv, wo, w1, w2, *, heads, axis="
     mask = p.from_numpy(np.tril(np.ones((seq, seq), bool)))
     att = p.matmul(p.softmax(p.where(mask, s, -1e4), axis=-1), v)
     y = p.matmul(p.reshape(p.transpose(att, 1, 0, 2), seq, local_heads * hd), wo)
-    x = x + D.psum(y, axis)
+    x = x + reduce(y)
     m = p.gelu(p.matmul(p.layer_norm(x, weight=ln2w, bias=ln2b), w1))
-    return x + D.psum(p.matmul(m, w2), axis)
+    return x + reduce(p.matmul(m, w2))
 
 
 # How x and each weight are split over the tensor-parallel axis.
@@ -124,18 +125,9 @@ def pipeline(micro, blocks, heads):
     return y[(stages - 1) * micro.shape[0]:], D.last_report()
 
 
-def block(x, ln1w, ln1b, ln2w, ln2b, wq, wk, wv, wo, w1, w2, *, heads):
+def block(x, *params, heads):
     """The whole block on one chip."""
-    seq, d = x.shape
-    hd = d // heads
-    a = p.layer_norm(x, weight=ln1w, bias=ln1b)
-    q, k, v = (p.transpose(p.reshape(p.matmul(a, w), seq, heads, hd), 1, 0, 2) for w in (wq, wk, wv))
-    s = p.matmul(q, k, transpose_b=True) * (1 / math.sqrt(hd))
-    mask = p.from_numpy(np.tril(np.ones((seq, seq), bool)))
-    att = p.matmul(p.softmax(p.where(mask, s, -1e4), axis=-1), v)
-    x = x + p.matmul(p.reshape(p.transpose(att, 1, 0, 2), seq, d), wo)
-    m = p.gelu(p.matmul(p.layer_norm(x, weight=ln2w, bias=ln2b), w1))
-    return x + p.matmul(m, w2)
+    return tp_block(x, *params, heads=heads, reduce=lambda y: y)
 
 
 def main(argv=None):

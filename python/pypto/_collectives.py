@@ -15,7 +15,7 @@ from . import _validate as check
 from . import dtypes
 from ._location import user_location
 from ._mesh import Mesh
-from .errors import PyptoTypeError, PyptoValueError
+from .errors import PyptoValueError
 from .tensor import Tensor, from_numpy
 
 ALGORITHMS = ("auto", "mesh", "ring", "hd")

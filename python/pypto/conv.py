@@ -52,18 +52,22 @@ def _padding(padding, op, kernel, dilation, stride):
     return ph, ph, pw, pw
 
 
+def _conv_args(op, x, weight, layout, stride, dilation, groups):
+    """The checked image, weight (layout names its axes for errors), stride, dilation
+    and groups of a convolution."""
+    x = _image(x, op)
+    w = as_tensor(weight, op, "weight")
+    if w.ndim != 4:
+        raise ShapeError(f"{op}: weight must be {layout}, got shape {list(w.shape)}", location=user_location())
+    return x, w, _pair(stride, "stride", op, 1), _pair(dilation, "dilation", op, 1), check.integer(groups, "groups", op, lo=1)
+
+
 def conv2d(x, weight, bias=None, stride=1, padding=0, dilation=1, groups: int = 1) -> Tensor:
     """torch.nn.functional.conv2d: x [N, C, H, W], weight [O, C/groups, KH, KW], bias [O];
     padding an int, a pair, "same" or "valid"; groups = C is a depthwise convolution.
     Compiled as img2col (a strided slice per kernel tap) and a batched matmul on the cube."""
     op = "conv2d"
-    x = _image(x, op)
-    w = as_tensor(weight, op, "weight")
-    if w.ndim != 4:
-        raise ShapeError(f"{op}: weight must be [O, C/groups, KH, KW], got shape {list(w.shape)}", location=user_location())
-    stride = _pair(stride, "stride", op, 1)
-    dilation = _pair(dilation, "dilation", op, 1)
-    groups = check.integer(groups, "groups", op, lo=1)
+    x, w, stride, dilation, groups = _conv_args(op, x, weight, "[O, C/groups, KH, KW]", stride, dilation, groups)
     pads = _padding(padding, op, (w.shape[2], w.shape[3]), dilation, stride)
     ins = [x, w] + ([as_tensor(bias, op, "bias")] if bias is not None else [])
     return apply(op, ins, {"stride": list(stride), "pads": list(pads), "dilation": list(dilation), "groups": groups})
@@ -74,15 +78,9 @@ def conv_transpose2d(x, weight, bias=None, stride=1, padding=0, output_padding=0
     the convolution of the input spread out by the stride (zeros between its elements)
     with the flipped, transposed kernel."""
     op = "conv_transpose2d"
-    x = _image(x, op)
-    w = as_tensor(weight, op, "weight")
-    if w.ndim != 4:
-        raise ShapeError(f"{op}: weight must be [C, O/groups, KH, KW], got shape {list(w.shape)}", location=user_location())
-    stride = _pair(stride, "stride", op, 1)
-    dilation = _pair(dilation, "dilation", op, 1)
+    x, w, stride, dilation, groups = _conv_args(op, x, weight, "[C, O/groups, KH, KW]", stride, dilation, groups)
     padding = _pair(padding, "padding", op, 0)
     output_padding = _pair(output_padding, "output_padding", op, 0)
-    groups = check.integer(groups, "groups", op, lo=1)
     n, c, h, wd = x.shape
     cin, og, kh, kw = w.shape
     if cin != c or c % groups:
