@@ -1,6 +1,7 @@
 package device
 
 import (
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -78,8 +79,27 @@ func outermostLoops(body []isa.Instr) map[int][2]int {
 // allocate places the tiles of p in the chip's buffers. Tiles a TASSIGN binds keep
 // that address for the whole program (manual placement; they may overlap each other,
 // as their author decided) and the other tiles are placed around them.
+//
+// The live ranges are liveRanges' first; a program that does not fit with them is
+// placed again with localLiveRanges, which let the tiles of one loop iteration share
+// bytes (at the cost of flags between them), and fails only when that does not fit.
 func allocate(chip *Chip, p *isa.Program) ([]Allocation, map[isa.Location]int, error) {
-	first, last := liveRanges(p)
+	allocs, high, err := allocateWith(chip, p, liveRanges)
+	var fit *fitError
+	if errors.As(err, &fit) {
+		allocs, high, err = allocateWith(chip, p, localLiveRanges)
+	}
+	if errors.As(err, &fit) {
+		err = fit.CompileError
+	}
+	return allocs, high, err
+}
+
+// fitError is an allocation that ran out of buffer space.
+type fitError struct{ *CompileError }
+
+func allocateWith(chip *Chip, p *isa.Program, ranges func(*isa.Program) ([]int, []int)) ([]Allocation, map[isa.Location]int, error) {
+	first, last := ranges(p)
 	pinned, err := pinnedTiles(chip, p)
 	if err != nil {
 		return nil, nil, err
@@ -116,7 +136,7 @@ func allocate(chip *Chip, p *isa.Program) ([]Allocation, map[isa.Location]int, e
 				addr, ok = firstFit(active, allocs, size, align, capacity, 0)
 			}
 			if !ok {
-				return nil, nil, &CompileError{Program: p.Name, PC: -1, Msg: fitMessage(chip, loc, allocs, active, ti)}
+				return nil, nil, &fitError{&CompileError{Program: p.Name, PC: -1, Msg: fitMessage(chip, loc, allocs, active, ti)}}
 			}
 			allocs[ti].Addr = addr
 			cursor = addr + size

@@ -230,13 +230,16 @@ func fusedBody(b *vecBody, dst int, srcs []int) {
 
 // fusedShape gives the tiling facts of a fused op from its body: the widest column
 // alignment its steps need, and the scratch tiles (in double-buffered pairs) of its
-// intermediates plus the most its steps use themselves.
+// intermediates plus those of every kind of step in it.
 func fusedShape(attrs core.Attrs) (colAlign, extra int) {
 	body, err := core.FusedBody(attrs)
 	if err != nil {
 		return 0, 0
 	}
-	most := 0
+	// Scratch tiles are named by their op's body and live through the whole kernel
+	// (vecBody.tile), so every kind of op in the body adds its own, while two
+	// instances of one kind share theirs.
+	scratchOf := map[string]int{}
 	for _, n := range body.Nodes {
 		if n.Op == core.OpParam {
 			continue
@@ -244,11 +247,15 @@ func fusedShape(attrs core.Attrs) (colAlign, extra int) {
 		l := lowerings[n.Op]
 		colAlign = max(colAlign, l.colAlign)
 		if l.extraLive != nil {
-			most = max(most, l.extraLive(n.Attrs))
+			scratchOf[n.Op] = max(scratchOf[n.Op], l.extraLive(n.Attrs))
 		}
 		extra++
 	}
-	return colAlign, (extra+1)/2 + most
+	scratch := 0
+	for _, s := range scratchOf {
+		scratch += s
+	}
+	return colAlign, (extra+1)/2 + scratch
 }
 
 func init() {

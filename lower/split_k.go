@@ -48,6 +48,11 @@ func splitKSum(tg *TileGraph, op *TileOp, chip *device.Chip) (*TileOp, error) {
 	if err := chooseTiling(sum, tg.Tensors, Options{Chip: chip}); err != nil {
 		return nil, err
 	}
+	if sum.Problem[2] == 1 {
+		// One output element (a [1, k] x [k, 1] product): the sum is a reduction
+		// along a row of chunks, tiled by the row rule as it stands.
+		return sum, nil
+	}
 	// The reduction rule makes rows as wide as the UB allows; here the rows are few
 	// (one per chunk) and the columns many, so narrow the tiles until every vector
 	// core gets some (32 columns keep rows whole 32-byte blocks for any dtype), with
