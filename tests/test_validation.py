@@ -269,7 +269,8 @@ TABLE = {
     "scatter": ({"x": M, "dim": 0, "index": np.array([[0, 1, 2, 3]]), "src": np.ones((1, 4), np.float32)},
                 {"x": "tensor", "dim": "axis", "index": "index", "src": "src"}),
     "shard_map": ({"fn": p.exp, "mesh": p.distributed.Mesh((2,)), "in_specs": None, "out_specs": None},
-                  {"fn": "callable", "mesh": "mesh", "in_specs": "specs", "out_specs": "specs"}),
+                  {"fn": "callable", "mesh": "mesh", "in_specs": "specs", "out_specs": "specs", "backend": "choice",
+                   "workers": "count?"}),
     "set_progress": ({}, {"enabled": "flag", "delay": "number"}),
     "grad": ({"fn": p.exp}, {"fn": "callable", "argnums": "argnums"}),
     "value_and_grad": ({"fn": p.exp}, {"fn": "callable", "argnums": "argnums"}),
@@ -296,7 +297,8 @@ TABLE = {
     "ProfileConfig": ({}, {"enable_profiling": "flag", "profile_output_dir": "name?", "profile_metrics": "passes"}),
     "DistributedConfig": ({"device_mesh": [2]}, {"parallel_strategy": "choice", "device_mesh": "shape", "tensor_parallel_size": "count?",
                           "pipeline_parallel_size": "count?", "data_parallel_size": "count?", "mesh_axis_names": "names?",
-                          "num_microbatches": "count", "schedule": "choice", "preset": "chip", "backend": "choice"}),
+                          "num_microbatches": "count", "schedule": "choice", "preset": "chip", "backend": "choice",
+                          "workers": "count?"}),
 }  # fmt: skip
 
 #: Functions only usable inside a kernel being traced (test_kernel_only_arguments).

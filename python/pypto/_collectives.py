@@ -126,9 +126,8 @@ def _collective(fn: str, kind: str, x, *, axis_name, op="sum", algorithm="auto",
     arr = _host(x, fn) if x is not None else np.empty(0, np.float32)
     sig = (("shape", tuple(arr.shape)), ("dtype", str(arr.dtype)), ("op", op), ("algorithm", algorithm), ("root", root), *extra)
     issue = max(ctx.clock, ctx.comm_free)
-    world = ctx.world
 
-    def perform(arrivals):
+    def perform(world, arrivals):
         ranks = tuple(sorted(arrivals))
         flats = [arrivals[r].payload.reshape(-1) for r in ranks]
         outs, t = run_collective(world.mesh, kind, ranks, flats, op=op, algorithm=algorithm, root=root)
@@ -138,7 +137,7 @@ def _collective(fn: str, kind: str, x, *, axis_name, op="sum", algorithm="auto",
                           "seconds": t["seconds"], "phases": t["phases"], "location": str(arrivals[ranks[0]].location)})
         return {r: (o, end, t["seconds"]) for r, o in zip(ranks, outs)}
 
-    out, end, secs = world.meet(ctx.rank, group, rv.Arrival(ctx.rank, kind, sig, loc, arr, issue), perform)
+    out, end, secs = ctx.world.meet(ctx.rank, group, rv.Arrival(ctx.rank, kind, sig, loc, arr, issue), perform)
     ctx.comm_s += secs
     ctx.comm_free = end
     value = post(out) if post is not None else out
@@ -317,9 +316,8 @@ def ppermute(x, axis_name, perm):
         raise PyptoValueError(f"{fn}: perm {list(perm)} must pair distinct sources with distinct destinations among {len(group)} ranks",
                               location=user_location())
     shape = _shape_of(x)
-    world = ctx.world
 
-    def perform(arrivals):
+    def perform(world, arrivals):
         ranks = tuple(sorted(arrivals))
         start = max(a.issue_time for a in arrivals.values())
         vals = {r: np.zeros_like(arrivals[r].payload) for r in ranks}
@@ -339,7 +337,7 @@ def ppermute(x, axis_name, perm):
     arr = _host(x, fn)
     issue = max(ctx.clock, ctx.comm_free)
     sig = (("shape", tuple(arr.shape)), ("dtype", str(arr.dtype)), ("perm", pairs))
-    out, end, secs = world.meet(ctx.rank, group, rv.Arrival(ctx.rank, "ppermute", sig, user_location(), arr, issue), perform)
+    out, end, secs = ctx.world.meet(ctx.rank, group, rv.Arrival(ctx.rank, "ppermute", sig, user_location(), arr, issue), perform)
     ctx.comm_s += secs
     ctx.comm_free = end
     ctx.clock = max(ctx.clock, end)
@@ -372,9 +370,8 @@ def _p2p(fn, x, *, src=None, dst=None):
         raise PyptoValueError(f"{fn}: rank {peer} is this rank itself", location=user_location())
     s, d = (ctx.rank, peer) if fn == "send" else (peer, ctx.rank)
     arr = _host(x, fn)
-    world = ctx.world
 
-    def perform(arrivals):
+    def perform(world, arrivals):
         # The receiver's buffer is posted ahead (as pipelines do), so the transfer starts
         # when the sender sends; the receiver waits for its last byte.
         start = arrivals[s].issue_time
@@ -386,7 +383,7 @@ def _p2p(fn, x, *, src=None, dst=None):
 
     sig = (("pair", (s, d)), ("shape", tuple(arr.shape)), ("dtype", str(arr.dtype)))
     issue = max(ctx.clock, ctx.comm_free)
-    out, end, secs = world.meet(ctx.rank, (min(s, d), max(s, d)), rv.Arrival(ctx.rank, "send/recv", sig, user_location(), arr, issue), perform)
+    out, end, secs = ctx.world.meet(ctx.rank, (min(s, d), max(s, d)), rv.Arrival(ctx.rank, "send/recv", sig, user_location(), arr, issue), perform)
     ctx.comm_s += secs
     if fn == "send":  # the sender's compute goes on while its communication stream sends
         ctx.comm_free = end

@@ -17,7 +17,7 @@ from .tensor import Tensor, from_numpy
 
 STRATEGIES = ("data_parallel", "model_parallel", "pipeline_parallel", "hybrid")
 SCHEDULES = ("gpipe", "1f1b", "interleaved_1f1b")
-BACKENDS = ("local",)
+BACKENDS = ("local", "ray")
 
 
 @dataclass(frozen=True)
@@ -25,7 +25,9 @@ class DistributedConfig:
     """How p.compile spreads a model over a mesh of simulated chips (the guide's
     ``p.DistributedConfig``). ``device_mesh`` is the mesh's shape (``[2, 2]``),
     ``mesh_axis_names`` its axes (default "dp", "tp", "pp" for the sizes given), ``preset``
-    the physical mesh (docs/distributed.md). Today ``parallel_strategy="data_parallel"``
+    the physical mesh (docs/distributed.md). ``backend="ray"`` runs the ranks in
+    ``workers`` Ray actors instead of threads of this process (same values and times;
+    ``pip install 'pypto[distributed]'``). Today ``parallel_strategy="data_parallel"``
     runs: every rank runs the model on its part of the batch. The other strategies need
     the parallelising passes, which are not built: write those programs with
     ``p.shard_map`` and the collectives of ``p.distributed``."""
@@ -40,15 +42,14 @@ class DistributedConfig:
     schedule: str = "1f1b"
     preset: str = "a2-node"
     backend: str = "local"
+    workers: Optional[int] = None
 
     def __post_init__(self):
         op = "DistributedConfig"
         check.choice(self.parallel_strategy, "parallel_strategy", op, STRATEGIES)
         check.choice(self.schedule, "schedule", op, SCHEDULES)
-        if self.backend == "ray":
-            raise PyptoValueError("DistributedConfig: backend 'ray' is not built; the local backend runs every rank in this process",
-                                  location=user_location())
         check.choice(self.backend, "backend", op, BACKENDS)
+        check.integer(self.workers, "workers", op, lo=1, optional=True)
         shape = check.shape(self.device_mesh, "device_mesh", op, symbolic=False)
         if not shape or any(d < 1 for d in shape):
             raise check.fail(op, "device_mesh", self.device_mesh, "a list of positive mesh sizes, e.g. [2, 2]", PyptoValueError)
@@ -122,7 +123,8 @@ class DistributedExecutor:
                 raise PyptoValueError("DistributedExecutor: the model must return one p.Tensor", location=user_location())
             return unsqueeze(out, 0) if per_rank else out
 
-        out = shard_map(rank_fn, self.mesh, in_specs=tuple(spec for _ in stacked), out_specs=spec)(*stacked)
+        out = shard_map(rank_fn, self.mesh, in_specs=tuple(spec for _ in stacked), out_specs=spec,
+                        backend=self.config.backend, workers=self.config.workers)(*stacked)
         self.last_report = last_report()
         if per_rank:
             return [from_numpy(np.squeeze(a, 0)) for a in np.split(out.numpy(), n)]

@@ -77,8 +77,10 @@ class World:
 
     def meet(self, rank: int, group: tuple, arrival: Arrival, perform: Callable[[dict], dict]):
         """Waits for the group's matching calls; returns (value, end time) for this rank.
-        perform(arrivals) runs once, in the last rank to arrive, and returns rank ->
-        (value, end time)."""
+        perform(world, arrivals) runs once, in the last rank to arrive, and returns
+        rank -> (value, end time, seconds). It gets the world it runs in as an argument
+        (it captures none), so the call can be shipped to a world in another process
+        (the Ray backend, _ray_backend.py)."""
         with self.cond:
             seq = self.seqs[rank].get(group, 0)
             self.seqs[rank][group] = seq + 1
@@ -95,7 +97,7 @@ class World:
                 self.cond.notify_all()
         if run_here:
             try:
-                results = perform(dict(pend.arrivals))
+                results = perform(self, dict(pend.arrivals))
             except BaseException as e:  # the Go call failed: every rank of the group sees it
                 with self.cond:
                     pend.error, pend.done = e, True

@@ -119,6 +119,75 @@ def _assemble(parts: list, axes, mesh: Mesh) -> np.ndarray:
     return out
 
 
+BACKENDS = ("local", "ray")
+
+
+@dataclass
+class RankClock:
+    """One rank's simulated clocks at the end of its function."""
+
+    rank: int
+    clock: float
+    compute_s: float
+    comm_s: float
+    wait_s: float
+
+
+@dataclass
+class RankRun:
+    """What running fn on every rank gave: each rank's outputs (host arrays) or error,
+    its clocks, the collectives' log, and the first disagreement between ranks."""
+
+    outs: list
+    errs: list
+    clocks: list
+    log: list
+    first_error: object = None
+
+
+def run_rank(world, r: int, fn, shards: list, single_out: bool):
+    """Runs rank r's function on its shards in this thread, in world; returns (outputs
+    as host arrays or None, error or None, its RankClock). The world learns when the
+    rank is done, so ranks waiting for it at a collective are told at once."""
+    ctx = rv.RankContext(world, r)
+    rv.enter(ctx)
+    failed, outs, err = True, None, None
+    try:
+        res = fn(*[from_numpy(s) for s in shards])
+        res = (res,) if single_out else tuple(res)
+        outs = [_host(t, "shard_map", "output") for t in res]
+        failed = False
+    except BaseException as e:  # reported to the caller
+        err = e
+    finally:
+        world.finish(r, failed)
+        rv.enter(None)
+    return outs, err, RankClock(r, ctx.clock, ctx.compute_s, ctx.comm_s, ctx.wait_s)
+
+
+def run_threads(world, ranks, fn, shards: dict, single_out: bool) -> dict:
+    """run_rank for each of ranks in a thread of its own; rank -> its result."""
+    results = {}
+
+    def main(r):
+        results[r] = run_rank(world, r, fn, shards[r], single_out)
+
+    threads = [threading.Thread(target=main, args=(r,), name=f"pypto-rank-{r}", daemon=True) for r in ranks]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return results
+
+
+def run_ranks_local(fn, mesh: Mesh, shards: list, single_out: bool) -> RankRun:
+    """Every rank in a thread of this process (the Go core releases the GIL)."""
+    world = rv.World(mesh, mesh.size)
+    res = run_threads(world, range(mesh.size), fn, dict(enumerate(shards)), single_out)
+    return RankRun([res[r][0] for r in range(mesh.size)], [res[r][1] for r in range(mesh.size)],
+                   [res[r][2] for r in range(mesh.size)], world.log, world.first_error)
+
+
 _SPECS = "a PartitionSpec such as P(\"dp\", None), None (whole on every rank), or a list of them, one per tensor"
 
 
@@ -138,17 +207,24 @@ def _check_specs(specs, name: str) -> None:
     raise check.fail("shard_map", name, specs, _SPECS)
 
 
-def shard_map(fn, mesh: Mesh, in_specs, out_specs):
+def shard_map(fn, mesh: Mesh, in_specs, out_specs, *, backend: str = "local", workers=None):
     """Returns a function that runs ``fn`` on every rank of ``mesh`` (JAX's shard_map):
     each input is split by its PartitionSpec in ``in_specs`` (a spec per positional
     argument; None or P() for an input every rank gets whole), ``fn`` gets the rank's
     shards as p.Tensors and may call the collectives of p.distributed, and its outputs
     (a tensor or a tuple) are put back together by ``out_specs``. The call returns
-    p.Tensors; ``p.distributed.last_report()`` gives the simulated timeline."""
+    p.Tensors; ``p.distributed.last_report()`` gives the simulated timeline.
+
+    ``backend="local"`` runs every rank in a thread of this process; ``backend="ray"``
+    runs groups of ranks in ``workers`` Ray actors (default: one per CPU of the Ray
+    cluster, at most one per rank), with the same values, bits and simulated times
+    (docs/distributed.md, "Ray")."""
     if not callable(fn):
         raise check.fail("shard_map", "fn", fn, "a function of the per-rank shards")
     if not isinstance(mesh, Mesh):
         raise check.fail("shard_map", "mesh", mesh, "a p.distributed.Mesh")
+    backend = check.choice(backend, "backend", "shard_map", BACKENDS)
+    workers = check.integer(workers, "workers", "shard_map", lo=1, optional=True)
     _check_specs(in_specs, "in_specs")
     _check_specs(out_specs, "out_specs")
     single_out = not isinstance(out_specs, list) and (out_specs is None or isinstance(out_specs, PartitionSpec))
@@ -159,38 +235,22 @@ def shard_map(fn, mesh: Mesh, in_specs, out_specs):
             raise PyptoValueError(f"shard_map: {len(args)} arguments for {len(specs)} in_specs", location=user_location())
         host = [_host(a, "shard_map", f"argument {i}") for i, a in enumerate(args)]
         in_axes = [_spec_axes(s, h.ndim, mesh, f"in_specs[{i}]") for i, (s, h) in enumerate(zip(specs, host))]
-        world = rv.World(mesh, mesh.size)
-        outs, errs = [None] * mesh.size, [None] * mesh.size
-        ctxs = [rv.RankContext(world, r) for r in range(mesh.size)]
+        shards = [[np.ascontiguousarray(_shard(h, ax, mesh, r, f"argument {i}")) for i, (h, ax) in enumerate(zip(host, in_axes))]
+                  for r in range(mesh.size)]
+        if backend == "ray":
+            from . import _ray_backend
 
-        def rank_main(r):
-            rv.enter(ctxs[r])
-            failed = True
-            try:
-                shards = [from_numpy(np.ascontiguousarray(_shard(h, ax, mesh, r, f"argument {i}")))
-                          for i, (h, ax) in enumerate(zip(host, in_axes))]
-                res = fn(*shards)
-                res = (res,) if single_out else tuple(res)
-                outs[r] = [_host(t, "shard_map", "output") for t in res]
-                failed = False
-            except BaseException as e:  # reported to the caller below
-                errs[r] = e
-            finally:
-                world.finish(r, failed)
-                rv.enter(None)
-
-        threads = [threading.Thread(target=rank_main, args=(r,), name=f"pypto-rank-{r}", daemon=True) for r in range(mesh.size)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
+            ranks = _ray_backend.run_ranks(fn, mesh, shards, single_out, workers)
+        else:
+            ranks = run_ranks_local(fn, mesh, shards, single_out)
+        outs, errs = ranks.outs, ranks.errs
         failed = [(r, e) for r, e in enumerate(errs) if e is not None]
         if failed:
             # The first cause: a disagreement between ranks (it names every rank
             # involved), else the lowest rank's own failure (other ranks' errors follow
             # from it).
-            if world.first_error is not None:
-                raise world.first_error
+            if ranks.first_error is not None:
+                raise ranks.first_error
             r, e = next(((r, e) for r, e in failed if not isinstance(e, rv.CollectiveError)), failed[0])
             if isinstance(e, PyptoError) and not isinstance(e, rv.CollectiveError):
                 e.message = f"rank {r}: {e.message}"
@@ -205,9 +265,9 @@ def shard_map(fn, mesh: Mesh, in_specs, out_specs):
             axes = _spec_axes(spec, parts[0].ndim, mesh, f"out_specs[{k}]")
             results.append(from_numpy(_assemble(parts, axes, mesh)))
         _last.report = ShardMapReport(
-            seconds=max(c.clock for c in ctxs),
-            ranks=[RankReport(c.rank, mesh.coords(c.rank), c.clock, c.compute_s, c.comm_s, c.wait_s) for c in ctxs],
-            collectives=sorted(world.log, key=lambda c: c["start_s"]),
+            seconds=max(c.clock for c in ranks.clocks),
+            ranks=[RankReport(c.rank, mesh.coords(c.rank), c.clock, c.compute_s, c.comm_s, c.wait_s) for c in ranks.clocks],
+            collectives=sorted(ranks.log, key=lambda c: c["start_s"]),
         )
         return results[0] if single_out else tuple(results)
 

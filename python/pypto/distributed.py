@@ -34,12 +34,13 @@ from ._collectives import (
     send,
 )
 from ._mesh import Mesh, P, PartitionSpec, init_device_mesh, make_mesh
+from ._ray_backend import WorkerError
 from ._rendezvous import CollectiveError
 from ._shard_map import RankReport, ShardMapReport, last_report, shard_map
 
 __all__ = [
     "Mesh", "make_mesh", "init_device_mesh", "PartitionSpec", "P", "shard_map", "last_report",
-    "ShardMapReport", "RankReport", "CollectiveError", "Work", "all_reduce", "all_gather",
+    "ShardMapReport", "RankReport", "CollectiveError", "WorkerError", "Work", "all_reduce", "all_gather",
     "reduce_scatter", "all_to_all", "broadcast", "send", "recv", "barrier", "psum",
     "psum_scatter", "ppermute", "axis_index", "rank", "collective_time",
 ]
