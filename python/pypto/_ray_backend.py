@@ -25,6 +25,8 @@ import sys
 import threading
 
 from . import _rendezvous as rv
+from ._ranks import RankRun, run_threads
+from .device import get_device, set_device
 from .errors import PyptoError, PyptoValueError
 
 
@@ -99,9 +101,6 @@ class _RankWorker:
 
     def run(self, run: int, device: str, fn, mesh, ranks, shards, single_out: bool, coordinator, nranks: int):
         import ray
-
-        from ._shard_map import run_threads
-        from .device import get_device, set_device
 
         if get_device() != device:
             set_device(device)
@@ -191,9 +190,6 @@ def default_workers(ray, nranks: int) -> int:
 
 def run_ranks(fn, mesh, shards: list, single_out: bool, workers):
     """Runs fn on every rank of mesh in Ray workers; returns a _shard_map.RankRun."""
-    from ._shard_map import RankRun
-    from .device import get_device
-
     ray = _ray()
     n = mesh.size
     w = min(n, workers or default_workers(ray, n))
