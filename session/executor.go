@@ -219,7 +219,7 @@ func (e *Executor) RunReport(inputs []*Tensor, profile bool) ([]*Tensor, RunRepo
 }
 
 // run is Run with its report, with every instruction traced and a profile made when
-// profile is set (a profiled run uses the program's own memory, not the pool's).
+// profile is set (in the pool's memory too, when the executor has a pool).
 func (e *Executor) run(inputs []*Tensor, profile bool) ([]*Tensor, RunReport, *Profile, error) {
 	var rep RunReport
 	stop := interrupt.Current() // Ctrl-C from now on, compilation included, stops the run
@@ -292,7 +292,7 @@ func (e *Executor) run(inputs []*Tensor, profile bool) ([]*Tensor, RunReport, *P
 		var st Stats
 		var err error
 		if pr, ok := prog.(profiler); ok && profile {
-			results, st, prof, err = runProfiled(pr, bufs, stop)
+			results, st, prof, err = runProfiled(pr, e.pool, bufs, stop)
 		} else {
 			results, st, err = runProgramIn(prog, e.pool, bufs, stop)
 		}

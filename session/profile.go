@@ -119,14 +119,15 @@ func chipPeaks(c *device.Chip) ChipPeaks {
 	return p
 }
 
-// profiler is a Program that can run with its instructions traced.
+// profiler is a Program that can run with its instructions traced, in device memory a
+// pool lends (nil: its own), as its unprofiled runs do.
 type profiler interface {
-	RunProfiled(inputs [][]byte, stop <-chan struct{}) ([][]byte, Stats, *Profile, error)
+	RunProfiled(pool *MemoryPool, inputs [][]byte, stop <-chan struct{}) ([][]byte, Stats, *Profile, error)
 }
 
 // runProfiled is runProgram (its errors and interruption) for a profiled run.
-func runProfiled(p profiler, inputs [][]byte, stop <-chan struct{}) ([][]byte, Stats, *Profile, error) {
-	r := &profiledRun{p: p}
+func runProfiled(p profiler, pool *MemoryPool, inputs [][]byte, stop <-chan struct{}) ([][]byte, Stats, *Profile, error) {
+	r := &profiledRun{p: p, pool: pool}
 	outs, st, err := runProgram(r, inputs, stop)
 	return outs, st, r.prof, err
 }
@@ -134,11 +135,12 @@ func runProfiled(p profiler, inputs [][]byte, stop <-chan struct{}) ([][]byte, S
 // profiledRun is a Program whose Run is a profiler's RunProfiled, keeping the profile.
 type profiledRun struct {
 	p    profiler
+	pool *MemoryPool
 	prof *Profile
 }
 
 func (r *profiledRun) Run(inputs [][]byte, stop <-chan struct{}) ([][]byte, Stats, error) {
-	outs, st, prof, err := r.p.RunProfiled(inputs, stop)
+	outs, st, prof, err := r.p.RunProfiled(r.pool, inputs, stop)
 	r.prof = prof
 	return outs, st, err
 }
@@ -146,8 +148,12 @@ func (r *profiledRun) Run(inputs [][]byte, stop <-chan struct{}) ([][]byte, Stat
 func (r *profiledRun) Dump() string { return "" }
 
 // RunProfiled is Program.Run with every instruction traced (tasks one after another).
-func (p loweredProgram) RunProfiled(inputs [][]byte, stop <-chan struct{}) ([][]byte, Stats, *Profile, error) {
-	outs, st, err := p.exe.RunWith(inputs, device.RunOptions{MaxInstructions: p.maxSteps, Interrupt: stop, Trace: true})
+func (p loweredProgram) RunProfiled(pool *MemoryPool, inputs [][]byte, stop <-chan struct{}) ([][]byte, Stats, *Profile, error) {
+	var gm lower.GMAllocator
+	if pool != nil {
+		gm = pool
+	}
+	outs, st, err := p.exe.RunIn(gm, inputs, device.RunOptions{MaxInstructions: p.maxSteps, Interrupt: stop, Trace: true})
 	if err != nil {
 		return nil, Stats{}, nil, err
 	}

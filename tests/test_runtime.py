@@ -97,6 +97,17 @@ def test_pool_lends_memory_and_takes_it_back():
     assert ex.last_run().pool == s and ex.info()["memory_pool_bytes"] == 1 << 20
 
 
+def test_profiled_runs_use_the_pool_too():
+    pool = p.MemoryPool(size=1 << 20)
+    ex = p.Executor(mlp, memory_pool=pool)
+    x = rand((16, 64), p.float16, 30)
+    check_mlp(ex.run(x, profile=True), x)
+    s = pool.stats()
+    assert s["runs"] == 1 and s["in_use_bytes"] == 0
+    assert s["high_water_bytes"] == ex.last_run().peak_bytes > 0
+    assert ex.get_profile_result().total_time > 0
+
+
 def test_one_pool_serves_several_executors():
     pool = p.MemoryPool(size=1 << 20)
     a = p.Executor(mlp, memory_pool=pool)
