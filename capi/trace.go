@@ -61,14 +61,18 @@ func pypto_trace_compile(h C.uintptr_t, configJSON *C.char, pool C.uintptr_t, ou
 
 // graphNode is one node of a traced Tensor Graph as p.Graph shows it.
 type graphNode struct {
-	ID       int           `json:"id"`
-	Name     string        `json:"name"` // as the text form names it: %in0, %c0, %3
-	Op       string        `json:"op"`
-	Inputs   []int         `json:"inputs"`
-	Attrs    string        `json:"attrs"`
-	Type     typeJSON      `json:"type"`
-	Location core.Location `json:"location"`
-	Role     string        `json:"role"` // "input", "constant" (captured data) or "op"
+	ID     int    `json:"id"`
+	Name   string `json:"name"` // as the text form names it: %in0, %c0, %3
+	Op     string `json:"op"`
+	Inputs []int  `json:"inputs"`
+	Attrs  string `json:"attrs"`
+	// AttrValues are the attributes as values (ints, floats, bools, strings, lists of
+	// ints) that pypto_apply takes back: what a pass replaying the graph passes on.
+	AttrValues  map[string]any `json:"attr_values"`
+	Elementwise bool           `json:"elementwise"`
+	Type        typeJSON       `json:"type"`
+	Location    core.Location  `json:"location"`
+	Role        string         `json:"role"` // "input", "constant" (captured data) or "op"
 }
 
 // pypto_trace_json describes a trace's Tensor Graph: {"name", "text", "nodes" (each
@@ -105,7 +109,7 @@ func pypto_trace_json(h C.uintptr_t, out **C.char, n *C.size_t) C.uintptr_t {
 			if r == "" {
 				r = "op"
 			}
-			nodes[i] = graphNode{ID: i, Name: names[i], Op: nd.Op, Inputs: ins, Attrs: nd.Attrs.String(), Type: typeInfo(nd.Type), Location: nd.Loc, Role: r}
+			nodes[i] = graphNode{ID: i, Name: names[i], Op: nd.Op, Inputs: ins, Attrs: nd.Attrs.String(), AttrValues: attrValues(nd.Attrs), Elementwise: core.IsElementwise(nd.Op), Type: typeInfo(nd.Type), Location: nd.Loc, Role: r}
 		}
 		outs := make([]int, len(g.Outputs))
 		for i, v := range g.Outputs {
@@ -113,6 +117,40 @@ func pypto_trace_json(h C.uintptr_t, out **C.char, n *C.size_t) C.uintptr_t {
 		}
 		doc["nodes"], doc["outputs"], doc["name"] = nodes, outs, g.Name
 		return putString(out, n, mustJSON(doc))
+	})
+}
+
+// attrValues are an op's attributes as JSON values; symbolic dims as their text.
+func attrValues(a core.Attrs) map[string]any {
+	out := make(map[string]any, len(a))
+	for k, v := range a {
+		if dims, ok := v.([]core.Dim); ok {
+			txt := make([]string, len(dims))
+			for i, d := range dims {
+				txt[i] = d.String()
+			}
+			v = txt
+		}
+		out[k] = v
+	}
+	return out
+}
+
+// pypto_trace_constant stores a new tensor handle holding a copy of the i-th tensor a
+// trace captured (its param %c<i>).
+//
+//export pypto_trace_constant
+func pypto_trace_constant(h C.uintptr_t, i C.int32_t, out *C.uintptr_t) C.uintptr_t {
+	return status(func() error {
+		tr, err := lookup[*session.Trace](uintptr(h), "trace")
+		if err != nil {
+			return err
+		}
+		t, err := tr.Constant(int(i))
+		if err != nil {
+			return err
+		}
+		return putHandle(out, t)
 	})
 }
 

@@ -111,3 +111,7 @@ func nzError(op, what string) *Error {
 func isBroadcastOp(op string) bool { return broadcastOps[op] }
 
 var broadcastOps = map[string]bool{}
+
+// IsElementwise reports whether op is elementwise: its result has the broadcast shape of
+// its inputs and each element depends on the elements at the same position.
+func IsElementwise(op string) bool { return broadcastOps[op] }

@@ -155,5 +155,14 @@ func (t *Trace) InputTypes() []core.TensorType { return t.inputs }
 // NumOutputs is the number of tensors a run returns.
 func (t *Trace) NumOutputs() int { return len(t.outs) }
 
+// Constant is a copy of the i-th tensor the trace captured (the graph's param %c<i>),
+// as a concrete tensor: what a pass that rewrites the graph needs to re-split it.
+func (t *Trace) Constant(i int) (*Tensor, error) {
+	if i < 0 || i >= len(t.bound) {
+		return nil, core.Errorf(core.ValueError, "the trace captured %d tensors, so it has no constant %d", len(t.bound), i)
+	}
+	return &Tensor{typ: t.boundT[i].Clone(), kind: concrete, data: append([]byte(nil), t.bound[i]...)}, nil
+}
+
 // NumInputs is the number of placeholders the trace takes (the graph's first params).
 func (t *Trace) NumInputs() int { return len(t.inputs) }

@@ -23,17 +23,18 @@ BACKENDS = ("local", "ray")
 @dataclass(frozen=True)
 class DistributedConfig:
     """How p.compile spreads a model over a mesh of simulated chips (the guide's
-    ``p.DistributedConfig``). ``device_mesh`` is the mesh's shape (``[2, 2]``),
+    ``p.DistributedConfig``). ``device_mesh`` is the mesh's shape (``[2, 2]``; default:
+    one axis as long as the parallel sizes given multiply to, else 8),
     ``mesh_axis_names`` its axes (default "dp", "tp", "pp" for the sizes given), ``preset``
     the physical mesh (docs/distributed.md). ``backend="ray"`` runs the ranks in
     ``workers`` Ray actors instead of threads of this process (same values and times;
     ``pip install 'pypto[distributed]'``). Today ``parallel_strategy="data_parallel"``
-    runs: every rank runs the model on its part of the batch. The other strategies need
-    the parallelising passes, which are not built: write those programs with
-    ``p.shard_map`` and the collectives of ``p.distributed``."""
+    runs: every rank runs the model on its part of the batch; "model_parallel" and
+    "hybrid" run the tensor-parallel pass (_tp_plan.py, docs/distributed.md "Tensor
+    parallel")."""
 
     parallel_strategy: str = "data_parallel"
-    device_mesh: Sequence[int] = (8,)
+    device_mesh: Optional[Sequence[int]] = None
     tensor_parallel_size: Optional[int] = None
     pipeline_parallel_size: Optional[int] = None
     data_parallel_size: Optional[int] = None
@@ -50,12 +51,15 @@ class DistributedConfig:
         check.choice(self.schedule, "schedule", op, SCHEDULES)
         check.choice(self.backend, "backend", op, BACKENDS)
         check.integer(self.workers, "workers", op, lo=1, optional=True)
+        for name in ("tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size"):
+            check.integer(getattr(self, name), name, op, lo=1, optional=True)
+        if self.device_mesh is None:  # one axis of the sizes given, else an A2 server's 8 chips
+            sizes = [getattr(self, n) for n in ("data_parallel_size", "tensor_parallel_size", "pipeline_parallel_size")]
+            object.__setattr__(self, "device_mesh", (int(np.prod([s or 1 for s in sizes])) if any(sizes) else 8,))
         shape = check.shape(self.device_mesh, "device_mesh", op, symbolic=False)
         if not shape or any(d < 1 for d in shape):
             raise check.fail(op, "device_mesh", self.device_mesh, "a list of positive mesh sizes, e.g. [2, 2]", PyptoValueError)
         object.__setattr__(self, "device_mesh", tuple(int(d) for d in shape))
-        for name in ("tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size"):
-            check.integer(getattr(self, name), name, op, lo=1, optional=True)
         check.integer(self.num_microbatches, "num_microbatches", op, lo=1)
         names = self.mesh_axis_names
         if names is not None:
@@ -83,13 +87,22 @@ class DistributedConfig:
         return Mesh(self.device_mesh, names, preset=self.preset)
 
 
+def distributed_executor(fn, config: DistributedConfig):
+    """The executor of a parallel strategy (p.compile with a DistributedConfig)."""
+    if config.parallel_strategy in ("model_parallel", "hybrid"):
+        from ._tp_executor import TensorParallelExecutor
+
+        return TensorParallelExecutor(fn, config)
+    return DistributedExecutor(fn, config)
+
+
 class DistributedExecutor:
     """Runs a model on every rank of a mesh (p.compile with a DistributedConfig)."""
 
     def __init__(self, fn, config: DistributedConfig):
         self.fn, self.config = fn, config
         self.mesh = config.mesh()
-        if config.parallel_strategy != "data_parallel":
+        if config.parallel_strategy != "data_parallel":  # pipeline_parallel
             raise PyptoValueError(
                 f"p.compile: parallel_strategy {config.parallel_strategy!r} is not built yet (its parallelising passes "
                 "and pipeline schedules are missing)",

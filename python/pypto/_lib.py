@@ -97,6 +97,7 @@ _SIGNATURES = {
     "pypto_trace_create": (_cp, _P(_handle), _i32, _P(_handle), _i32, _P(_handle)),
     "pypto_trace_compile": (_handle, _cp, _handle, _P(_handle)),
     "pypto_trace_json": (_handle, *_str_out),
+    "pypto_trace_constant": (_handle, _i32, _P(_handle)),
     "pypto_pool_create": (_i64, _P(_handle)),
     "pypto_pool_stats_json": (_handle, *_str_out),
     "pypto_executor_run_report": (_handle, _P(_handle), _i32, _P(_handle), _i32, _i32, *_str_out),

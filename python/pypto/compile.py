@@ -23,7 +23,7 @@ import numpy as np
 from . import _lib, _validate as check
 from ._location import recording_scopes, user_location
 from .config import CompileConfig
-from ._dist_executor import DistributedConfig, DistributedExecutor
+from ._dist_executor import DistributedConfig, distributed_executor
 from .device import get_device
 from .progress import watch
 from .profile import ProfileConfig, _from_executor as _profile_from_executor
@@ -73,7 +73,7 @@ def compile(fn, config=None, *, inputs=None, dynamic=None, memory_pool=None, pro
     if isinstance(config, DistributedConfig):
         if not callable(fn):
             raise check.fail("p.compile", "fn", fn, "a function")
-        return DistributedExecutor(fn, config)
+        return distributed_executor(fn, config)
     return Executor(fn, config, inputs=inputs, dynamic=dynamic, memory_pool=memory_pool, profile_config=profile_config,
                     _op="p.compile")  # fmt: skip
 
