@@ -394,7 +394,7 @@ def test_distributed_config_is_checked_and_unbuilt_strategies_say_so():
         p.DistributedConfig(parallel_strategy="zero3")
     with pytest.raises(p.PyptoValueError, match="backend"):
         p.DistributedConfig(backend="mpi")
-    cfg = p.DistributedConfig(parallel_strategy="model_parallel", device_mesh=[2, 2], tensor_parallel_size=4, pipeline_parallel_size=1)
+    cfg = p.DistributedConfig(parallel_strategy="pipeline_parallel", device_mesh=[4], pipeline_parallel_size=4)
     with pytest.raises(p.PyptoValueError, match="not built yet") as e:
         p.compile(lambda x: x, config=cfg)
     assert "p.shard_map" in str(e.value)

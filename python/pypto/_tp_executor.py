@@ -92,11 +92,11 @@ def _sizes(config) -> tuple:
             suggestions=['e.g. device_mesh=[2, 2], mesh_axis_names=("dp", "tp"): the batch splits over dp, '
                          'the weights over tp'])  # fmt: skip
     tp, dp = shape[names.index("tp")], shape[names.index("dp")]
-    for name, want in (("tensor_parallel_size", tp), ("data_parallel_size", dp)):
+    for name, axis, want in (("tensor_parallel_size", "tp", tp), ("data_parallel_size", "dp", dp)):
         got = getattr(config, name)
         if got is not None and got != want:
             raise PyptoValueError(
-                f"p.compile: {name}={got} but the mesh's {name[:2]} axis has {want} ranks "
+                f"p.compile: {name}={got} but the mesh's {axis} axis has {want} ranks "
                 f"(device_mesh={list(shape)}, mesh_axis_names={tuple(names)})", location=user_location(),
                 suggestions=[f"set {name}={want} or leave it out (the mesh says it)"])  # fmt: skip
     return dp, tp
