@@ -7,10 +7,11 @@ Rows:
   collective's factor: 2(p-1)/p for all-reduce, (p-1)/p for the others, NCCL's
   convention). Messages up to --values-max bytes also move real data through the Go core
   (host_s is that run's wall time); larger ones are timed without data (host_s 0).
-- tensor parallelism of a GPT-2-small MLP block (hidden 768, 4x, 128 tokens, fp16) on
-  1, 2, 4 and 8 chips: simulated time and communication share.
+- tensor parallelism of a GPT-2-medium block (hidden 1024, 16 heads, 128 tokens, fp16) on
+  1, 2, 4 and 8 chips, sharded by the automatic pass (parallel_strategy="model_parallel"):
+  simulated time and communication share (bytes: all-reduced bytes per rank).
 
-    python bench/distributed.py [--json] [--values-max BYTES]
+    python bench/distributed.py [--json] [--values-max BYTES] [--tp-tokens N]
 """
 import argparse
 import json
@@ -62,38 +63,59 @@ def collective_rows(values_max):
     return rows
 
 
-def tp_rows():
+def gpt2_block(rng, hidden, heads, tokens):
+    """A GPT-2 block for one chip (pre-norm causal attention, GELU MLP, residuals) with
+    its weights captured; the tensor-parallel pass shards it."""
+
+    def w(*shape):
+        return (rng.standard_normal(shape) * shape[0] ** -0.5 / 2).astype(np.float16)
+
+    wq, wk, wv, wo, w1, w2 = w(hidden, hidden), w(hidden, hidden), w(hidden, hidden), w(hidden, hidden), w(hidden, 4 * hidden), \
+        w(4 * hidden, hidden)
+    hd = hidden // heads
+    mask = np.tril(np.ones((tokens, tokens), bool))
+
+    def block(x):
+        a = p.layer_norm(x)
+        q, k, v = (p.transpose(p.reshape(p.matmul(a, m), tokens, heads, hd), 1, 0, 2) for m in (wq, wk, wv))
+        s = p.where(p.from_numpy(mask), p.matmul(q, k, transpose_b=True) * (hd ** -0.5), -1e4)
+        att = p.matmul(p.softmax(s, axis=-1), v)
+        x = x + p.matmul(p.reshape(p.transpose(att, 1, 0, 2), tokens, hidden), wo)
+        return x + p.matmul(p.gelu(p.matmul(p.layer_norm(x), w1)), w2)
+
+    return block
+
+
+def tp_rows(tokens=128):
+    """A GPT-2-medium block on 1, 2, 4 and 8 chips through the automatic tensor-parallel
+    pass (parallel_strategy="model_parallel"); bytes: the all-reduced bytes per rank.
+    GPT-2-medium's 16 heads divide by 8 (GPT-2-small's 12 do not)."""
     rng = np.random.default_rng(1)
-    hidden, tokens = 768, 128
+    hidden, heads = 1024, 16
+    block = gpt2_block(rng, hidden, heads, tokens)
     x = rng.standard_normal((tokens, hidden)).astype(np.float16)
-    w1 = (rng.standard_normal((hidden, 4 * hidden)) / 28).astype(np.float16)
-    w2 = (rng.standard_normal((4 * hidden, hidden)) / 55).astype(np.float16)
     rows = []
     for tp in (1, 2, 4, 8):
-        mesh = D.Mesh((tp,), ("tp",))
-
-        def block(x, a, b):
-            y = p.matmul(p.gelu(p.matmul(x, a)), b)
-            return D.psum(y, "tp") if tp > 1 else y
-
-        f = p.shard_map(block, mesh, (None, D.P(None, "tp"), D.P("tp", None)), None)
+        ex = p.compile(block, config=p.DistributedConfig(parallel_strategy="model_parallel", tensor_parallel_size=tp))
+        ex.run(x)  # plans and compiles every rank's programs
         t0 = time.perf_counter()
-        f(x, w1, w2)
+        ex.run(x)
         host = time.perf_counter() - t0
-        r = D.last_report()
+        r = ex.last_report
         comm = sum(c["seconds"] for c in r.collectives)
-        rows.append({"case": f"gpt2 mlp tp={tp}", "ranks": tp, "bytes": tokens * hidden * 2, "sim_us": r.seconds * 1e6,
-                     "comm_share": r.comm_share, "comm_us": comm * 1e6, "host_s": host})
+        rows.append({"case": f"gpt2 block {tokens} tokens tp={tp}", "ranks": tp, "bytes": ex.report.all_reduce_bytes, "sim_us": r.seconds * 1e6,
+                     "comm_share": r.comm_share, "comm_us": comm * 1e6, "pairs": len(ex.report.pairs), "host_s": host})
     return rows
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--json", action="store_true", help="print one JSON list")
+    ap.add_argument("--tp-tokens", type=int, default=128, help="tokens of the tensor-parallel GPT-2 block")
     ap.add_argument("--values-max", type=int, default=1 << 24, help="largest message (bytes) moved with real data")
     args = ap.parse_args()
     p.set_device("a2")
-    rows = collective_rows(args.values_max) + tp_rows()
+    rows = collective_rows(args.values_max) + tp_rows(args.tp_tokens)
     if args.json:
         print(json.dumps(rows, indent=1))
         return

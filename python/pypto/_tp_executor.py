@@ -55,6 +55,14 @@ class TensorParallelReport:
                 "weights": self.weights, "reshapes": self.reshapes, "replicated": self.replicated,
                 "all_reduce_bytes": self.all_reduce_bytes}  # fmt: skip
 
+    def summary(self) -> str:
+        """One line: pairs, split weights, all-reduces."""
+        if not self.sharded:
+            return f"no column-/row-parallel pair: replicated on {self.tp} ranks"
+        cols = sum(len(p["columns"]) for p in self.pairs)
+        return (f"{len(self.pairs)} pairs ({cols} column-, {len(self.pairs)} row-parallel nodes), {len(self.weights)} "
+                f"captured tensors split, {len(self.pairs)} all-reduces, {self.all_reduce_bytes} bytes per rank")
+
     def __str__(self) -> str:
         lines = [f"tensor parallel {self.model}: tp={self.tp}, dp={self.dp}"]
         if not self.sharded:
