@@ -295,7 +295,7 @@ TABLE = {
                        "overlap_launch": "flag?", "prefetch_l2": "flag?", "balance_blocks": "flag?",
                        "runtime_features": "flag", "enable_visualization": "flag", "visualization_dir": "dir"}),
     "ProfileConfig": ({}, {"enable_profiling": "flag", "profile_output_dir": "name?", "profile_metrics": "passes"}),
-    "DistributedConfig": ({"device_mesh": [2]}, {"parallel_strategy": "choice", "device_mesh": "shape", "tensor_parallel_size": "count?",
+    "DistributedConfig": ({"device_mesh": [2]}, {"parallel_strategy": "choice", "device_mesh": "shape?", "tensor_parallel_size": "count?",
                           "pipeline_parallel_size": "count?", "data_parallel_size": "count?", "mesh_axis_names": "names?",
                           "num_microbatches": "count", "schedule": "choice", "preset": "chip", "backend": "choice",
                           "workers": "count?"}),
