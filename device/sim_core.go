@@ -185,7 +185,13 @@ func (r *blockRun) fail(pc int, format string, args ...any) error {
 func (r *blockRun) record(pc int, p isa.Pipe, start, end int64) {
 	r.c.instrs++
 	if r.c.opts.Trace {
-		r.c.trace = append(r.c.trace, TraceEvent{Kind: r.c.kind, Core: r.c.index, Block: r.bi, PC: pc, Pipe: p, Op: r.m.Instrs[pc].Op, Start: r.t0 + start, End: r.t0 + end})
+		in := &r.m.Instrs[pc]
+		e := TraceEvent{Kind: r.c.kind, Core: r.c.index, Block: r.bi, PC: pc, Pipe: p, Op: in.Op, Start: r.t0 + start, End: r.t0 + end}
+		if in.Op == isa.SET_FLAG || in.Op == isa.WAIT_FLAG {
+			k := flagKeyOf(in)
+			e.Flag = FlagEvent{Src: k.pair.src, Dst: k.pair.dst, ID: k.id}
+		}
+		r.c.trace = append(r.c.trace, e)
 	}
 }
 

@@ -83,6 +83,14 @@ type TraceEvent struct {
 	Pipe            isa.Pipe
 	Op              isa.Opcode
 	Start, End      int64
+	// Flag is the event a SET_FLAG sets or a WAIT_FLAG waits for (zero for the rest).
+	Flag FlagEvent
+}
+
+// FlagEvent is one flag event of a core: from pipe Src to pipe Dst, with event id ID.
+type FlagEvent struct {
+	Src, Dst isa.Pipe
+	ID       int
 }
 
 // BusyRatio is the fraction of the task's time a pipe was busy, averaged over the

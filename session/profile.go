@@ -27,21 +27,27 @@ type ProfiledTask struct {
 	Start int64             `json:"start_cycles"` // in the run's cycles
 	Stats *device.TaskStats `json:"-"`
 	Info  taskFigures       `json:"stats"`
+	// ChipCores are the chip's units the dispatcher placed the task's cores on
+	// (device.TaskSlot.Cores: AI cores for a mixed task).
+	ChipCores []int `json:"chip_cores"`
 	// Cores is each core's busy time per pipe in this task, from the trace.
 	Cores []CoreBusy `json:"cores"`
 }
 
 // CoreBusy is one core's time in a task: its span (first instruction start to last
-// end) and the cycles each pipe executed.
+// end) and the cycles each pipe executed. Core is the chip's core (where the
+// dispatcher placed the task), TaskCore the task's own number for it.
 type CoreBusy struct {
-	Kind  string           `json:"kind"`
-	Core  int              `json:"core"`
-	Span  int64            `json:"span_cycles"`
-	Pipes map[string]int64 `json:"pipes"`
+	Kind     string           `json:"kind"`
+	Core     int              `json:"core"`
+	TaskCore int              `json:"task_core"`
+	Span     int64            `json:"span_cycles"`
+	Pipes    map[string]int64 `json:"pipes"`
 }
 
-// coreBusy sums a task's trace per core and pipe, cores in (kind, index) order.
-func coreBusy(trace []device.TraceEvent) []CoreBusy {
+// coreBusy sums a task's trace per core and pipe, cores in (kind, index) order;
+// chipCore maps a task's core to the chip's.
+func coreBusy(trace []device.TraceEvent, chipCore func(kind isa.CoreKind, local int) int) []CoreBusy {
 	type key struct {
 		kind isa.CoreKind
 		core int
@@ -55,7 +61,7 @@ func coreBusy(trace []device.TraceEvent) []CoreBusy {
 		if !ok {
 			i = len(out)
 			at[k] = i
-			out = append(out, CoreBusy{Kind: e.Kind.String(), Core: e.Core, Pipes: map[string]int64{}})
+			out = append(out, CoreBusy{Kind: e.Kind.String(), Core: chipCore(e.Kind, e.Core), TaskCore: e.Core, Pipes: map[string]int64{}})
 			first[k] = e.Start
 		}
 		first[k] = min(first[k], e.Start)
@@ -169,10 +175,12 @@ func (p loweredProgram) RunProfiled(pool *MemoryPool, inputs [][]byte, stop <-ch
 		// CoreStart less DispatchCycles (the sum of the tasks before it, unless the
 		// runtime's features overlap them).
 		start := t.Slot.CoreStart - int64(chip.DispatchCycles)
-		prof.Tasks = append(prof.Tasks, ProfiledTask{TaskInfo: infos[i], Start: start, Stats: ts, Info: taskFigures{
+		units := t.Slot.Cores
+		chipCore := func(kind isa.CoreKind, local int) int { return device.ChipCore(units, ts.Mixed, kind, local, prof.Chip.perAI()) }
+		prof.Tasks = append(prof.Tasks, ProfiledTask{TaskInfo: infos[i], Start: start, Stats: ts, ChipCores: units, Info: taskFigures{
 			ts.Cycles, ts.KernelCycles, ts.StartCycles, ts.EndCycles, ts.CoreCycles, ts.ActiveCores, ts.Blocks, ts.PipeBusy,
 			ts.GMBytesRead, ts.GMBytesWritten, ts.FootprintRead, ts.FootprintWritten, ts.Instructions, ts.L2Hits, ts.L2Misses,
-			ts.ICacheMisses, ts.FetchStallCycles, ts.HighWater}, Cores: coreBusy(ts.Trace)})
+			ts.ICacheMisses, ts.FetchStallCycles, ts.HighWater}, Cores: coreBusy(ts.Trace, chipCore)})
 		c := *ts
 		c.Trace = nil
 		plain.Tasks[i] = lower.TaskRun{Name: t.Name, Core: t.Core, Stats: &c, Slot: t.Slot}
@@ -190,10 +198,13 @@ func (p *Profile) WriteTrace(w io.Writer) error {
 		if !t.Loc.IsZero() {
 			args["location"] = t.Loc.String()
 		}
-		tasks[i] = device.TraceTask{Name: t.Name, Stats: t.Stats, Start: t.Start, Deps: t.Deps, Args: args}
+		tasks[i] = device.TraceTask{Name: t.Name, Stats: t.Stats, Start: t.Start, Deps: t.Deps, Args: args, Cores: t.ChipCores}
 	}
-	return device.WriteRunTrace(w, p.Chip.Name, p.Chip.ClockHz, tasks)
+	return device.WriteRunTrace(w, p.Chip.Name, p.Chip.ClockHz, p.Chip.perAI(), tasks)
 }
+
+// perAI is the number of vector cores of one AI core (as the dispatcher groups them).
+func (c ChipPeaks) perAI() int { return max(1, c.VectorCores/max(1, c.CubeCores)) }
 
 // RunProfiled is Run with every instruction traced; the profile is nil when nothing
 // ran on a chip (every output an input or a constant, or the reference device).

@@ -163,11 +163,35 @@ def check_trace_format(doc):
         assert phases == ["f", "s"], (fid, evs)
         s, f = sorted(evs, key=lambda x: x["ph"], reverse=True)
         assert f.get("bp") == "e" and s["ts"] <= f["ts"]
+        assert s["name"] == f["name"] and s.get("cat") == f.get("cat"), (s, f)
         for ev in (s, f):  # each end lies inside a slice of its track
             assert any(x["ts"] <= ev["ts"] <= x["ts"] + x["dur"] for x in slices.get((ev["pid"], ev["tid"]), [])), ev
     for track in slices:
         assert track[0] in pnames and track in tnames, f"track {track} is not named"
     return slices, pnames, tnames
+
+
+def check_flag_flows(doc, slices, pnames, tnames):
+    """Every flag flow joins two pipes of one core: it leaves the slice its set_flag
+    followed and ends in the slice its wait_flag released, which starts no earlier than
+    the first ends. Returns the flows as (name, core process name)."""
+    ends = {}
+    for e in doc["traceEvents"]:
+        if e["ph"] in ("s", "f") and e["cat"] == "flag":
+            ends.setdefault(e["id"], {})[e["ph"]] = e
+    out = []
+    for fid, se in ends.items():
+        s, f = se["s"], se["f"]
+        assert s["pid"] == f["pid"] and s["tid"] != f["tid"], (s, f)
+        m = re.fullmatch(r"flag (\w+)->(\w+) #(\d+)", s["name"])
+        assert m and (tnames[(s["pid"], s["tid"])], tnames[(f["pid"], f["tid"])]) == (m[1], m[2]), (s["name"], tnames)
+        (a,) = [x for x in slices[(s["pid"], s["tid"])] if x["ts"] < s["ts"] < x["ts"] + x["dur"]]
+        (b,) = [x for x in slices[(f["pid"], f["tid"])] if x["ts"] < f["ts"] < x["ts"] + x["dur"]]
+        assert a["ts"] + a["dur"] <= b["ts"] + 1e-9, (a, b)
+        assert a["args"]["task"] == b["args"]["task"] and a["args"]["block"] == b["args"]["block"]
+        out.append((s["name"], pnames[s["pid"]]))
+    assert doc["otherData"]["flag_flows"] == len(out)
+    return out
 
 
 def test_trace_is_valid_and_matches_the_profile(profiled, tmp_path):
@@ -182,8 +206,9 @@ def test_trace_is_valid_and_matches_the_profile(profiled, tmp_path):
     assert [e["name"] for e in task_slices] == [t.name for t in r.tasks]
     for e, t in zip(task_slices, r.tasks):
         assert e["ts"] == pytest.approx(t.start_ms * 1e3) and e["dur"] == pytest.approx(t.time_ms * 1e3)
-    flows = [e for e in doc["traceEvents"] if e["ph"] == "s"]
+    flows = [e for e in doc["traceEvents"] if e["ph"] == "s" and e["cat"] == "task"]
     assert len(flows) == sum(len(t["deps"]) for t in r._data["tasks"]) > 0
+    check_flag_flows(doc, slices, pnames, tnames)
     # One track per core and pipe; a core's busy time per pipe is the sum of its slices.
     core_tracks = {k: v for k, v in slices.items() if k[0] != tasks_pid}
     assert {pnames[pid] for pid, _ in core_tracks} >= {"cube core 0", "vector core 0"}
@@ -253,3 +278,39 @@ def test_bad_profile_arguments():
         p.compile(block).run(*_inputs(), profile="yes")
     with pytest.raises(TypeError, match="ProfileResult"):
         p.compare_profiles(1, 2)
+
+
+def test_concurrent_tasks_have_tracks_of_their_own(tmp_path):
+    """Two independent matmuls run at the same time on disjoint cores: the profile and
+    the trace number cores as the chip's (with each task's own number kept), so the two
+    tasks' instructions never share a track, and the flag flows stay on their core."""
+
+    def two(a, b, c, d):
+        return p.matmul(a, b), p.matmul(c, d)
+
+    rng = np.random.default_rng(0)
+    xs = [rng.standard_normal(s).astype(np.float16) for s in [(32, 64), (64, 32)] * 2]
+    ex = p.compile(two, p.CompileConfig(concurrent_tasks=True))
+    ex.run(*xs, profile=True)
+    r = ex.get_profile_result()
+    t0, t1 = r.tasks
+    assert t1.start_ms < t0.start_ms + t0.time_ms  # they overlap in time
+    assert t0.chip_cores and t1.chip_cores and not set(t0.chip_cores) & set(t1.chip_cores)
+    for t in (t0, t1):
+        assert sorted(c["task_core"] for c in t.cores) == list(range(t.active_cores))
+        assert {c["core"] for c in t.cores} == {t.chip_cores[c["task_core"]] for c in t.cores}
+    with open(r.save(tmp_path)["trace"]) as f:
+        doc = json.load(f)
+    slices, pnames, tnames = check_trace_format(doc)
+    by_core = {}
+    for (pid, tid), evs in slices.items():
+        if pnames[pid] == "tasks":
+            continue
+        evs = sorted(evs, key=lambda e: e["ts"])
+        for a, b in zip(evs, evs[1:]):
+            assert a["ts"] + a["dur"] <= b["ts"] + 1e-9, (pnames[pid], tnames[(pid, tid)], a, b)
+        by_core.setdefault(pnames[pid], set()).update(e["args"]["task"] for e in evs)
+    want = {f"cube core {c}": {t.name} for t in (t0, t1) for c in t.chip_cores[: t.active_cores]}
+    assert by_core == want
+    flows = check_flag_flows(doc, slices, pnames, tnames)
+    assert {core for _, core in flows} == set(want)

@@ -93,7 +93,9 @@ class TaskProfile:
     footprint_written: int
     l2_hits: int
     l2_misses: int
-    cores: list = field(default_factory=list)  # [{"kind","core","span_cycles","pipes": {pipe: ratio}}]
+    # [{"kind", "core" (the chip's core), "task_core" (the task's own number), "span_cycles", "pipes": {pipe: ratio}}]
+    cores: list = field(default_factory=list)
+    chip_cores: list = field(default_factory=list)  # the chip's units the task ran on (AI cores for a mixed task)
 
     @property
     def gm_bytes(self) -> int:
@@ -161,7 +163,7 @@ class ProfileResult:
             active = max(st["ActiveCores"], 1)
             busy = {p: c / (st["Cycles"] * active) if st["Cycles"] else 0.0 for p, c in sorted((st["PipeBusy"] or {}).items())}
             cores = [
-                {"kind": c["kind"], "core": c["core"], "span_cycles": c["span_cycles"],
+                {"kind": c["kind"], "core": c["core"], "task_core": c["task_core"], "span_cycles": c["span_cycles"],
                  "pipes": {p: b / st["Cycles"] for p, b in sorted(c["pipes"].items())}}
                 for c in t.get("cores") or []
             ]  # fmt: skip
@@ -171,6 +173,7 @@ class ProfileResult:
                 launch_ms=ms(st["StartCycles"] + st["EndCycles"]), blocks=st["Blocks"], active_cores=st["ActiveCores"],
                 pipe_busy=busy, gm_bytes_read=st["GMBytesRead"], gm_bytes_written=st["GMBytesWritten"], flops=t["flops"],
                 footprint_read=st["FootprintRead"], footprint_written=st["FootprintWritten"], l2_hits=st["L2Hits"], l2_misses=st["L2Misses"], cores=cores,
+                chip_cores=list(t.get("chip_cores") or []),
             ))  # fmt: skip
         self.op_times = {}
         for t in self.tasks:
