@@ -176,7 +176,9 @@ func (p loweredProgram) RunProfiled(pool *MemoryPool, inputs [][]byte, stop <-ch
 		// runtime's features overlap them).
 		start := t.Slot.CoreStart - int64(chip.DispatchCycles)
 		units := t.Slot.Cores
-		chipCore := func(kind isa.CoreKind, local int) int { return device.ChipCore(units, ts.Mixed, kind, local, prof.Chip.perAI()) }
+		chipCore := func(kind isa.CoreKind, local int) int {
+			return device.ChipCore(units, ts.Mixed, kind, local, prof.Chip.perAI())
+		}
 		prof.Tasks = append(prof.Tasks, ProfiledTask{TaskInfo: infos[i], Start: start, Stats: ts, ChipCores: units, Info: taskFigures{
 			ts.Cycles, ts.KernelCycles, ts.StartCycles, ts.EndCycles, ts.CoreCycles, ts.ActiveCores, ts.Blocks, ts.PipeBusy,
 			ts.GMBytesRead, ts.GMBytesWritten, ts.FootprintRead, ts.FootprintWritten, ts.Instructions, ts.L2Hits, ts.L2Misses,
