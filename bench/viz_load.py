@@ -10,7 +10,8 @@ a2 preset with the visualisation on, its page opened in headless Chromium.
 Reports the compile time with the visualisation, the page's size, the time from
 opening the page to its first view laid out and drawn (open_ms), then for every graph
 level the time to switch to it (grouped, as it opens) and to lay out and draw it with
-every group open (expand_ms), with the numbers of nodes, groups and visible items.
+every group open (expand_ms, of which expand_layout_ms in the page's layout), with the
+numbers of visible items, of layouts run (one per open group) and the largest one.
 Needs chromium and playwright (tests/browser_support.py says how to install them).
 """
 import argparse
@@ -103,11 +104,13 @@ def measure(path):
             switch_ms = (time.perf_counter() - t) * 1e3
             t = time.perf_counter()
             page.click("#expand-all")
-            full = page.evaluate("({ms: __pyptoViz.drawMs, items: __pyptoViz.visibleNodes})")
+            full = page.evaluate("({ms: __pyptoViz.drawMs, layout_ms: __pyptoViz.layoutMs, items: __pyptoViz.visibleNodes, work: __pyptoViz.layoutStats})")
             expand_ms = (time.perf_counter() - t) * 1e3
             status = page.inner_text("#status")
             levels[level] = {"switch_ms": switch_ms, "grouped_items": s["items"], "expand_ms": expand_ms,
-                             "all_items": full["items"], "status": status}
+                             "expand_layout_ms": full["layout_ms"], "expand_draw_ms": full["ms"],
+                             "all_items": full["items"], "layouts": full["work"]["dagreCalls"],
+                             "largest_layout": full["work"]["maxDagreNodes"], "status": status}
             page.click("#collapse-all")
         rows["levels"] = levels
         rows["console_errors"] = errors
@@ -143,9 +146,10 @@ def main():
     print(f"page open to first view drawn: {row['open_ms']:.0f} ms wall, {row['open_cpu_ms']:.0f} ms of the browser's CPU "
           f"(in the page: data parsed in "
           f"{row['in_page']['parseMs']:.0f} ms, first view drawn {row['in_page']['firstViewMs']:.0f} ms after the script started)")
-    print(f"{'level':<8} {'switch ms':>10} {'items':>6} {'expand all ms':>14} {'items':>6}")
+    print(f"{'level':<8} {'switch ms':>10} {'items':>6} {'expand all ms':>14} {'layout ms':>10} {'items':>6} {'layouts':>8} {'largest':>8}")
     for level, r in row["levels"].items():
-        print(f"{level:<8} {r['switch_ms']:>10.0f} {r['grouped_items']:>6} {r['expand_ms']:>14.0f} {r['all_items']:>6}")
+        print(f"{level:<8} {r['switch_ms']:>10.0f} {r['grouped_items']:>6} {r['expand_ms']:>14.0f} {r['expand_layout_ms']:>10.0f} "
+              f"{r['all_items']:>6} {r['layouts']:>8} {r['largest_layout']:>8}")
     if row["console_errors"]:
         print("console errors:", row["console_errors"])
 

@@ -5,6 +5,7 @@ node's links to its tile op, kernel, task and programs, switches between the lev
 and shows the pass list with a pass's diff. Screenshots go to the test's tmp dir
 (PYPTO_DOCS_SCREENSHOTS=1 copies them into docs/images/ for docs/tools.md)."""
 
+import json
 import os
 import shutil
 import sys
@@ -105,3 +106,62 @@ def test_viewer_in_chromium(browser, gpt_page, tmp_path):
 
     assert page.errors == []
     assert all(u.startswith(("file:", "data:", "about:")) for u in page.requests), page.requests
+
+
+def test_twelve_layers_lay_out_group_by_group(browser, tmp_path_factory, tmp_path):
+    """GPT-2 small's graph (12 layers: 433 traced nodes) opens grouped, and opening
+    every group lays out each group on its own: no layout is given more than the
+    children of one group, and closing or reopening a layer lays out only the groups
+    around it. The page's own timings are recorded (tests assert on layout work, not
+    on time) in viz_timings.json of the test's tmp dir and printed."""
+    out = tmp_path_factory.mktemp("viz12")
+    cfg = demo.Config()
+    weights = demo.make_weights(cfg, 12, 64, np.random.default_rng(0))
+    ops = demo.PyptoOps()
+
+    def gpt12(tokens):
+        return demo.gpt_forward(ops, cfg, weights, tokens, 64)
+
+    ex = p.compile(gpt12, p.CompileConfig(enable_visualization=True, visualization_dir=str(out), chip="tiny"),
+                   inputs=[p.Tensor([1, 64], dtype=p.int32)])
+    view = ex.visualize()
+    assert len(view.data["input"]["nodes"]) == 433
+    page = browser.open(view.save(str(out / "gpt12.html")))
+    page.wait_for_function("window.__pyptoViz && window.__pyptoViz.ready", timeout=120000)
+    timings = {"page": page.evaluate("__pyptoViz.timings"),
+               "navigation": page.evaluate("(() => { const n = performance.getEntriesByType('navigation')[0];"
+                                           " return {domContentLoaded: n.domContentLoadedEventEnd, load: n.loadEventEnd}; })()"),
+               "levels": {}}
+    stats = lambda: page.evaluate("({...__pyptoViz.layoutStats, items: __pyptoViz.visibleNodes, layoutMs: __pyptoViz.layoutMs, drawMs: __pyptoViz.drawMs})")  # noqa: E731
+    first = stats()
+    assert first["items"] <= 40 < 433  # grouped: the page opens with the groups closed
+
+    for level, nodes in (("input", 433), ("tensor", len(view.data["tensor"]["nodes"])), ("tile", len(view.data["tile"]["ops"]))):
+        _level(page, level)
+        grouped = stats()
+        page.click("#expand-all")
+        full = stats()
+        assert full["items"] == nodes
+        # Each layout is one group's children, a small part of the level.
+        assert full["maxDagreNodes"] <= 40 and full["maxDagreNodes"] * 8 < nodes, full
+        assert full["dagreCalls"] + full["cachedScopes"] == full["scopes"]
+        timings["levels"][level] = {"grouped": grouped, "expand_all": full}
+        page.click("#collapse-all")
+
+    # With every group open, closing a layer lays out the groups holding it, and
+    # opening it again (its inner groups closed) lays out it and them, nothing else.
+    _level(page, "input")
+    page.click("#expand-all")
+    scopes = stats()["scopes"]
+    # The whole level fits the window, too small to click with the mouse: the click event.
+    page.locator("g.cluster text", has_text="gpt_forward #5 (").dispatch_event("click")
+    closed = stats()
+    assert closed["items"] < 433 and closed["dagreCalls"] <= 3 and closed["cachedScopes"] >= scopes - 20, closed
+    page.locator("g.node.group", has_text="gpt_forward #5 (").dispatch_event("click")
+    reopened = stats()
+    assert reopened["items"] > closed["items"] and reopened["dagreCalls"] <= 3 and reopened["cachedScopes"] >= reopened["scopes"] - 3, reopened
+    timings["close_one"], timings["reopen_one"] = closed, reopened
+    assert page.errors == []
+    with open(tmp_path / "viz_timings.json", "w") as f:
+        json.dump(timings, f, indent=1)
+    print("viewer timings (ms):", json.dumps(timings))

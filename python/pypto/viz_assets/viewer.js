@@ -298,8 +298,6 @@
     return { items: [...items.values()], edges: [...agg.values()], clusters: [...clusters] };
   }
 
-  const MAX_BOXES = 24;
-
   // ---- drawing ------------------------------------------------------------------------
   const svg = $("graph");
   let view = { x: 0, y: 0, w: 1000, h: 800 }, graphBox = { w: 1000, h: 800 };
@@ -329,77 +327,153 @@
     return Object.entries(ops).sort((a, b) => b[1] - a[1]).slice(0, 3).map(([k, v]) => v + "x " + k).join(", ");
   }
 
+  // ---- layout: each open group laid out on its own, bottom up, and cached ----------------
+  // dagre's work grows faster than the number of nodes, so a large level is never laid
+  // out as one graph: each open group (and the top level) is a small dagre graph of its
+  // direct children, closed groups and open ones as boxes of the size their own layout
+  // gave, and an edge between items of different groups is laid out in the innermost
+  // group holding both, between the children that hold its ends. A group's layout is
+  // kept while its children and their sizes stay the same, so opening a group lays out
+  // that group and the groups around it, not the whole level.
+  const PAD = 10, PAD_TOP = 24, NODE_H = 34;
+  const layoutCache = {}; // level -> Map(scope -> {sig, w, h, pos, points})
+  function itemSize(it) {
+    const label = it.group ? "\u25b8 " + it.group.label + " (" + it.group.size + ")" : it.node.label;
+    const sub = it.group ? summary(it.ops) : it.node.sub;
+    return { label, sub, w: Math.min(260, Math.max(80, 6.6 * Math.max(label.length, sub.length) + 16)), h: NODE_H };
+  }
+  function layoutLevel(d, v) {
+    const ROOT = "";
+    const stats = { dagreCalls: 0, dagreNodes: 0, maxDagreNodes: 0, cachedScopes: 0, scopes: 0 };
+    const cache = layoutCache[state.level] || (layoutCache[state.level] = new Map());
+    const kids = new Map(), scopeOf = new Map(), info = new Map();
+    const add = (s, id) => { if (!kids.has(s)) kids.set(s, []); kids.get(s).push(id); scopeOf.set(id, s); };
+    for (const c of v.clusters) {
+      const p = d.groups.get(c).parent;
+      add(p && state.expanded.has(p) ? p : ROOT, c);
+      info.set(c, { cluster: true, label: d.groups.get(c).label });
+    }
+    for (const it of v.items) { add(it.parent || ROOT, it.id); info.set(it.id, Object.assign({ it }, itemSize(it))); }
+    // Each edge in the innermost scope holding both ends, between the children holding them.
+    const chain = (x) => { const c = [x]; while (x !== ROOT) { x = scopeOf.get(x); c.push(x); } return c; };
+    const lifted = new Map(); // scope -> Map(key -> {from, to})
+    const route = []; // per visible edge: its scope and the children it was lifted to
+    for (const e of v.edges) {
+      const ca = chain(e.from), cb = chain(e.to), inB = new Set(cb);
+      let i = 1;
+      while (!inB.has(ca[i])) i++;
+      const s = ca[i], from = ca[i - 1], to = cb[cb.indexOf(s) - 1];
+      if (!lifted.has(s)) lifted.set(s, new Map());
+      lifted.get(s).set(from + "\u0000" + to, { from, to });
+      route.push({ e, s, from, to });
+    }
+    function layoutScope(s) {
+      stats.scopes++;
+      const children = kids.get(s) || [];
+      for (const c of children) {
+        const ci = info.get(c);
+        if (ci.cluster) { const L = layoutScope(c); ci.w = Math.max(L.w + 2 * PAD, 7 * ci.label.length + 110); ci.h = L.h + PAD_TOP + PAD; ci.inner = L; }
+      }
+      const es = [...(lifted.get(s) || new Map()).values()];
+      const sig = children.map((c) => c + ":" + Math.round(info.get(c).w) + "x" + Math.round(info.get(c).h)).join("|") + "#" + es.map((e) => e.from + ">" + e.to).join("|");
+      const hit = cache.get(s);
+      if (hit && hit.sig === sig) { stats.cachedScopes++; return hit; }
+      const g = new dagre.graphlib.Graph({ multigraph: false });
+      g.setGraph({ rankdir: "TB", nodesep: 18, ranksep: 34, marginx: 0, marginy: 0 });
+      g.setDefaultEdgeLabel(() => ({}));
+      for (const c of children) g.setNode(c, { width: info.get(c).w, height: info.get(c).h });
+      for (const e of es) g.setEdge(e.from, e.to);
+      stats.dagreCalls++;
+      stats.dagreNodes += children.length;
+      stats.maxDagreNodes = Math.max(stats.maxDagreNodes, children.length);
+      dagre.layout(g);
+      const gg = g.graph();
+      const L = { sig, w: gg.width || 0, h: gg.height || 0, pos: new Map(), points: new Map() };
+      for (const c of children) { const n = g.node(c); L.pos.set(c, { x: n.x, y: n.y }); }
+      for (const ed of g.edges()) L.points.set(ed.v + "\u0000" + ed.w, (g.edge(ed).points || []).map((p) => ({ x: p.x, y: p.y })));
+      cache.set(s, L);
+      return L;
+    }
+    const top = layoutScope(ROOT);
+    // Absolute places: a scope's content starts at its origin.
+    const origin = new Map([[ROOT, { x: PAD, y: PAD }]]), place = new Map();
+    const layouts = new Map([[ROOT, top]]);
+    const walk = (s, L) => {
+      const o = origin.get(s);
+      for (const c of kids.get(s) || []) {
+        const p = L.pos.get(c), ci = info.get(c);
+        place.set(c, { x: o.x + p.x, y: o.y + p.y, w: ci.w, h: ci.h });
+        if (ci.cluster) {
+          origin.set(c, { x: o.x + p.x - ci.w / 2 + PAD, y: o.y + p.y - ci.h / 2 + PAD_TOP });
+          layouts.set(c, ci.inner);
+          walk(c, ci.inner);
+        }
+      }
+    };
+    walk(ROOT, top);
+    const edges = route.map(({ e, s, from, to }) => {
+      const o = origin.get(s);
+      const pts = (layouts.get(s).points.get(from + "\u0000" + to) || []).map((p) => ({ x: p.x + o.x, y: p.y + o.y }));
+      const a = place.get(e.from), b = place.get(e.to);
+      if (e.from !== from) pts.unshift({ x: a.x, y: a.y + a.h / 2 });
+      if (e.to !== to) pts.push({ x: b.x, y: b.y - b.h / 2 });
+      return { e, pts };
+    });
+    state.layoutStats = stats;
+    return { info, place, edges, w: top.w + 2 * PAD, h: top.h + 2 * PAD };
+  }
+
   function draw() {
     const d = levelData(state.level);
     const t0 = performance.now();
     const v = visible(d);
-    // dagre's compound layout grows fast with the number of boxes: past MAX_BOXES open
-    // groups the graph is laid out flat, the groups named in each node's attributes.
-    const boxes = v.clusters.length <= MAX_BOXES;
-    if (!boxes) { v.clusters = []; for (const it of v.items) it.parent = null; }
-    const g = new dagre.graphlib.Graph({ compound: boxes, multigraph: false });
-    g.setGraph({ rankdir: "TB", nodesep: 18, ranksep: 34, marginx: 10, marginy: 10 });
-    g.setDefaultEdgeLabel(() => ({}));
-    for (const c of v.clusters) g.setNode(c, { label: d.groups.get(c).label, clusterLabelPos: "top", paddingTop: 18 });
-    for (const c of v.clusters) { const p = d.groups.get(c).parent; if (p && state.expanded.has(p)) g.setParent(c, p); }
-    for (const it of v.items) {
-      const label = it.group ? "\u25b8 " + it.group.label + " (" + it.group.size + ")" : it.node.label;
-      const sub = it.group ? summary(it.ops) : it.node.sub;
-      const w = Math.min(260, Math.max(80, 6.6 * Math.max(label.length, sub.length) + 16));
-      g.setNode(it.id, { width: w, height: 34, label, sub, it });
-      if (it.parent) g.setParent(it.id, it.parent);
-    }
-    for (const e of v.edges) g.setEdge(e.from, e.to, { e });
-    dagre.layout(g);
+    const lay = layoutLevel(d, v);
     const tLayout = performance.now();
     svg.textContent = "";
     const root = el("g", {}, svg);
     const clusterLayer = el("g", {}, root), edgeLayer = el("g", {}, root), nodeLayer = el("g", {}, root);
     for (const c of v.clusters) {
-      const n = g.node(c);
-      const cg = el("g", { class: "cluster" }, clusterLayer);
-      el("rect", { x: n.x - n.width / 2, y: n.y - n.height / 2, width: n.width, height: n.height }, cg);
-      const tx = el("text", { x: n.x - n.width / 2 + 6, y: n.y - n.height / 2 + 13 }, cg);
-      tx.textContent = "\u25be " + n.label + " (click to close)";
+      const n = lay.place.get(c);
+      const cg = el("g", { class: "cluster", "data-id": c }, clusterLayer);
+      el("rect", { x: n.x - n.w / 2, y: n.y - n.h / 2, width: n.w, height: n.h }, cg);
+      const tx = el("text", { x: n.x - n.w / 2 + 6, y: n.y - n.h / 2 + 13 }, cg);
+      tx.textContent = "\u25be " + lay.info.get(c).label + " (click to close)";
       tx.addEventListener("click", (ev) => { ev.stopPropagation(); closeGroup(c); });
     }
-    for (const ed of g.edges()) {
-      const info = g.edge(ed);
-      const pts = info.points || [];
+    for (const { e, pts } of lay.edges) {
       if (!pts.length) continue;
       const eg = el("g", { class: "edge" }, edgeLayer);
       el("path", { d: "M" + pts.map((p) => p.x + "," + p.y).join("L"), "marker-end": "url(#arrow)" }, eg);
       const title = el("title", {}, eg);
-      title.textContent = bytes(info.e.bytes) + (info.e.n > 1 ? " over " + info.e.n + " edges" : "");
+      title.textContent = bytes(e.bytes) + (e.n > 1 ? " over " + e.n + " edges" : "");
       if (v.edges.length <= 400) {
         const mid = pts[Math.floor(pts.length / 2)];
         const t = el("text", { x: mid.x + 3, y: mid.y }, eg);
-        t.textContent = bytes(info.e.bytes);
+        t.textContent = bytes(e.bytes);
       }
     }
     const defs = el("defs", {}, svg);
     const mk = el("marker", { id: "arrow", viewBox: "0 0 10 10", refX: 10, refY: 5, markerWidth: 6, markerHeight: 6, orient: "auto" }, defs);
     el("path", { d: "M0,0L10,5L0,10z", fill: "#94a3b8" }, mk);
-    for (const id of g.nodes()) {
-      const n = g.node(id);
-      if (!n.it) continue;
-      const it = n.it;
+    for (const it of v.items) {
+      const id = it.id, n = lay.place.get(id), ni = lay.info.get(id);
       const cls = "node" + (it.group ? " group" : " core-" + it.node.core) + (state.selected === id ? " selected" : "") + (state.matches.has(id) ? " match" : "");
-      const ng = el("g", { class: cls, "data-id": id, "data-xy": n.x + "," + n.y, transform: "translate(" + (n.x - n.width / 2) + "," + (n.y - n.height / 2) + ")" }, nodeLayer);
-      el("rect", { width: n.width, height: n.height }, ng);
-      const t1 = el("text", { x: 6, y: 14 }, ng); t1.textContent = clip(n.label, n.width);
-      const t2 = el("text", { x: 6, y: 27, class: "sub" }, ng); t2.textContent = clip(n.sub, n.width);
+      const ng = el("g", { class: cls, "data-id": id, "data-xy": n.x + "," + n.y, transform: "translate(" + (n.x - n.w / 2) + "," + (n.y - n.h / 2) + ")" }, nodeLayer);
+      el("rect", { width: n.w, height: n.h }, ng);
+      const t1 = el("text", { x: 6, y: 14 }, ng); t1.textContent = clip(ni.label, n.w);
+      const t2 = el("text", { x: 6, y: 27, class: "sub" }, ng); t2.textContent = clip(ni.sub, n.w);
       ng.addEventListener("click", (ev) => { ev.stopPropagation(); it.group ? openGroup(it.id) : select(id); });
     }
-    const gg = g.graph();
-    graphBox = { w: gg.width || 100, h: gg.height || 100 };
+    graphBox = { w: lay.w, h: lay.h };
     const t1 = performance.now();
     state.layoutMs = tLayout - t0;
     state.drawMs = t1 - t0;
     state.visibleNodes = v.items.length;
     state.visibleEdges = v.edges.length;
+    const ls = state.layoutStats;
     $("status").textContent = LEVELS.find((l) => l.key === state.level).title + ": " + d.nodes.length + " nodes in " + d.groups.size +
-      " groups; showing " + v.items.length + " items and " + v.edges.length + " edges" + (boxes ? "" : " (open groups not boxed: more than " + MAX_BOXES + ")") + ", laid out in " + state.layoutMs.toFixed(0) + " ms (drawn in " + state.drawMs.toFixed(0) + " ms)";
+      " groups; showing " + v.items.length + " items and " + v.edges.length + " edges, laid out in " + state.layoutMs.toFixed(0) + " ms (" +
+      ls.dagreCalls + " of " + ls.scopes + " groups laid out, the largest of " + ls.maxDagreNodes + " items; drawn in " + state.drawMs.toFixed(0) + " ms)";
   }
   function clip(s, w) { const n = Math.floor((w - 10) / 6.2); return s.length > n ? s.slice(0, n - 1) + "\u2026" : s; }
 
