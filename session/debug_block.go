@@ -21,7 +21,7 @@ type InstrBreak struct {
 	Kernel string `json:"kernel"`
 	Index  int    `json:"index"` // the instruction's index in its PTO program (-1 any)
 	Line   int    `json:"line"`  // the block kernel's source line (0 any)
-	Block  int    `json:"block"` // the block (-1 any)
+	Block  int    `json:"block"` // a block kernel's block (p.block_idx()), else the task's (-1 any)
 }
 
 // PausedAt describes a block stopped at an instruction.
@@ -57,7 +57,9 @@ type pausedRun struct {
 	done    chan runResult
 	current *device.Paused
 	at      PausedAt
-	sources *core.KernelSources
+	// kernel places a call_kernel node's instructions in the user's kernel (nil for
+	// other nodes): lower.Executable.KernelSource.
+	kernel func(m *device.MachineProgram, src int) (*core.Kernel, int, int, int, bool)
 }
 
 type runResult struct {
@@ -69,6 +71,12 @@ type runResult struct {
 // pausable is a Program that can run functionally with a pause hook.
 type pausable interface {
 	RunPaused(inputs [][]byte, stop <-chan struct{}, pause func(*device.Paused)) ([][]byte, Stats, error)
+	KernelSource(m *device.MachineProgram, src int) (*core.Kernel, int, int, int, bool)
+}
+
+// KernelSource places an instruction in the user's block kernel (lower.Executable's).
+func (p loweredProgram) KernelSource(m *device.MachineProgram, src int) (*core.Kernel, int, int, int, bool) {
+	return p.exe.KernelSource(m, src)
 }
 
 // RunPaused runs the program in the functional mode with pause called before each
@@ -127,39 +135,52 @@ func (d *Debugger) TileValues(name string) (vals []float64, shape [2]int, valid 
 		Suggest("its tiles: %s", strings.Join(d.run.at.Tiles, ", "))
 }
 
-func (b InstrBreak) matches(p *device.Paused, src int, loc core.Location) bool {
+func (b InstrBreak) matches(p *device.Paused, src int, w where) bool {
 	name := p.Program.Name
 	return (b.Kernel == "" || name == b.Kernel || strings.HasPrefix(name, b.Kernel+"_")) && (b.Index < 0 || b.Index == src) &&
-		(b.Line <= 0 || loc.Line == b.Line) && (b.Block < 0 || b.Block == p.Block)
+		(b.Line <= 0 || w.loc.Line == b.Line) && (b.Block < 0 || b.Block == w.block)
 }
 
-// instrLoc is the user's line of a call_kernel program's instruction (one core kind).
-func (r *pausedRun) instrLoc(p *device.Paused, src int) core.Location {
-	if r.sources == nil || src < 0 || p.Block >= len(r.sources.Programs) {
-		return core.Location{}
+// where is an instruction's place for the breakpoints: the user's line of a block
+// kernel's instruction (zero for compiled ops) and the block, which for a block
+// kernel is the kernel's (p.block_idx(): a mixed kernel's cube and vector programs of
+// one block share it, and a task block running several kernel blocks has each one's
+// number) and for other ops the task's.
+type where struct {
+	loc   core.Location
+	block int
+}
+
+func (r *pausedRun) where(p *device.Paused, src int) where {
+	w := where{block: p.Block}
+	if r.kernel == nil {
+		return w
 	}
-	ps := r.sources.Programs[p.Block]
-	if src < len(ps.Instrs) && ps.Instrs[src] >= 0 && ps.Instrs[src] < len(r.sources.Locs) {
-		return r.sources.Locs[ps.Instrs[src]]
+	k, prog, instr, block, ok := r.kernel(p.Program, src)
+	if !ok {
+		return w
 	}
-	return core.Location{}
+	w.block = block
+	if ps := k.Sources.Programs; prog < len(ps) && instr < len(ps[prog].Instrs) {
+		if i := ps[prog].Instrs[instr]; i >= 0 && i < len(k.Sources.Locs) {
+			w.loc = k.Sources.Locs[i]
+		}
+	}
+	return w
 }
 
 // startPaused runs node i's program in a goroutine with the breakpoints set.
 func (d *Debugger) startPaused(i int, prog pausable, bufs [][]byte) {
 	r := &pausedRun{node: i, stops: make(chan *device.Paused), resume: make(chan struct{}), quit: make(chan struct{}), done: make(chan runResult, 1)}
-	n := d.graph.Nodes[i]
-	if n.Op == "call_kernel" {
-		if k, err := core.KernelOf(n.Attrs); err == nil && k.Vectors == 0 {
-			r.sources = &k.Sources
-		}
+	if d.graph.Nodes[i].Op == "call_kernel" {
+		r.kernel = prog.KernelSource
 	}
 	stop := interrupt.Current()
 	pause := func(p *device.Paused) {
 		src := p.Instr().Src
-		loc := r.instrLoc(p, src)
+		w := r.where(p, src)
 		for _, b := range d.breaks() {
-			if b.matches(p, src, loc) {
+			if b.matches(p, src, w) {
 				select {
 				case r.stops <- p:
 					select {
@@ -188,8 +209,9 @@ func (d *Debugger) wait() (bool, runResult) {
 		r.current = p
 		in := p.Instr()
 		src := in.Src
-		at := PausedAt{Node: r.node, Program: p.Program.Name, Kind: p.Kind.String(), CoreIndex: p.Core, BlockIndex: p.Block,
-			PC: p.PC, Index: src, Instr: p.Program.InstrString(p.PC), Pipe: in.Pipe.String(), Loc: r.instrLoc(p, src)}
+		w := r.where(p, src)
+		at := PausedAt{Node: r.node, Program: p.Program.Name, Kind: p.Kind.String(), CoreIndex: p.Core, BlockIndex: w.block,
+			PC: p.PC, Index: src, Instr: p.Program.InstrString(p.PC), Pipe: in.Pipe.String(), Loc: w.loc}
 		for _, t := range p.Program.Tiles {
 			if t.Addr >= 0 {
 				at.Tiles = append(at.Tiles, t.Decl.Name)
