@@ -236,3 +236,87 @@ def test_a_debugger_dropped_while_a_block_is_stopped_leaves_nothing_waiting():
     del dbg
     gc.collect()
     assert float(ex.run(x, x.T.copy()).numpy()[0, 0]) == 128.0
+
+
+def _mixed_kernel_debugger(grid, m):
+    """examples/block_mixed.py's relu(a @ b + bias) (cube matmul, vector epilogue) on a2
+    under the debugger, with the source lines of its cube and its vector part."""
+    import inspect
+
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "examples"))
+    import block_mixed
+
+    kern = block_mixed.matmul_bias_relu(grid=grid, T=64)
+    src, first = inspect.getsourcelines(kern.fn)
+    cube_line = first + next(i for i, s in enumerate(src) if "acc += p.matmul" in s)
+    vec_line = first + next(i for i, s in enumerate(src) if "p.store(c[" in s)
+    rng = np.random.default_rng(5)
+    a, b = (rng.standard_normal((m, m)) / 8).astype(np.float16), (rng.standard_normal((m, m)) / 8).astype(np.float16)
+    bias = rng.standard_normal((1, m)).astype(np.float16)
+    ex = p.compile(lambda a, b, bias: p.call_kernel(kern, a, b, bias), p.CompileConfig(chip="a2"))
+    want = np.maximum(a.astype(np.float32) @ b.astype(np.float32) + bias.astype(np.float32), 0)
+    return ex.debug(a, b, bias), (a, b, bias), want, block_mixed.__file__, cube_line, vec_line
+
+
+def _first_tile(block, grid, m, T=64):
+    """The first output tile (row, col) block `block` of the mixed kernel computes."""
+    tiles_n = m // T
+    t = block * (m // T) ** 2 // grid
+    return t // tiles_n * T, t % tiles_n * T, t
+
+
+def test_source_line_breakpoints_in_a_mixed_cube_vector_kernel():
+    import re
+
+    grid, m = 4, 256
+    dbg, (a, b, bias), want, path, cube_line, vec_line = _mixed_kernel_debugger(grid, m)
+    # The cube part: the line's loads, moves and the tmatmul of block 2's first tile.
+    dbg.break_at_instruction(line=cube_line, block=2)
+    seen, flags_seen = [], []
+    while True:
+        stop = dbg.continue_()
+        assert (stop.file, stop.line, stop.block) == (path, cube_line, 2) and stop.program.endswith("_c"), stop
+        seen.append(stop.instr.split()[1])
+        flags_seen += dbg.flags()
+        if seen[-1] == "tmatmul":
+            break
+    assert {"tload", "tmov"} <= set(seen)
+    i, _, _ = _first_tile(2, grid, m)
+    _, left, right = re.search(r"tmatmul (\w+)@acc\S*, (\w+)@left\S*, (\w+)@right", stop.instr).groups()
+    np.testing.assert_array_equal(dbg.tile(left), a[i : i + 64, 0:64])  # its first K step
+    np.testing.assert_array_equal(dbg.tile(right), b[0:64, 0:64])
+    assert flags_seen and all(set(f) == {"src", "dst", "id", "pending"} and f["pending"] >= 1 for f in flags_seen)
+    # The vector part: block 3's epilogue of its first tile, on the vector core that pops it.
+    dbg.clear()
+    dbg.break_at_instruction(line=vec_line, block=3)
+    stop = dbg.continue_()
+    assert (stop.file, stop.line, stop.block) == (path, vec_line, 3) and "_v" in stop.program, stop
+    assert stop.instr.split()[1] == "tmaxs"
+    (src,) = re.search(r"tmaxs \w+@vec\S*, (\w+)@vec", stop.instr).groups()
+    i, j, _ = _first_tile(3, grid, m)
+    y = a[i : i + 64].astype(np.float32) @ b[:, j : j + 64].astype(np.float32) + bias[:, j : j + 64].astype(np.float32)
+    np.testing.assert_allclose(dbg.tile(src), y, rtol=1e-5, atol=1e-5)  # the popped accumulator plus the bias
+    dbg.clear()
+    got = dbg.finish().numpy().astype(np.float32)
+    np.testing.assert_allclose(got, want, rtol=2e-3, atol=2e-3)
+
+
+def test_block_kernel_breakpoints_find_a_block_that_shares_its_core():
+    """A grid larger than the chip (48 blocks on a2's 24 AI cores): a core runs several
+    kernel blocks as one program, and a breakpoint still stops in the block asked for,
+    at its own line and tile."""
+    import re
+
+    grid, m = 48, 512
+    dbg, (a, b, bias), want, path, _, vec_line = _mixed_kernel_debugger(grid, m)
+    dbg.break_at_instruction(line=vec_line, block=30)
+    stop = dbg.continue_()
+    assert (stop.line, stop.block) == (vec_line, 30) and stop.instr.split()[1] == "tmaxs", stop
+    (src,) = re.search(r"tmaxs [\w.]+@vec\S*, ([\w.]+)@vec", stop.instr).groups()
+    assert src.startswith("b1.")  # its core's second kernel block: the tiles of each are named b<k>.
+    i, j, t = _first_tile(30, grid, m)
+    assert t % 2 == int(re.search(r"_v(\d)$", stop.program).group(1))  # tile t goes to vector core t % 2
+    y = a[i : i + 64].astype(np.float32) @ b[:, j : j + 64].astype(np.float32) + bias[:, j : j + 64].astype(np.float32)
+    np.testing.assert_allclose(dbg.tile(src), y, rtol=1e-5, atol=1e-5)
+    dbg.clear()
+    np.testing.assert_allclose(dbg.finish().numpy().astype(np.float32), want, rtol=2e-3, atol=2e-3)
