@@ -20,18 +20,25 @@ sys.path.insert(0, os.path.join(ROOT, "examples"))
 import demo  # noqa: E402  (the GPT-style decoder of the demo)
 
 
+def _compile_gpt(out, layers, name):
+    """The demo's decoder with `layers` layers over 64 tokens, compiled for the tiny
+    preset with its viewer page written to out; the function is called name."""
+    cfg = demo.Config()
+    weights = demo.make_weights(cfg, layers, 64, np.random.default_rng(0))
+    ops = demo.PyptoOps()
+
+    def model(tokens):
+        return demo.gpt_forward(ops, cfg, weights, tokens, 64)
+
+    model.__name__ = model.__qualname__ = name
+    config = p.CompileConfig(enable_visualization=True, visualization_dir=str(out), chip="tiny")
+    return p.compile(model, config, inputs=[p.Tensor([1, 64], dtype=p.int32)])
+
+
 @pytest.fixture(scope="module")
 def gpt_page(tmp_path_factory):
     out = tmp_path_factory.mktemp("viz")
-    cfg = demo.Config()
-    weights = demo.make_weights(cfg, 2, 64, np.random.default_rng(0))
-    ops = demo.PyptoOps()
-
-    def gpt_block(tokens):
-        return demo.gpt_forward(ops, cfg, weights, tokens, 64)
-
-    config = p.CompileConfig(enable_visualization=True, visualization_dir=str(out), chip="tiny")
-    p.compile(gpt_block, config, inputs=[p.Tensor([1, 64], dtype=p.int32)])
+    _compile_gpt(out, 2, "gpt_block")
     pages = [f for f in os.listdir(out) if f.endswith(".html")]
     assert len(pages) == 1
     return str(out / pages[0])
@@ -115,16 +122,7 @@ def test_twelve_layers_lay_out_group_by_group(browser, tmp_path_factory, tmp_pat
     around it. The page's own timings are recorded (tests assert on layout work, not
     on time) in viz_timings.json of the test's tmp dir and printed."""
     out = tmp_path_factory.mktemp("viz12")
-    cfg = demo.Config()
-    weights = demo.make_weights(cfg, 12, 64, np.random.default_rng(0))
-    ops = demo.PyptoOps()
-
-    def gpt12(tokens):
-        return demo.gpt_forward(ops, cfg, weights, tokens, 64)
-
-    ex = p.compile(gpt12, p.CompileConfig(enable_visualization=True, visualization_dir=str(out), chip="tiny"),
-                   inputs=[p.Tensor([1, 64], dtype=p.int32)])
-    view = ex.visualize()
+    view = _compile_gpt(out, 12, "gpt12").visualize()
     assert len(view.data["input"]["nodes"]) == 433
     page = browser.open(view.save(str(out / "gpt12.html")))
     page.wait_for_function("window.__pyptoViz && window.__pyptoViz.ready", timeout=120000)

@@ -52,3 +52,25 @@ def test_summary_example_is_current(capsys):
     # and shared, so a test that compiled this graph first would name its own lines.
     loc = re.compile(r"\s+\S+\.\w+:\d+$")
     assert [loc.sub("", ln) for ln in printed] == [loc.sub("", ln) for ln in shown]
+
+
+def test_the_guides_tooling_examples_run(tmp_path, monkeypatch, capsys):
+    """The guide's tooling chapter as docs/tools.md runs it: the visualisation pages
+    are written, the profiled run computes relu(x @ w + b) and saves its files, the
+    printed figures are the profile's, and the compile error names the user's line."""
+    import numpy as np
+
+    monkeypatch.chdir(tmp_path)
+    namespace = {}
+    for block in _blocks(_section("The guide's tooling chapter")):
+        exec(compile(block, "docs/tools.md", "exec"), namespace)
+    ns = namespace
+    want = np.maximum(ns["x_data"].astype(np.float32) @ ns["w_data"].astype(np.float32) + ns["b_data"].astype(np.float32), 0)
+    np.testing.assert_allclose(ns["result"].numpy().astype(np.float32), want, rtol=1e-2, atol=1e-2)
+    assert any(f.name.endswith(".html") for f in (tmp_path / "viz_output").iterdir())
+    assert sorted(f.name for f in (tmp_path / "profile_output").iterdir()) == ["profile.json", "report.html", "trace.json"]
+    r = ns["profile_result"]
+    out = capsys.readouterr().out
+    assert f"total time: {r.total_time}ms" in out and f"cache hit rate: {r.cache_hit_rate:.2%}" in out
+    assert r.total_time > 0 and r.peak_memory > 0 and abs(sum(r.op_times.values()) - r.total_time) < 1e-9
+    assert "error type: ShapeError" in out and "location: docs/tools.md:" in out and "last dimension of a" in out

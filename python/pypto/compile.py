@@ -68,8 +68,16 @@ def compile(fn, config=None, *, inputs=None, dynamic=None, memory_pool=None, pro
     :class:`pypto.DistributedConfig` as ``config`` gives a distributed executor.
 
     ``profile_config`` is a :class:`pypto.ProfileConfig`: with ``enable_profiling`` every
-    run is profiled (``get_profile_result()``), and saved when it names a directory.
+    run is profiled (``get_profile_result()``), and saved when it names a directory. A
+    ProfileConfig given as ``config`` (as the guide writes ``p.compile(graph,
+    config=profile_config)``) is taken as ``profile_config`` with the default compile
+    options.
     """
+    if isinstance(config, ProfileConfig):
+        if profile_config is not None:
+            raise PyptoTypeError("p.compile: a ProfileConfig given both as config and as profile_config; give it once "
+                                 "(config=p.CompileConfig(...), profile_config=p.ProfileConfig(...))", location=user_location())  # fmt: skip
+        config, profile_config = None, config
     if isinstance(config, DistributedConfig):
         if not callable(fn):
             raise check.fail("p.compile", "fn", fn, "a function")
@@ -123,7 +131,7 @@ class Executor:
         if config is None:
             config = CompileConfig()
         if not isinstance(config, CompileConfig):
-            accepted = "a p.CompileConfig, a p.DistributedConfig or None" if _op == "p.compile" else "a p.CompileConfig or None"
+            accepted = "a p.CompileConfig, a p.DistributedConfig, a p.ProfileConfig or None" if _op == "p.compile" else "a p.CompileConfig or None"
             raise check.fail(_op, "config", config, accepted)
         if dynamic is not None:
             dynamic = check.flag(dynamic, "dynamic", _op)
