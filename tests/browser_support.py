@@ -24,6 +24,20 @@ import pytest
 CANDIDATES = ("chromium", "chromium-browser", "google-chrome", "chrome")
 
 
+DOCS_IMAGES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "docs", "images")
+
+
+def screenshot(page, tmp_path, name: str, full_page: bool = False):
+    """Saves a screenshot of page as tmp_path/name; with PYPTO_DOCS_SCREENSHOTS=1 it is
+    also copied into docs/images/, where docs/tools.md shows it."""
+    path = tmp_path / name
+    page.screenshot(path=str(path), full_page=full_page)
+    if os.environ.get("PYPTO_DOCS_SCREENSHOTS"):
+        os.makedirs(DOCS_IMAGES, exist_ok=True)
+        shutil.copyfile(path, os.path.join(DOCS_IMAGES, name))
+    return path
+
+
 def chromium_path() -> str | None:
     env = os.environ.get("PYPTO_CHROMIUM")
     if env:

@@ -7,7 +7,6 @@ and shows the pass list with a pass's diff. Screenshots go to the test's tmp dir
 
 import json
 import os
-import shutil
 import sys
 
 import numpy as np
@@ -18,6 +17,7 @@ import pypto as p
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "examples"))
 import demo  # noqa: E402  (the GPT-style decoder of the demo)
+from browser_support import screenshot  # noqa: E402
 
 
 def _compile_gpt(out, layers, name):
@@ -45,12 +45,7 @@ def gpt_page(tmp_path_factory):
 
 
 def _shot(page, tmp_path, name):
-    path = tmp_path / name
-    page.screenshot(path=str(path))
-    if os.environ.get("PYPTO_DOCS_SCREENSHOTS"):
-        os.makedirs(os.path.join(ROOT, "docs", "images"), exist_ok=True)
-        shutil.copyfile(path, os.path.join(ROOT, "docs", "images", name))
-    return path
+    return screenshot(page, tmp_path, name)
 
 
 def _level(page, key):
@@ -92,14 +87,14 @@ def test_viewer_in_chromium(browser, gpt_page, tmp_path):
     assert "matmul" in page.inner_text("#details") and page.locator("g.node.selected").count() == 1
     page.fill("#search", "")
 
-    for key, title in (("tile", "Tile"), ("block", "Block"), ("exec", "Execution")):
+    for key, title, shot in (("tile", "Tile", "viz_tile.png"), ("block", "Block", "viz_block.png"), ("exec", "Execution", "viz_exec.png")):
         _level(page, key)
         assert page.inner_text("#status").startswith(title + ": ")
         assert page.locator("g.node").count() >= 2 and page.locator("g.edge").count() >= 1
         node = page.locator("g.node:not(.group)").first
         node.click()
         assert "core kind" in page.inner_text("#details")
-    _shot(page, tmp_path, "viz_exec.png")
+        _shot(page, tmp_path, shot)
 
     _level(page, "programs")
     text = page.inner_text("#text-view")
@@ -149,7 +144,9 @@ def test_twelve_layers_lay_out_group_by_group(browser, tmp_path_factory, tmp_pat
     # With every group open, closing a layer lays out the groups holding it, and
     # opening it again (its inner groups closed) lays out it and them, nothing else.
     _level(page, "input")
+    _shot(page, tmp_path, "viz_gpt12_grouped.png")
     page.click("#expand-all")
+    _shot(page, tmp_path, "viz_gpt12_expanded.png")
     scopes = stats()["scopes"]
     # The whole level fits the window, too small to click with the mouse: the click event.
     page.locator("g.cluster text", has_text="gpt_forward #5 (").dispatch_event("click")

@@ -74,3 +74,15 @@ def test_the_guides_tooling_examples_run(tmp_path, monkeypatch, capsys):
     assert f"total time: {r.total_time}ms" in out and f"cache hit rate: {r.cache_hit_rate:.2%}" in out
     assert r.total_time > 0 and r.peak_memory > 0 and abs(sum(r.op_times.values()) - r.total_time) < 1e-9
     assert "error type: ShapeError" in out and "location: docs/tools.md:" in out and "last dimension of a" in out
+
+
+def test_every_screenshot_is_made_by_a_browser_test():
+    """The images the page shows exist and are saved by a browser test (which writes
+    them here with PYPTO_DOCS_SCREENSHOTS=1), so none is left behind by a view that
+    changed name."""
+    shown = set(re.findall(r"\]\(images/([\w.]+\.png)\)", TEXT))
+    tests = "".join((ROOT / "tests" / f).read_text() for f in ("test_browser_viz.py", "test_browser_profile.py"))
+    saved = set(re.findall(r'"(\w+\.png)"', tests))
+    assert shown and shown <= saved, shown - saved
+    for name in shown:
+        assert (ROOT / "docs" / "images" / name).is_file(), name

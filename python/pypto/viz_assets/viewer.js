@@ -387,10 +387,14 @@
       stats.dagreNodes += children.length;
       stats.maxDagreNodes = Math.max(stats.maxDagreNodes, children.length);
       dagre.layout(g);
+      // dagre's box holds the nodes, not the bends of long edges: the box is grown to
+      // hold both and everything moved to start at 0, 0.
       const gg = g.graph();
-      const L = { sig, w: gg.width || 0, h: gg.height || 0, pos: new Map(), points: new Map() };
-      for (const c of children) { const n = g.node(c); L.pos.set(c, { x: n.x, y: n.y }); }
-      for (const ed of g.edges()) L.points.set(ed.v + "\u0000" + ed.w, (g.edge(ed).points || []).map((p) => ({ x: p.x, y: p.y })));
+      let x0 = 0, y0 = 0, x1 = gg.width || 0, y1 = gg.height || 0;
+      for (const ed of g.edges()) for (const q of g.edge(ed).points || []) { x0 = Math.min(x0, q.x); y0 = Math.min(y0, q.y); x1 = Math.max(x1, q.x); y1 = Math.max(y1, q.y); }
+      const L = { sig, w: x1 - x0, h: y1 - y0, pos: new Map(), points: new Map() };
+      for (const c of children) { const n = g.node(c); L.pos.set(c, { x: n.x - x0, y: n.y - y0 }); }
+      for (const ed of g.edges()) L.points.set(ed.v + "\u0000" + ed.w, (g.edge(ed).points || []).map((q) => ({ x: q.x - x0, y: q.y - y0 })));
       cache.set(s, L);
       return L;
     }
