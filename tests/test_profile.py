@@ -314,3 +314,36 @@ def test_concurrent_tasks_have_tracks_of_their_own(tmp_path):
     assert by_core == want
     flows = check_flag_flows(doc, slices, pnames, tnames)
     assert {core for _, core in flows} == set(want)
+
+
+def test_a_mixed_tasks_vector_cores_are_its_ai_cores():
+    """A mixed task placed on AI cores j runs its vector cores on the chip's vector
+    cores of those AI cores (j * per_ai + v), as the dispatcher books them."""
+    import sys
+
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "examples"))
+    import block_mixed
+
+    k = block_mixed.matmul_bias_relu(grid=2, T=64)
+
+    def two(a, b, bias, c, d):
+        return p.call_kernel(k, a, b, bias), p.call_kernel(k, c, d, bias)
+
+    rng = np.random.default_rng(0)
+    a, b, c, d = [(rng.standard_normal((128, 128)) / 8).astype(np.float16) for _ in range(4)]
+    bias = rng.standard_normal((1, 128)).astype(np.float16)
+    ex = p.compile(two, p.CompileConfig(concurrent_tasks=True, chip="a2"))
+    ex.run(a, b, bias, c, d, profile=True)
+    r = ex.get_profile_result()
+    per_ai = r.chip["vector_cores"] // r.chip["cube_cores"]
+    placed = set()
+    for t in r.tasks:
+        for c in t.cores:
+            if c["kind"] == "cube":
+                assert c["core"] == t.chip_cores[c["task_core"]]
+            else:
+                ai, v = divmod(c["task_core"], per_ai)
+                assert c["core"] == t.chip_cores[ai] * per_ai + v
+            assert (c["kind"], c["core"]) not in placed  # two tasks never share a core here
+            placed.add((c["kind"], c["core"]))
+    assert {c["kind"] for t in r.tasks for c in t.cores} == {"cube", "vector"}
