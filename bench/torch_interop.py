@@ -83,7 +83,7 @@ def main():
     rows.append({"case": f"zero-copy round trip {args.round_trip_mib} MiB", "seconds": best,
                  "note": f"torch -> p.from_torch -> to_torch, best of 20; same buffer every time: {shared}; goal < 1 ms"})  # fmt: skip
     rows.append({"case": f"zero-copy round trip {args.round_trip_mib} MiB, mean", "seconds": mean,
-                 "note": "mean of the same 20 trips: includes the Go collections forced after each 256 MiB wrapped (docs/torch.md)"})  # fmt: skip
+                 "note": "mean of the same 20 trips: the first wrap of the buffer may force a Go collection, re-wrapping it forces none (docs/torch.md)"})  # fmt: skip
     for r in rows:
         r["note"] += f" (load {_load()})"
     if args.json:

@@ -29,14 +29,24 @@ type External struct {
 var externals struct {
 	mu       sync.Mutex
 	released []uint64
-	live     int // bytes registered and not yet released
-	sinceGC  int // bytes registered since the last collection this file forced
+	live     int              // bytes of the distinct ranges registered and not yet released
+	sinceGC  int              // bytes newly held since the last collection this file forced
+	ranges   map[extRange]int // live records per memory range
 }
 
-// externalGCBytes is how much external memory may be registered between two
+// extRange is a range of external memory: records of one range hold one buffer.
+type extRange struct {
+	start uintptr
+	n     int
+}
+
+// externalGCBytes is how much external memory may be newly held between two
 // collections forced here (assumed: the Go collector paces itself by the Go heap, which
 // does not count external memory, so a loop wrapping large buffers could otherwise
-// keep many of them alive long after their last use).
+// keep many of them alive long after their last use). Wrapping a range that a live
+// record already holds (the same tensor converted again) holds nothing new, so it
+// costs no collection: a forced collection scans the whole Go heap, tens of
+// milliseconds once a model is compiled.
 const externalGCBytes = 256 << 20
 
 // FromExternal returns a concrete tensor of type dt[shape] whose bytes are the n =
@@ -54,9 +64,10 @@ func FromExternal(dt dtype.DType, shape []int, ptr unsafe.Pointer, id uint64) (*
 	if n > 0 && uintptr(ptr)%uintptr(dt.Size()) != 0 {
 		return nil, core.Errorf(core.ValueError, "data pointer %#x is not aligned to the %d-byte elements of %s", uintptr(ptr), dt.Size(), dt.LongName())
 	}
-	maybeCollect(n)
-	ext := &External{id: id, start: uintptr(ptr), n: n}
-	runtime.AddCleanup(ext, releaseExternal, externalRelease{id, n})
+	r := extRange{uintptr(ptr), n}
+	maybeCollect(r)
+	ext := &External{id: id, start: r.start, n: n}
+	runtime.AddCleanup(ext, releaseExternal, externalRelease{id, r})
 	var data []byte
 	if n > 0 {
 		data = unsafe.Slice((*byte)(ptr), n)
@@ -68,28 +79,41 @@ func FromExternal(dt dtype.DType, shape []int, ptr unsafe.Pointer, id uint64) (*
 
 type externalRelease struct {
 	id uint64
-	n  int
+	r  extRange
 }
 
-func releaseExternal(r externalRelease) {
+func releaseExternal(x externalRelease) {
 	externals.mu.Lock()
-	externals.released = append(externals.released, r.id)
-	externals.live -= r.n
+	externals.released = append(externals.released, x.id)
+	if externals.ranges[x.r]--; externals.ranges[x.r] == 0 {
+		delete(externals.ranges, x.r)
+		externals.live -= x.r.n
+	}
 	externals.mu.Unlock()
 }
 
-// maybeCollect runs the garbage collector when much external memory was registered
-// since the last time, so that buffers no longer referred to are reported released.
-func maybeCollect(n int) {
+// maybeCollect counts a new record of range r and runs the garbage collector when
+// much external memory was newly held since the last time, so that buffers no longer
+// referred to are reported released.
+func maybeCollect(r extRange) {
 	externals.mu.Lock()
-	// Checked before counting n: wrapping one large buffer costs no collection; the
-	// next wrap after 256 MiB or more pays for one.
+	if externals.ranges == nil {
+		externals.ranges = map[extRange]int{}
+	}
+	held := externals.ranges[r] > 0
+	externals.ranges[r]++
+	if held {
+		externals.mu.Unlock()
+		return
+	}
+	// Checked before counting r: wrapping one large buffer costs no collection; the
+	// next new buffer after 256 MiB or more pays for one.
 	collect := externals.sinceGC >= externalGCBytes
 	if collect {
 		externals.sinceGC = 0
 	}
-	externals.live += n
-	externals.sinceGC += n
+	externals.live += r.n
+	externals.sinceGC += r.n
 	externals.mu.Unlock()
 	if collect {
 		runtime.GC()

@@ -75,3 +75,34 @@ func TestExternalMemoryMustBeAligned(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "not aligned to the 4-byte elements")
 }
+
+func TestWrappingHeldMemoryAgainHoldsNothingNew(t *testing.T) {
+	ReleasedExternals(true) // what earlier tests left is released before counting
+	mem := make([]float32, 1024)
+	ptr := unsafe.Pointer(&mem[0])
+	a, err := FromExternal(dtype.Float32, []int{1024}, ptr, testID())
+	require.NoError(t, err)
+	externals.mu.Lock()
+	since, live := externals.sinceGC, externals.live
+	externals.mu.Unlock()
+	// The same memory wrapped again (a tensor converted on every call) adds no bytes
+	// towards the next forced collection, nor to the bytes reported held.
+	b, err := FromExternal(dtype.Float32, []int{1024}, ptr, testID())
+	require.NoError(t, err)
+	externals.mu.Lock()
+	assert.Equal(t, since, externals.sinceGC)
+	assert.Equal(t, live, externals.live)
+	externals.mu.Unlock()
+	// A shorter range at the same address is another buffer's worth: counted.
+	c, err := FromExternal(dtype.Float32, []int{512}, ptr, testID())
+	require.NoError(t, err)
+	externals.mu.Lock()
+	assert.Equal(t, live+512*4, externals.live)
+	externals.mu.Unlock()
+	runtime.KeepAlive(a)
+	runtime.KeepAlive(b)
+	runtime.KeepAlive(c)
+	_, after := ReleasedExternals(true)
+	assert.Equal(t, live-1024*4, after, "both ranges released once nothing refers to them")
+	runtime.KeepAlive(mem)
+}

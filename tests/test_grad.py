@@ -1,5 +1,5 @@
 """Gradients (p.grad, p.value_and_grad, backward) of every differentiable op against
-torch.autograd, in float32 and float16, with broadcasting; the VJP rules themselves are
+torch.autograd, in float32, float16 and bfloat16, with broadcasting; the VJP rules themselves are
 also checked against central finite differences of the reference interpreter in Go
 (core/vjp_test.go) and here on the "reference" device.
 
@@ -7,7 +7,11 @@ Tolerances. The reference is torch.autograd in float64 on the same input values.
 float32 each gradient is a short chain of rounded ops (and matmuls accumulating in
 float32), so ``|got - ref| <= 1e-4 * (|ref| + max|ref|)``. In float16 the gradient
 ops round to float16 at every step (a few ulps of 2^-10 each, more through the
-normalisations), so ``|got - ref| <= 2e-2 * (|ref| + max|ref|)``.
+normalisations), so ``|got - ref| <= 2e-2 * (|ref| + max|ref|)``. bfloat16 rounds the
+same ops to 8 significant bits, a unit roundoff u = 2^-8: the gradients are chains of
+at most a few rounded steps (the worst, div's ``-g * a / b**2``, three), so
+``|got - ref| <= 8u * (|ref| + max|ref|)`` = 2^-5, a bound that still fails when a
+gradient op loses a bit more than its rounding (the worst case measured: about 3u).
 """
 
 import numpy as np
@@ -17,7 +21,9 @@ import pypto as p
 
 torch = pytest.importorskip("torch", reason="the gradient tests compare with torch: pip install pypto[torch]")
 
-TOL = {"float32": 1e-4, "float16": 2e-2}
+BF16_UNIT = 2.0**-8  # bfloat16's unit roundoff: 8 significant bits, round to nearest
+TOL = {"float32": 1e-4, "float16": 2e-2, "bfloat16": 8 * BF16_UNIT}
+FLOATS = [p.float32, p.float16, p.bfloat16]
 
 
 def X(*shape):
@@ -141,9 +147,13 @@ def _inputs(specs, dtype, seed):
     return out
 
 
+def _is_float(a) -> bool:
+    return a.dtype.kind == "f" or a.dtype == p.bfloat16.numpy  # ml_dtypes' bfloat16 has kind "V"
+
+
 def _torch_grads(tfn, arrays, w):
     ts = [
-        torch.tensor(a.astype(np.float64), requires_grad=True) if a.dtype.kind == "f" else torch.tensor(a.astype(np.int64) if a.dtype.kind == "i" else a)
+        torch.tensor(a.astype(np.float64), requires_grad=True) if _is_float(a) else torch.tensor(a.astype(np.int64) if a.dtype.kind == "i" else a)
         for a in arrays
     ]
     y = tfn(*ts)
@@ -159,12 +169,12 @@ def _check(got, ref, tol, what):
     assert (err <= 1e-30).all(), f"{what}: worst |got - ref| {np.abs(got - ref).max():.3g}, max|ref| {scale:.3g}\ngot {got}\nref {ref}"
 
 
-@pytest.mark.parametrize("dtype", [p.float32, p.float16], ids=["float32", "float16"])
+@pytest.mark.parametrize("dtype", FLOATS, ids=[d.name for d in FLOATS])
 @pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
 def test_gradient_matches_torch(case, dtype):
     name, pfn, tfn, specs = case
     arrays = _inputs(specs, dtype, seed=len(name))
-    floats = [i for i, a in enumerate(arrays) if a.dtype.kind == "f"]
+    floats = [i for i, a in enumerate(arrays) if _is_float(a)]
     ins = [p.from_numpy(a) for a in arrays]
     y = pfn(*ins)
     w = np.random.default_rng(7).uniform(-1, 1, size=y.shape).astype(y.dtype.numpy)
@@ -295,6 +305,28 @@ def test_compiled_backward_matches_eager():
     graph = step.graph()
     assert graph.count("matmul") >= 2, graph  # forward and the backward product
     assert step.last_cycles > 0
+
+
+def test_compiled_backward_in_bfloat16_matches_torch():
+    """A compiled training step in bfloat16 (forward and backward on the chip, bf16
+    storage, float32 accumulation in the matmuls) against torch.autograd in float64 on
+    the same bf16 values, within the bfloat16 bound of the module's documentation."""
+    rng = np.random.default_rng(3)
+    bf = p.bfloat16.numpy
+    x = rng.uniform(-1, 1, (8, 16)).astype(bf)
+    w = rng.uniform(-1, 1, (16, 32)).astype(bf)
+
+    def loss(w, x):
+        return p.sum(p.silu(x @ w) * 0.25)
+
+    step = p.compile(p.value_and_grad(loss), dynamic=False)
+    v, g = step(p.from_numpy(w), p.from_numpy(x))
+    assert g.dtype == p.bfloat16 and tuple(g.shape) == (16, 32)
+    tw = torch.tensor(w.astype(np.float64), requires_grad=True)
+    ref = (F.silu(torch.tensor(x.astype(np.float64)) @ tw) * 0.25).sum()
+    ref.backward()
+    _check(g.numpy(), tw.grad.numpy(), TOL["bfloat16"], "compiled bf16 gradient of w")
+    _check(np.float64(v.numpy()), ref.detach().numpy(), TOL["bfloat16"], "compiled bf16 loss")
 
 
 def test_second_order_gradient():

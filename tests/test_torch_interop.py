@@ -45,6 +45,19 @@ def test_from_torch_shares_memory_and_round_trips(dtype):
     assert back.dtype == t.dtype and torch.equal(back, t)
 
 
+def test_repeated_round_trips_share_one_buffer_and_hold_it_once():
+    """Converting the same tensor again and again (a loop of round trips) returns its
+    own memory every time and counts it once towards the external memory held, so the
+    repeats force no Go collections (docs/torch.md)."""
+    t = torch.arange(1 << 16, dtype=torch.float32)
+    base = p.external_memory(collect=True)["bytes"]
+    backs = [p.from_torch(t).to_torch() for _ in range(5)]  # each trip's tensor is dropped at once
+    assert all(b.data_ptr() == t.data_ptr() for b in backs)  # no copy
+    assert p.external_memory(collect=False)["bytes"] == base + t.numel() * 4
+    del backs
+    assert p.external_memory(collect=True)["bytes"] == base
+
+
 def test_writes_by_torch_are_seen_by_the_shared_tensor():
     t = torch.zeros(4, 4)
     x = p.from_torch(t)

@@ -6,7 +6,7 @@ a tensor whose bytes *are* the producer's memory: the library keeps the DLPack c
 owner alive for as long as anything (a tensor, a pending graph, a compiled program's
 constants, a result sharing the buffer) refers to the bytes, and calls the producer's
 deleter after that. The release is noticed at a Go garbage collection, forced after
-every 256 MiB of external memory wrapped (session/external.go), and acted on at the
+every 256 MiB of external memory newly held (session/external.go), and acted on at the
 next import or Python garbage collection. PyPTO never writes the bytes; a write by the
 producer is seen by the tensor.
 
