@@ -298,7 +298,8 @@ TABLE = {
     "DistributedConfig": ({"device_mesh": [2]}, {"parallel_strategy": "choice", "device_mesh": "shape?", "tensor_parallel_size": "count?",
                           "pipeline_parallel_size": "count?", "data_parallel_size": "count?", "mesh_axis_names": "names?",
                           "num_microbatches": "count", "schedule": "choice", "preset": "chip", "backend": "choice",
-                          "workers": "count?"}),
+                          "workers": "count?", "virtual_stages": "count", "bucket_cap_mb": "number",
+                          "gradient_accumulation_steps": "count"}),
 }  # fmt: skip
 
 #: Functions only usable inside a kernel being traced (test_kernel_only_arguments).

@@ -31,7 +31,10 @@ class DistributedConfig:
     ``pip install 'pypto[distributed]'``). Today ``parallel_strategy="data_parallel"``
     runs: every rank runs the model on its part of the batch; "model_parallel" and
     "hybrid" run the tensor-parallel pass (_tp_plan.py, docs/distributed.md "Tensor
-    parallel")."""
+    parallel"). With a model given as a list of layers, "pipeline_parallel" runs its
+    stages over micro-batches in ``schedule``'s order (_pipeline.py; ``virtual_stages``
+    chunks per chip for "interleaved_1f1b") and "data_parallel" trains with gradient
+    buckets of ``bucket_cap_mb`` and ``gradient_accumulation_steps`` (_dp_train.py)."""
 
     parallel_strategy: str = "data_parallel"
     device_mesh: Optional[Sequence[int]] = None
@@ -44,6 +47,9 @@ class DistributedConfig:
     preset: str = "a2-node"
     backend: str = "local"
     workers: Optional[int] = None
+    virtual_stages: int = 2  # chunks per chip of the "interleaved_1f1b" schedule
+    bucket_cap_mb: float = 25.0  # data-parallel gradient buckets (torch DDP's default)
+    gradient_accumulation_steps: int = 1
 
     def __post_init__(self):
         op = "DistributedConfig"
@@ -61,6 +67,11 @@ class DistributedConfig:
             raise check.fail(op, "device_mesh", self.device_mesh, "a list of positive mesh sizes, e.g. [2, 2]", PyptoValueError)
         object.__setattr__(self, "device_mesh", tuple(int(d) for d in shape))
         check.integer(self.num_microbatches, "num_microbatches", op, lo=1)
+        check.integer(self.virtual_stages, "virtual_stages", op, lo=1)
+        check.integer(self.gradient_accumulation_steps, "gradient_accumulation_steps", op, lo=1)
+        object.__setattr__(self, "bucket_cap_mb", check.number(self.bucket_cap_mb, "bucket_cap_mb", op, lo=0))
+        if self.bucket_cap_mb <= 0:
+            raise check.fail(op, "bucket_cap_mb", self.bucket_cap_mb, "a positive size in MB", PyptoValueError)
         names = self.mesh_axis_names
         if names is not None:
             if isinstance(names, str) or not isinstance(names, (list, tuple)) or len(names) != len(self.device_mesh) \
@@ -93,6 +104,14 @@ def distributed_executor(fn, config: DistributedConfig):
         from ._tp_executor import TensorParallelExecutor
 
         return TensorParallelExecutor(fn, config)
+    if config.parallel_strategy == "pipeline_parallel":
+        from ._pipeline import PipelineExecutor
+
+        return PipelineExecutor(fn, config)
+    if config.parallel_strategy == "data_parallel" and isinstance(fn, (list, tuple)):
+        from ._dp_train import DataParallelTrainer
+
+        return DataParallelTrainer(fn, config)
     return DistributedExecutor(fn, config)
 
 
