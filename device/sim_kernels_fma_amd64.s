@@ -96,3 +96,86 @@ loop:
 	VMOVUPS Z15, 192(R13)
 	VZEROUPPER
 	RET
+
+// func fma6x16(c, a, b *float32, k, ldc, lda, ldb int)
+//
+// c[0:6, 0:16] += a[0:6, 0:k] @ b[0:k, 0:16] with AVX2 fused multiply-adds
+// (leading dimensions in elements, k >= 1). The twelve accumulators (Y0-Y11) stay in
+// registers while k advances: per k, two vectors of b (Y12, Y13) and six broadcasts
+// of a (alternating in Y14 and Y15) feed twelve fused multiply-adds, each adding one
+// product to its accumulator.
+TEXT ·fma6x16(SB), NOSPLIT, $0-56
+	MOVQ c+0(FP), DI
+	MOVQ a+8(FP), SI
+	MOVQ b+16(FP), DX
+	MOVQ k+24(FP), CX
+	MOVQ ldc+32(FP), R8
+	MOVQ lda+40(FP), R9
+	MOVQ ldb+48(FP), R10
+	SHLQ $2, R8
+	SHLQ $2, R9
+	SHLQ $2, R10
+
+	// Rows of c: DI, AX, BX, R12, R13, DI+5*ldc (recomputed at the end); rows of a:
+	// SI, SI+lda, SI+2*lda, R11, R11+lda, R11+2*lda.
+	LEAQ (DI)(R8*1), AX
+	LEAQ (DI)(R8*2), BX
+	LEAQ (AX)(R8*2), R12
+	LEAQ (BX)(R8*2), R13
+	LEAQ (SI)(R9*2), R11
+	ADDQ R9, R11
+
+	VMOVUPS (DI), Y0
+	VMOVUPS 32(DI), Y1
+	VMOVUPS (AX), Y2
+	VMOVUPS 32(AX), Y3
+	VMOVUPS (BX), Y4
+	VMOVUPS 32(BX), Y5
+	VMOVUPS (R12), Y6
+	VMOVUPS 32(R12), Y7
+	VMOVUPS (R13), Y8
+	VMOVUPS 32(R13), Y9
+	VMOVUPS (R13)(R8*1), Y10
+	VMOVUPS 32(R13)(R8*1), Y11
+
+loop6:
+	VMOVUPS (DX), Y12
+	VMOVUPS 32(DX), Y13
+	VBROADCASTSS (SI), Y14
+	VFMADD231PS Y12, Y14, Y0
+	VFMADD231PS Y13, Y14, Y1
+	VBROADCASTSS (SI)(R9*1), Y15
+	VFMADD231PS Y12, Y15, Y2
+	VFMADD231PS Y13, Y15, Y3
+	VBROADCASTSS (SI)(R9*2), Y14
+	VFMADD231PS Y12, Y14, Y4
+	VFMADD231PS Y13, Y14, Y5
+	VBROADCASTSS (R11), Y15
+	VFMADD231PS Y12, Y15, Y6
+	VFMADD231PS Y13, Y15, Y7
+	VBROADCASTSS (R11)(R9*1), Y14
+	VFMADD231PS Y12, Y14, Y8
+	VFMADD231PS Y13, Y14, Y9
+	VBROADCASTSS (R11)(R9*2), Y15
+	VFMADD231PS Y12, Y15, Y10
+	VFMADD231PS Y13, Y15, Y11
+	ADDQ $4, SI
+	ADDQ $4, R11
+	ADDQ R10, DX
+	DECQ CX
+	JNZ  loop6
+
+	VMOVUPS Y0, (DI)
+	VMOVUPS Y1, 32(DI)
+	VMOVUPS Y2, (AX)
+	VMOVUPS Y3, 32(AX)
+	VMOVUPS Y4, (BX)
+	VMOVUPS Y5, 32(BX)
+	VMOVUPS Y6, (R12)
+	VMOVUPS Y7, 32(R12)
+	VMOVUPS Y8, (R13)
+	VMOVUPS Y9, 32(R13)
+	VMOVUPS Y10, (R13)(R8*1)
+	VMOVUPS Y11, 32(R13)(R8*1)
+	VZEROUPPER
+	RET

@@ -36,3 +36,32 @@ func matmulExactAVX512(c, a, b []float32, m, k, n, ldc, lda, ldb int) {
 //
 //go:noescape
 func fma4x64(c, a, b *float32, k, ldc, lda, ldb int)
+
+// matmulExactAVX2 is matmulExactAVX512 for AVX2 CPUs with FMA: blocks of 6 rows x 16
+// columns go to fma6x16 (assembly, twelve accumulators in registers while k
+// advances); columns past the last multiple of 16 and rows past the last multiple of
+// 6 take the unfused AVX2 kernel, whose bits are the same for exact products.
+func matmulExactAVX2(c, a, b []float32, m, k, n, ldc, lda, ldb int) {
+	n16, m6 := n&^15, m-m%6
+	if m == 0 || n == 0 || k == 0 {
+		return
+	}
+	_, _, _ = c[(m-1)*ldc+n-1], a[(m-1)*lda+k-1], b[(k-1)*ldb+n-1]
+	for j := 0; j < n16; j += 16 {
+		for i := 0; i < m6; i += 6 {
+			fma6x16(&c[i*ldc+j], &a[i*lda], &b[j], k, ldc, lda, ldb)
+		}
+	}
+	if n16 < n && m6 > 0 {
+		matmulF32AVX2(c[n16:], a, b[n16:], m6, k, n-n16, ldc, lda, ldb)
+	}
+	if m6 < m {
+		matmulF32AVX2(c[m6*ldc:], a[m6*lda:], b, m-m6, k, n, ldc, lda, ldb)
+	}
+}
+
+// fma6x16 adds a[0:6, 0:k] @ b[0:k, 0:16] to c[0:6, 0:16] with fused multiply-adds in
+// increasing k (k >= 1; leading dimensions in elements; AVX2 and FMA).
+//
+//go:noescape
+func fma6x16(c, a, b *float32, k, ldc, lda, ldb int)

@@ -14,6 +14,8 @@ func init() {
 	case archsimd.X86.AVX512():
 		matmulF32, matmulF32Exact, simdKernels = matmulF32AVX512, matmulExactAVX512, "avx512"
 		decodeF16, encodeF16 = decodeF16AVX512, encodeF16AVX512
+	case archsimd.X86.AVX2() && archsimd.X86.FMA():
+		matmulF32, matmulF32Exact, simdKernels = matmulF32AVX2, matmulExactAVX2, "avx2"
 	case archsimd.X86.AVX2():
 		matmulF32, matmulF32Exact, simdKernels = matmulF32AVX2, matmulF32AVX2, "avx2"
 	}

@@ -17,6 +17,9 @@ func TestEachSIMDKernelMatchesPortable(t *testing.T) {
 		t.Skip("no AVX2")
 	}
 	checkMatmulKernel(t, matmulF32AVX2, false)
+	if archsimd.X86.FMA() {
+		checkMatmulKernel(t, matmulExactAVX2, true)
+	}
 	checkVectorKernels(t, vectorKernels{binaryF32AVX2, scalarF32AVX2, laneReduceAVX2, rowMaxMinAVX2, expF32AVX2})
 	if archsimd.X86.AVX512() {
 		checkMatmulKernel(t, matmulF32AVX512, false)

@@ -33,7 +33,7 @@ type result struct {
 func main() {
 	reps := flag.Int("reps", 1, "runs per case (the fastest counts)")
 	only := flag.String("case", "", "run only the cases whose name contains this")
-	mode := flag.String("mode", "", "run only this mode (functional or timed)")
+	mode := flag.String("mode", "", "run only this mode: functional, timed, or timing (the timing model alone, RunOptions.NoValues: not run by default)")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the runs to this file")
 	flag.Parse()
 	if err := profiled(*cpuProfile, func() error { return run(*reps, *only, *mode) }); err != nil {
@@ -94,11 +94,15 @@ func run(reps int, only, onlyMode string) error {
 		if err != nil {
 			return err
 		}
-		for _, mode := range []string{"functional", "timed"} {
+		modes := []string{"functional", "timed"}
+		if onlyMode == "timing" {
+			modes = []string{"timing"}
+		}
+		for _, mode := range modes {
 			if onlyMode != "" && mode != onlyMode {
 				continue
 			}
-			opts := device.RunOptions{Functional: mode == "functional"}
+			opts := device.RunOptions{Functional: mode == "functional", NoValues: mode == "timing"}
 			best := -1.0
 			var cycles int64
 			for range max(1, reps) {
