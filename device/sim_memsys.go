@@ -1,6 +1,7 @@
 package device
 
 import (
+	"math/bits"
 	"sync"
 	"sync/atomic"
 
@@ -34,6 +35,11 @@ type memSystem struct {
 	lines  int // lines in GM
 	cal    calendar
 	ports  map[*coreSim]*corePorts
+	// setDiv is sets' reciprocal for setOf (fastMod); runs is the lines of the
+	// transfer being simulated, reused by every transfer of the task.
+	setDiv uint64
+	runs   []lineRun
+	sink   int64 // what warm read
 
 	hits, misses int64
 	// prefetched counts the bytes of the lines the cores' first loads found
@@ -63,6 +69,7 @@ func newMemSystem(chip *Chip, gmBytes int) *memSystem {
 			m.tags[i] = -1
 		}
 	}
+	m.setDiv = ^uint64(0)/uint64(sets) + 1
 	m.cal = calendar{l2: int64(chip.L2TotalBytesPerCycle), hbm: int64(chip.HBMBytesPerCycle), origin: int64(chip.StartCycles())}
 	return m
 }
@@ -111,38 +118,43 @@ func (m *memSystem) portsOf(c *coreSim) *corePorts {
 // set's least recent line when the set is full) if it was absent; it reports whether
 // it was present.
 func (m *memSystem) touch(l int) bool {
-	hit, _ := m.access(l)
+	hit, _ := m.access(m.setOf(l), l)
 	return hit
 }
 
-// access is touch that also returns the line's fill time (0 for a new line; the fill
-// times move with their lines, so a line is at way 0 of its set after an access).
-func (m *memSystem) access(l int) (bool, int64) {
-	s := m.setOf(l)
+// access is touch on line l of set s that also returns the line's fill time (0 for a
+// new line; the fill times move with their lines, so a line is at way 0 of its set
+// after an access).
+func (m *memSystem) access(s, l int) (bool, int64) {
 	set := m.tags[s*m.ways:][:m.ways]
-	fills := m.fills[s*m.ways:][:m.ways]
 	if set[0] < 0 { // the set's first line: a set never empties again
 		m.filled = append(m.filled, int32(s))
 	}
 	li := int32(l)
-	w := 0
+	if set[0] == li { // the most recent line again: nothing moves
+		return true, m.fills[s*m.ways]
+	}
+	w := 1
 	for w < len(set)-1 && set[w] != li {
 		w++
 	}
+	fills := m.fills[s*m.ways:][:m.ways]
 	hit := set[w] == li
 	fill := fills[w]
 	if !hit {
 		fill = 0
 	}
-	copy(set[1:w+1], set[:w]) // on a miss w is the last way: its line is evicted
-	copy(fills[1:w+1], fills[:w])
+	// Shifting one way at a time: the sets are a few ways, and copy's call costs more
+	// than the move.
+	for i := w; i > 0; i-- {
+		set[i], fills[i] = set[i-1], fills[i-1]
+	}
 	set[0], fills[0] = li, fill
 	return hit, fill
 }
 
-// setFill records when line l's fill completes (l is in L2).
-func (m *memSystem) setFill(l int, at int64) {
-	s := m.setOf(l)
+// setFill records when line l of set s completes its fill (l is in L2).
+func (m *memSystem) setFill(s, l int, at int64) {
 	set := m.tags[s*m.ways:][:m.ways]
 	for w, t := range set {
 		if t == int32(l) {
@@ -150,6 +162,37 @@ func (m *memSystem) setFill(l int, at int64) {
 			return
 		}
 	}
+}
+
+// lineRun is the part of a transfer in one L2 line: the line, its set and the bytes.
+type lineRun struct{ line, set, bytes int32 }
+
+// prefetchChunk is how many lines of a transfer are looked up together: their sets'
+// tags and fill times are read first, all of them independent loads that the host
+// overlaps, so that the lookups in transfer order find them in its cache (the tag
+// arrays are megabytes, and one miss at a time made the L2 model memory-latency
+// bound). The chunk's sets stay well within the host's L1.
+const prefetchChunk = 64
+
+// transferLines lists the lines of view o (param at GM byte base) in m.runs, in the
+// order window gives them, with their sets.
+func (m *memSystem) transferLines(base int, o Operand) []lineRun {
+	m.runs = m.runs[:0]
+	m.window(base, o, func(l, n int) {
+		m.runs = append(m.runs, lineRun{line: int32(l), set: int32(m.setOf(l)), bytes: int32(n)})
+	})
+	return m.runs
+}
+
+// warm reads the tags and fill times of the sets of runs (the prefetch of
+// prefetchChunk); the sum only keeps the loads.
+func (m *memSystem) warm(runs []lineRun) {
+	var sum int64
+	for _, r := range runs {
+		i := int(r.set) * m.ways
+		sum += int64(m.tags[i]) + m.fills[i] + m.fills[i+m.ways-1]
+	}
+	m.sink += sum
 }
 
 // window calls f with each line the GM window of view o (param at GM byte base)
@@ -212,24 +255,30 @@ func (m *memSystem) load(c *coreSim, base int, o Operand, now int64, prefetch bo
 	var hitB, missB int64
 	var waitFill int64
 	lat := int64(chip.L2HitCycles)
-	var missing []int
-	m.window(base, o, func(l, n int) {
-		hit, fill := m.access(l)
+	runs := m.transferLines(base, o)
+	missing := 0 // the missed lines, moved to the front of runs
+	for i := range runs {
+		if i%prefetchChunk == 0 {
+			m.warm(runs[i:min(len(runs), i+prefetchChunk)])
+		}
+		r := runs[i]
+		hit, fill := m.access(int(r.set), int(r.line))
 		if !hit && prefetch && c.prefetchLeft > 0 {
 			c.prefetchLeft -= int64(chip.L2LineBytes)
 			m.prefetched += int64(chip.L2LineBytes)
 			hit = true // a new line's fill time is 0: it was there when the task began
 		}
 		if hit {
-			hitB += int64(n)
+			hitB += int64(r.bytes)
 			m.hits++
 			waitFill = max(waitFill, fill)
 		} else {
-			missB += int64(n)
+			missB += int64(r.bytes)
 			m.misses++
-			missing = append(missing, l)
+			runs[missing] = r
+			missing++
 		}
-	})
+	}
 	if missB > 0 {
 		lat = int64(chip.L2MissCycles)
 	}
@@ -237,8 +286,8 @@ func (m *memSystem) load(c *coreSim, base int, o Operand, now int64, prefetch bo
 	from := max(now+lat, p.read)
 	end := m.cal.reserve(now, from, hitB, missB, chip.L2ReadBytesPerCycle, chip.L2ReadBytesPerCycle)
 	p.read = end
-	for _, l := range missing {
-		m.setFill(l, end)
+	for _, r := range runs[:missing] {
+		m.setFill(int(r.set), int(r.line), end)
 	}
 	// Lines filled by another core's load arrive with that fill and then at port speed.
 	done := max(end, waitFill+int64(chip.L2LineBytes/max(1, chip.L2ReadBytesPerCycle)))
@@ -253,11 +302,15 @@ func (m *memSystem) load(c *coreSim, base int, o Operand, now int64, prefetch bo
 // its last byte leaves).
 func (m *memSystem) store(c *coreSim, base int, o Operand, now, d int64) transferTimes {
 	var bytes int64
-	m.window(base, o, func(l, n int) {
-		m.touch(l)
-		m.setFill(l, 0)
-		bytes += int64(n)
-	})
+	runs := m.transferLines(base, o)
+	for i, r := range runs {
+		if i%prefetchChunk == 0 {
+			m.warm(runs[i:min(len(runs), i+prefetchChunk)])
+		}
+		m.access(int(r.set), int(r.line))
+		m.fills[int(r.set)*m.ways] = 0 // the line is at way 0 after its access
+		bytes += int64(r.bytes)
+	}
 	if bytes == 0 {
 		return transferTimes{occupy: d, done: d}
 	}
@@ -304,5 +357,13 @@ func (m *memSystem) duration(r *blockRun, in *Instr, now int64) transferTimes {
 // setOf is the L2 set of line l: a multiplicative hash of the line number, as real
 // L2s hash their index so that power-of-two strides do not pile into a few sets.
 func (m *memSystem) setOf(l int) int {
-	return int((uint64(l) * 0x9E3779B97F4A7C15 >> 32) % uint64(m.sets))
+	return fastMod(uint32(uint64(l)*0x9E3779B97F4A7C15>>32), m.setDiv, uint64(m.sets))
+}
+
+// fastMod is a % d for d > 0 given div = ^uint64(0)/d + 1: the fraction a/d in 64
+// bits times d (Lemire, Kaser and Kurz, "Faster remainder by direct computation",
+// 2019), exact for every 32-bit a and d; a division costs tens of cycles.
+func fastMod(a uint32, div, d uint64) int {
+	hi, _ := bits.Mul64(div*uint64(a), d)
+	return int(hi)
 }

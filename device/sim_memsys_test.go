@@ -350,3 +350,19 @@ func TestTransposedWindowMovesItsOwnBytes(t *testing.T) {
 	_, bcastB := count(isa.GMView{Rows: 8, Cols: 16, RowStride: 0, ColStride: 1})
 	require.Equal(t, 8*16*2, bcastB, "a broadcast row is read once per row")
 }
+
+// fastMod is the remainder for every set count a chip may have, on the hash's full
+// 32-bit range.
+func TestFastModIsTheRemainder(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 12))
+	for _, d := range []uint64{1, 2, 3, 7, 8, 24576, 32768, 1<<31 - 1, 1 << 31, 1<<32 - 1} {
+		div := ^uint64(0)/d + 1
+		for _, a := range []uint32{0, 1, uint32(d - 1), uint32(d), 1<<32 - 1, 1<<32 - 2} {
+			require.Equal(t, int(uint64(a)%d), fastMod(a, div, d), "%d %% %d", a, d)
+		}
+		for range 10000 {
+			a := rng.Uint32()
+			require.Equal(t, int(uint64(a)%d), fastMod(a, div, d), "%d %% %d", a, d)
+		}
+	}
+}
