@@ -179,3 +179,37 @@ loop6:
 	VMOVUPS Y11, 32(R13)(R8*1)
 	VZEROUPPER
 	RET
+
+// func cvtF32ToF16(dst *uint16, src *float32, n int)
+//
+// dst[0:n] = src[0:n] rounded to binary16, nearest even (F16C VCVTPS2PH with
+// immediate 0), eight values at a time; n is a multiple of 8.
+TEXT ·cvtF32ToF16(SB), NOSPLIT, $0-24
+	MOVQ dst+0(FP), DI
+	MOVQ src+8(FP), SI
+	MOVQ n+16(FP), CX
+	SHRQ $3, CX
+	JZ   done
+
+cvt:
+	VMOVUPS    (SI), Y0
+	VCVTPS2PH  $0, Y0, X1
+	VMOVDQU    X1, (DI)
+	ADDQ       $32, SI
+	ADDQ       $16, DI
+	DECQ       CX
+	JNZ        cvt
+
+done:
+	VZEROUPPER
+	RET
+
+// func cpuHasF16C() bool: CPUID leaf 1, ECX bit 29.
+TEXT ·cpuHasF16C(SB), NOSPLIT, $0-1
+	MOVL $1, AX
+	XORL CX, CX
+	CPUID
+	SHRL $29, CX
+	ANDL $1, CX
+	MOVB CX, ret+0(FP)
+	RET

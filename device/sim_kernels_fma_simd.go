@@ -2,6 +2,8 @@
 
 package device
 
+import "unsafe"
+
 // matmulExactAVX512 is matmulF32Go for operands whose products are exact in float32
 // (f16 or bf16 values): with an exact product a fused multiply-add rounds once, as the
 // add after an exact multiply does, so FMA gives the portable kernel's bits. Blocks of
@@ -65,3 +67,24 @@ func matmulExactAVX2(c, a, b []float32, m, k, n, ldc, lda, ldb int) {
 //
 //go:noescape
 func fma6x16(c, a, b *float32, k, ldc, lda, ldb int)
+
+// encodeF16F16C is encodeF16Go eight values at a time with the F16C conversion
+// (round to nearest even, subnormal halves rounded at their step, overflow to
+// infinity, NaNs quiet with their top payload bits, as dtype.Float32ToFloat16):
+// bit for bit the scalar encoder (TestEncodeF16SIMDMatchesScalar).
+func encodeF16F16C(src []float32, dst []byte) {
+	n8 := len(src) &^ 7
+	if n8 > 0 {
+		_ = dst[2*n8-1]
+		cvtF32ToF16((*uint16)(unsafe.Pointer(unsafe.SliceData(dst))), &src[0], n8)
+	}
+	encodeF16Go(src[n8:], dst[2*n8:])
+}
+
+// cvtF32ToF16 rounds src[0:n] to binary16 into dst[0:n] (n a multiple of 8; F16C).
+//
+//go:noescape
+func cvtF32ToF16(dst *uint16, src *float32, n int)
+
+// cpuHasF16C reports the F16C conversions (CPUID; archsimd has no query for them).
+func cpuHasF16C() bool

@@ -19,6 +19,9 @@ func init() {
 	case archsimd.X86.AVX2():
 		matmulF32, matmulF32Exact, simdKernels = matmulF32AVX2, matmulF32AVX2, "avx2"
 	}
+	if !archsimd.X86.AVX512() && archsimd.X86.AVX2() && cpuHasF16C() {
+		encodeF16 = encodeF16F16C
+	}
 }
 
 // matmulF32AVX512 is matmulF32Go sixteen lanes at a time, two rows of c together so

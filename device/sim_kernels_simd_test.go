@@ -56,13 +56,20 @@ func checkDecodeF16(t *testing.T, decode func(src []byte, dst []float32)) {
 	}
 }
 
-// The SIMD fp16 encoder rounds as dtype.Float32ToFloat16 on every exponent (zeros,
+// The SIMD fp16 encoders round as dtype.Float32ToFloat16 on every exponent (zeros,
 // float32 subnormals, half subnormals and the ties at their step, normals, overflow,
 // infinities, NaNs) with random and tie mantissas, with a tail.
-func TestEncodeF16AVX512MatchesScalar(t *testing.T) {
-	if !archsimd.X86.AVX512() {
-		t.Skip("no AVX-512")
+func TestEncodeF16SIMDMatchesScalar(t *testing.T) {
+	if archsimd.X86.AVX512() {
+		checkEncodeF16(t, encodeF16AVX512)
 	}
+	if archsimd.X86.AVX2() && cpuHasF16C() {
+		checkEncodeF16(t, encodeF16F16C)
+	}
+}
+
+func checkEncodeF16(t *testing.T, encode func(src []float32, dst []byte)) {
+	t.Helper()
 	rng := rand.New(rand.NewPCG(11, 12))
 	var src []float32
 	for exp := range uint32(256) {
@@ -78,7 +85,7 @@ func TestEncodeF16AVX512MatchesScalar(t *testing.T) {
 	src = append(src, 1, 2, 3) // a tail for the scalar loop
 	want, got := make([]byte, 2*len(src)), make([]byte, 2*len(src))
 	encodeF16Go(src, want)
-	encodeF16AVX512(src, got)
+	encode(src, got)
 	for i, v := range src {
 		if w, g := binary.LittleEndian.Uint16(want[2*i:]), binary.LittleEndian.Uint16(got[2*i:]); w != g {
 			t.Fatalf("%#08x: got %#04x, want %#04x", math.Float32bits(v), g, w)
