@@ -223,3 +223,23 @@ def test_bad_mesh_configs_say_how_to_fix_them():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         np.testing.assert_array_equal(ex.run(np.ones((4, 2), np.float32)).numpy(), np.full((4, 2), 2, np.float32))
+
+
+def test_a_split_that_cannot_stay_split_is_left_replicated_with_its_reason():
+    rng = np.random.default_rng(8)
+    w1, w2, w3, w4 = ((rng.standard_normal(s) / 6).astype(np.float16) for s in ((32, 64), (64, 32), (32, 64), (64, 32)))
+
+    def model(x):
+        x = x + p.matmul(p.relu(p.matmul(x, w1)), w2)  # a Megatron pair
+        h = p.layer_norm(p.matmul(x, w3))  # normalises over the features a split would divide
+        return p.matmul(h, w4)
+
+    x = rng.standard_normal((8, 32)).astype(np.float16)
+    ex = p.compile(model, config=p.DistributedConfig(parallel_strategy="model_parallel", tensor_parallel_size=2))
+    y = ex.run(x).numpy()
+    np.testing.assert_allclose(y.astype(np.float32), p.compile(model).run(x).numpy().astype(np.float32), rtol=1e-2, atol=1e-2)
+    rep = ex.report
+    assert len(rep.pairs) == 1 and [w["shape"] for w in rep.weights] == [[32, 64], [64, 32]]
+    reasons = [r["reason"] for r in rep.replicated]
+    assert len(reasons) == 2 and "layer_norm" in reasons[0] and "returned" in reasons[1], reasons
+    assert [c["kind"] for c in ex.last_report.collectives] == ["all_reduce"]
