@@ -103,7 +103,8 @@ def tp_rows(tokens=128):
         host = time.perf_counter() - t0
         r = ex.last_report
         comm = sum(c["seconds"] for c in r.collectives)
-        rows.append({"case": f"gpt2 block {tokens} tokens tp={tp}", "ranks": tp, "bytes": ex.report.all_reduce_bytes, "sim_us": r.seconds * 1e6,
+        moved = ex.report.all_reduce_bytes if tp > 1 else 0  # a group of one moves nothing
+        rows.append({"case": f"gpt2 block {tokens} tokens tp={tp}", "ranks": tp, "bytes": moved, "sim_us": r.seconds * 1e6,
                      "comm_share": r.comm_share, "comm_us": comm * 1e6, "pairs": len(ex.report.pairs), "host_s": host})
     return rows
 

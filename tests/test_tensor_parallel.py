@@ -243,3 +243,23 @@ def test_a_split_that_cannot_stay_split_is_left_replicated_with_its_reason():
     reasons = [r["reason"] for r in rep.replicated]
     assert len(reasons) == 2 and "layer_norm" in reasons[0] and "returned" in reasons[1], reasons
     assert [c["kind"] for c in ex.last_report.collectives] == ["all_reduce"]
+
+
+def test_hybrid_splits_one_batch_along_axis_0_over_dp():
+    rng = np.random.default_rng(9)
+    w1, w2 = (rng.standard_normal((32, 128)) / 6).astype(np.float16), (rng.standard_normal((128, 32)) / 11).astype(np.float16)
+    b1 = (rng.standard_normal(128) / 4).astype(np.float16)
+
+    def mlp(x):  # [batch, seq, d]
+        return x + p.matmul(p.gelu(p.matmul(p.layer_norm(x), w1) + b1), w2)
+
+    x = rng.standard_normal((4, 8, 32)).astype(np.float16)
+    cfg = p.DistributedConfig(parallel_strategy="hybrid", device_mesh=[2, 2], mesh_axis_names=("dp", "tp"))
+    ex = p.compile(mlp, config=cfg)
+    y = ex.run(x).numpy().astype(np.float32)
+    np.testing.assert_allclose(y, p.compile(mlp).run(x).numpy().astype(np.float32), rtol=1e-2, atol=1e-2)
+    assert len(ex.report.pairs) == 1 and {w["name"]: w["local_shape"] for w in ex.report.weights} == \
+        {ex.report.weights[0]["name"]: [32, 64], ex.report.weights[1]["name"]: [64], ex.report.weights[2]["name"]: [64, 32]}
+    # each dp group all-reduces its half of the batch: [2, 8, 32] fp16
+    assert sorted(tuple(c["group"]) for c in ex.last_report.collectives) == [(0, 1), (2, 3)]
+    assert all(c["bytes"] == 2 * 8 * 32 * 2 for c in ex.last_report.collectives)

@@ -174,7 +174,7 @@ def _linear_rule(p: Plan, n: Node, ins: list, refused: set) -> bool:
         w = _weight(nodes, n, 1)
         w_out, w_in = 0, 1  # weight [out, in]
         bias = 2 if len(n.inputs) > 2 else None
-    elif n.op == "matmul" and not n.attrs.get("transpose_a"):
+    elif n.op in _PRODUCTS and not n.attrs.get("transpose_a"):  # [..., k] x a 2-D weight broadcast over the batch
         w = _weight(nodes, n, 1)
         w_out, w_in = (0, 1) if n.attrs.get("transpose_b") else (1, 0)
         bias = None
