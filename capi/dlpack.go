@@ -178,7 +178,7 @@ func dlCode(d dtype.DType) (int, bool) {
 		return dlFloat, true
 	case dtype.BFloat16:
 		return dlBfloat, true
-	case dtype.Int8, dtype.Int32:
+	case dtype.Int8, dtype.Int32, dtype.Int64:
 		return dlInt, true
 	case dtype.Bool:
 		return dlBool, true

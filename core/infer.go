@@ -95,7 +95,7 @@ func BroadcastStrides(in, out Shape) []int {
 // promotionRank orders dtypes for binary-op promotion: the result of two dtypes is the
 // one of higher rank, except that float16 with bfloat16 gives float32 (neither holds
 // the other) and any float with an integer gives that float.
-var promotionRank = map[dtype.DType]int{dtype.Bool: 0, dtype.Int8: 1, dtype.Int32: 2, dtype.BFloat16: 3, dtype.Float16: 3, dtype.Float32: 4}
+var promotionRank = map[dtype.DType]int{dtype.Bool: 0, dtype.Int8: 1, dtype.Int32: 2, dtype.Int64: 3, dtype.BFloat16: 4, dtype.Float16: 4, dtype.Float32: 5}
 
 // PromoteTypes is the dtype of a binary elementwise op on a and b.
 func PromoteTypes(a, b dtype.DType) dtype.DType {

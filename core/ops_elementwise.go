@@ -25,8 +25,11 @@ func (k kernel) apply(ct dtype.DType, a, b float64) float64 {
 		// wrapped to ct's width while exact: a product of two int32s can pass 2**53,
 		// where float64 would lose the low bits the wrap keeps
 		r := k.Int(int64(a), int64(b))
-		if ct == dtype.Int8 {
+		switch ct {
+		case dtype.Int8:
 			return float64(int8(r))
+		case dtype.Int64:
+			return float64(r)
 		}
 		return float64(int32(r))
 	}
@@ -107,22 +110,23 @@ func joinShapes(in []TensorType) string {
 }
 
 // floatFor is the float dtype a math function of a d operand gives, numpy's rule with
-// 64-bit types narrowed to 32: floats keep their dtype; bool and int8 (which float16
-// holds exactly) give float16; int32 gives float32.
+// 64-bit floats narrowed to 32: floats keep their dtype; bool and int8 (which float16
+// holds exactly) give float16; int32 and int64 give float32.
 func floatFor(d dtype.DType) dtype.DType {
 	switch {
 	case d.IsFloat():
 		return d
-	case d == dtype.Int32:
+	case d == dtype.Int32 || d == dtype.Int64:
 		return dtype.Float32
 	}
 	return dtype.Float16
 }
 
-// sumFor is the dtype sums and products of d accumulate into: numpy's platform integer
-// for bool and integers (narrowed here to int32), the dtype itself for floats.
+// sumFor is the dtype sums and products of d accumulate into: int64 for int64, int32
+// for bool and the narrower integers (numpy's platform integer, kept at int32 for
+// them), the dtype itself for floats.
 func sumFor(d dtype.DType) dtype.DType {
-	if d.IsFloat() {
+	if d.IsFloat() || d == dtype.Int64 {
 		return d
 	}
 	return dtype.Int32

@@ -23,10 +23,10 @@ func init() {
 		Infer: inferReduce("max", same, false), Eval: evalReduce(math.Inf(-1), kernel{Float: maxFloat})})
 	Register(&OpDef{Name: "min", Arity: 1, Attrs: axisAttrs, Doc: "the minimum over axis (all when empty); NaN if any element is NaN",
 		Infer: inferReduce("min", same, false), Eval: evalReduce(math.Inf(1), kernel{Float: minFloat})})
-	argAttrs := []AttrSpec{{"axis", int64(-1)}, {"keepdims", false}}
-	Register(&OpDef{Name: "argmax", Arity: 1, Attrs: argAttrs, Doc: "the int32 index of the first maximum along axis (of the first NaN, if any)",
+	argAttrs := []AttrSpec{{"axis", int64(-1)}, {"keepdims", false}, indexDTypeAttr}
+	Register(&OpDef{Name: "argmax", Arity: 1, Attrs: argAttrs, Doc: "the index (int64, like numpy's) of the first maximum along axis (of the first NaN, if any)",
 		Infer: inferArg("argmax"), Eval: evalArg(func(a, b float64) bool { return a > b })})
-	Register(&OpDef{Name: "argmin", Arity: 1, Attrs: argAttrs, Doc: "the int32 index of the first minimum along axis (of the first NaN, if any)",
+	Register(&OpDef{Name: "argmin", Arity: 1, Attrs: argAttrs, Doc: "the index (int64) of the first minimum along axis (of the first NaN, if any)",
 		Infer: inferArg("argmin"), Eval: evalArg(func(a, b float64) bool { return a < b })})
 }
 
@@ -113,7 +113,11 @@ func inferArg(name string) func([]TensorType, Attrs) (TensorType, *Error) {
 		if x.Shape[ax] == 0 {
 			return TensorType{}, Errorf(ValueError, "%s: axis %d of shape %v is empty, so it has no %s", name, ax, x.Shape, name)
 		}
-		return TensorType{DType: dtype.Int32, Shape: reducedShape(x.Shape, []int{ax}, attrs.Bool("keepdims", false))}, nil
+		dt, err := indexDType(name, attrs)
+		if err != nil {
+			return TensorType{}, err
+		}
+		return TensorType{DType: dt, Shape: reducedShape(x.Shape, []int{ax}, attrs.Bool("keepdims", false))}, nil
 	}
 }
 

@@ -17,12 +17,12 @@ func init() {
 	sortAttrs := []AttrSpec{{"axis", int64(-1)}, {"descending", false}}
 	Register(&OpDef{Name: "sort", Arity: 1, Attrs: sortAttrs, Doc: "the values sorted along axis (stable; NaN above every number)",
 		Infer: inferSort("sort", false), Eval: evalSort(false)})
-	Register(&OpDef{Name: "argsort", Arity: 1, Attrs: sortAttrs, Doc: "the int32 indices that sort x along axis (stable; NaN above every number)",
+	Register(&OpDef{Name: "argsort", Arity: 1, Attrs: append(sortAttrs[:len(sortAttrs):len(sortAttrs)], indexDTypeAttr), Doc: "the indices (int64) that sort x along axis (stable; NaN above every number)",
 		Infer: inferSort("argsort", true), Eval: evalSort(true)})
 	topkAttrs := []AttrSpec{{"k", int64(1)}, {"axis", int64(-1)}, {"largest", true}}
 	Register(&OpDef{Name: "topk_values", Arity: 1, Attrs: topkAttrs, Doc: "the k largest (or smallest) values along axis, in order; ties go to the lower index",
 		Infer: inferTopk("topk_values", false), Eval: evalTopk(false), Decompose: decomposeTopk("sort")})
-	Register(&OpDef{Name: "topk_indices", Arity: 1, Attrs: topkAttrs, Doc: "the int32 indices of topk_values",
+	Register(&OpDef{Name: "topk_indices", Arity: 1, Attrs: append(topkAttrs[:len(topkAttrs):len(topkAttrs)], indexDTypeAttr), Doc: "the indices (int64) of topk_values",
 		Infer: inferTopk("topk_indices", true), Eval: evalTopk(true), Decompose: decomposeTopk("argsort")})
 	Register(&OpDef{Name: "cumsum", Arity: 1, Attrs: []AttrSpec{{"axis", int64(-1)}},
 		Doc: "the running sum along axis; bool and integers give int32", Infer: inferCumsum, Eval: evalCumsum})
@@ -36,7 +36,10 @@ func inferSort(name string, indices bool) func([]TensorType, Attrs) (TensorType,
 		}
 		dt := x.DType
 		if indices {
-			dt = dtype.Int32
+			var err *Error
+			if dt, err = indexDType(name, attrs); err != nil {
+				return TensorType{}, err
+			}
 		}
 		return TensorType{DType: dt, Shape: x.Shape.Clone()}, nil
 	}
@@ -109,7 +112,10 @@ func inferTopk(name string, indices bool) func([]TensorType, Attrs) (TensorType,
 		out[ax] = k
 		dt := x.DType
 		if indices {
-			dt = dtype.Int32
+			var err *Error
+			if dt, err = indexDType(name, attrs); err != nil {
+				return TensorType{}, err
+			}
 		}
 		return TensorType{DType: dt, Shape: out}, nil
 	}
@@ -145,7 +151,11 @@ func decomposeTopk(sortOp string) func(*Builder, []Value, Attrs, Location) (Valu
 		if err != nil {
 			return -1, err
 		}
-		s := d.op(sortOp, Attrs{"axis": int64(ax), "descending": attrs.Bool("largest", true)}, in[0])
+		sa := Attrs{"axis": int64(ax), "descending": attrs.Bool("largest", true)}
+		if sortOp == "argsort" {
+			sa["dtype"] = attrs.Str("dtype", "int64")
+		}
+		s := d.op(sortOp, sa, in[0])
 		starts, stops, steps := make([]int64, len(t.Shape)), int64s(t.Shape), make([]int64, len(t.Shape))
 		for i := range steps {
 			steps[i] = 1

@@ -27,8 +27,8 @@ func run(t *testing.T, op string, attrs Attrs, in ...*Array) *Array {
 }
 
 const (
-	tF32, h16, bf16 = dtype.Float32, dtype.Float16, dtype.BFloat16
-	i8, i32, boolT  = dtype.Int8, dtype.Int32, dtype.Bool
+	tF32, h16, bf16     = dtype.Float32, dtype.Float16, dtype.BFloat16
+	i8, i32, i64, boolT = dtype.Int8, dtype.Int32, dtype.Int64, dtype.Bool
 )
 
 func TestOpValues(t *testing.T) {
@@ -72,8 +72,8 @@ func TestOpValues(t *testing.T) {
 		{"prod negative axis", "prod", Attrs{"axis": []int64{-1}}, []*Array{x23}, arr(tF32, Shape{2}, -6, 120)},
 		{"max propagates NaN", "max", Attrs{"axis": []int64{1}}, []*Array{arr(tF32, Shape{2, 2}, 1, nan, 3, 2)}, arr(tF32, Shape{2}, nan, 3)},
 		{"min of int8", "min", nil, []*Array{arr(i8, Shape{3}, 5, -7, 2)}, arr(i8, Shape{}, -7)},
-		{"argmax first of ties", "argmax", Attrs{"axis": int64(1)}, []*Array{arr(tF32, Shape{2, 3}, 1, 3, 3, 0, nan, nan)}, arr(i32, Shape{2}, 1, 1)},
-		{"argmin keepdims", "argmin", Attrs{"axis": int64(0), "keepdims": true}, []*Array{x23}, arr(i32, Shape{1, 3}, 1, 0, 1)},
+		{"argmax first of ties", "argmax", Attrs{"axis": int64(1)}, []*Array{arr(tF32, Shape{2, 3}, 1, 3, 3, 0, nan, nan)}, arr(i64, Shape{2}, 1, 1)},
+		{"argmin keepdims", "argmin", Attrs{"axis": int64(0), "keepdims": true}, []*Array{x23}, arr(i64, Shape{1, 3}, 1, 0, 1)},
 		{"mean of ints is float32", "mean", nil, []*Array{arr(i32, Shape{4}, 1, 2, 3, 5)}, arr(tF32, Shape{}, 2.75)},
 		{"var with ddof", "var", Attrs{"ddof": 1.0}, []*Array{arr(tF32, Shape{4}, 1, 2, 3, 4)}, arr(tF32, Shape{}, 5.0/3)},
 		{"std", "std", Attrs{"axis": []int64{1}}, []*Array{arr(tF32, Shape{2, 2}, 1, 3, 5, 5)}, arr(tF32, Shape{2}, 1, 0)},
@@ -90,9 +90,9 @@ func TestOpValues(t *testing.T) {
 		{"take_along_axis", "take_along_axis", Attrs{"axis": int64(1)}, []*Array{x23, arr(i32, Shape{2, 2}, 2, 0, -1, 1)}, arr(tF32, Shape{2, 2}, 3, 1, -6, 5)},
 		{"index_select", "index_select", Attrs{"axis": int64(1)}, []*Array{x23, arr(i8, Shape{3}, 2, 2, -3)}, arr(tF32, Shape{2, 3}, 3, 3, 1, -6, -6, -4)},
 		{"sort descending NaN first", "sort", Attrs{"descending": true}, []*Array{arr(tF32, Shape{4}, 1, nan, 3, 1)}, arr(tF32, Shape{4}, nan, 3, 1, 1)},
-		{"argsort stable", "argsort", Attrs{"axis": int64(0)}, []*Array{arr(tF32, Shape{4}, 2, 1, 2, nan)}, arr(i32, Shape{4}, 1, 0, 2, 3)},
+		{"argsort stable", "argsort", Attrs{"axis": int64(0)}, []*Array{arr(tF32, Shape{4}, 2, 1, 2, nan)}, arr(i64, Shape{4}, 1, 0, 2, 3)},
 		{"topk values", "topk_values", Attrs{"k": int64(2)}, []*Array{x23}, arr(tF32, Shape{2, 2}, 3, 1, 5, -4)},
-		{"topk smallest indices", "topk_indices", Attrs{"k": int64(1), "axis": int64(0), "largest": false}, []*Array{x23}, arr(i32, Shape{1, 3}, 1, 0, 1)},
+		{"topk smallest indices", "topk_indices", Attrs{"k": int64(1), "axis": int64(0), "largest": false}, []*Array{x23}, arr(i64, Shape{1, 3}, 1, 0, 1)},
 		{"cumsum of int8 is int32", "cumsum", Attrs{"axis": int64(0)}, []*Array{arr(i8, Shape{3}, 100, 100, 100)}, arr(i32, Shape{3}, 100, 200, 300)},
 		{"clip with NaN", "clip", nil, []*Array{arr(tF32, Shape{4}, -5, 0.5, 5, nan), arr(tF32, Shape{}, 0), arr(tF32, Shape{}, 1)}, arr(tF32, Shape{4}, 0, 0.5, 1, nan)},
 		{"softmax", "softmax", nil, []*Array{arr(tF32, Shape{2}, 0, math.Log(3))}, arr(tF32, Shape{2}, 0.25, 0.75)},

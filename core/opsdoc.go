@@ -17,8 +17,14 @@ func OpsMarkdown() string {
 	b.WriteString("a test fails when this file is out of date. Composite ops are decomposed into the\n")
 	b.WriteString("others by the compiler. Semantics and dtype rules: docs/api.md. The gradient column\n")
 	b.WriteString("says how p.grad and backward() differentiate the op: by its VJP rule (core/vjp*.go),\n")
-	b.WriteString("through its decomposition, or not at all (and why).\n\n")
-	b.WriteString("| op | inputs | attributes | dtypes | composite | gradient | notes |\n| --- | --- | --- | --- | --- | --- | --- |\n")
+	b.WriteString("through its decomposition, or not at all (and why). The int64 column says how the chip\n")
+	b.WriteString("runs the op on int64 tensors: no op runs natively in int64; every one runs in int32\n")
+	b.WriteString("(core.NarrowInt64), the int64 inputs of a run checked to fit int32 (else a ValueError\n")
+	b.WriteString("naming the op and the line), the int64 results widened back: \"int32\" ops then give what\n")
+	b.WriteString("they give int32 tensors of the same values; \"int32, may wrap\" ops (sums, products) give\n")
+	b.WriteString("numpy's int64 result while it fits int32 too, and wrap past it as int32 does (cast to\n")
+	b.WriteString("float32 first for larger results); \"-\" ops do not take int64.\n\n")
+	b.WriteString("| op | inputs | attributes | dtypes | int64 | composite | gradient | notes |\n| --- | --- | --- | --- | --- | --- | --- | --- |\n")
 	for _, name := range OpNames() {
 		if strings.Contains(name, "test") {
 			continue // ops registered by other packages' tests
@@ -32,10 +38,22 @@ func OpsMarkdown() string {
 		if d.Decompose != nil {
 			comp = "yes"
 		}
-		fmt.Fprintf(&b, "| `%s` | %s | %s | %s | %s | %s | %s |\n", name, d.ArityString(), strings.Join(attrs, ", "),
-			acceptedDTypes(d), comp, gradientNote(d), strings.ReplaceAll(d.Doc, "|", "\\|"))
+		dts := acceptedDTypes(d)
+		fmt.Fprintf(&b, "| `%s` | %s | %s | %s | %s | %s | %s | %s |\n", name, d.ArityString(), strings.Join(attrs, ", "),
+			dts, int64Note(d, dts), comp, gradientNote(d), strings.ReplaceAll(d.Doc, "|", "\\|"))
 	}
 	return b.String()
+}
+
+// int64Note says how the chip runs d on int64 tensors, for the int64 column.
+func int64Note(d *OpDef, accepted string) string {
+	switch {
+	case d.Arity > 0 && !strings.Contains(" "+accepted+" ", " i64 "):
+		return "-"
+	case Int32Wraps(d.Name):
+		return "int32, may wrap"
+	}
+	return "int32"
 }
 
 // gradientNote says how gradients flow through d, for the gradient column.

@@ -13,7 +13,7 @@ func init() {
 	registerSym(symTakeAlongRule, "take_along_axis")
 	registerSym(symIndexSelectRule, "index_select")
 	symOps["topk_values"] = symOp{rule: symTopkRule, dtype: firstDType}
-	symOps["topk_indices"] = symOp{rule: symTopkRule, dtype: func([]TensorType, Attrs) dtype.DType { return dtype.Int32 }}
+	symOps["topk_indices"] = symOp{rule: symTopkRule, dtype: func(_ []TensorType, a Attrs) dtype.DType { d, _ := indexDType("topk_indices", a); return d }}
 }
 
 // symSliceRule: on an axis with a symbolic size or bounds the step must be positive and

@@ -18,6 +18,8 @@ func Load(d DType, buf []byte, i int) float64 {
 		return float64(int8(buf[i]))
 	case Int32:
 		return float64(int32(binary.LittleEndian.Uint32(buf[4*i:])))
+	case Int64:
+		return float64(int64(binary.LittleEndian.Uint64(buf[8*i:])))
 	case Bool:
 		if buf[i] != 0 {
 			return 1
@@ -40,6 +42,8 @@ func Store(d DType, buf []byte, i int, v float64) {
 		buf[i] = byte(int8(toInt64(v)))
 	case Int32:
 		binary.LittleEndian.PutUint32(buf[4*i:], uint32(int32(toInt64(v))))
+	case Int64:
+		binary.LittleEndian.PutUint64(buf[8*i:], uint64(toInt64(v)))
 	case Bool:
 		if v != 0 {
 			buf[i] = 1

@@ -126,6 +126,8 @@ func Round(d DType, v float64) float64 {
 		return float64(int8(toInt64(v)))
 	case Int32:
 		return float64(int32(toInt64(v)))
+	case Int64:
+		return float64(toInt64(v))
 	case Bool:
 		if v != 0 {
 			return 1

@@ -78,6 +78,11 @@ func TestRoundAndStoreAgree(t *testing.T) {
 	require.Equal(t, float64(-128), Round(Int8, 128), "int8 wraps like a two's-complement store")
 	require.Equal(t, float64(-2), Round(Int32, -2.9), "truncates toward zero")
 	require.Equal(t, float64(0), Round(Int32, math.NaN()), "NaN converts to 0")
+	require.Equal(t, float64(2147483648), Round(Int64, 2147483648.5), "int64 holds what int32 cannot")
+	require.Equal(t, 8, Int64.Size())
+	buf := make([]byte, 8)
+	Store(Int64, buf, 0, -(1 << 53))
+	require.Equal(t, []byte{0, 0, 0, 0, 0, 0, 0xe0, 0xff}, buf, "stored as a little-endian two's-complement int64")
 }
 
 func TestParse(t *testing.T) {

@@ -21,10 +21,14 @@ const (
 	Int8
 	Int32
 	Bool
+	// Int64 is numpy's default integer. Tensors store it in 8 bytes on the host; the
+	// chip computes it in int32 (session narrows a program's int64 values, checking
+	// that inputs fit, and widens its results), so it never reaches isa or device.
+	Int64
 )
 
 // All lists every valid dtype in a stable order (used by tests and the C ABI).
-var All = []DType{Float32, Float16, BFloat16, Int8, Int32, Bool}
+var All = []DType{Float32, Float16, BFloat16, Int8, Int32, Bool, Int64}
 
 var names = [...]string{
 	Invalid:  "invalid",
@@ -34,6 +38,7 @@ var names = [...]string{
 	Int8:     "i8",
 	Int32:    "i32",
 	Bool:     "bool",
+	Int64:    "i64",
 }
 
 // longNames are the numpy-style spellings accepted by Parse and shown to Python users.
@@ -45,9 +50,10 @@ var longNames = [...]string{
 	Int8:     "int8",
 	Int32:    "int32",
 	Bool:     "bool",
+	Int64:    "int64",
 }
 
-var sizes = [...]int{Invalid: 0, Float32: 4, Float16: 2, BFloat16: 2, Int8: 1, Int32: 4, Bool: 1}
+var sizes = [...]int{Invalid: 0, Float32: 4, Float16: 2, BFloat16: 2, Int8: 1, Int32: 4, Bool: 1, Int64: 8}
 
 // String is the short name used in every text form (f16, bf16, ...).
 func (d DType) String() string {
@@ -80,7 +86,7 @@ func (d DType) Valid() bool { return d > Invalid && int(d) < len(names) }
 func (d DType) IsFloat() bool { return d == Float32 || d == Float16 || d == BFloat16 }
 
 // IsInt reports whether d is a signed integer type.
-func (d DType) IsInt() bool { return d == Int8 || d == Int32 }
+func (d DType) IsInt() bool { return d == Int8 || d == Int32 || d == Int64 }
 
 // Parse accepts both the short (f16) and the long (float16) spelling, case-insensitively.
 func Parse(s string) (DType, error) {
@@ -98,7 +104,7 @@ func Parse(s string) (DType, error) {
 	case "bfloat", "bf", "fp_bf16":
 		return BFloat16, nil
 	}
-	return Invalid, fmt.Errorf("unknown dtype %q (known: float32, float16, bfloat16, int8, int32, bool)", s)
+	return Invalid, fmt.Errorf("unknown dtype %q (known: float32, float16, bfloat16, int8, int32, int64, bool)", s)
 }
 
 // MarshalText prints a dtype by its long name in JSON.

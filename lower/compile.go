@@ -88,6 +88,10 @@ func Compile(g *core.Graph, opts Options) (exe *Executable, err error) {
 	if err := CheckOptions(opts); err != nil {
 		return nil, err
 	}
+	if core.HasInt64(g) {
+		return nil, core.Errorf(core.CompileError, "graph %q has int64 values, which the chip computes in int32", g.Name).
+			Suggest("narrow it first with core.NarrowInt64 (the session does, for every program it compiles)")
+	}
 	if opts.FixedTiles { // the tile pass's fixed rules, as without the tile search
 		opts.Disabled = maps.Clone(opts.Disabled)
 		if opts.Disabled == nil {

@@ -36,6 +36,9 @@ func TestEveryOpAndDTypeOnTheDevice(t *testing.T) {
 			continue // creation ops and ops needing special inputs are tested on their own
 		}
 		for _, dt := range dtype.All {
+			if dt == dtype.Int64 {
+				continue // narrowed to int32 before compiling (core.NarrowInt64; tests/test_int64.py)
+			}
 			in := []core.TensorType{{DType: dt, Shape: core.Shape{5, 33}}, {DType: dt, Shape: core.Shape{33}}}[:def.Arity]
 			bl := core.NewBuilder("sweep")
 			var vals []core.Value

@@ -196,6 +196,11 @@ func estimateProgram(g *core.Graph, device_ string, cfg Config) (float64, error)
 	opts := cfg.options()
 	opts.Chip = chip
 	opts.StopAfter = "plan-exec"
+	if core.HasInt64(g) {
+		if g, _, err = core.NarrowInt64(g); err != nil {
+			return 0, err
+		}
+	}
 	exe, err := lower.Compile(g, opts)
 	if err != nil {
 		return 0, AsError(core.CompileError, err)

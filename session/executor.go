@@ -134,7 +134,7 @@ func (e *Executor) LayoutConversions() []lower.LayoutConversion {
 			prog = sp.prog
 		}
 	}
-	if lr, ok := prog.(layoutReporter); ok {
+	if lr, ok := baseProgram(prog).(layoutReporter); ok {
 		return lr.LayoutConversions()
 	}
 	return nil
@@ -150,7 +150,7 @@ func (e *Executor) MemoryPlan() (lower.MemoryPlan, bool) {
 			prog = sp.prog
 		}
 	}
-	if mp, ok := prog.(memoryPlanner); ok {
+	if mp, ok := baseProgram(prog).(memoryPlanner); ok {
 		return mp.MemoryPlan()
 	}
 	return lower.MemoryPlan{}, false
@@ -291,8 +291,8 @@ func (e *Executor) run(inputs []*Tensor, profile bool) ([]*Tensor, RunReport, *P
 	if prog != nil {
 		var st Stats
 		var err error
-		if pr, ok := prog.(profiler); ok && profile {
-			results, st, prof, err = runProfiled(pr, e.pool, bufs, stop)
+		if _, ok := baseProgram(prog).(profiler); ok && profile {
+			results, st, prof, err = runProfiled(prog, e.pool, bufs, stop)
 		} else {
 			results, st, err = runProgramIn(prog, e.pool, bufs, stop)
 		}

@@ -131,9 +131,14 @@ type profiler interface {
 	RunProfiled(pool *MemoryPool, inputs [][]byte, stop <-chan struct{}) ([][]byte, Stats, *Profile, error)
 }
 
-// runProfiled is runProgram (its errors and interruption) for a profiled run.
-func runProfiled(p profiler, pool *MemoryPool, inputs [][]byte, stop <-chan struct{}) ([][]byte, Stats, *Profile, error) {
-	r := &profiledRun{p: p, pool: pool}
+// runProfiled is runProgram (its errors and interruption) for a profiled run of p,
+// whose base program (baseProgram) is a profiler, in memory the pool lends (nil: its own).
+func runProfiled(p Program, pool *MemoryPool, inputs [][]byte, stop <-chan struct{}) ([][]byte, Stats, *Profile, error) {
+	r := &profiledRun{p: baseProgram(p).(profiler), pool: pool}
+	if n, ok := p.(narrowedProgram); ok {
+		outs, st, err := runProgram(narrowedProgram{r, n.plan}, inputs, stop)
+		return outs, st, r.prof, err
+	}
 	outs, st, err := runProgram(r, inputs, stop)
 	return outs, st, r.prof, err
 }

@@ -157,7 +157,7 @@ func (s *Session) Compile(g *core.Graph) (Program, error) { return s.compile(g) 
 // compileOn returns the cached program for g on device with cfg, compiling it once.
 func (s *Session) compileOn(g *core.Graph, device string, cfg Config) (Program, error) {
 	key := graphKey(g) + "\x00device=" + device + "\x00" + cfg.Key()
-	return s.cache.get(key, func() (Program, error) { return s.compiler.Compile(g, device, cfg) })
+	return s.cache.get(key, func() (Program, error) { return compileNarrowed(s.compiler, g, device, cfg) })
 }
 
 // runProgram runs p; an error is a *core.Error, of kind Interrupted when Ctrl-C
@@ -174,14 +174,12 @@ func runProgramIn(p Program, pool *MemoryPool, inputs [][]byte, stop <-chan stru
 	if interrupt.Requested(stop) {
 		return nil, Stats{}, core.Errorf(core.Interrupted, "interrupted before the run started")
 	}
-	var outs [][]byte
-	var st Stats
-	var err error
-	if pp, ok := p.(pooledProgram); ok && pool != nil {
-		outs, st, err = pp.RunIn(pool, inputs, stop)
-	} else {
-		outs, st, err = p.Run(inputs, stop)
-	}
+	outs, st, err := narrowedRun(p, inputs, func(p Program, inputs [][]byte) ([][]byte, Stats, error) {
+		if pp, ok := p.(pooledProgram); ok && pool != nil {
+			return pp.RunIn(pool, inputs, stop)
+		}
+		return p.Run(inputs, stop)
+	})
 	if err == nil {
 		return outs, st, nil
 	}

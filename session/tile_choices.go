@@ -25,7 +25,7 @@ func (e *Executor) TileChoices() ([]lower.TileChoice, bool) {
 	} else if st, ok := e.LastStats(); ok {
 		run, _ = st.Detail.(*lower.RunStats)
 	}
-	if tc, ok := prog.(tileChooser); ok {
+	if tc, ok := baseProgram(prog).(tileChooser); ok {
 		return tc.TileChoices(run), true
 	}
 	return nil, false

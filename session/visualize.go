@@ -26,7 +26,7 @@ func (e *Executor) Visualization() (*lower.Visualization, error) {
 		return nil, core.Errorf(core.ValueError, "the program was compiled without visualisation").
 			Suggest("compile with p.CompileConfig(enable_visualization=True)")
 	}
-	v, ok := prog.(visualizer)
+	v, ok := baseProgram(prog).(visualizer)
 	if !ok {
 		return nil, core.Errorf(core.ValueError, "the %q device runs the Tensor Graph's reference semantics and compiles no program to show", e.device).
 			Suggest("compile for a chip preset (p.CompileConfig(chip=...) or p.set_device)")

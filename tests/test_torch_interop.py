@@ -89,10 +89,10 @@ def test_computed_tensors_export_without_a_copy():
     [
         (lambda: torch.arange(20.0).reshape(4, 5).T, "not C-contiguous"),
         (lambda: torch.arange(20.0)[::2], "not C-contiguous"),
-        (lambda: torch.arange(10), "int64 is stored as int32"),
+        (lambda: torch.arange(10, dtype=torch.int16), "int16 is stored as int32"),
         (lambda: torch.arange(10, dtype=torch.uint8), "uint8 is stored as int32"),
     ],
-    ids=["transposed", "strided", "int64", "uint8"],
+    ids=["transposed", "strided", "int16", "uint8"],
 )
 def test_what_cannot_be_shared_is_copied_with_a_warning(make, why):
     t = make()
@@ -108,8 +108,6 @@ def test_what_cannot_be_shared_is_copied_with_a_warning(make, why):
 
 
 def test_unrepresentable_tensors_raise_with_a_fix():
-    with pytest.raises(p.PyptoValueError, match="does not fit int32"):
-        p.from_torch(torch.tensor([1, 2**40]), copy=True)
     with pytest.raises(p.DTypeError, match="float64") as e:
         p.from_torch(torch.zeros(3, dtype=torch.float64))
     assert "t.float()" in str(e.value)

@@ -2,7 +2,7 @@
 run on a simulated Ascend-style NPU.
 
     import pypto as p
-    x = p.from_numpy(a)                 # any numpy array: float32/float16/bfloat16/int8/int32/bool
+    x = p.from_numpy(a)                 # any numpy array: float32/float16/bfloat16/int8/int32/int64/bool
     y = p.relu(x @ w + b)               # lazy: builds a pending graph, shapes checked now
     y.numpy()                           # compile (cached by structure) and run on the device
 
@@ -19,7 +19,7 @@ from .profile import ProfileConfig, ProfileResult, compare_profiles
 from .progress import set_progress
 from .visualize import Visualization
 from .device import cache_info, clear_cache, get_device, last_stats, set_device
-from .dtypes import DType, bfloat16, bool_, float16, float32, int8, int32
+from .dtypes import DType, bfloat16, bool_, float16, float32, int8, int32, int64
 from .errors import (
     CompileError,
     DeviceError,
@@ -134,6 +134,7 @@ __all__ = [
     "bfloat16",
     "int8",
     "int32",
+    "int64",
     "bool_",
     "PyptoError",
     "CompileError",

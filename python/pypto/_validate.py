@@ -170,7 +170,7 @@ def dtype(value, name: str, op: str, *, optional: bool = False):
     if value is None:
         if optional:
             return None
-        raise fail(op, name, value, "a dtype (p.float32, p.float16, p.bfloat16, p.int8, p.int32 or p.bool_)")
+        raise fail(op, name, value, "a dtype (p.float32, p.float16, p.bfloat16, p.int8, p.int32, p.int64 or p.bool_)")
     if isinstance(value, DType):
         return value
     try:

@@ -117,7 +117,9 @@ def full_like(x, fill_value, dtype=None) -> Tensor:
 
 def constant(value, dtype=None) -> Tensor:
     """A constant tensor from a scalar or nested lists: ``p.constant(1024)`` is a 0-d
-    int32 tensor (usable as a dimension, since it converts to an int)."""
+    int32 tensor (usable as a dimension, since it converts to an int). Python ints take
+    int32 when they all fit (as Python scalars do beside tensors), else int64; numpy
+    arrays keep their dtype."""
     if isinstance(value, Tensor):
         value = value.numpy()
     if value is None or isinstance(value, (str, bytes, dict, set)):
@@ -131,15 +133,21 @@ def constant(value, dtype=None) -> Tensor:
     dt = check.dtype(dtype, "dtype", "constant", optional=True)
     if dt is None:
         dt = float32 if arr.dtype.kind == "f" and not check.dtype_supported(arr.dtype) else None
+    if dt is None and arr.dtype == np.int64 and not isinstance(value, (np.ndarray, np.generic)) and _fits_int32(arr):
+        dt = int32
     if dt is None:
         arr = host_array(arr, "constant", "value")
         dt = check.dtype(arr.dtype, "value", "constant")
     return _host(arr, dt)
 
 
+def _fits_int32(arr: np.ndarray) -> bool:
+    return arr.size == 0 or (int(arr.min()) >= -(2**31) and int(arr.max()) < 2**31)
+
+
 def arange(start, stop=None, step=1, dtype=None) -> Tensor:
     """Evenly spaced values in [start, stop) (numpy's arange); int32 for integer
-    arguments, float32 otherwise."""
+    arguments, float32 otherwise, or dtype (p.int64 for numpy's default integer)."""
     if stop is None:
         start, stop = 0, start
     start = _real(start, "start", "arange")

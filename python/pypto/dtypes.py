@@ -1,5 +1,5 @@
 """Element types: ``p.float32``, ``p.float16``, ``p.bfloat16``, ``p.int8``, ``p.int32``,
-``p.bool_``. Each maps to a numpy dtype; bfloat16 is ``ml_dtypes.bfloat16``, imported on
+``p.int64``, ``p.bool_``. Each maps to a numpy dtype; bfloat16 is ``ml_dtypes.bfloat16``, imported on
 first use because importing ml_dtypes takes most of a second."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import numpy as np
 from ._location import user_location
 from .errors import DTypeError
 
-__all__ = ["DType", "float32", "float16", "bfloat16", "int8", "int32", "bool_", "as_dtype"]
+__all__ = ["DType", "float32", "float16", "bfloat16", "int8", "int32", "int64", "bool_", "as_dtype"]
 
 
 class DType:
@@ -77,13 +77,16 @@ bfloat16 = DType("bfloat16", 3, None, 2)
 int8 = DType("int8", 4, np.int8, 1)
 int32 = DType("int32", 5, np.int32, 4)
 bool_ = DType("bool", 6, np.bool_, 1)
+# numpy's default integer: stored in 8 bytes, computed by the chip in int32 with the
+# inputs of each run checked to fit (docs/ops.md, the int64 column).
+int64 = DType("int64", 7, np.int64, 8)
 
-ALL = (float32, float16, bfloat16, int8, int32, bool_)
+ALL = (float32, float16, bfloat16, int8, int32, int64, bool_)
 _BY_CODE = {d.code: d for d in ALL}
 # bfloat16 is matched by name (a bfloat16 array means ml_dtypes is already loaded).
 _BY_NUMPY = {d.numpy: d for d in ALL if d is not bfloat16}
 _BY_NAME = {d.name: d for d in ALL}
-_BY_NAME.update({"f32": float32, "f16": float16, "bf16": bfloat16, "i8": int8, "i32": int32, "bool_": bool_})
+_BY_NAME.update({"f32": float32, "f16": float16, "bf16": bfloat16, "i8": int8, "i32": int32, "i64": int64, "bool_": bool_})
 
 
 def from_code(code: int) -> DType:
@@ -93,7 +96,7 @@ def from_code(code: int) -> DType:
 def as_dtype(x) -> DType:
     """Converts a DType, numpy dtype (or type) or name to a DType.
 
-    Raises DTypeError for types PyPTO does not support (e.g. float64, int64).
+    Raises DTypeError for types PyPTO does not support (e.g. float64, uint8).
     """
     if isinstance(x, DType):
         return x
@@ -114,9 +117,9 @@ def as_dtype(x) -> DType:
     if nd is not None and nd.kind == "f":
         hint = ["convert first, e.g. arr.astype(numpy.float32) (or float16 / ml_dtypes.bfloat16)"]
     elif nd is not None and nd.kind in "iu":
-        hint = ["convert first, e.g. arr.astype(numpy.int32)"]
+        hint = ["convert first, e.g. arr.astype(numpy.int32) (or int64, int8)"]
     raise DTypeError(
-        f"unsupported dtype {str(nd) if nd is not None else repr(x)}: PyPTO supports float32, float16, bfloat16, int8, int32 and bool",
+        f"unsupported dtype {str(nd) if nd is not None else repr(x)}: PyPTO supports float32, float16, bfloat16, int8, int32, int64 and bool",
         location=user_location(),
         suggestions=hint,
     )

@@ -75,7 +75,7 @@ def boolean_index(x: Tensor, mask) -> Tensor:
 
 
 def nonzero(x) -> tuple:
-    """The indices of x's nonzero (true) elements, one int32 tensor per axis, in
+    """The indices of x's nonzero (true) elements, one int64 tensor per axis (numpy's), in
     row-major order (numpy's nonzero; ``x[p.nonzero(x)]`` is numpy's too). The result's
     size depends on x's values: x is realised now, and p.compile refuses it."""
     x = as_tensor(x, "nonzero", "x")
@@ -83,7 +83,7 @@ def nonzero(x) -> tuple:
     if v.ndim == 0:
         raise check.fail("nonzero", "x", x, "a tensor of at least one dimension (numpy refuses 0-d too)", ShapeError,
                          ["use x.reshape(1) first"])  # fmt: skip
-    return tuple(from_numpy(i.astype(np.int32)) for i in np.nonzero(v))
+    return tuple(from_numpy(i.astype(np.int64)) for i in np.nonzero(v))
 
 
 def masked_select(x, mask) -> Tensor:

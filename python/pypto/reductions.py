@@ -73,12 +73,12 @@ def _arg(op, x, axis, keepdims):
 
 
 def argmax(x, axis=None, keepdims: bool = False) -> Tensor:
-    """The int32 index of the first maximum along axis (None: of the flattened tensor)."""
+    """The int64 index (numpy's) of the first maximum along axis (None: of the flattened tensor)."""
     return _arg("argmax", x, axis, keepdims)
 
 
 def argmin(x, axis=None, keepdims: bool = False) -> Tensor:
-    """The int32 index of the first minimum along axis (None: of the flattened tensor)."""
+    """The int64 index (numpy's) of the first minimum along axis (None: of the flattened tensor)."""
     return _arg("argmin", x, axis, keepdims)
 
 

@@ -248,7 +248,7 @@ def _is_mask(k) -> bool:
 
 
 def _index_array(k) -> Tensor:
-    """A list or numpy array of indices as an int32 tensor."""
+    """A list or numpy array of indices as an integer tensor (int64 for lists)."""
     try:
         arr = np.asarray(k)
     except (TypeError, ValueError):

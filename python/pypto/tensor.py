@@ -17,7 +17,7 @@ import numpy as np
 
 from . import _lib, _validate as check
 from ._location import user_location, user_location_json
-from .dtypes import DType, bool_, float32, from_code, int8, int32
+from .dtypes import DType, bool_, float32, from_code, int8, int32, int64
 from .errors import DTypeError, PyptoError, PyptoTypeError, PyptoValueError, ShapeError
 from ._layout import ND, as_layout
 from .symbolic import Dim, dim_text
@@ -487,7 +487,7 @@ def _placeholder_from_text(type_text: str) -> "Tensor":
     return Tensor._wrap(h.value)
 
 
-_SHORT = {"float32": "f32", "float16": "f16", "bfloat16": "bf16", "int8": "i8", "int32": "i32", "bool": "bool"}
+_SHORT = {"float32": "f32", "float16": "f16", "bfloat16": "bf16", "int8": "i8", "int32": "i32", "int64": "i64", "bool": "bool"}
 
 
 def _type_text(dt: DType, shape, layout) -> str:
@@ -542,9 +542,9 @@ def _from_host(arr: np.ndarray, dt) -> int:
 def from_numpy(arr) -> Tensor:
     """A tensor holding a copy of a numpy array (any dtype PyPTO supports, bfloat16 as
     ``ml_dtypes.bfloat16``; non-contiguous, transposed and negatively strided views are
-    fine). Other integer arrays (int64, numpy's default, int16, uint8, ...) become int32
-    when every value fits, else raise naming the first value that does not; float64
-    arrays raise DTypeError: convert them explicitly."""
+    fine). int64 arrays (numpy's default integer) stay int64; other integer arrays
+    (int16, uint8, ...) become int32 when every value fits, else raise naming the first
+    value that does not; float64 arrays raise DTypeError: convert them explicitly."""
     return Tensor._wrap(_from_host(host_array(arr, "from_numpy", "arr"), None))
 
 
@@ -561,7 +561,7 @@ def host_array(arr, op: str, name: str) -> np.ndarray:
     if a.dtype.kind in "iu" and not check.dtype_supported(a.dtype):
         return _to_int32(a, op, name)
     if a.dtype.kind not in "biuf" and not check.dtype_supported(a.dtype):
-        raise check.fail(op, name, arr, "an array of numbers (float32, float16, bfloat16, int8, int32 or bool)", DTypeError)
+        raise check.fail(op, name, arr, "an array of numbers (float32, float16, bfloat16, int8, int32, int64 or bool)", DTypeError)
     check.dtype(a.dtype, name, op)
     return a
 
@@ -573,9 +573,9 @@ def _to_int32(a: np.ndarray, op: str, name: str) -> np.ndarray:
         where = np.unravel_index(int(np.argmax(bad)), a.shape) if a.ndim else ()
         raise PyptoValueError(
             f"{op}: {name} is a {a.dtype} array whose value {a[where]} at index {list(int(i) for i in where)} "
-            f"does not fit int32, the widest integer PyPTO supports",
+            f"does not fit int32, which PyPTO converts {a.dtype} to",
             location=user_location(),
-            suggestions=["keep values in [-2**31, 2**31 - 1], or convert to float32: arr.astype(numpy.float32)"],
+            suggestions=["keep values in [-2**31, 2**31 - 1], convert to int64 (arr.astype(numpy.int64)) or to float32"],
         )
     return a.astype(np.int32)
 
@@ -594,7 +594,7 @@ def as_tensor(x, op: str, name: str = "x") -> Tensor:
 
 # --- applying ops ---------------------------------------------------------------------------
 
-_RANK = {"bool": 0, "int8": 1, "int32": 2, "bfloat16": 3, "float16": 3, "float32": 4}
+_RANK = {"bool": 0, "int8": 1, "int32": 2, "int64": 3, "bfloat16": 4, "float16": 4, "float32": 5}
 
 
 def promote_types(a: DType, b: DType) -> DType:
@@ -629,13 +629,13 @@ def scalar_dtype(value, anchor, op: str = "", exact_compare: bool = False) -> DT
     if isinstance(value, numbers.Integral):
         v = int(value)
         if anchor is None or anchor == bool_:
-            return int32 if -(2**31) <= v < 2**31 else float32
+            return int32 if -(2**31) <= v < 2**31 else int64 if -(2**63) <= v < 2**63 else float32
         if anchor.is_floating:
             return anchor
-        lo, hi = (-128, 127) if anchor == int8 else (-(2**31), 2**31 - 1)
+        lo, hi = {int8: (-128, 127), int64: (-(2**63), 2**63 - 1)}.get(anchor, (-(2**31), 2**31 - 1))
         if not lo <= v <= hi:
             if exact_compare:
-                return int32 if -(2**31) <= v < 2**31 else float32
+                return int32 if -(2**31) <= v < 2**31 else int64 if -(2**63) <= v < 2**63 else float32
             raise OverflowError(f"{op}: Python integer {v} out of bounds for {anchor.name}")
         return anchor
     if isinstance(value, numbers.Real):

@@ -11,7 +11,7 @@ next import or Python garbage collection. PyPTO never writes the bytes; a write 
 producer is seen by the tensor.
 
 Everything else is copied, with a :class:`CopyWarning` that says why (strides, an
-unaligned pointer, int64 or another integer width stored as int32, a device other
+unaligned pointer, an integer width other than int8/int32/int64 stored as int32, a device other
 than the CPU): ``copy=True`` copies without a warning, ``copy=False`` raises instead.
 
 Export: ``Tensor.__dlpack__()`` realises the tensor and hands its bytes to the
@@ -196,7 +196,8 @@ def from_dlpack(x, copy=None) -> Tensor:
     - ``copy=True``: always copies (no warning); ``copy=False``: never copies (raises
       where a copy would be needed).
 
-    int64 and other integer widths are copied into int32 when every value fits (else a
+    int64 is shared like the others; other integer widths (int16, uint8, ...) are
+    copied into int32 when every value fits (else a
     ValueError names the first that does not); float64 raises DTypeError: convert first.
     See the module's documentation for how long the producer's memory is kept."""
     return import_dlpack(x, None if copy is None else check.flag(copy, "copy", "from_dlpack"), "from_dlpack")
@@ -305,7 +306,7 @@ def _host_view(t: _DLTensor):
     elif view.size and ptr % item:
         why = f"its data pointer {ptr:#x} is not aligned to {item}-byte elements"
     elif not _supported(npdt):
-        why = f"{name} is stored as int32 (PyPTO's widest integer; values are range-checked)"
+        why = f"{name} is stored as int32 (values are range-checked)"
     return view, why
 
 

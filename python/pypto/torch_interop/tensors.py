@@ -27,8 +27,6 @@ def tensor_from_torch(t: torch.Tensor, copy=None, quiet: bool = False) -> Tensor
         t, copy = t.cpu(), True
     if t.is_conj() or t.is_neg():
         t = t.resolve_conj().resolve_neg()
-    if t.dtype == torch.int64 and quiet:
-        copy = True  # index tensors: int64 runs as int32, a copy by design
     if quiet and copy is None:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", CopyWarning)
