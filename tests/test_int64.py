@@ -185,3 +185,12 @@ def test_torch_and_dlpack_share_int64_without_narrowing():
     assert y.dtype == p.int64 and np.from_dlpack(y).ctypes.data == a.ctypes.data
     r = p.argmax(p.from_torch(torch.randn(3, 5)), axis=1).to_torch()
     assert r.dtype == torch.int64
+
+
+def test_profiled_runs_narrow_and_widen_too():
+    fn = p.compile(lambda x: x * 3 + 1, dynamic=False, profile_config=p.ProfileConfig(enable_profiling=True))
+    a = np.array([4, -5, I32_MAX // 3], np.int64)
+    _same(fn(p.from_numpy(a)), a * 3 + 1)
+    assert fn.get_profile_result() is not None
+    with pytest.raises(p.PyptoValueError, match="does not fit int32"):
+        fn(p.from_numpy(np.array([2**35], np.int64)))
