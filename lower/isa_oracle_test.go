@@ -43,6 +43,7 @@ func runOnISA(t *testing.T, exe *Executable, inputs [][]byte) [][]byte {
 // the reference interpreter within rel*|ref| + abs.
 func compareOnISA(t *testing.T, g *core.Graph, rel, abs float64) {
 	t.Helper()
+	g = chipGraph(t, g)
 	for _, chip := range presets(t) {
 		exe, err := Compile(g, Options{Chip: chip, Verify: true, StopAfter: "plan-exec"})
 		require.NoError(t, err)

@@ -194,7 +194,7 @@ func TestInt32SortIsExact(t *testing.T) {
 				y, err := bl.Op(op, []core.Value{x}, core.Attrs{"descending": desc}, core.Location{})
 				require.NoError(t, err)
 				bl.Output(y)
-				g := bl.Graph()
+				g := chipGraph(t, bl.Graph())
 				exe, err := Compile(g, Options{Chip: presets(t)[0], Verify: true})
 				require.NoError(t, err)
 				in := core.NewArray(g.Type(x))

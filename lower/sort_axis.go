@@ -23,7 +23,11 @@ func runSortLastAxis(c *compilation) error {
 		if err != nil {
 			return -1, false, err
 		}
-		s, err := b.Op(n.Op, []core.Value{t}, core.Attrs{"axis": int64(-1), "descending": n.Attrs.Bool("descending", false)}, n.Loc)
+		attrs := core.Attrs{"axis": int64(-1), "descending": n.Attrs.Bool("descending", false)}
+		if d, ok := n.Attrs["dtype"]; ok {
+			attrs["dtype"] = d // argsort's index dtype
+		}
+		s, err := b.Op(n.Op, []core.Value{t}, attrs, n.Loc)
 		if err != nil {
 			return -1, false, err
 		}

@@ -50,7 +50,7 @@ func TestEveryOpAndDTypeOnTheDevice(t *testing.T) {
 				continue // the op does not take this dtype (or needs attributes)
 			}
 			bl.Output(v)
-			g := bl.Graph()
+			g := chipGraph(t, bl.Graph())
 			exe, err := Compile(g, Options{Chip: chip, Verify: true})
 			if err != nil {
 				var ce *core.Error

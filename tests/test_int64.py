@@ -104,6 +104,7 @@ def test_index_results_are_int64_like_numpy(shape):
     _same(p.argmin(x, axis=0), np.argmin(a, axis=0))
     _same(p.argmax(x), np.asarray(np.argmax(a)))
     _same(p.argsort(x, axis=-1), np.argsort(a, axis=-1, kind="stable"))
+    _same(p.argsort(x, axis=0), np.argsort(a, axis=0, kind="stable"))  # moved to the last axis on the chip
     k = min(2, shape[-1])
     _same(p.topk(x, k).indices, np.argsort(-a, axis=-1, kind="stable")[..., :k])
     for got, want in zip(p.nonzero(x > 0), np.nonzero(a > 0)):
