@@ -142,9 +142,9 @@ func narrowAttrs(n *Node) (Attrs, *Error) {
 // (sums, products, differences, powers, negation of -2^31), so a run narrowed to int32
 // gives numpy's int64 result only while the result fits int32 too.
 var int32Wraps = map[string]bool{
-	"add": true, "sub": true, "mul": true, "neg": true, "abs": true, "pow": true, "square": true,
-	"sum": true, "prod": true, "cumsum": true, "mean": true, "matmul": true, "batch_matmul": true, "linear": true,
-	"floor_divide": true, "einsum": true, "dot": true, "tensordot": true, "fused": true, "fused_matmul": true,
+	"add": true, "sub": true, "mul": true, "neg": true, "abs": true, "pow": true, "sum": true, "prod": true,
+	"cumsum": true, "mean": true, "matmul": true, "batch_matmul": true, "linear": true, "floor_divide": true,
+	"fused": true, "fused_matmul": true,
 }
 
 // Int32Wraps reports whether op's int64 results can wrap when narrowed to int32.
