@@ -136,6 +136,7 @@ type blockRun struct {
 	done          int // issued instructions started (starting fixes their end)
 	maxEnd        int64
 	pausedStep    int64 // 1 + the step RunOptions.Pause was last called for
+	resolved      Instr // resolve's scratch for the instructions executed at once
 }
 
 // d is the issued instruction with index i.

@@ -72,7 +72,11 @@ func (r *blockRun) issueOne() (bool, error) {
 		if q := r.queues[in.Pipe]; len(q)-r.heads[in.Pipe] >= r.c.chip.IssueQueueDepth {
 			return false, nil // the pipe's queue is full: wait until its head starts
 		}
-		res, err := r.resolve(in)
+		scratch := &r.resolved // executed at once: nothing keeps it
+		if !r.c.opts.Functional {
+			scratch = nil // queued: it lives until it starts
+		}
+		res, err := r.resolve(in, scratch)
 		if err != nil {
 			return false, r.fail(pc, "%v", err)
 		}
@@ -124,7 +128,7 @@ func (r *blockRun) issueOne() (bool, error) {
 			return false, r.fail(pc, "%v", err)
 		}
 	default:
-		res, err := r.resolve(in)
+		res, err := r.resolve(in, &r.resolved)
 		if err != nil {
 			return false, r.fail(pc, "%v", err)
 		}
@@ -219,8 +223,10 @@ func (r *blockRun) reg(ref isa.RegRef) (int64, error) {
 }
 
 // resolve returns in with the registers its operands name replaced by their current
-// values, or in itself when it names none.
-func (r *blockRun) resolve(in *Instr) (*Instr, error) {
+// values, or in itself when it names none. The resolved copy is scratch (its operands
+// reusing scratch's) when scratch is not nil, else new: an instruction executed at
+// once needs no memory of its own, which a long loop would allocate per iteration.
+func (r *blockRun) resolve(in *Instr, scratch *Instr) (*Instr, error) {
 	dynamic := false
 	for _, a := range in.Args {
 		switch a.Kind {
@@ -233,8 +239,13 @@ func (r *blockRun) resolve(in *Instr) (*Instr, error) {
 	if !dynamic {
 		return in, nil
 	}
-	out := *in
-	out.Args = append([]Operand(nil), in.Args...)
+	out := scratch
+	if out == nil {
+		out = &Instr{}
+	}
+	args := out.Args[:0]
+	*out = *in
+	out.Args = append(args, in.Args...)
 	for i := range out.Args {
 		a := &out.Args[i]
 		var err error
@@ -275,7 +286,7 @@ func (r *blockRun) resolve(in *Instr) (*Instr, error) {
 			}
 		}
 	}
-	return &out, nil
+	return out, nil
 }
 
 // recordMoved adds the byte runs of a moved window to the core's dynGM the first time
