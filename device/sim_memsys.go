@@ -92,6 +92,15 @@ var (
 // release empties the sets the task filled and hands the tags to later tasks; m must
 // not be used again.
 func (m *memSystem) release() {
+	if len(m.filled) > m.sets/8 {
+		// Most sets: one pass over the arrays in address order costs less than
+		// visiting the sets in the (hashed) order they were filled.
+		for i := range m.tags {
+			m.tags[i] = -1
+		}
+		clear(m.fills)
+		m.filled = m.filled[:0]
+	}
 	for _, s := range m.filled {
 		set := m.tags[int(s)*m.ways:][:m.ways]
 		for w := range set {
