@@ -10,8 +10,14 @@ Rows:
 - tensor parallelism of a GPT-2-medium block (hidden 1024, 16 heads, 128 tokens, fp16) on
   1, 2, 4 and 8 chips, sharded by the automatic pass (parallel_strategy="model_parallel"):
   simulated time and communication share (bytes: all-reduced bytes per rank).
+- pipeline parallelism over 4 chips (parallel_strategy="pipeline_parallel"), training
+  31 tanh-linear layers (hidden 64, fp32, 16 rows a micro-batch) at m = 4, 8, 16
+  micro-batches for each schedule: simulated time, the bubble against the schedule's
+  (p-1)/m ((p-1)/(v m) interleaved, v = 2), the real timeline's idle share,
+  communication share and chip 0's peak activation bytes (bytes: one activation
+  transfer).
 
-    python bench/distributed.py [--json] [--values-max BYTES] [--tp-tokens N]
+    python bench/distributed.py [--json] [--values-max BYTES] [--tp-tokens N] [--no-pipeline]
 """
 import argparse
 import json
@@ -109,19 +115,46 @@ def tp_rows(tokens=128):
     return rows
 
 
+def pipeline_rows():
+    rng = np.random.default_rng(3)
+    h, rows_per_micro, stages = 64, 16, 4
+    rows = []
+    for schedule in ("gpipe", "1f1b", "interleaved_1f1b"):
+        v = 2 if schedule == "interleaved_1f1b" else 1
+        layers = [(lambda x, w: p.tanh(p.matmul(x, w)), [(rng.standard_normal((h, h)) / 8).astype(np.float32)])
+                  for _ in range(stages * 8 * v - 1)]
+        for m in (4, 8, 16):
+            cfg = p.DistributedConfig(parallel_strategy="pipeline_parallel", device_mesh=[stages], pipeline_parallel_size=stages,
+                                      num_microbatches=m, schedule=schedule)
+            ex = p.compile(layers, config=cfg)
+            x = rng.standard_normal((rows_per_micro * m, h)).astype(np.float32)
+            t0 = time.perf_counter()
+            ex.value_and_grad(lambda y, t: p.mean((y - t) ** 2.0), x, x)
+            host = time.perf_counter() - t0
+            r = ex.last_report
+            rows.append({"case": f"pipeline {schedule} m={m}", "ranks": stages, "bytes": rows_per_micro * h * 4,
+                         "sim_us": r.seconds * 1e6, "bubble": r.bubble, "theory": (stages - 1) / (v * m),
+                         "idle_share": r.idle_share, "comm_share": r.comm_share,
+                         "peak_activation_bytes": r.stages[0].peak_activation_bytes, "host_s": host})
+    return rows
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--json", action="store_true", help="print one JSON list")
     ap.add_argument("--tp-tokens", type=int, default=128, help="tokens of the tensor-parallel GPT-2 block")
     ap.add_argument("--values-max", type=int, default=1 << 24, help="largest message (bytes) moved with real data")
+    ap.add_argument("--no-pipeline", action="store_true", help="leave out the pipeline rows")
     args = ap.parse_args()
     p.set_device("a2")
-    rows = collective_rows(args.values_max) + tp_rows(args.tp_tokens)
+    rows = collective_rows(args.values_max) + tp_rows(args.tp_tokens) + ([] if args.no_pipeline else pipeline_rows())
     if args.json:
         print(json.dumps(rows, indent=1))
         return
     for r in rows:
         extra = f"busbw {r['busbw_gbs']:7.1f} GB/s  {r['algorithm']}" if "busbw_gbs" in r else f"comm share {r['comm_share']:.2f}"
+        if "bubble" in r:
+            extra += f"  bubble {r['bubble']:.3f} (theory {r['theory']:.3f})  idle {r['idle_share']:.3f}"
         print(f"{r['case']:<28} ranks {r['ranks']}  sim {r['sim_us']:10.2f} us  {extra}  host {r['host_s']:.3f} s")
 
 

@@ -362,6 +362,15 @@ def test_distributed_example_matches_one_chip_and_its_bubble_is_gpipes():
     assert res["tp1"]["comm_share"] == 0 < res["tp2"]["comm_share"]
     pl = res["pipeline"]
     assert abs(pl["bubble"] - pl["theory"]) < 0.05, pl
+    # Trained through pipeline_parallel: the single chip's loss and gradients (fp16
+    # blocks, float32 loss); 1F1B holds fewer activations than GPipe on every stage but
+    # the first, which holds as many (p - 0 = m = 4 micro-batches in flight).
+    f1, gp = res["train_1f1b"], res["train_gpipe"]
+    for r in (f1, gp):
+        assert r["loss_err"] < 1e-3 and r["grad_rel_err"] < 2e-2, r
+        assert 0 < r["bubble"] <= r["theory"] + 0.02 and 0 < r["comm_share"] < 0.1
+    assert f1["peak_activation_bytes"][0] == gp["peak_activation_bytes"][0]
+    assert all(a < b for a, b in zip(f1["peak_activation_bytes"][1:], gp["peak_activation_bytes"][1:]))
 
 
 def test_data_parallel_compile_runs_every_rank_on_its_batch():
