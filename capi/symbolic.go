@@ -121,6 +121,7 @@ func pypto_executor_info_json(h C.uintptr_t, out **C.char, n *C.size_t) C.uintpt
 			"memory_pool_bytes": cfg.MemoryPoolBytes, "memory": memory,
 			"layout_conversions": append([]lower.LayoutConversion{}, ex.LayoutConversions()...),
 			"buckets":            ex.Buckets(), "no_buckets": ex.NoBuckets(),
+			"update_copies": ex.UpdateCopies(), "donated": append([]int{}, cfg.Donate...),
 		}))
 	})
 }

@@ -10,6 +10,7 @@ import "pypto/dtype"
 
 var gatherVJPs = map[string]VJPFunc{
 	"index_select": vjpIndexSelect,
+	"slice_update": vjpSliceUpdate,
 	"take_along_axis": func(c *VJPContext) []Value {
 		ax, _ := normAxis("", c.Attrs.Int("axis", -1), len(c.typ(c.x(0)).Shape))
 		return []Value{c.scatterAlong(c.G, c.x(1), ax), -1}

@@ -76,6 +76,7 @@ func TestGradientsMatchFiniteDifferences(t *testing.T) {
 		{"stack", "stack", Attrs{"axis": int64(1)}, []Shape{{2}, {2}}, nil, false},
 		{"cumsum", "cumsum", Attrs{"axis": int64(0)}, []Shape{{4, 2}}, nil, false},
 		{"index_select", "index_select", Attrs{"axis": int64(1)}, []Shape{{2, 4}, {3}}, map[int][]float64{1: {3, -4, 3}}, false},
+		{"slice_update", "slice_update", Attrs{"axes": []int64{2, 0}}, []Shape{{3, 2, 5}, {2, 2, 2}, {}, {}}, map[int][]float64{2: {3}, 3: {1}}, false},
 		{"take_along_axis", "take_along_axis", Attrs{"axis": int64(1)}, []Shape{{2, 4}, {2, 2}}, map[int][]float64{1: {0, 3, -1, 0}}, false},
 		{"where", "where", nil, []Shape{{3}, {3}, {1}}, map[int][]float64{0: {1, 0, 1}}, false},
 		{"sort", "sort", nil, []Shape{{2, 3}}, nil, false},

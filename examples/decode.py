@@ -2,11 +2,13 @@
 one compiled step program serves every position (the position is an input of the
 program, the cache is updated with p.slice_update at it), and the tokens are checked
 one for one against a numpy reference that recomputes the whole sequence each step.
+The caches are donated (``donate_argnums``), so each step writes its key and value
+rows into them where they live on the device; ``--no-donate`` copies each cache first.
 
-    python examples/decode.py [--tokens N] [--device a2|tiny] [--layers N]
+    python examples/decode.py [--tokens N] [--device a2|tiny] [--layers N] [--no-donate]
 
-Prints the generated tokens, the agreement with the reference, and the simulated time
-per token.
+Prints the generated tokens, the agreement with the reference, the simulated time per
+token and the GM bytes the steps' cache updates moved.
 """
 
 import argparse
@@ -58,7 +60,7 @@ def _ln(x):
     return (x - mu) / np.sqrt(((x - mu) ** 2).mean(-1, keepdims=True) + 1e-5)
 
 
-def make_step(cfg, wts):
+def make_step(cfg, wts, donate=True):
     """One decoding step on the device: the new token at position pos attends to the
     cache's positions <= pos; each layer's K and V rows are written into the cache."""
     d, h, T = cfg.hidden, cfg.heads, cfg.max_len
@@ -85,7 +87,8 @@ def make_step(cfg, wts):
 
     cache = ([h, T, hd], p.float32)
     inputs = [([1], p.int32), ([], p.int32)] + [cache] * (2 * len(layers))
-    return p.compile(step, inputs=inputs)
+    caches = tuple(range(2, 2 + 2 * len(layers)))  # the inputs after token and pos
+    return p.compile(step, inputs=inputs, donate_argnums=caches if donate else ())
 
 
 def main(argv=None):
@@ -93,6 +96,7 @@ def main(argv=None):
     ap.add_argument("--tokens", type=int, default=64)
     ap.add_argument("--layers", type=int, default=2)
     ap.add_argument("--device", default="a2")
+    ap.add_argument("--no-donate", action="store_true", help="copy each cache before updating it (the functional update)")
     args = ap.parse_args(argv)
     p.set_device(args.device)
     cfg = Config()
@@ -102,14 +106,15 @@ def main(argv=None):
     if len(prompt) + args.tokens > cfg.max_len:
         raise SystemExit(f"--tokens: at most {cfg.max_len - len(prompt)} fit the cache of {cfg.max_len}")
     t0 = time.perf_counter()
-    ex = make_step(cfg, wts)
+    ex = make_step(cfg, wts, donate=not args.no_donate)
     compile_s = time.perf_counter() - t0
     h, T, hd = cfg.heads, cfg.max_len, cfg.hidden // cfg.heads
     caches = [np.zeros((h, T, hd), np.float32) for _ in range(2 * args.layers)]
-    seq, generated, agree, sim_s = list(prompt), [], 0, 0.0
+    seq, generated, agree, sim_s, update_bytes = list(prompt), [], 0, 0.0, 0
     for pos in range(len(prompt) + args.tokens - 1):
         out = ex.run(np.array([seq[pos]], np.int32), np.array(pos, np.int32), *caches)
         sim_s += p.last_stats()["seconds"]
+        update_bytes += _cache_update_bytes(ex)
         logits, caches = out[0].numpy(), [c.numpy() for c in out[1:]]
         if pos + 1 < len(prompt):
             continue  # still reading the prompt
@@ -124,8 +129,20 @@ def main(argv=None):
     print(f"agreement with the numpy reference: {agree}/{len(generated)} tokens")
     print(f"one step program compiled in {compile_s:.2f} s, run for {steps} positions; "
           f"simulated {sim_s / steps * 1e3:.4f} ms per token on {args.device}")
+    copies = ex.info()["update_copies"]
+    print(f"cache updates: {update_bytes / steps:.0f} GM bytes moved per step "
+          f"({'in place, caches donated' if not copies else f'{len(copies)} caches copied first'}; "
+          f"the caches hold {len(caches) * caches[0].nbytes} bytes)")
     return {"generated": generated, "agree": agree, "tokens": len(generated), "ms_per_token": sim_s / steps * 1e3,
-            "compiles": ex.info().get("compiles") if hasattr(ex, "info") else None}
+            "update_bytes_per_step": update_bytes / steps, "update_copies": len(copies)}
+
+
+def _cache_update_bytes(ex):
+    """GM bytes read and written by the last run's cache updates, and by the copies of
+    the caches made first when they are not donated (each read and written once)."""
+    tasks = ex.stats()["detail"]["Tasks"]
+    moved = sum(t["Stats"]["GMBytesRead"] + t["Stats"]["GMBytesWritten"] for t in tasks if t["Name"].startswith("slice_update"))
+    return moved + sum(2 * c["bytes"] for c in ex.info()["update_copies"])
 
 
 if __name__ == "__main__":

@@ -40,6 +40,10 @@ type Options struct {
 	// products add in one instruction's order whatever the tiles
 	// (deterministicReduceTile).
 	Deterministic bool
+	// Donate lists the graph params (by position) whose GM bytes the program may
+	// overwrite: a slice_update of a donated input writes in place (lowering_update.go)
+	// and the result comes back in the input's buffer.
+	Donate []int
 	// Runtime is the runtime's scheduling features the program's runs use.
 	Runtime Runtime
 	// Visualize keeps what Executable.Visualization shows: the Tensor Graph the tile

@@ -68,6 +68,8 @@ func (l lowering) instructions(op string) []isa.Opcode {
 			isa.TROWEXPANDADD, isa.TMAXS, isa.TGATHER, isa.TSTORE, isa.TANDS, isa.TSHRS, isa.TMINS}, gatherOps...)
 	case TileRows:
 		return rowsInstructions
+	case TileUpdate:
+		return updateInstructions
 	case TileReduce:
 		r := reductions[op]
 		return []isa.Opcode{isa.TLOAD, isa.TCVT, r.row, r.col, r.combine, isa.TEXPANDS, isa.TSTORE}

@@ -249,6 +249,7 @@ var tilingDims = map[TileKind][3]string{
 	TileRows:           {"[rows,C]", "[tr,tc,slots]", "[rows/tr,1]"},
 	TileAttention:      {"[batch,l,s,e,ev]", "[br,hr,bc,copies]", "[batch,l/br,1]"},
 	TileKernel:         {"[blocks]", "[1]", "[blocks]"},
+	TileUpdate:         {"[outer,rows,cols]", "[tr,tc]", "[outer,rows/tr,cols/tc]"},
 }
 
 // tilingLen is the count of numbers dims names ("[a,b] or [c,d]": the alternatives

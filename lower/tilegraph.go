@@ -90,10 +90,13 @@ const (
 	// TileKernel is a user's block-level kernel (call_kernel): problem [blocks], one
 	// grid point per block, each running the user's program(s) for that block.
 	TileKernel
+	// TileUpdate stores an update into its result at offsets read when the program
+	// runs (slice_update, in place): tiles over the update's [outer, rows, cols].
+	TileUpdate
 )
 
 // tileKindNames spell the kinds in the text forms, indexed by TileKind.
-var tileKindNames = []string{"matmul", "elementwise", "reduce", "scan", "sort", "matmul_epilogue", "rows", "attention", "kernel"}
+var tileKindNames = []string{"matmul", "elementwise", "reduce", "scan", "sort", "matmul_epilogue", "rows", "attention", "kernel", "update"}
 
 func (k TileKind) String() string { return tileKindNames[k] }
 
@@ -158,7 +161,7 @@ func (g *TileGraph) Verify() error {
 		}
 	}
 	for i, op := range g.Ops {
-		if g.Tensors[op.Output].Alias != 0 {
+		if g.Tensors[op.Output].Alias != 0 && op.Kind != TileUpdate {
 			return fmt.Errorf("tilegraph: op%d writes t%d, an alias (aliases are never written)", i, op.Output)
 		}
 		for _, in := range append(append([]int(nil), op.Inputs...), op.Output) {
@@ -195,6 +198,9 @@ func continuesPartialWrite(ops []*TileOp, i int) bool {
 
 // continuesPart reports whether op writes another part of prev's output.
 func continuesPart(prev, op *TileOp) bool {
+	if op.Kind == TileUpdate { // writes in place into bytes another op produced
+		return false
+	}
 	return lowerings[op.Op].partial && prev.Output == op.Output && prev.Op == op.Op
 }
 
@@ -229,6 +235,8 @@ func tileGrid(kind TileKind, problem, tile []int) []int {
 		return []int{problem[0], ceilDiv(problem[1], tile[0]), ceilDiv(problem[2], tile[1]), kChunks(problem[3], tile[4])}
 	case TileSort, TileRows: // problem [rows, n, l] or [rows, C], tile [tr, l] or [tr, tc]
 		return []int{ceilDiv(problem[0], tile[0]), 1}
+	case TileUpdate: // problem [outer, rows, cols] of the update, tile [tr, tc]
+		return []int{problem[0], ceilDiv(problem[1], tile[0]), ceilDiv(problem[2], tile[1])}
 	case TileKernel: // problem [blocks], tile [1]
 		return []int{problem[0]}
 	case TileAttention: // problem [batch, l, s, e, ev], tile [br, hr, bc, copies]

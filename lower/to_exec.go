@@ -44,7 +44,8 @@ func buildExecGraph(bg *BlockGraph, chip *device.Chip) (*ExecGraph, error) {
 		for bi, tiles := range k.Blocks {
 			blocks = append(blocks, block{task, op, tiles, bi})
 		}
-		producers[op.Output] = append(producers[op.Output], len(eg.Tasks))
+		out := root(tg.Tensors, op.Output) // an in-place update writes its owner's bytes
+		producers[out] = append(producers[out], len(eg.Tasks))
 		eg.Tasks = append(eg.Tasks, task)
 	}
 	if err := emitBlocks(tg, blocks, codeBudget(chip)); err != nil {
@@ -167,11 +168,16 @@ func planMemory(eg *ExecGraph) {
 
 // kernelArgs lists the GM tensors a tile op's kernel takes: its distinct inputs (the
 // owners of strided views), then its output. A tensor read twice (x + x) is one param,
-// so no two params alias.
+// so no two params alias. An in-place update's first input is not a param: its bytes
+// are the output's.
 func kernelArgs(tg *TileGraph, op *TileOp) []int {
 	var args []int
 	seen := map[int]bool{}
-	for _, t := range append(append([]int(nil), op.Inputs...), op.Output) {
+	ins := op.Inputs
+	if op.Kind == TileUpdate {
+		ins = ins[1:]
+	}
+	for _, t := range append(append([]int(nil), ins...), op.Output) {
 		if t = paramTensor(tg.Tensors, t); !seen[t] {
 			seen[t] = true
 			args = append(args, t)
@@ -243,6 +249,8 @@ func emitBlock(tg *TileGraph, op *TileOp, tiles []int, name string, vectors int,
 		emitSort(e, tg, op, tiles)
 	case TileRows:
 		emitRows(e, tg, op, tiles)
+	case TileUpdate:
+		emitUpdate(e, tg, op, tiles)
 	default:
 		return nil, fmt.Errorf("no code generator for tile kind %s", op.Kind)
 	}

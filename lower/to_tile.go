@@ -24,6 +24,18 @@ func buildTileGraph(g *core.Graph, opts Options, folds map[core.Value]viewFold) 
 	for _, p := range g.Params {
 		tg.Params = append(tg.Params, addTensor(p, RoleInput))
 	}
+	readers := map[core.Value]int{}
+	for _, n := range g.Nodes {
+		for _, in := range n.Inputs {
+			readers[in]++
+		}
+	}
+	donated := map[core.Value]bool{}
+	for _, k := range opts.Donate {
+		if k >= 0 && k < len(g.Params) {
+			donated[g.Params[k]] = true
+		}
+	}
 	for i, n := range g.Nodes {
 		v := core.Value(i)
 		if n.Op == core.OpParam {
@@ -66,8 +78,13 @@ func buildTileGraph(g *core.Graph, opts Options, folds map[core.Value]viewFold) 
 			tg.Tensors[t].Alias = src + 1
 			continue
 		}
-		out := addTensor(v, role)
-		for _, op := range tileOpsOf(g, n, v, low, tensorOf, out) {
+		var ops []*TileOp
+		if n.Op == "slice_update" {
+			ops, _ = updateOps(g, n, v, tg, tensorOf, inPlaceOK(g, n, tg.Tensors, tensorOf, readers, isOutput, donated), role)
+		} else {
+			ops = tileOpsOf(g, n, v, low, tensorOf, addTensor(v, role))
+		}
+		for _, op := range ops {
 			if err := chooseTiling(op, tg.Tensors, opts); err != nil {
 				if ce, ok := err.(*core.Error); ok {
 					return nil, ce.WithLoc(n.Loc) // already says what failed, where in a kernel
@@ -147,6 +164,8 @@ func chooseTiling(op *TileOp, tensors []GMTensor, opts Options) error {
 		}
 		op.Problem = []int{p.rows, p.cols}
 		op.Tile, op.Reason, err = rowsTile(chip, p)
+	case TileUpdate:
+		err = updateTiling(op, tensors, chip)
 	case TileKernel:
 		if kerr := kernelTiling(op, chip); kerr != nil {
 			return kerr

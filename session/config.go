@@ -30,6 +30,9 @@ type Config struct {
 	// Visualize keeps what the visualisation shows of each compilation
 	// (lower.Options.Visualize).
 	Visualize bool
+	// Donate lists the inputs (by position) whose device buffers the program may
+	// overwrite (lower.Options.Donate): slice_updates of them are written in place.
+	Donate []int
 }
 
 // configJSON is Config as Python sends it, the level as a number (absent: the default).
@@ -46,6 +49,7 @@ type configJSON struct {
 	PrefetchL2      bool     `json:"prefetch_l2"`
 	BalanceBlocks   bool     `json:"balance_blocks"`
 	Visualize       bool     `json:"visualize"`
+	Donate          []int    `json:"donate"`
 }
 
 // ParseConfig reads a Config from its JSON form {"opt_level", "disable_passes",
@@ -58,7 +62,7 @@ func ParseConfig(text string) (Config, error) {
 	if t := strings.TrimSpace(text); t != "" && t != "null" {
 		if err := decodeStrict(t, &cj); err != nil {
 			return Config{}, core.Errorf(core.ValueError, "compile config: %v", err).
-				Suggest("the fields are opt_level, disable_passes, memory_pool_bytes, chip, deterministic, max_steps, per_size_programs, concurrent_tasks, overlap_launch, prefetch_l2, balance_blocks and visualize")
+				Suggest("the fields are opt_level, disable_passes, memory_pool_bytes, chip, deterministic, max_steps, per_size_programs, concurrent_tasks, overlap_launch, prefetch_l2, balance_blocks, visualize and donate")
 		}
 	}
 	if cj.MaxSteps < 0 {
@@ -66,7 +70,13 @@ func ParseConfig(text string) (Config, error) {
 			Suggest("give a positive number of instructions, or none for the default")
 	}
 	c := Config{DisabledPasses: cj.DisabledPasses, MemoryPoolBytes: cj.MemoryPoolBytes, Device: cj.Device, Deterministic: cj.Deterministic, MaxSteps: cj.MaxSteps, PerSizePrograms: cj.PerSizePrograms,
-		Runtime: lower.Runtime{ConcurrentTasks: cj.ConcurrentTasks, OverlapLaunch: cj.OverlapLaunch, PrefetchL2: cj.PrefetchL2, BalanceBlocks: cj.BalanceBlocks}, Visualize: cj.Visualize}
+		Runtime: lower.Runtime{ConcurrentTasks: cj.ConcurrentTasks, OverlapLaunch: cj.OverlapLaunch, PrefetchL2: cj.PrefetchL2, BalanceBlocks: cj.BalanceBlocks}, Visualize: cj.Visualize,
+		Donate: cj.Donate}
+	for _, k := range cj.Donate {
+		if k < 0 {
+			return Config{}, core.Errorf(core.ValueError, "compile config: donated input %d is negative", k).Suggest("donate inputs by their position, from 0")
+		}
+	}
 	if cj.OptLevel != nil {
 		l, err := lower.OptLevelOf(*cj.OptLevel)
 		if err != nil {
@@ -86,8 +96,8 @@ func (c Config) Key() string {
 	off := slices.Clone(c.DisabledPasses)
 	slices.Sort(off)
 	rt := c.Runtime
-	return fmt.Sprintf("opt=%s;off=%s;pool=%d;det=%t;steps=%d;rt=%t%t%t%t;viz=%t", c.OptLevel, strings.Join(slices.Compact(off), ","), c.MemoryPoolBytes, c.Deterministic, c.MaxSteps,
-		rt.ConcurrentTasks, rt.OverlapLaunch, rt.PrefetchL2, rt.BalanceBlocks, c.Visualize)
+	return fmt.Sprintf("opt=%s;off=%s;pool=%d;det=%t;steps=%d;rt=%t%t%t%t;viz=%t;donate=%v", c.OptLevel, strings.Join(slices.Compact(off), ","), c.MemoryPoolBytes, c.Deterministic, c.MaxSteps,
+		rt.ConcurrentTasks, rt.OverlapLaunch, rt.PrefetchL2, rt.BalanceBlocks, c.Visualize, c.Donate)
 }
 
 func decodeStrict(text string, v any) error {
@@ -98,7 +108,7 @@ func decodeStrict(text string, v any) error {
 
 // options are the lowering options the config asks for (the caller adds the chip).
 func (c Config) options() lower.Options {
-	o := lower.Options{OptLevel: c.OptLevel, MemoryPoolBytes: c.MemoryPoolBytes, Deterministic: c.Deterministic, Runtime: c.Runtime, Visualize: c.Visualize}
+	o := lower.Options{OptLevel: c.OptLevel, MemoryPoolBytes: c.MemoryPoolBytes, Deterministic: c.Deterministic, Runtime: c.Runtime, Visualize: c.Visualize, Donate: c.Donate}
 	if len(c.DisabledPasses) > 0 {
 		o.Disabled = map[string]bool{}
 		for _, p := range c.DisabledPasses {

@@ -140,6 +140,21 @@ func (e *Executor) LayoutConversions() []lower.LayoutConversion {
 	return nil
 }
 
+// UpdateCopies lists the slice_updates of the executor's program (of its most recent
+// specialisation) that copy their tensor first instead of writing it in place.
+func (e *Executor) UpdateCopies() []lower.UpdateCopy {
+	prog := e.prog
+	if prog == nil {
+		if sp := e.specs.latest(); sp != nil {
+			prog = sp.prog
+		}
+	}
+	if ur, ok := prog.(interface{ UpdateCopies() []lower.UpdateCopy }); ok {
+		return ur.UpdateCopies()
+	}
+	return []lower.UpdateCopy{}
+}
+
 // MemoryPlan is the device memory plan of the executor's program (of its most recent
 // specialisation when it is symbolic); false when there is none yet, or on the
 // reference device.

@@ -73,6 +73,9 @@ func (p loweredProgram) RunIn(pool *MemoryPool, inputs [][]byte, stop <-chan str
 // MemoryPlan is the device memory the program needs.
 func (p loweredProgram) MemoryPlan() (lower.MemoryPlan, bool) { return p.exe.MemoryPlan(), true }
 
+// UpdateCopies are the slice_updates the compiled program computes on a copy.
+func (p loweredProgram) UpdateCopies() []lower.UpdateCopy { return p.exe.UpdateCopies() }
+
 // LayoutConversions are the layout conversions the compiled program keeps.
 func (p loweredProgram) LayoutConversions() []lower.LayoutConversion {
 	return p.exe.LayoutConversions()

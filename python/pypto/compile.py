@@ -38,7 +38,7 @@ from .visualize import Visualization
 __all__ = ["compile", "Executor", "RunReport"]
 
 
-def compile(fn, config=None, *, inputs=None, dynamic=None, memory_pool=None, profile_config=None) -> "Executor":
+def compile(fn, config=None, *, inputs=None, dynamic=None, memory_pool=None, profile_config=None, donate_argnums=()) -> "Executor":
     """Returns an :class:`Executor` for ``fn``, a function of p.Tensors returning a
     p.Tensor or a tuple/list of them. Tensors the function captures from outside become
     constants of the compiled program. Inside the function values have no data:
@@ -72,6 +72,13 @@ def compile(fn, config=None, *, inputs=None, dynamic=None, memory_pool=None, pro
     ProfileConfig given as ``config`` (as the guide writes ``p.compile(graph,
     config=profile_config)``) is taken as ``profile_config`` with the default compile
     options.
+
+    ``donate_argnums`` (an int or a tuple of ints, as in JAX) names the inputs whose
+    device buffers the program may overwrite: a ``p.slice_update`` (or ``x[a:b] = y``)
+    of a donated input is written where the input lives, storing only the update's
+    bytes, and the result comes back from that buffer. The arrays you pass are never
+    modified (each run copies its inputs to the device). Without donation an update of
+    an input copies it first, which ``info()["update_copies"]`` reports.
     """
     if isinstance(config, ProfileConfig):
         if profile_config is not None:
@@ -83,7 +90,7 @@ def compile(fn, config=None, *, inputs=None, dynamic=None, memory_pool=None, pro
             raise check.fail("p.compile", "fn", fn, "a function, or a list of layers (pipeline and data-parallel training)")
         return distributed_executor(fn, config)
     return Executor(fn, config, inputs=inputs, dynamic=dynamic, memory_pool=memory_pool, profile_config=profile_config,
-                    _op="p.compile")  # fmt: skip
+                    donate_argnums=donate_argnums, _op="p.compile")  # fmt: skip
 
 
 class _Compiled(Owned):
@@ -123,7 +130,7 @@ class Executor:
     pool of its own, of the same size)."""
 
     def __init__(self, model, config=None, *, memory_pool=None, inputs=None, dynamic=None, profile_config=None,
-                 _op="p.Executor"):  # fmt: skip
+                 donate_argnums=(), _op="p.Executor"):  # fmt: skip
         graph = model if isinstance(model, Graph) else None
         fn = graph._fn if graph is not None else model
         if not callable(fn):
@@ -146,6 +153,13 @@ class Executor:
             )  # fmt: skip
         if profile_config is not None and not isinstance(profile_config, ProfileConfig):
             raise check.fail(_op, "profile_config", profile_config, "a p.ProfileConfig or None")
+        if isinstance(donate_argnums, (int, np.integer)) and not isinstance(donate_argnums, bool):
+            donate_argnums = (donate_argnums,)
+        if not isinstance(donate_argnums, (tuple, list)) or any(
+            isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 0 for k in donate_argnums
+        ):
+            raise check.fail(_op, "donate_argnums", donate_argnums, "an input position (int >= 0) or a tuple of them")
+        self._donate = tuple(sorted({int(k) for k in donate_argnums}))
         _lib.call(_lib.lib.pypto_config_check, config._json())
         self._fn = fn
         self._config = config
@@ -170,7 +184,7 @@ class Executor:
             self._given = {self._device(): self._compile_trace(graph._trace)}
 
     def __copy__(self) -> "Executor":
-        ex = Executor(self._fn, self._config, memory_pool=self._pool, dynamic=self._dynamic)
+        ex = Executor(self._fn, self._config, memory_pool=self._pool, dynamic=self._dynamic, donate_argnums=self._donate)
         ex._graph = self._graph
         ex._given = dict(self._given) if self._given is not None else None
         ex._given_trace = self._given_trace
@@ -194,7 +208,7 @@ class Executor:
             ) from None
         given = None if self._given_trace is None else [t._info()["text"] for t in self._given_trace.placeholders]
         pool = None if self._pool is None else self._pool.size
-        return (_executor_from_parts, (self._fn, self._dynamic, self._config, given, pool))
+        return (_executor_from_parts, (self._fn, self._dynamic, self._config, given, pool, self._donate))
 
     @property
     def memory_pool(self):
@@ -238,7 +252,7 @@ class Executor:
         h = _lib.Handle()
         pool = self._pool._handle if self._pool is not None else 0
         with watch(f"compile {self._name}"):
-            _lib.call(_lib.lib.pypto_trace_compile, tr.handle, self._config._json(), pool, ctypes.byref(h))
+            _lib.call(_lib.lib.pypto_trace_compile, tr.handle, self._config_json(), pool, ctypes.byref(h))
         compiled = _Compiled(h.value, 0, tr.structure, False)
         n = ctypes.c_int32()
         _lib.call(_lib.lib.pypto_executor_num_outputs, compiled.handle, ctypes.byref(n))
@@ -247,6 +261,12 @@ class Executor:
         if not compiled.symbolic:
             self._write_visualization(compiled)
         return compiled
+
+    def _config_json(self) -> bytes:
+        """The compile options sent to the compiler: the config's and the donated inputs."""
+        if not self._donate:
+            return self._config._json()
+        return json.dumps({**json.loads(self._config._json()), "donate": list(self._donate)}).encode()
 
     def _write_visualization(self, compiled: _Compiled) -> None:
         """With enable_visualization, writes the page of each program compiled (once)."""
@@ -460,9 +480,13 @@ class Executor:
         "to", "shape", "bytes", "where"}: exact round trips such as ND -> NZ -> ND are
         removed from opt_level 1), and for a symbolic trace "buckets": None when it
         compiles a program per size ("no_buckets" says why), else {"bounds": the bucket
-        bounds learnt for each symbol, "probes": the programs estimated to find them}."""
+        bounds learnt for each symbol, "probes": the programs estimated to find them}.
+        "donated" lists the donated inputs, and "update_copies" the slice updates that
+        copy their tensor instead of writing it in place (each {"bytes", "reason",
+        "where"}; see ``donate_argnums``)."""
         i = self._current("info(): the executor has not been traced yet").info()
-        keys = ("device", "opt_level", "disable_passes", "memory_pool_bytes", "memory", "layout_conversions")
+        keys = ("device", "opt_level", "disable_passes", "memory_pool_bytes", "memory", "layout_conversions", "donated",
+                "update_copies")  # fmt: skip
         out = {k: i[k] for k in keys}
         if i["symbolic"]:
             out["buckets"], out["no_buckets"] = i["buckets"], i["no_buckets"]
@@ -654,7 +678,8 @@ def _run_input(x, i) -> Tensor:
     raise check.fail("Executor.run", f"input {i}", x, "a p.Tensor or a numpy array")
 
 
-def _executor_from_parts(fn, dynamic, config, given, pool) -> Executor:
+def _executor_from_parts(fn, dynamic, config, given, pool, donate=()) -> Executor:
     """An executor rebuilt from a pickle: it traces and compiles again when it runs."""
     inputs = None if given is None else [_placeholder_from_text(text) for text in given]
-    return Executor(fn, config, dynamic=dynamic, inputs=inputs, memory_pool=None if pool is None else MemoryPool(pool))
+    return Executor(fn, config, dynamic=dynamic, inputs=inputs, memory_pool=None if pool is None else MemoryPool(pool),
+                    donate_argnums=donate)  # fmt: skip

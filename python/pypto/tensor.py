@@ -519,6 +519,11 @@ def _with_layout(handle: int, layout_text: str) -> int:
     return h.value
 
 
+# Handles that ``x[key] = value`` must not free when it rebinds x: the placeholders of
+# a function being traced, whose handles the trace is built from afterwards.
+_pinned_handles: set = set()
+
+
 def _from_host(arr: np.ndarray, dt) -> int:
     """Copies a numpy array (any strides) into a new Go tensor of dtype dt (None: the
     array's own, which must be supported); returns its handle."""

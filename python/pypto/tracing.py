@@ -16,7 +16,7 @@ from ._location import user_location
 from .dtypes import as_dtype
 from .errors import PyptoTypeError
 from .symbolic import Dim
-from .tensor import Tensor, _type_text
+from .tensor import Tensor, _pinned_handles, _type_text
 
 __all__ = ["Owned", "Trace", "trace_function", "given_placeholders", "placeholder", "is_placeholder"]
 
@@ -56,6 +56,25 @@ class Trace(Owned):
         return json.loads(_lib.call_string(_lib.lib.pypto_trace_json, self.handle))
 
 
+def _restore_placeholders(placeholders, handles, result):
+    """Gives back each placeholder its own handle where ``x[key] = v`` rebound it inside
+    the function (the trace starts from the inputs); a rebound input the function
+    returns is its updated value, returned as a tensor of its own."""
+    for ph, h in zip(placeholders, handles):
+        if ph._handle == h:
+            continue
+        rebound, ph._handle = ph._handle, h
+        ph._type_info = None
+        if result is ph:
+            result = Tensor._wrap(rebound)
+        elif isinstance(result, (tuple, list)) and any(r is ph for r in result):
+            fresh = Tensor._wrap(rebound)
+            result = type(result)(fresh if r is ph else r for r in result)
+        else:
+            _lib.free_handle(rebound)
+    return result
+
+
 def trace_function(fn, name: str, placeholders, tracing, scopes=None) -> Trace:
     """Calls fn once on placeholders (``tracing.active`` set meanwhile) and builds the
     Go trace from them to what it returns."""
@@ -66,11 +85,16 @@ def trace_function(fn, name: str, placeholders, tracing, scopes=None) -> Trace:
     except ValueError:  # no signature to check (some builtins)
         pass
     tracing.active = True
+    handles = [ph._handle for ph in placeholders]
+    _pinned_handles.update(handles)
+    result = None
     try:
         with scopes or contextlib.nullcontext():
             result = fn(*placeholders)
     finally:
         tracing.active = False
+        _pinned_handles.difference_update(handles)
+        result = _restore_placeholders(placeholders, handles, result)
     if isinstance(result, Tensor):
         outs, structure = [result], "single"
     elif isinstance(result, (tuple, list)) and result and all(isinstance(r, Tensor) for r in result):

@@ -20,7 +20,7 @@ from .errors import PyptoIndexError, PyptoValueError, ShapeError
 from .creation import arange, zeros
 from .ops import logical_and, where
 from .shape_ops import broadcast_to, reshape, take
-from .tensor import Tensor, _lib, as_tensor, from_numpy
+from .tensor import Tensor, _lib, _pinned_handles, apply, as_tensor, from_numpy
 
 __all__ = ["slice_update", "index_put", "scatter"]
 
@@ -64,31 +64,109 @@ def _host_key(key, op: str):
     return tuple(conv(k) for k in key) if isinstance(key, tuple) else conv(key)
 
 
+def _block_of(shape, key):
+    """For a basic key (ints, slices with step 1, Ellipsis), the block it selects as
+    (starts, sizes) over every axis; None for any other key."""
+    key = key if isinstance(key, tuple) else (key,)
+    if any(not (k is Ellipsis or isinstance(k, (slice, int, np.integer))) or isinstance(k, bool) for k in key):
+        return None  # index arrays, masks, None: the index map
+    dots = [i for i, k in enumerate(key) if k is Ellipsis]
+    if len(dots) > 1:
+        return None
+    if dots:
+        i = dots[0]
+        key = key[:i] + (slice(None),) * (len(shape) - len(key) + 1) + key[i + 1:]
+    if len(key) > len(shape):
+        return None
+    key = key + (slice(None),) * (len(shape) - len(key))
+    starts, sizes = [], []
+    for k, n in zip(key, shape):
+        if isinstance(k, (int, np.integer)) and not isinstance(k, bool):
+            if not -n <= int(k) < n:
+                return None  # numpy's IndexError, from the index map
+            starts.append(int(k) % n)
+            sizes.append(1)
+        elif isinstance(k, slice):
+            a, b, st = k.indices(n)
+            if st != 1:
+                return None
+            starts.append(a)
+            sizes.append(max(b - a, 0))
+        else:
+            return None
+    return starts, sizes
+
+
+def _key_axes(parts, ndim):
+    """The axis of x each entry of a basic key (no None) indexes."""
+    out, ax = {}, 0
+    for i, k in enumerate(parts):
+        if k is Ellipsis:
+            ax += ndim - (len(parts) - 1)
+            continue
+        out[i] = ax
+        ax += 1
+    return out
+
+
 def setitem(x: Tensor, key, value) -> None:
     """``x[key] = value`` (numpy's indexing: ints, slices, Ellipsis, None, integer and
-    boolean index arrays); x is rebound to the updated value."""
+    boolean index arrays); x is rebound to the updated value. A key of ints and
+    slices with step 1 is one p.slice_update (written in place in a compiled program
+    when x allows it); other keys place the value through an index map."""
     if any(isinstance(d, int) is False for d in x.shape):
         raise PyptoValueError("x[key] = value needs a tensor of concrete shape", location=user_location(),
                               suggestions=["use p.slice_update with start positions"])
     vshape = value.shape if isinstance(value, (Tensor, np.ndarray)) else np.shape(value)
-    positions = _index_map(x.shape, _host_key(key, "setitem"), tuple(vshape), "setitem")
-    new = _place(x, positions, value if isinstance(value, (Tensor, np.ndarray)) else np.asarray(value, dtype=x.dtype.numpy), "setitem")
+    parts = key if isinstance(key, tuple) else (key,)
+    dynamic = {i: k for i, k in enumerate(parts) if isinstance(k, Tensor) and k.ndim == 0 and not k.dtype.is_floating
+               and k.dtype.name != "bool"}  # fmt: skip
+    host_key = tuple(0 if i in dynamic else k for i, k in enumerate(parts)) if dynamic else _host_key(key, "setitem")
+    block = _block_of(x.shape, host_key)
+    if dynamic and block is None:
+        raise PyptoIndexError("setitem: a 0-d tensor index (a position known when the program runs) combines only with ints "
+                              "and slices of step 1", location=user_location(),
+                              suggestions=["use p.slice_update, or p.index_put for index arrays"])  # fmt: skip
+    if block is not None and 0 not in block[1]:
+        starts, sizes = block
+        sel = tuple(np.empty(x.shape, np.bool_)[host_key].shape)
+        try:
+            np.broadcast_shapes(tuple(vshape), sel)
+        except ValueError as e:
+            raise ShapeError(f"setitem: a value of shape {list(vshape)} does not fit the selection: {e}", location=user_location()) from None
+        val = as_tensor(value if isinstance(value, (Tensor, np.ndarray)) else np.asarray(value, dtype=x.dtype.numpy), "setitem", "value")
+        if val.dtype != x.dtype:
+            val = val.astype(x.dtype)
+        val = reshape(broadcast_to(val, sel) if tuple(val.shape) != sel else val, *sizes)
+        axis_of = _key_axes(parts, x.ndim)
+        dyn_axes = {axis_of[i]: k for i, k in dynamic.items()}
+        axes = [a for a in range(x.ndim) if sizes[a] != x.shape[a] or a in dyn_axes]
+        new = slice_update(x, val, [dyn_axes.get(a, starts[a]) for a in axes], axes=axes) if axes else val
+    else:
+        positions = _index_map(x.shape, host_key, tuple(vshape), "setitem")
+        new = _place(x, positions, value if isinstance(value, (Tensor, np.ndarray)) else np.asarray(value, dtype=x.dtype.numpy), "setitem")
     if new is x:
         return
     old, x._handle, new._handle = x._handle, new._handle, 0
     x._type_info = None
-    _lib.free_handle(old)
+    if old not in _pinned_handles:  # a traced function's input: its trace restores it
+        _lib.free_handle(old)
 
 
 def slice_update(x, update, starts, axes=None) -> Tensor:
     """x with ``update`` written at ``starts`` (one start per axis in ``axes``, default
     the leading axes; JAX's dynamic_update_slice). A start may be an int or a 0-d
-    integer tensor known only when the program runs; starts are clamped so the update
-    stays inside x, as JAX does."""
+    integer tensor known only when the program runs, so one compiled program serves
+    every position. A start must keep the update inside x (in [0, n - size]): one
+    outside is an error naming the line (when the program runs, for a tensor start).
+    Inside p.compile the update is written in place when x is an input donated with
+    ``donate_argnums`` (or an intermediate nothing else reads): only the update's bytes
+    move; otherwise x is copied first (the executor's ``info()["update_copies"]``)."""
     op = "slice_update"
     x, update = as_tensor(x, op, "x"), as_tensor(update, op, "update")
     if update.ndim != x.ndim:
-        raise ShapeError(f"{op}: update has {update.ndim} dimensions, x has {x.ndim}", location=user_location())
+        raise ShapeError(f"{op}: update has {update.ndim} dimensions, x has {x.ndim}", location=user_location(),
+                         suggestions=["reshape the update to x's rank (size-1 axes where it is one element wide)"])
     if not isinstance(starts, (list, tuple)):
         starts = [starts]
     for st in starts:
@@ -108,31 +186,20 @@ def slice_update(x, update, starts, axes=None) -> Tensor:
             raise ShapeError(f"{op}: update {list(update.shape)} is larger than x {list(x.shape)} on axis {ax}", location=user_location())
     if update.dtype != x.dtype:
         update = update.astype(x.dtype)
-    if all(not isinstance(s, Tensor) for s in starts):  # known now: an index map
-        starts = [int(s) for s in starts]
-        key = [slice(None)] * x.ndim
-        for ax, s in zip(axes, starts):
-            s = min(max(s, 0), x.shape[ax] - update.shape[ax])
-            key[ax] = slice(s, s + update.shape[ax])
-        return _place(x, _index_map(x.shape, tuple(key), update.shape, op), update, op)
-    mask, full = None, update
+    inputs = [x, update]
     for ax, s in zip(axes, starts):
-        n, u = x.shape[ax], update.shape[ax]
-        s = as_tensor(s, op, "starts")
-        if s.ndim != 0 or s.dtype.is_floating:
-            raise check.fail(op, "starts", s, "ints or 0-d integer tensors")
-        s = s.astype("int32")
-        s = where(s < 0, 0, where(s > n - u, n - u, s))  # clamped, as JAX
-        shape = [1] * x.ndim
-        shape[ax] = n
-        rel = reshape(arange(n, dtype="int32"), *shape) - s
-        inside = logical_and(rel >= 0, rel < u)
-        mask = inside if mask is None else logical_and(mask, inside)
-        # Along this axis, element i of the result takes update's element i - start.
-        if u > 1:  # (an update of size 1 broadcasts along the axis)
-            idx = where(rel < 0, 0, where(rel >= u, u - 1, rel))
-            full = take(full, reshape(idx, n), axis=ax)
-    return where(mask, broadcast_to(full, x.shape), x)
+        if isinstance(s, Tensor):
+            if s.ndim != 0 or s.dtype.is_floating or s.dtype.name == "bool":
+                raise check.fail(op, "starts", s, "ints or 0-d integer tensors")
+            inputs.append(s if s.dtype.name in ("int32", "int8") else s.astype("int32"))
+            continue
+        hi = x.shape[ax] - update.shape[ax]
+        if not 0 <= int(s) <= hi:
+            raise PyptoIndexError(f"{op}: start {int(s)} on axis {ax} puts the update of size {update.shape[ax]} outside "
+                                  f"the axis of size {x.shape[ax]}", location=user_location(),
+                                  suggestions=[f"starts on this axis must lie in [0, {hi}]"])  # fmt: skip
+        inputs.append(from_numpy(np.asarray(int(s), dtype=np.int32)))
+    return apply(op, inputs, {"axes": axes})
 
 
 def index_put(x, indices, values, accumulate: bool = False) -> Tensor:
