@@ -108,6 +108,7 @@ BAD = {
     "pool?": st.one_of(st.integers(), _text, st.just({"size": 1})),
     "kernel": st.one_of(st.integers(), st.none(), _text.filter(lambda s: s not in p.registered_kernels())),
     "argnums": st.one_of(_floats, _text, st.none(), st.booleans(), st.just([]), st.just([1.5]), _junk),
+    "donate": st.one_of(_floats, _text, st.none(), st.booleans(), st.just([-1]), st.just([1.5]), st.just([True]), _junk),
 }  # fmt: skip
 
 
@@ -243,7 +244,7 @@ TABLE = {
     "tile": ({"x": M, "tile_shape": [2, 2]}, {"x": "tensor", "tile_shape": "tile_shape", "config": "tile_config?"}),
     "tile_concat": ({"tiles": [X, X]}, {"tiles": "tensors", "axis": "axis"}),
     "compile": ({"fn": p.exp}, {"fn": "callable", "config": "config?", "inputs": "inputs?", "dynamic": "flag?",
-                                "profile_config": "config?", "memory_pool": "pool?"}),
+                                "profile_config": "config?", "memory_pool": "pool?", "donate_argnums": "donate"}),
     "Graph": ({"model": p.exp}, {"model": "callable", "inputs": "inputs?"}),
     "MemoryPool": ({"size": 1 << 20}, {"size": "count"}),
     "compare_profiles": ({"a": _PROFILE, "b": _PROFILE}, {"a": "fn", "b": "fn"}),
