@@ -1,6 +1,7 @@
 package lower
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -155,5 +156,47 @@ func TestSliceUpdateStartOutsideNamesTheLine(t *testing.T) {
 		require.ErrorAs(t, err, &ce)
 		assert.Contains(t, ce.Error(), "outside the axis of size 9", "pos %d", pos)
 		assert.Equal(t, 7, ce.Loc.Line)
+	}
+}
+
+func TestSliceUpdateRanksAndAxes(t *testing.T) {
+	chip := preset(t, "tiny")
+	cases := []struct {
+		x, u   core.Shape
+		axes   []int64
+		starts []int
+	}{
+		{core.Shape{77}, core.Shape{5}, []int64{0}, []int{72}},
+		{core.Shape{1}, core.Shape{1}, []int64{0}, []int{0}},
+		{core.Shape{9, 300}, core.Shape{9, 257}, []int64{1}, []int{43}},              // rows wider than a tile
+		{core.Shape{2, 3, 5, 7}, core.Shape{2, 1, 2, 7}, []int64{2, 1}, []int{3, 2}}, // starts out of axis order
+		{core.Shape{4, 6}, core.Shape{4, 6}, nil, nil},                               // the whole of x
+	}
+	for _, tc := range cases {
+		b := core.NewBuilder("ranks")
+		x := b.Param("x", core.TensorType{DType: dtype.Float16, Shape: tc.x})
+		u := b.Param("u", core.TensorType{DType: dtype.Float16, Shape: tc.u})
+		in := []core.Value{x, u}
+		for i := range tc.starts {
+			in = append(in, b.Param(fmt.Sprintf("s%d", i), core.TensorType{DType: dtype.Int32, Shape: core.Shape{}}))
+		}
+		y, err := b.Op("slice_update", in, core.Attrs{"axes": tc.axes}, core.Location{})
+		require.NoError(t, err)
+		b.Output(y)
+		g := b.Graph()
+		ins, raw := randomInputs(g)
+		for i, s := range tc.starts {
+			raw[2+i] = int32Bytes(s)
+			ins[2+i] = core.ArrayFromBytes(g.Type(g.Params[2+i]), raw[2+i])
+		}
+		want, err := core.Interpret(g, ins)
+		require.NoError(t, err)
+		for _, donate := range [][]int{nil, {0}} {
+			exe, err := Compile(g, Options{Chip: chip, Verify: true, Donate: donate})
+			require.NoError(t, err)
+			outs, _, err := exe.Run(raw)
+			require.NoError(t, err)
+			assert.Equal(t, want[0].Bytes(), outs[0], "x %v update %v donate %v", tc.x, tc.u, donate)
+		}
 	}
 }

@@ -182,3 +182,20 @@ def test_decode_example_matches_numpy_token_for_token_with_one_program():
     assert res["update_copies"] == 0
     row = 4 * 16 * 4
     assert 2 * 2 * row <= res["update_bytes_per_step"] <= 2 * (2 * row + 4 * 64)
+
+
+def test_slice_update_gradient_matches_torch():
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(0)
+    x, u, w = (rng.standard_normal(s).astype(np.float32) for s in ((4, 6), (2, 3), (4, 6)))
+
+    def f(x, u, s):
+        return p.sum(p.exp(p.slice_update(x, u * 2, [s, 2])) * w)
+
+    gx, gu = p.grad(f, argnums=(0, 1))(x, u, p.from_numpy(np.array(1, np.int32)))
+    tx, tu = torch.tensor(x, requires_grad=True), torch.tensor(u, requires_grad=True)
+    y = tx.clone()
+    y[1:3, 2:5] = tu * 2
+    (torch.exp(y) * torch.tensor(w)).sum().backward()
+    np.testing.assert_allclose(gx.numpy(), tx.grad.numpy(), rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(gu.numpy(), tu.grad.numpy(), rtol=1e-6, atol=1e-6)
