@@ -45,6 +45,12 @@ def MASK(*shape):
 F = torch.nn.functional
 
 # (id, pypto function, torch function, inputs)
+def _torch_slice_update(x, u, r, c):
+    y = x.clone()
+    y[r:r + u.shape[0], c:c + u.shape[1]] = u
+    return y
+
+
 CASES = [
     ("add_broadcast", lambda a, b: a + b, lambda a, b: a + b, [X(2, 3), X(3)]),
     ("add_outer", lambda a, b: a + b, lambda a, b: a + b, [X(2, 1), X(1, 3)]),
@@ -115,6 +121,7 @@ CASES = [
     ("embedding_2d_ids", lambda w, i: p.take(w, i, axis=0), lambda w, i: F.embedding(i, w), [X(6, 4), IDX(6, 2, 3)]),
     ("index_select_axis1", lambda x, i: p.index_select(x, 1, i), lambda x, i: torch.index_select(x, 1, i), [X(2, 5, 3), IDX(5, 4)]),
     ("take_along_axis", lambda x, i: p.take_along_axis(x, i, axis=1), lambda x, i: torch.gather(x, 1, i), [X(3, 5), IDX(5, 3, 2)]),
+    ("slice_update", lambda x, u: p.slice_update(x, u, [1, 2]), lambda x, u: _torch_slice_update(x, u, 1, 2), [X(4, 6), X(2, 3)]),
     ("cast", lambda x: p.cast(x, p.float32) * 3, lambda x: x * 3, [X(5)]),
     ("cumsum", lambda x: p.cumsum(x, axis=1), lambda x: torch.cumsum(x, 1), [X(2, 5)]),
     ("sort", lambda x: p.sort(x, axis=1), lambda x: torch.sort(x, 1).values, [X(3, 5)]),
@@ -200,7 +207,7 @@ def test_every_differentiable_op_is_covered():
         "batch_matmul", "linear", "sum", "mean", "max", "min", "var", "std", "softmax", "log_softmax", "layer_norm",
         "rms_norm", "reshape", "transpose", "broadcast_to", "squeeze", "unsqueeze", "slice", "concat", "stack", "pad",
         "index_select", "take_along_axis", "cast", "cumsum", "sort", "topk_values", "scaled_dot_product_attention",
-        "conv2d", "max_pool2d", "avg_pool2d", "mod", "erfc", "exp2", "expm1", "log1p", "log2", "log10", "logaddexp", "hypot", "atan2",
+        "conv2d", "max_pool2d", "avg_pool2d", "mod", "slice_update", "erfc", "exp2", "expm1", "log1p", "log2", "log10", "logaddexp", "hypot", "atan2",
     }  # fmt: skip
     assert ops - tested == set(), f"differentiable ops without a torch comparison: {sorted(ops - tested)}"
 
