@@ -91,7 +91,9 @@ func emitEpilogueVector(e *emitter, tg *TileGraph, op *TileOp, tiles []int, part
 
 // epilogueBytes is the UB an epilogue needs per element of its tile: the popped
 // product, the loaded operands, the result, a scratch tile per intermediate step and
-// per converted argument (counted at 4 bytes), and the most scratch any step keeps.
+// per converted argument (counted at 4 bytes), and the scratch tiles of every kind of
+// step (extraLive counts them in pairs of 4-byte tiles; see fusedShape for why kinds
+// add up).
 func epilogueBytes(attrs core.Attrs, ins []dtype.DType, out dtype.DType) (int, error) {
 	body, err := core.FusedBody(attrs)
 	if err != nil {
@@ -101,7 +103,7 @@ func epilogueBytes(attrs core.Attrs, ins []dtype.DType, out dtype.DType) (int, e
 	for _, d := range ins {
 		n += d.Size()
 	}
-	most := 0
+	scratchOf := map[string]int{}
 	for i, nd := range body.Nodes {
 		if nd.Op == core.OpParam {
 			continue
@@ -120,8 +122,11 @@ func epilogueBytes(attrs core.Attrs, ins []dtype.DType, out dtype.DType) (int, e
 			}
 		}
 		if l.extraLive != nil {
-			most = max(most, l.extraLive(nd.Attrs))
+			scratchOf[nd.Op] = max(scratchOf[nd.Op], l.extraLive(nd.Attrs))
 		}
 	}
-	return n + 4*most, nil
+	for _, pairs := range scratchOf {
+		n += 2 * 4 * pairs
+	}
+	return n, nil
 }

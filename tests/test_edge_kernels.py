@@ -37,3 +37,25 @@ def test_long_transcendental_fusion_fits_the_ub(layers):
     for _ in range(layers):
         want = np.exp(np.sin(want)) * 0.5 + np.tanh(want)
     np.testing.assert_allclose(got, want, rtol=2e-6 * layers, atol=2e-6 * layers)
+
+
+@pytest.mark.parametrize("act", ["tanh", "sin", "gelu", "exp"])
+@pytest.mark.parametrize("dt", [np.float16, np.float32])
+def test_chained_matmul_epilogues_fit_the_ub(act, dt):
+    # Each product's epilogue expands its activation into scratch tiles on the vector
+    # cores; the matmul's tile search must leave room for all of them.
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal((1024, 1024)).astype(dt)
+    w = (rng.standard_normal((1024, 1024)) / (256 if act == "exp" else 32)).astype(dt)  # exp: stay inside fp16
+    f = getattr(p, act)
+
+    def chain(a, b):
+        return f(p.matmul(f(p.matmul(a, b)), b))
+
+    got = p.compile(chain, config=p.CompileConfig(chip="a2"))(p.from_numpy(x), p.from_numpy(w)).numpy().astype(np.float64)
+    ref_f = {"tanh": np.tanh, "sin": np.sin, "exp": np.exp,
+             "gelu": lambda v: 0.5 * v * (1 + np.vectorize(__import__("math").erf)(v / np.sqrt(2)))}[act]
+    h = ref_f(x.astype(np.float64) @ w.astype(np.float64)).astype(dt).astype(np.float64)
+    want = ref_f(h @ w.astype(np.float64))
+    tol = 2e-2 if dt == np.float16 else 1e-4
+    np.testing.assert_allclose(got, want, rtol=tol, atol=tol)
