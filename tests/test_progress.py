@@ -20,9 +20,12 @@ def mm(a, b):
     return p.matmul(a, b)
 
 
-def test_a_long_run_shows_its_compile_and_tasks(capfd):
+def test_a_long_run_shows_its_compile_and_tasks(capfd, monkeypatch):
     pytest.importorskip("tqdm")
     p.set_progress(True, delay=0)
+    # The bar polls the library's counters; the run of a 1024^3 product takes tens of
+    # milliseconds, so poll every millisecond to see it while it runs on any host.
+    monkeypatch.setattr(progress, "_POLL", 0.001)
     x = np.ones((1024, 1024), np.float16)
     y = p.compile(mm).run(x, x)
     assert float(y.numpy()[0, 0]) == 1024.0
