@@ -80,9 +80,10 @@ type RunScheduled func(k int, slot TaskSlot) (*TaskStats, error)
 // which respects every dependency. With both options off the schedule is the plain
 // runtime's: Cycles is the sum of the tasks' Cycles.
 //
-// The tasks' own runs are simulated apart: two tasks that overlap in time do not
-// share the L2 or the HBM bandwidth in the model (each sees the memory system as if
-// alone), so concurrency is modelled for the cores, not for memory contention.
+// The tasks' own runs are simulated apart (each sees the memory system as if alone);
+// tasks that overlap in time then share the chip's L2 and HBM bandwidth on the
+// timeline (sim_dispatch_share.go): a task that the tasks placed before it leave too
+// little bandwidth runs slower than alone.
 func ScheduleTasks(chip *Chip, tasks []DispatchTask, opts DispatchOptions, run RunScheduled) (*Schedule, error) {
 	if err := chip.Validate(); err != nil {
 		return nil, err
@@ -90,7 +91,7 @@ func ScheduleTasks(chip *Chip, tasks []DispatchTask, opts DispatchOptions, run R
 	perAI := max(1, chip.VectorCores/max(1, chip.CubeCores))
 	d := &dispatcher{chip: chip, opts: opts, tasks: tasks, perAI: perAI,
 		cubeFree: make([]int64, chip.CubeCores), vecFree: make([]int64, chip.VectorCores),
-		slots: make([]TaskSlot, len(tasks)), done: make([]bool, len(tasks))}
+		slots: make([]TaskSlot, len(tasks)), done: make([]bool, len(tasks)), mem: newMemTimeline(chip)}
 	for k, t := range tasks {
 		for _, p := range d.deps(k) {
 			if p < 0 || p >= k {
@@ -126,6 +127,7 @@ type dispatcher struct {
 	lastStart         int64 // the last dispatched task's CoreStart
 	slots             []TaskSlot
 	done              []bool // dispatched
+	mem               *memTimeline
 }
 
 // deps are the tasks k waits for: its own dependencies when tasks run concurrently,
@@ -248,19 +250,28 @@ func (d *dispatcher) place(k int, at int64) TaskSlot {
 }
 
 // occupy books task k's cores from its stats: core j of its run is busy on its
-// physical core until its own time has passed.
+// physical core until its own time has passed, stretched where the tasks beside it
+// leave it less L2 or HBM bandwidth than it uses alone.
 func (d *dispatcher) occupy(k int, st *TaskStats) {
 	chip := d.chip
 	s := &d.slots[k]
 	begin := s.CoreStart + int64(chip.CoreStartCycles)
-	var last int64
+	var span int64
+	for j := range s.Cores {
+		if j < len(st.CoreCycles) {
+			span = max(span, st.CoreCycles[j])
+		}
+	}
+	l2, hbm := taskTraffic(chip, st)
+	points := d.mem.place(begin, span, l2, hbm)
+	last := begin
 	for j, u := range s.Cores {
 		var c int64
 		if j < len(st.CoreCycles) {
 			c = st.CoreCycles[j]
 		}
-		end := begin + c
-		last = max(last, c)
+		end := warp(points, c)
+		last = max(last, end)
 		switch d.tasks[k].Kind {
 		case OnCube:
 			d.cubeFree[u] = end
@@ -273,6 +284,6 @@ func (d *dispatcher) occupy(k int, st *TaskStats) {
 			}
 		}
 	}
-	s.End = begin + last
+	s.End = last
 	s.Complete = s.End + int64(chip.FinalSyncCycles)
 }

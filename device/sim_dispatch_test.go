@@ -182,3 +182,55 @@ func TestPrefetchedFirstLoadsHit(t *testing.T) {
 	assert.LessOrEqual(t, small.PrefetchedBytes, int64(8*1024+small.ActiveCores*chip.L2LineBytes))
 	assert.Greater(t, small.L2Misses, wst.L2Misses)
 }
+
+// scheduleTraffic schedules two independent 8-core cube tasks of 50000 cycles each,
+// each moving the given fraction of the chip's HBM bandwidth over its time alone
+// (L2 misses), concurrently or one after the other.
+func scheduleTraffic(t *testing.T, chip *Chip, share float64, n int, opts DispatchOptions) *Schedule {
+	t.Helper()
+	const span = 50000
+	lines := int64(share * float64(chip.HBMBytesPerCycle) * span / float64(chip.L2LineBytes))
+	tasks := slices.Repeat([]DispatchTask{{Kind: OnCube, Cores: 8}}, n)
+	s, err := ScheduleTasks(chip, tasks, opts, func(k int, slot TaskSlot) (*TaskStats, error) {
+		st := &TaskStats{CoreCycles: slices.Repeat([]int64{span}, 8), L2Misses: lines, GMBytesRead: lines * int64(chip.L2LineBytes)}
+		st.setTime(chip, span)
+		return st, nil
+	})
+	require.NoError(t, err)
+	return s
+}
+
+func TestConcurrentMemoryBoundTasksShareTheBandwidth(t *testing.T) {
+	chip := preset(t, "a2")
+	require.Positive(t, chip.L2Bytes)
+	const span = 50000
+	alone := scheduleTraffic(t, chip, 0.8, 1, DispatchOptions{Concurrent: true})
+	a0 := alone.Tasks[0]
+	assert.Equal(t, int64(span), a0.End-a0.CoreStart-int64(chip.CoreStartCycles), "a task alone keeps its standalone time")
+
+	both := scheduleTraffic(t, chip, 0.8, 2, DispatchOptions{Concurrent: true})
+	a, b := both.Tasks[0], both.Tasks[1]
+	require.Less(t, b.CoreStart, a.End, "the two tasks overlap in time")
+	assert.Equal(t, a0.End-a0.CoreStart, a.End-a.CoreStart, "the first keeps the bandwidth it was given")
+	assert.Greater(t, both.Cycles, alone.Cycles, "two memory-bound tasks side by side take longer than one alone")
+	// While the first runs, the second gets the 20% of the HBM it leaves: a quarter of
+	// the 80% it moves alone, so it progresses at a quarter of its speed until then.
+	beginB := b.CoreStart + int64(chip.CoreStartCycles)
+	overlap := a.End - beginB
+	want := a.End + span - overlap/4
+	assert.InDelta(t, want, b.End, 2, "the second task's end under the shared bandwidth")
+	// Their bytes together cannot cross the HBM faster than its peak.
+	bytes := 2 * 0.8 * float64(chip.HBMBytesPerCycle) * span
+	assert.GreaterOrEqual(t, float64(b.End-(a.CoreStart+int64(chip.CoreStartCycles))), bytes/float64(chip.HBMBytesPerCycle)-1)
+
+	// Tasks that together stay within the bandwidth do not slow each other.
+	light := scheduleTraffic(t, chip, 0.3, 2, DispatchOptions{Concurrent: true})
+	for _, s := range light.Tasks {
+		assert.Equal(t, a0.End-a0.CoreStart, s.End-s.CoreStart)
+	}
+	// One after the other they never overlap, and keep their times.
+	seq := scheduleTraffic(t, chip, 0.8, 2, DispatchOptions{})
+	for _, s := range seq.Tasks {
+		assert.Equal(t, a0.End-a0.CoreStart, s.End-s.CoreStart)
+	}
+}
