@@ -317,3 +317,25 @@ func estimateOp(chip *device.Chip, tg *TileGraph, op *TileOp) float64 {
 	}
 	return float64(c)
 }
+
+// EstimatedMs is the device's estimate of the whole program in ms: the sum of every
+// tile op's task, kernels of every kind (elementwise and reductions too, which the
+// reports of TileChoices leave at 0 since their tiles follow fixed rules), so that
+// programs of one graph at different sizes compare by all they run. An op the
+// estimator cannot time counts 0. searched says whether the program has a kernel whose
+// tiles the tile search chose by this estimate (a matmul, attention or row kernel).
+func (e *Executable) EstimatedMs() (ms float64, searched bool) {
+	tg := e.exec.Blocks.Tiles
+	est := newEstimator(e.chip)
+	cycles := int64(0)
+	for _, op := range tg.Ops {
+		switch op.Kind {
+		case TileMatmul, TileMatmulEpilogue, TileAttention, TileRows:
+			searched = true
+		}
+		if c, err := est.cycles(tg, op); err == nil {
+			cycles += c
+		}
+	}
+	return float64(cycles) / e.chip.ClockHz * 1e3, searched
+}

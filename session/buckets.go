@@ -22,14 +22,18 @@ import (
 //
 // Bucket bounds are among bucketCandidates. From the low end of the range, a bucket
 // takes the next candidate and every further one whose program the device estimates at
-// most bucketTolerance slower than the program at the bucket's low end (the previous
-// bound: estimates grow with the size, so that is the cheapest size the bucket holds),
-// and the next bucket starts after it; a bucket's bound is at most twice its low end
-// (or 2*bucketTile), so that a program the device cannot estimate still pads little. A candidate's estimate is the sum of the tile
-// search's estimates of its kernels (lower.TileChoice.EstimatedMs), from a compilation
-// that stops before machine code (lower.Options.StopAfter). Each symbol is bucketed
-// with the others at their run's values rounded up to powers of two, so that the
-// buckets of one symbol are learnt once for a range of the others.
+// most bucketTolerance slower than the cheapest program of the bucket estimated so far
+// (the previous bound's, the low end, and the candidates taken: estimates mostly grow
+// with the size, but not always), and the next bucket starts after it; a bucket's
+// bound is at most twice its low end (or 2*bucketTile), so that a program the device
+// cannot estimate still pads little.
+// A candidate's estimate is the sum of the device's estimates of all the padded
+// program's kernels (lower.Executable.EstimatedMs), from a compilation that stops
+// before machine code (lower.Options.StopAfter). The symbols are bucketed in
+// turn (bucket): each with the ones before it at their buckets' bounds and the ones
+// after it at their run's values rounded up to powers of two, so that the buckets of
+// one symbol are learnt once for a range of the others, and the tolerance holds for
+// the padding of all symbols together.
 
 // bucketTolerance is how much slower than the program of a bucket's low end its bound's
 // program may be estimated: assumed, below the 10% a bucketed run may cost over a
@@ -71,20 +75,27 @@ func newBucketing(g *core.Graph, plan *core.PadPlan, estimate func(core.Binding)
 
 // bucket returns the bounds of the bucket that holds b; nil, with no error, when the
 // executor compiles per binding after all (see off).
+//
+// The symbols are bucketed one after another, each with the ones before it at their
+// buckets' bounds (and, for the reference it is compared with, at their buckets' low
+// ends) and the ones after it at their run values rounded up to powers of two: the
+// padding of all symbols together is what a run pays, so the tolerance holds for the
+// whole box of sizes a program serves, not for each symbol alone.
 func (k *bucketing) bucket(b core.Binding) (core.Binding, error) {
 	if k.disabled() != "" {
 		return nil, nil
 	}
-	ctx := core.Binding{} // the others' values rounded up to powers of two
+	hi, lo := core.Binding{}, core.Binding{}
 	for s, v := range b {
-		ctx[s] = 1
-		for ctx[s] < v {
-			ctx[s] *= 2
+		hi[s] = 1
+		for hi[s] < v {
+			hi[s] *= 2
 		}
+		lo[s] = hi[s]
 	}
 	out := core.Binding{}
 	for _, s := range k.symbols {
-		u, err := k.boundFor(s, b[s], ctx)
+		u, low, err := k.boundFor(s, b[s], hi, lo)
 		if err != nil {
 			return nil, err
 		}
@@ -92,6 +103,7 @@ func (k *bucketing) bucket(b core.Binding) (core.Binding, error) {
 			return nil, nil
 		}
 		out[s] = u
+		hi[s], lo[s] = u, low
 	}
 	return out, nil
 }
@@ -103,14 +115,16 @@ func (k *bucketing) disabled() string {
 	return k.off
 }
 
-// noEstimate is why buckets are given up when the device's estimate sees no kernel of
-// the program (elementwise kernels have none): their width would be a guess.
+// noEstimate is why buckets are given up when the program has no kernel whose tiles
+// the device's estimate chose (elementwise kernels follow fixed rules): the widths
+// would rest on the estimates of those alone.
 const noEstimate = "the device estimates none of the program's kernels (elementwise ones have no estimate), so buckets could not be sized"
 
-// boundFor is the upper bound of the bucket of symbol s that holds n, the other symbols
-// at their values in ctx.
-func (k *bucketing) boundFor(s string, n int, ctx core.Binding) (int, error) {
-	at := func(v int) core.Binding {
+// boundFor is the upper bound of the bucket of symbol s that holds n and that bucket's
+// low end, the other symbols at their values in hi for the bucket's programs and in lo
+// for the reference they are compared with (its cheapest corner).
+func (k *bucketing) boundFor(s string, n int, hi, lo core.Binding) (int, int, error) {
+	at := func(ctx core.Binding, v int) core.Binding {
 		c := core.Binding{}
 		for name, x := range ctx {
 			c[name] = x
@@ -118,57 +132,84 @@ func (k *bucketing) boundFor(s string, n int, ctx core.Binding) (int, error) {
 		c[s] = v
 		return c
 	}
-	others := core.Binding{}
-	for name, x := range ctx {
-		if name != s {
-			others[name] = x
+	others := func(ctx core.Binding) core.Binding {
+		o := core.Binding{}
+		for name, x := range ctx {
+			if name != s {
+				o[name] = x
+			}
 		}
+		return o
 	}
 	ctxKey := s
-	if len(others) > 0 {
-		ctxKey += "|" + others.Key()
+	if oh, ol := others(hi), others(lo); len(oh) > 0 {
+		ctxKey += "|" + oh.Key()
+		if ol.Key() != oh.Key() {
+			ctxKey += "|from " + ol.Key()
+		}
 	}
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	bounds := k.bounds[ctxKey]
-	if i := sort.SearchInts(bounds, n); i < len(bounds) {
-		return bounds[i], nil
+	lowEnd := func(i int) int { // the smallest size of bucket i
+		if i == 0 {
+			return 1
+		}
+		return bounds[i-1] + 1
 	}
-	lo := 0 // the previous bound
+	if i := sort.SearchInts(bounds, n); i < len(bounds) {
+		return bounds[i], lowEnd(i), nil
+	}
+	prev := 0 // the previous bound
 	if len(bounds) > 0 {
-		lo = bounds[len(bounds)-1]
+		prev = bounds[len(bounds)-1]
 	}
 	for {
 		u := 1 // the first candidate of the next bucket
-		if lo > 0 {
-			u = nextCandidate(lo)
+		if prev > 0 {
+			u = nextCandidate(prev)
 		}
-		ref, err := k.estimateLocked(at(max(lo, 1)))
+		ref, err := k.estimateLocked(at(lo, max(prev, 1)))
 		if err != nil {
 			k.off = "sizing buckets failed: " + err.Error()
-			return 0, nil
+			return 0, 0, nil
 		}
 		if ref <= 0 {
 			k.off = noEstimate
-			return 0, nil
+			return 0, 0, nil
 		}
-		for nextCandidate(u) <= 2*max(lo, bucketTile) {
-			e, err := k.estimateLocked(at(nextCandidate(u)))
+		// The bucket holds u, and its bound's program may be slower than the cheapest
+		// program seen in the bucket by the tolerance (the program of the bucket's
+		// low end may be dearer than a larger one: a single row computes its
+		// softmax with other kernels).
+		first, err := k.estimateLocked(at(hi, u))
+		if err != nil {
+			k.off = "sizing buckets failed: " + err.Error()
+			return 0, 0, nil
+		}
+		if first > 0 {
+			ref = min(ref, first)
+		}
+		for nextCandidate(u) <= 2*max(prev, bucketTile) {
+			e, err := k.estimateLocked(at(hi, nextCandidate(u)))
 			if err != nil {
 				k.off = "sizing buckets failed: " + err.Error()
-				return 0, nil
+				return 0, 0, nil
 			}
 			if e > ref*(1+bucketTolerance) {
 				break
 			}
 			u = nextCandidate(u)
+			if e > 0 {
+				ref = min(ref, e)
+			}
 		}
 		bounds = append(bounds, u)
 		k.bounds[ctxKey] = bounds
 		if u >= n {
-			return u, nil
+			return u, lowEnd(len(bounds) - 1), nil
 		}
-		lo = u
+		prev = u
 	}
 }
 
@@ -186,8 +227,9 @@ func (k *bucketing) estimateLocked(b core.Binding) (float64, error) {
 	return v, nil
 }
 
-// estimateProgram is the device's estimate of g's program in ms: the tile search's
-// estimates of its kernels, from a compilation that stops after the execution graph.
+// estimateProgram is the device's estimate of g's program in ms: the estimates of all
+// its kernels (lower.Executable.EstimatedMs), from a compilation that stops after the
+// execution graph; 0 for a program none of whose kernels the tile search estimates.
 func estimateProgram(g *core.Graph, device_ string, cfg Config) (float64, error) {
 	chip, err := device.Preset(device_)
 	if err != nil {
@@ -205,9 +247,9 @@ func estimateProgram(g *core.Graph, device_ string, cfg Config) (float64, error)
 	if err != nil {
 		return 0, AsError(core.CompileError, err)
 	}
-	ms := 0.0
-	for _, c := range exe.TileChoices(nil) {
-		ms += c.EstimatedMs
+	ms, searched := exe.EstimatedMs()
+	if !searched {
+		return 0, nil // buckets are sized by the kernels the tile search estimates
 	}
 	return ms, nil
 }

@@ -64,3 +64,37 @@ func symbolicGraph(t *testing.T, in string) *core.Graph {
 	require.NoError(t, err)
 	return ex.graph
 }
+
+// Two symbols whose cost is flat until their product is 64: bucketed apart, each would
+// pad to where the other's run value keeps the product at 64, and together they would
+// pad to sixteen times the rows. Bucketed in turn, every program a run gets costs what
+// the run's own size costs, within the tolerance.
+func TestBucketsBoundThePaddingOfAllSymbolsTogether(t *testing.T) {
+	g := symbolicGraph(t, "f32[a,b]")
+	cost := func(b core.Binding) (float64, error) { return float64(max(64, b["a"]*b["b"])), nil }
+	k := newBucketing(g, nil, cost)
+	require.Equal(t, []string{"a", "b"}, k.symbols)
+	for a := 1; a <= 40; a++ {
+		for b := 1; b <= 40; b++ {
+			run := core.Binding{"a": a, "b": b}
+			u, err := k.bucket(run)
+			require.NoError(t, err)
+			require.GreaterOrEqual(t, u["a"], a)
+			require.GreaterOrEqual(t, u["b"], b)
+			// Padding to the candidates above the sizes is the least a run can pay.
+			least := core.Binding{"a": 1, "b": 1}
+			for s, v := range run {
+				for least[s] < v {
+					least[s] = nextCandidate(least[s])
+				}
+			}
+			got, _ := cost(u)
+			want, _ := cost(least)
+			assert.LessOrEqual(t, got, want*(1+bucketTolerance), "a=%d b=%d: program %v", a, b, u)
+		}
+	}
+	u, err := k.bucket(core.Binding{"a": 3, "b": 3})
+	require.NoError(t, err)
+	got, _ := cost(u)
+	assert.LessOrEqual(t, got, 64*(1+bucketTolerance), "program %v for a=3, b=3", u)
+}
