@@ -18,3 +18,7 @@ def test_a_short_sweep_runs_and_reports_its_keys():
     assert [row["seq_len"] for row in r["rows"]] == [1, 2, 3]
     assert r["all_identical"] and 1 <= r["programs"] <= 3
     assert r["worst_slowdown"] == max(row["slowdown"] for row in r["rows"]) and r["compile_ms_total"] > 0
+    # The run's batch of 1 is not padded for seq_len's buckets (bucketed apart, seq_len 3
+    # ran the program of batch<=16,seq_len<=64, twice the exact program's time).
+    assert all(row["program"].startswith("batch<=1,") for row in r["rows"]), r["rows"]
+    assert r["worst_slowdown"] <= 1.10
