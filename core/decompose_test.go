@@ -41,6 +41,8 @@ var decomposeCases = []struct {
 	{"conv2d", Attrs{"stride": []int64{2, 1}, "pads": []int64{1, 2, 0, 1}, "dilation": []int64{1, 2}, "groups": int64(2)},
 		[]TensorType{{DType: tF32, Shape: Shape{2, 4, 7, 6}}, {DType: tF32, Shape: Shape{6, 2, 3, 2}}, {DType: tF32, Shape: Shape{6}}}},
 	{"conv2d", nil, []TensorType{{DType: h16, Shape: Shape{1, 3, 5, 5}}, {DType: h16, Shape: Shape{4, 3, 1, 1}}}},
+	{"batch_norm", Attrs{"eps": 1e-3}, []TensorType{{DType: tF32, Shape: Shape{2, 3, 4, 5}}, {DType: tF32, Shape: Shape{3}}, {DType: tF32, Shape: Shape{3}}, {DType: tF32, Shape: Shape{3}}, {DType: tF32, Shape: Shape{3}}}},
+	{"batch_norm", nil, []TensorType{{DType: h16, Shape: Shape{2, 4, 3}}, {DType: h16, Shape: Shape{4}}, {DType: h16, Shape: Shape{4}}}},
 	{"max_pool2d", Attrs{"kernel": []int64{3, 2}, "stride": []int64{2, 2}, "pads": []int64{1, 1, 1, 1}},
 		[]TensorType{{DType: tF32, Shape: Shape{2, 3, 7, 8}}}},
 	{"avg_pool2d", Attrs{"kernel": []int64{3, 3}, "stride": []int64{2, 1}, "pads": []int64{1, 1, 1, 1}, "count_include_pad": false},

@@ -90,6 +90,7 @@ var symCases = []struct {
 	{"conv2d", func(testing.TB) Attrs {
 		return Attrs{"stride": []int64{2, 1}, "pads": []int64{1, 1, 0, 0}, "dilation": []int64{1, 1}, "groups": int64(2)}
 	}, []string{"f32[b,4,h,w]", "f32[6,2,3,3]"}, "*", "h >= 1 | w >= 3"},
+	{"batch_norm", nil, []string{"f16[b,c,h,w]", "f16[c]", "f16[c]"}, "f16[b,c,h,w]", ""},
 	{"max_pool2d", func(testing.TB) Attrs {
 		return Attrs{"kernel": []int64{2, 2}, "stride": []int64{2, 2}, "pads": []int64{0, 0, 0, 0}, "dilation": []int64{1, 1}}
 	}, []string{"f16[b,c,h,w]"}, "*", "h >= 2 | w >= 2"},

@@ -105,6 +105,7 @@ func TestGradientsMatchFiniteDifferences(t *testing.T) {
 		{"topk_values", "topk_values", Attrs{"k": int64(2)}, []Shape{{2, 4}}, nil, false},
 		{"scaled_dot_product_attention", "scaled_dot_product_attention", Attrs{"is_causal": true}, []Shape{{3, 2}, {3, 2}, {3, 2}}, nil, false},
 		{"conv2d", "conv2d", Attrs{"stride": []int64{2, 1}, "pads": []int64{1, 0, 1, 1}}, []Shape{{1, 2, 4, 3}, {2, 2, 2, 2}, {2}}, nil, false},
+		{"batch_norm", "batch_norm", Attrs{"eps": 0.1}, []Shape{{2, 3, 2, 2}, {3}, {3}, {3}, {3}}, nil, true},
 		{"max_pool2d", "max_pool2d", Attrs{"kernel": []int64{2, 2}, "stride": []int64{1, 1}}, []Shape{{1, 1, 3, 3}}, nil, false},
 		{"avg_pool2d", "avg_pool2d", Attrs{"kernel": []int64{2, 2}, "stride": []int64{2, 1}, "pads": []int64{1, 0, 0, 0}}, []Shape{{1, 2, 3, 3}}, nil, false},
 	}

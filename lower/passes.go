@@ -41,6 +41,7 @@ var passTable = []Pass{
 	{Name: "verify-tensor", Required: true, Produces: LevelTensor, Run: runVerifyTensor},
 	{Name: "infer-layouts", MinLevel: O1, Produces: LevelTensor, After: []string{"verify-tensor"}, Run: runInferLayouts},
 	{Name: "fuse-attention", MinLevel: O2, Reassociates: true, Produces: LevelTensor, After: []string{"verify-tensor"}, Run: runFuseAttention},
+	{Name: "fold-batch-norm", MinLevel: O2, Reassociates: true, Produces: LevelTensor, After: []string{"verify-tensor"}, Run: runFoldBatchNorm},
 	{Name: "decompose", Required: true, Produces: LevelTensor, After: []string{"verify-tensor"}, Run: runDecompose},
 	{Name: "expand-arg-reductions", Required: true, Produces: LevelTensor, After: []string{"decompose"}, Run: runExpandArgReductions},
 	{Name: "expand-pad", Required: true, Produces: LevelTensor, After: []string{"decompose"}, Run: runExpandPad},

@@ -190,3 +190,26 @@ def test_bad_arguments_name_the_problem():
         p.max_pool2d(x, 2, padding=2)
     with pytest.raises(p.ShapeError, match="does not fit"):
         p.conv2d(np.ones((1, 3, 2, 2), np.float32), w)
+
+
+@pytest.mark.parametrize("dtype, tol", [(np.float32, 1e-4), (np.float16, 2e-2)])
+def test_batch_norm_folded_into_the_convolution_matches_torch(dtype, tol):
+    """conv2d -> batch_norm -> relu compiled with the fold-batch-norm pass (the default)
+    and without it both match torch's eval-mode Conv2d + BatchNorm2d + ReLU."""
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((2, 3, 13, 11)).astype(dtype)
+    w = (rng.standard_normal((6, 3, 3, 3)) * 0.3).astype(dtype)
+    b = rng.standard_normal(6).astype(dtype)
+    mean, var = rng.standard_normal(6).astype(dtype), rng.uniform(0.5, 2, 6).astype(dtype)
+    g, beta = rng.standard_normal(6).astype(dtype), rng.standard_normal(6).astype(dtype)
+
+    def block(x, w, b, mean, var, g, beta):
+        return p.relu(p.batch_norm(p.conv2d(x, w, b, stride=(2, 1), padding=1), mean, var, g, beta, eps=1e-3))
+
+    t = [torch.tensor(a.astype(np.float64)) for a in (x, w, b, mean, var, g, beta)]
+    want = F.relu(F.batch_norm(F.conv2d(t[0], t[1], t[2], stride=(2, 1), padding=1), t[3], t[4], t[5], t[6], eps=1e-3)).numpy()
+    scale = np.abs(want).max()
+    for config in (None, p.CompileConfig(disable_passes=("fold-batch-norm",))):
+        f = p.compile(block, config) if config else p.compile(block)
+        got = f(x, w, b, mean, var, g, beta).numpy().astype(np.float64)
+        np.testing.assert_allclose(got, want, rtol=tol, atol=tol * scale)

@@ -9,7 +9,7 @@ import math
 from . import _validate as check
 from ._location import user_location
 from .errors import PyptoValueError, ShapeError
-from .creation import zeros
+from .creation import ones, zeros
 from .shape_ops import concat, reshape, stack, transpose
 from .tensor import Tensor, apply, as_tensor
 
@@ -166,24 +166,36 @@ def adaptive_avg_pool2d(x, output_size) -> Tensor:
 
 def batch_norm(x, running_mean, running_var, weight=None, bias=None, eps: float = 1e-5) -> Tensor:
     """Inference batch norm over axis 1 of x [N, C, ...] (torch's batch_norm with
-    training=False): (x - mean) / sqrt(var + eps) * weight + bias."""
+    training=False): (x - mean) / sqrt(var + eps) * weight + bias. When every parameter
+    has x's dtype it is one op, which the compiler folds into a conv2d that feeds it
+    (the fold-batch-norm pass); otherwise numpy's promotion applies, op by op."""
     op = "batch_norm"
     x = as_tensor(x, op, "x")
     if x.ndim < 2:
         raise ShapeError(f"{op}: x must be [N, C, ...], got shape {list(x.shape)}", location=user_location())
     eps = check.number(eps, "eps", op, lo=0)
-    shape = [x.shape[1]] + [1] * (x.ndim - 2)
+    c = x.shape[1]
 
-    def chan(v, name):
+    def param(v, name):
         v = as_tensor(v, op, name)
-        if list(v.shape) != [x.shape[1]]:
-            raise ShapeError(f"{op}: {name} must be [{x.shape[1]}], got {list(v.shape)}", location=user_location())
-        return reshape(v, *shape)
+        if list(v.shape) != [c]:
+            raise ShapeError(f"{op}: {name} must be [{c}], got {list(v.shape)}", location=user_location())
+        return v
 
-    scale = (chan(running_var, "running_var") + eps) ** -0.5
-    if weight is not None:
-        scale = scale * chan(weight, "weight")
-    y = (x - chan(running_mean, "running_mean")) * scale
-    if bias is not None:
-        y = y + chan(bias, "bias")
+    mean, var = param(running_mean, "running_mean"), param(running_var, "running_var")
+    affine = [param(v, n) if v is not None else None for v, n in ((weight, "weight"), (bias, "bias"))]
+    given = [v for v in [mean, var] + affine if v is not None]
+    if all(v.dtype == x.dtype for v in given):
+        ins = [x, mean, var]
+        if any(v is not None for v in affine):
+            w, b = affine
+            ins += [w if w is not None else ones(c, dtype=x.dtype), b if b is not None else zeros(c, dtype=x.dtype)]
+        return apply(op, ins, {"eps": float(eps)})
+    shape = [c] + [1] * (x.ndim - 2)
+    scale = (reshape(var, *shape) + eps) ** -0.5
+    if affine[0] is not None:
+        scale = scale * reshape(affine[0], *shape)
+    y = (x - reshape(mean, *shape)) * scale
+    if affine[1] is not None:
+        y = y + reshape(affine[1], *shape)
     return y

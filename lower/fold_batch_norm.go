@@ -1,0 +1,68 @@
+package lower
+
+import (
+	"pypto/core"
+	"pypto/dtype"
+)
+
+// runFoldBatchNorm folds an inference batch norm into the convolution that produces
+// its input: batch_norm(conv2d(x, w, b), mean, var, g, beta) is conv2d(x, w*s, b*s +
+// t) with the per-output-channel s = g / sqrt(var + eps) and t = beta - mean*s, so the
+// normalisation costs no pass over the activations. The new weight and bias are
+// computed in float32 from the originals (small tensors; fold-constants evaluates them
+// at compile time when they are constants) and rounded once to the weight's dtype. The
+// convolution must feed only the batch norm (otherwise its unnormalised result is
+// needed too). The rounding differs from normalising the convolution's result, so the
+// pass is marked as reassociating.
+func runFoldBatchNorm(c *compilation) error {
+	g := c.graph
+	users := g.Users()
+	isOut := g.OutputSet()
+	ng, err := rewriteGraph(g, func(b *core.Builder, v core.Value, n *core.Node, ins []core.Value, val func(core.Value) core.Value) (core.Value, bool, error) {
+		if n.Op != "batch_norm" {
+			return -1, false, nil
+		}
+		x := n.Inputs[0]
+		conv := g.Nodes[x]
+		if conv.Op != "conv2d" || len(users[x]) != 1 || isOut[x] {
+			return -1, false, nil
+		}
+		scale, shift, err := core.BatchNormFold(b, ins, n.Attrs, n.Loc)
+		if err != nil {
+			return -1, false, err
+		}
+		w := val(conv.Inputs[1])
+		wt := b.Type(w)
+		op := func(name string, attrs core.Attrs, in ...core.Value) core.Value {
+			if err != nil {
+				return -1
+			}
+			var r core.Value
+			r, err = b.Op(name, in, attrs, n.Loc)
+			return r
+		}
+		cast := func(v core.Value, dt dtype.DType) core.Value {
+			if err != nil || b.Type(v).DType == dt {
+				return v
+			}
+			return op("cast", core.Attrs{"dtype": dt.LongName()}, v)
+		}
+		o := int64(wt.Shape[0])
+		nw := cast(op("mul", nil, cast(w, dtype.Float32), op("reshape", core.Attrs{"shape": []int64{o, 1, 1, 1}}, scale)), wt.DType)
+		bias := shift
+		if len(conv.Inputs) == 3 {
+			bias = op("add", nil, op("mul", nil, cast(val(conv.Inputs[2]), dtype.Float32), scale), shift)
+		}
+		nb := cast(bias, wt.DType)
+		if err != nil {
+			return -1, false, err
+		}
+		out, err := b.Op("conv2d", []core.Value{val(conv.Inputs[0]), nw, nb}, conv.Attrs, conv.Loc)
+		return out, err == nil, err
+	})
+	if err != nil {
+		return err
+	}
+	c.graph = ng
+	return nil
+}
