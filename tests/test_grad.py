@@ -130,6 +130,9 @@ CASES = [
      [X(2, 3, 5, 4), X(4, 3, 3, 2), X(4)]),
     ("conv2d_depthwise", lambda x, w: p.conv2d(x, w, groups=2, dilation=2, padding=2), lambda x, w: F.conv2d(x, w, groups=2, dilation=2, padding=2),
      [X(1, 2, 5, 5), X(2, 1, 3, 3)]),
+    ("batch_norm", lambda x, m, v, w, b: p.batch_norm(x, m, v, w, b, eps=0.1), 
+     lambda x, m, v, w, b: (x - m[:, None, None]) / torch.sqrt(v[:, None, None] + 0.1) * w[:, None, None] + b[:, None, None],
+     [X(2, 3, 4, 2), X(3), POS(3), X(3), X(3)]),
     ("max_pool2d", lambda x: p.max_pool2d(x, 2, stride=1, padding=1), lambda x: F.max_pool2d(x, 2, stride=1, padding=1), [X(2, 2, 4, 5)]),
     ("avg_pool2d", lambda x: p.avg_pool2d(x, 3, stride=2, padding=1), lambda x: F.avg_pool2d(x, 3, stride=2, padding=1), [X(1, 2, 5, 6)]),
     ("sdpa_causal",
@@ -207,7 +210,7 @@ def test_every_differentiable_op_is_covered():
         "batch_matmul", "linear", "sum", "mean", "max", "min", "var", "std", "softmax", "log_softmax", "layer_norm",
         "rms_norm", "reshape", "transpose", "broadcast_to", "squeeze", "unsqueeze", "slice", "concat", "stack", "pad",
         "index_select", "take_along_axis", "cast", "cumsum", "sort", "topk_values", "scaled_dot_product_attention",
-        "conv2d", "max_pool2d", "avg_pool2d", "mod", "slice_update", "erfc", "exp2", "expm1", "log1p", "log2", "log10", "logaddexp", "hypot", "atan2",
+        "conv2d", "batch_norm", "max_pool2d", "avg_pool2d", "mod", "slice_update", "erfc", "exp2", "expm1", "log1p", "log2", "log10", "logaddexp", "hypot", "atan2",
     }  # fmt: skip
     assert ops - tested == set(), f"differentiable ops without a torch comparison: {sorted(ops - tested)}"
 
