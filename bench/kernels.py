@@ -3,7 +3,9 @@
 
 Compiles each benchmark case (fp16 GEMMs 4096^3 and 6144^3, matmul + bias + relu,
 softmax and layer norm over 8192x4096, attention [1, 32, 4096, 128] causal and not,
-and a GPT-2-small-sized decoder stack over 1024 tokens) for the a2 preset, runs it on
+a GPT-2-small-sized decoder stack over 1024 tokens, and conv2d + bias + relu at batch 8:
+the 3x3 and the expanding 1x1 of a ResNet-50 stage at 28x28 and a UNet block's 3x3 at
+64x64) for the a2 preset, runs it on
 the simulator with the timing model only (times never depend on values), and prints
 its simulated time beside the chip's roofline for it, through the Go helper
 cmd/pto-kernels (built with the repository's Go toolchain).
@@ -30,7 +32,11 @@ cached_compile_ms for the GPT case (a compile that finds the program in the
 session's cache), tasks, bound (what sets the roofline) and instrs_per_core (static
 machine instructions of the largest program a core runs: the code its instruction
 cache must hold), runtime (off / on; with --each-feature also a row per feature alone,
-named by its CompileConfig field).
+named by its CompileConfig field). Convolution rows add conv_kernel_cube_busy and
+conv_kernel_gm_bytes (the convolution's kernel alone, without the layout conversions
+around it: its GM bytes are to be read against compulsory_gm_bytes) and
+gemm_same_mkn_cube_busy (a GEMM of the convolution's m = N*OH*OW, k = C*KH*KW,
+n = O on the same chip), printed in a table of their own.
 """
 import argparse
 import importlib.util
@@ -100,6 +106,12 @@ def main():
               f"{r['instrs_per_core']:>7}")
         if "cached_compile_ms" in r:
             print(f"{'':<38} cached compile {r['cached_compile_ms']:.4f} ms")
+    convs = [r for r in rows if "gemm_same_mkn_cube_busy" in r]
+    if convs:
+        print(f"\n{'convolution':<38} {'kernel cube':>11} {'GEMM cube':>10} {'kernel GM/comp':>15} {'program GM/comp':>16}")
+        for r in convs:
+            print(f"{r['case']:<38} {r['conv_kernel_cube_busy']:>11.3f} {r['gemm_same_mkn_cube_busy']:>10.3f} "
+                  f"{r['conv_kernel_gm_bytes'] / r['compulsory_gm_bytes']:>15.3f} {r['gm_bytes'] / r['compulsory_gm_bytes']:>16.3f}")
     if demo:
         print(f"\n{'demo case':<38} {'runtime':>7} {'sim ms':>9} {'tokens/s':>12} {'tasks':>6} {'same values':>12}")
         for r in demo:

@@ -24,7 +24,7 @@ var poolAttrs = []AttrSpec{{"kernel", []int64{1, 1}}, {"stride", []int64{1, 1}},
 
 func init() {
 	Register(&OpDef{Name: "conv2d", Arity: 2, MaxArity: 3, Attrs: convAttrs,
-		Doc:   "2-D cross-correlation of x [N, C, H, W] with weight [O, C/groups, KH, KW] (+ bias [O]), torch's conv2d; lowered as img2col and a batched matmul",
+		Doc:   "2-D cross-correlation of x [N, C, H, W] with weight [O, C/groups, KH, KW] (+ bias [O]), torch's conv2d; compiled for the cube as 5HD activations, a fractal weight and one TIMG2COL kernel (conv-to-cube), or else as img2col and a batched matmul",
 		Infer: inferConv2d, Eval: evalConv2d, Decompose: decomposeConv2d})
 	Register(&OpDef{Name: "max_pool2d", Arity: 1, Attrs: poolAttrs,
 		Doc:   "the maximum of each KH x KW window of x [N, C, H, W] (padding never wins), torch's max_pool2d",

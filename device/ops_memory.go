@@ -143,6 +143,17 @@ func execStore(c *coreSim, x *execCtx, in *Instr) error {
 		c.gmWritten += int64(v.Rows * v.Cols * ds)
 		return nil
 	}
+	if in.Mode == isa.StoreRelu {
+		t := elems{o: src, b: s}
+		c.storeEach(dst, base, func(r, col int, _ float64) float64 {
+			if x := t.at(r, col); !(x <= 0) {
+				return x // positive or NaN
+			}
+			return 0
+		})
+		c.gmWritten += int64(v.Rows * v.Cols * ds)
+		return nil
+	}
 	for r := 0; r < v.Rows; r++ {
 		srow := s[r*src.Cols*ss:]
 		start := base + (v.Offset+r*v.RowStride)*ds

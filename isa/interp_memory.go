@@ -60,8 +60,11 @@ func execStore(m *machine, in Instr) error {
 	for r := 0; r < w.rows; r++ {
 		for c := 0; c < w.cols; c++ {
 			v := m.at(src, r, c)
-			if in.Mode == AtomicAdd {
+			switch in.Mode {
+			case AtomicAdd:
 				v, _ = addK().apply(w.dt, w.load(r, c), v)
+			case StoreRelu:
+				v = unaryKernels[TRELU](v)
 			}
 			dtype.Store(w.dt, w.buf, w.index(r, c), v)
 		}

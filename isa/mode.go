@@ -33,6 +33,10 @@ const (
 	// TriUpper makes TTRI build an upper instead of a lower triangle.
 	TriUpper
 
+	// StoreRelu makes a TSTORE from Acc apply max(x, 0) in the fixpipe on the way out
+	// (the fixpipe's activation stage), before rounding to the GM dtype.
+	StoreRelu
+
 	numModes
 )
 
@@ -42,6 +46,7 @@ var modeNames = [...]string{
 	RoundRint: "rint", RoundAway: "round", RoundFloor: "floor", RoundCeil: "ceil", RoundTrunc: "trunc", RoundOdd: "odd",
 	AtomicAdd: "add",
 	TriUpper:  "upper",
+	StoreRelu: "relu",
 }
 
 // String is the suffix spelling ("" for ModeNone).
@@ -66,7 +71,7 @@ func ParseMode(s string) (Mode, bool) {
 var (
 	compareModes  = []Mode{CmpEQ, CmpNE, CmpLT, CmpLE, CmpGT, CmpGE}
 	roundingModes = []Mode{RoundRint, RoundAway, RoundFloor, RoundCeil, RoundTrunc, RoundOdd}
-	storeModes    = []Mode{AtomicAdd}
+	storeModes    = []Mode{AtomicAdd, StoreRelu}
 	triangleModes = []Mode{TriUpper}
 )
 

@@ -86,7 +86,7 @@ var Opcodes = [numOpcodes]OpInfo{
 		"dst = src: copy a GM window into a tile; tile elements outside the window are set to zero (the whole tile is written)"),
 	TSTORE: withModes(routed("tstore", ClassMemory, kinds(gm, tile),
 		"src in Vec with param dtype == src dtype, or in Acc (f32 -> f32, f16 or bf16; i32 -> i32); the window fits src and lies inside the param and writes no element twice",
-		"dst = src: copy the top-left window of a tile to GM, converting to the GM dtype (rounding to nearest even); from Vec on MTE3, from Acc on FIX; .add adds the tile into GM (atomic add) instead of overwriting"),
+		"dst = src: copy the top-left window of a tile to GM, converting to the GM dtype (rounding to nearest even); from Vec on MTE3, from Acc on FIX; .add adds the tile into GM (atomic add) instead of overwriting; .relu (from Acc only) stores max(src, 0), NaN staying NaN, the fixpipe's activation stage"),
 		false, storeModes),
 	TSTORE_FP: row("tstore.fp", ClassMemory, PipeFIX, kinds(gm, tile, tile),
 		"src in Acc; fp in Scaling, f32, with fp.cols == src.cols; any numeric param dtype; window rules of tstore",

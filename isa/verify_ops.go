@@ -142,6 +142,8 @@ func checkStore(v *verifier, in Instr) string {
 		return fmt.Sprintf("tstore from vec does not convert: tile %s is %s, param %%%s is %s (tcvt first)", tileRef(src), src.DType, quoteName(prm.Name), prm.DType)
 	case src.Loc == Acc && !accStoreOK(src.DType, prm.DType):
 		return fmt.Sprintf("tstore from acc cannot convert %s to %s (f32 stores as f32, f16 or bf16; i32 as i32)", src.DType, prm.DType)
+	case in.Mode == StoreRelu && src.Loc != Acc:
+		return fmt.Sprintf("tstore.relu is the fixpipe's activation: it stores acc tiles, not %s tile %s (trelu first)", src.Loc, tileRef(src))
 	}
 	return checkView(in.Op, prm, view, src, true)
 }

@@ -76,6 +76,8 @@ func dealTiles(op *TileOp, nb int) [][]int {
 		return matmulBlocks(op, nb)
 	case TileAttention:
 		return attentionBlocks(op, nb)
+	case TileConv:
+		return convBlocks(op, nb)
 	}
 	blocks := make([][]int, nb)
 	for t := 0; t < op.NumTiles(); t++ {

@@ -33,29 +33,16 @@ func runFoldBatchNorm(c *compilation) error {
 		}
 		w := val(conv.Inputs[1])
 		wt := b.Type(w)
-		op := func(name string, attrs core.Attrs, in ...core.Value) core.Value {
-			if err != nil {
-				return -1
-			}
-			var r core.Value
-			r, err = b.Op(name, in, attrs, n.Loc)
-			return r
-		}
-		cast := func(v core.Value, dt dtype.DType) core.Value {
-			if err != nil || b.Type(v).DType == dt {
-				return v
-			}
-			return op("cast", core.Attrs{"dtype": dt.LongName()}, v)
-		}
+		ob := &opBuilder{b: b, loc: n.Loc}
 		o := int64(wt.Shape[0])
-		nw := cast(op("mul", nil, cast(w, dtype.Float32), op("reshape", core.Attrs{"shape": []int64{o, 1, 1, 1}}, scale)), wt.DType)
+		nw := ob.cast(ob.op("mul", nil, ob.cast(w, dtype.Float32), ob.op("reshape", core.Attrs{"shape": []int64{o, 1, 1, 1}}, scale)), wt.DType)
 		bias := shift
 		if len(conv.Inputs) == 3 {
-			bias = op("add", nil, op("mul", nil, cast(val(conv.Inputs[2]), dtype.Float32), scale), shift)
+			bias = ob.op("add", nil, ob.op("mul", nil, ob.cast(val(conv.Inputs[2]), dtype.Float32), scale), shift)
 		}
-		nb := cast(bias, wt.DType)
-		if err != nil {
-			return -1, false, err
+		nb := ob.cast(bias, wt.DType)
+		if ob.err != nil {
+			return -1, false, ob.err
 		}
 		out, err := b.Op("conv2d", []core.Value{val(conv.Inputs[0]), nw, nb}, conv.Attrs, conv.Loc)
 		return out, err == nil, err

@@ -42,6 +42,7 @@ var passTable = []Pass{
 	{Name: "infer-layouts", MinLevel: O1, Produces: LevelTensor, After: []string{"verify-tensor"}, Run: runInferLayouts},
 	{Name: "fuse-attention", MinLevel: O2, Reassociates: true, Produces: LevelTensor, After: []string{"verify-tensor"}, Run: runFuseAttention},
 	{Name: "fold-batch-norm", MinLevel: O2, Reassociates: true, Produces: LevelTensor, After: []string{"verify-tensor"}, Run: runFoldBatchNorm},
+	{Name: "conv-to-cube", MinLevel: O2, Reassociates: true, Produces: LevelTensor, After: []string{"fold-batch-norm"}, Run: runConvToCube},
 	{Name: "decompose", Required: true, Produces: LevelTensor, After: []string{"verify-tensor"}, Run: runDecompose},
 	{Name: "expand-arg-reductions", Required: true, Produces: LevelTensor, After: []string{"decompose"}, Run: runExpandArgReductions},
 	{Name: "expand-pad", Required: true, Produces: LevelTensor, After: []string{"decompose"}, Run: runExpandPad},
@@ -114,6 +115,8 @@ type compilation struct {
 	dumps     []string // "before/after" text of each level, when Options.Dump is set
 	// layouts are the layout conversions the program keeps (see runInferLayouts).
 	layouts []LayoutConversion
+	// convLayouts are the conversions conv-to-cube made (reported with layouts).
+	convLayouts []LayoutConversion
 	// folds are the views matrix kernels read in place (see runFoldViews).
 	folds map[core.Value]viewFold
 	// With Options.Visualize: each pass's record and the Tensor Graph as the tile pass
@@ -214,7 +217,7 @@ func runVerifyTensor(c *compilation) error {
 // primitives their registry entries give, so the later passes see only ops that have
 // a lowering of their own.
 func runDecompose(c *compilation) error {
-	c.layouts = keptConversions(c.graph) // the last level that still names them
+	c.layouts = append(keptConversions(c.graph), c.convLayouts...) // the last level that still names them
 	g, err := core.DecomposeGraph(c.graph)
 	if err != nil {
 		return err

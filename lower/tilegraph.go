@@ -93,10 +93,14 @@ const (
 	// TileUpdate stores an update into its result at offsets read when the program
 	// runs (slice_update, in place): tiles over the update's [outer, rows, cols].
 	TileUpdate
+	// TileConv is a cube convolution (conv2d_5hd): problem [n, oh, ow, o, c1, kh, kw,
+	// s, wp], tiles of rb output rows by tn output channels, grid [o/tn, n, oh/rb]
+	// (see codegen_conv.go).
+	TileConv
 )
 
 // tileKindNames spell the kinds in the text forms, indexed by TileKind.
-var tileKindNames = []string{"matmul", "elementwise", "reduce", "scan", "sort", "matmul_epilogue", "rows", "attention", "kernel", "update"}
+var tileKindNames = []string{"matmul", "elementwise", "reduce", "scan", "sort", "matmul_epilogue", "rows", "attention", "kernel", "update", "conv"}
 
 func (k TileKind) String() string { return tileKindNames[k] }
 
@@ -239,6 +243,8 @@ func tileGrid(kind TileKind, problem, tile []int) []int {
 		return []int{problem[0], ceilDiv(problem[1], tile[0]), ceilDiv(problem[2], tile[1])}
 	case TileKernel: // problem [blocks], tile [1]
 		return []int{problem[0]}
+	case TileConv:
+		return convGrid(convProblemOf(problem), tile)
 	case TileAttention: // problem [batch, l, s, e, ev], tile [br, hr, bc, copies]
 		return []int{problem[0], ceilDiv(problem[1], tile[0]), 1}
 	case TileScan: // problem [outer, a, inner], tile [1, tc]

@@ -251,6 +251,8 @@ func emitBlock(tg *TileGraph, op *TileOp, tiles []int, name string, vectors int,
 		emitRows(e, tg, op, tiles)
 	case TileUpdate:
 		emitUpdate(e, tg, op, tiles)
+	case TileConv:
+		emitConv(e, tg, op, tiles)
 	default:
 		return nil, fmt.Errorf("no code generator for tile kind %s", op.Kind)
 	}

@@ -213,3 +213,44 @@ def test_batch_norm_folded_into_the_convolution_matches_torch(dtype, tol):
         f = p.compile(block, config) if config else p.compile(block)
         got = f(x, w, b, mean, var, g, beta).numpy().astype(np.float64)
         np.testing.assert_allclose(got, want, rtol=tol, atol=tol * scale)
+
+
+CUBE_CASES = [
+    # x shape, w shape, stride, padding: fp16 convolutions the conv-to-cube pass runs as
+    # one conv2d_5hd kernel (odd sizes, channels that are no multiple of 16, stride 2,
+    # "same" with an even kernel) or, 1x1 "valid", as the GEMM of its NHWC pixels;
+    # dilation and groups keep img2col
+    ((2, 3, 13, 11), (5, 3, 3, 3), 1, 1, 1, 1),
+    ((3, 20, 9, 12), (33, 20, 3, 2), 2, (1, 0), 1, 1),
+    ((1, 7, 10, 9), (8, 7, 4, 2), 1, "same", 1, 1),
+    ((2, 16, 6, 7), (24, 16, 1, 1), 1, "valid", 1, 1),
+    ((1, 6, 9, 9), (6, 3, 3, 3), 1, 2, 2, 2),  # dilation and groups: the decomposition
+    ((2, 8, 7, 7), (8, 1, 3, 3), 1, 1, 1, 8),  # depthwise: the decomposition
+]
+
+
+@pytest.mark.parametrize("case", CUBE_CASES)
+@pytest.mark.parametrize("relu", [False, True])
+def test_float16_conv_on_the_cube_matches_torch(case, relu):
+    """fp16 conv2d (+ bias, + relu) compiled for a2 against torch in float64: within
+    the one rounding of the result and fp32 accumulation; the program reports its
+    layout conversions (NCHW -> NC1HWC0 or NHWC, and back) where the cube runs it."""
+    xs, ws, stride, padding, dilation, groups = case
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal(xs).astype(np.float16)
+    w = (rng.standard_normal(ws) / np.sqrt(np.prod(ws[1:]))).astype(np.float16)
+    b = rng.standard_normal(ws[0]).astype(np.float16)
+
+    def f(x, w, b):
+        y = p.conv2d(x, w, b, stride=stride, padding=padding, dilation=dilation, groups=groups)
+        return p.relu(y) if relu else y
+
+    exe = p.compile(f)
+    got = exe(x, w, b).numpy().astype(np.float64)
+    t = [torch.tensor(a.astype(np.float64)) for a in (x, w, b)]
+    want = F.conv2d(t[0], t[1], t[2], stride=stride, padding=padding, dilation=dilation, groups=groups)
+    want = (F.relu(want) if relu else want).numpy()
+    np.testing.assert_allclose(got, want, rtol=2e-3, atol=2e-3 * np.abs(want).max())
+    kinds = {(c["from"], c["to"]) for c in exe.info()["layout_conversions"]}
+    to = "NHWC" if ws[2:] == (1, 1) else "NC1HWC0"
+    assert (("NCHW", to) in kinds) == (dilation == 1 and groups == 1)

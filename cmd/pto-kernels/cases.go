@@ -18,6 +18,10 @@ type benchCase struct {
 	// runtimes also measures the case with the runtime's scheduling features on
 	// (lower.Runtime.All), a second row.
 	runtimes bool
+	// conv, for a convolution case, is its GEMM's m, k, n (the convolution's output
+	// pixels, C*KH*KW and output channels): the row also gives the convolution
+	// kernel's own cube busy and GM bytes, and the cube busy of that GEMM.
+	conv *[3]int
 }
 
 func benchCases() []benchCase {
@@ -30,6 +34,12 @@ func benchCases() []benchCase {
 		{name: "attention_fp16_1x32x4096x128", build: attention(false)},
 		{name: "attention_causal_fp16_1x32x4096x128", build: attention(true)},
 		{name: "gpt2_small_decoder_seq1024", build: gpt2Small, cached: true, runtimes: true},
+		// conv2d + bias + relu, fp16, batch 8: a ResNet-50 stage (conv3_x, 28x28: the
+		// 3x3 of its bottleneck and the 1x1 that expands it) and a UNet encoder block's
+		// 3x3 at 64x64.
+		convCase("conv_resnet50_3x3_b8_128x28x28", 8, 128, 28, 128, 3),
+		convCase("conv_resnet50_1x1_b8_128x28x28_to512", 8, 128, 28, 512, 1),
+		convCase("conv_unet_3x3_b8_64x64x64", 8, 64, 64, 64, 3),
 	}
 }
 
@@ -60,6 +70,17 @@ func matmulBiasRelu(n int) func(b *graphBuilder) {
 		y := b.op("add", nil, b.op("matmul", nil, b.param("a", n, n), b.param("b", n, n)), b.param("bias", n))
 		b.Output(b.op("relu", nil, y))
 	}
+}
+
+// convCase is relu(conv2d(x, w, b)) over x [n, c, hw, hw] with o output channels, a
+// k x k kernel, stride 1 and "same" padding.
+func convCase(name string, n, c, hw, o, k int) benchCase {
+	pad := int64(k / 2)
+	build := func(b *graphBuilder) {
+		y := b.op("conv2d", core.Attrs{"pads": []int64{pad, pad, pad, pad}}, b.param("x", n, c, hw, hw), b.param("w", o, c, k, k), b.param("b", o))
+		b.Output(b.op("relu", nil, y))
+	}
+	return benchCase{name: name, build: build, conv: &[3]int{n * hw * hw, c * k * k, o}}
 }
 
 func rowOp(name string) func(b *graphBuilder) {

@@ -45,6 +45,12 @@ type row struct {
 	Runtime string `json:"runtime"`
 	// SimWallS is the host time the timing-only run took (seconds).
 	SimWallS float64 `json:"sim_wall_s"`
+	// For convolutions: the convolution kernel's cube busy and distinct GM bytes (its
+	// task alone, without the layout conversions around it), and the cube busy of a
+	// GEMM of the same m, k, n on the same chip.
+	ConvCubeBusy float64 `json:"conv_kernel_cube_busy,omitempty"`
+	ConvGMBytes  int64   `json:"conv_kernel_gm_bytes,omitempty"`
+	GemmCubeBusy float64 `json:"gemm_same_mkn_cube_busy,omitempty"`
 }
 
 func main() {

@@ -83,9 +83,48 @@ func measure(chip *device.Chip, c benchCase) (rows []row, err error) {
 		}
 		r.CubeBusy = float64(cube) / (float64(st.Cycles) * float64(chip.CubeCores))
 		r.RooflineFrac = r.RooflineMs / r.SimMs
+		if c.conv != nil {
+			if err := convFigures(chip, exe, st, c.conv, &r); err != nil {
+				return nil, err
+			}
+		}
 		rows = append(rows, r)
 	}
 	return rows, nil
+}
+
+// convFigures fills a convolution row's kernel figures (a pointwise convolution's
+// kernel is its GEMM with the bias and relu fused) and its GEMM's cube busy.
+func convFigures(chip *device.Chip, exe *lower.Executable, st *lower.RunStats, mkn *[3]int, r *row) error {
+	ops := exe.Exec().Blocks.Tiles.Ops
+	for i, t := range exe.Exec().Tasks {
+		if op := ops[t.Kernel].Op; op == "conv2d_5hd" || op == "fused_matmul" || op == "matmul" {
+			ts := st.Tasks[i].Stats
+			r.ConvCubeBusy = float64(ts.PipeBusy[isa.PipeM]) / (float64(ts.Cycles) * float64(chip.CubeCores))
+			r.ConvGMBytes = ts.FootprintRead + ts.FootprintWritten
+		}
+	}
+	b := &graphBuilder{core.NewBuilder("gemm")}
+	b.Output(b.op("matmul", nil, b.param("a", mkn[0], mkn[1]), b.param("b", mkn[1], mkn[2])))
+	g := b.Graph()
+	gexe, err := lower.Compile(g, lower.Options{Chip: chip})
+	if err != nil {
+		return err
+	}
+	inputs := make([][]byte, len(g.Params))
+	for i, p := range g.Params {
+		inputs[i] = make([]byte, g.Type(p).Bytes())
+	}
+	_, gst, err := gexe.RunRuntime(inputs, device.RunOptions{NoValues: true}, lower.Runtime{})
+	if err != nil {
+		return err
+	}
+	var cube int64
+	for _, t := range gst.Tasks {
+		cube += t.Stats.PipeBusy[isa.PipeM]
+	}
+	r.GemmCubeBusy = float64(cube) / (float64(gst.Cycles) * float64(chip.CubeCores))
+	return nil
 }
 
 // namedRuntime is a row's runtime features and the name its "runtime" key gives them.

@@ -65,7 +65,9 @@ def _conv_args(op, x, weight, layout, stride, dilation, groups):
 def conv2d(x, weight, bias=None, stride=1, padding=0, dilation=1, groups: int = 1) -> Tensor:
     """torch.nn.functional.conv2d: x [N, C, H, W], weight [O, C/groups, KH, KW], bias [O];
     padding an int, a pair, "same" or "valid"; groups = C is a depthwise convolution.
-    Compiled as img2col (a strided slice per kernel tap) and a batched matmul on the cube."""
+    fp16/bf16 convolutions (groups 1, no dilation) compile to the cube's own kernel (5HD
+    activations, TIMG2COL into L0A, bias and relu fused); others as img2col (a strided
+    slice per kernel tap) and a batched matmul."""
     op = "conv2d"
     x, w, stride, dilation, groups = _conv_args(op, x, weight, "[O, C/groups, KH, KW]", stride, dilation, groups)
     pads = _padding(padding, op, (w.shape[2], w.shape[3]), dilation, stride)

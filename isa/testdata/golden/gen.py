@@ -658,6 +658,11 @@ for oh in range(H):
                     w[oh * W + ow, (i * 3 + j) * CH:(i * 3 + j + 1) * CH] = img[y, x * CH:(x + 1) * CH]
 c.want_tile('col', w).write()
 
+# The fixpipe's relu on the way out of Acc (tstore.relu), beside the plain store.
+c, a, b = cube_case('tstore_relu', 'f16', ['tmatmul %acc, %la, %rb', f'tstore.relu %outr[0; {M}x{Nn}; {Nn},1], %acc'],
+                    extra_params=[('outr', 'f16', M * Nn)])
+c.want('out', rnd(a @ b, 'f32')).want('outr', rnd(np.maximum(rnd(a @ b, 'f32'), 0), 'f16')).write()
+
 with open(os.path.join(OUT, 'CASES'), 'w') as f:
     f.write('\n'.join(CASES) + '\n')
 print(len(CASES), 'cases')
