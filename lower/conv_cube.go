@@ -30,7 +30,7 @@ func runConvToCube(c *compilation) error {
 		if n.Op == "relu" && absorbed[v] {
 			return ins[0], true, nil
 		}
-		if n.Op != "conv2d" || !cubeConvFits(c, g, n) {
+		if n.Op != "conv2d" || len(users[v]) == 0 && !isOut[v] || !cubeConvFits(c, g, n) {
 			return -1, false, nil
 		}
 		relu := core.Value(-1)

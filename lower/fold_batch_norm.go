@@ -50,6 +50,6 @@ func runFoldBatchNorm(c *compilation) error {
 	if err != nil {
 		return err
 	}
-	c.graph = ng
+	c.graph = core.EliminateDeadCode(ng) // the unfolded convolution, which later passes would see
 	return nil
 }

@@ -254,3 +254,22 @@ def test_float16_conv_on_the_cube_matches_torch(case, relu):
     kinds = {(c["from"], c["to"]) for c in exe.info()["layout_conversions"]}
     to = "NHWC" if ws[2:] == (1, 1) else "NC1HWC0"
     assert (("NCHW", to) in kinds) == (dilation == 1 and groups == 1)
+
+
+def test_conv_batch_norm_relu_block_is_one_cube_kernel():
+    """A ResNet-style fp16 conv -> batch_norm -> relu: the norm folds into the
+    convolution, the relu into its kernel's store (tstore.relu), and the layout report
+    lists the three conversions of that one kernel; the values match torch."""
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((2, 16, 10, 10)).astype(np.float16)
+    w = (rng.standard_normal((32, 16, 3, 3)) / 12).astype(np.float16)
+    m, g, b = (rng.standard_normal(32).astype(np.float16) for _ in range(3))
+    v = rng.uniform(0.5, 2, 32).astype(np.float16)
+    f = p.compile(lambda x, w, m, v, g, b: p.relu(p.batch_norm(p.conv2d(x, w, padding=1), m, v, g, b)))
+    got = f(x, w, m, v, g, b).numpy().astype(np.float64)
+    t = [torch.tensor(a.astype(np.float64)) for a in (x, w, m, v, g, b)]
+    want = F.relu(F.batch_norm(F.conv2d(t[0], t[1], padding=1), t[2], t[3], t[4], t[5])).numpy()
+    np.testing.assert_allclose(got, want, rtol=1e-2, atol=1e-2 * np.abs(want).max())
+    dump = f.dump()
+    assert dump.count("conv2d_5hd") >= 1 and "tstore.relu" in dump
+    assert [c["to"] for c in f.info()["layout_conversions"]] == ["NC1HWC0", "fractal [C1*KH*KW*C0, O]", "NCHW"]
