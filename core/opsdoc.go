@@ -79,6 +79,17 @@ var probeAttrs = map[string]Attrs{
 	"layout_transform": {"layout": "NZ"},
 }
 
+// probeInputs give the inputs of ops whose operands differ in shape or dtype from the
+// first, for a first input of dtype dt.
+var probeInputs = map[string]func(dt dtype.DType) []TensorType{
+	"index_put": func(dt dtype.DType) []TensorType {
+		return []TensorType{{DType: dt, Shape: Shape{2, 2}}, {DType: dt, Shape: Shape{2, 2}}, {DType: dtype.Int32, Shape: Shape{2}}}
+	},
+	"scatter": func(dt dtype.DType) []TensorType {
+		return []TensorType{{DType: dt, Shape: Shape{2, 2}}, {DType: dtype.Int32, Shape: Shape{2, 2}}, {DType: dt, Shape: Shape{2, 2}}}
+	},
+}
+
 // indexOperands are the ops whose later inputs are int32 indices.
 var indexOperands = map[string]bool{"take_along_axis": true, "index_select": true}
 
@@ -93,6 +104,12 @@ func acceptedDTypes(d *OpDef) string {
 		rest := dt
 		if indexOperands[d.Name] {
 			rest = dtype.Int32
+		}
+		if probe := probeInputs[d.Name]; probe != nil {
+			if _, _, err := InferOp(d.Name, probe(dt), probeAttrs[d.Name]); err == nil {
+				ok = append(ok, dt.String())
+			}
+			continue
 		}
 		{
 			in := []TensorType{{DType: dt, Shape: Shape{2, 2}}}

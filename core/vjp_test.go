@@ -78,6 +78,12 @@ func TestGradientsMatchFiniteDifferences(t *testing.T) {
 		{"index_select", "index_select", Attrs{"axis": int64(1)}, []Shape{{2, 4}, {3}}, map[int][]float64{1: {3, -4, 3}}, false},
 		{"slice_update", "slice_update", Attrs{"axes": []int64{2, 0}}, []Shape{{3, 2, 5}, {2, 2, 2}, {}, {}}, map[int][]float64{2: {3}, 3: {1}}, false},
 		{"take_along_axis", "take_along_axis", Attrs{"axis": int64(1)}, []Shape{{2, 4}, {2, 2}}, map[int][]float64{1: {0, 3, -1, 0}}, false},
+		// duplicates: (1, 0) is written twice (the later value wins), -2 counts from the end
+		{"index_put", "index_put", nil, []Shape{{3, 2, 2}, {4, 2}, {4}, {4}}, map[int][]float64{2: {1, 0, 1, -2}, 3: {0, 1, 0, 1}}, false},
+		{"index_put accumulate", "index_put", Attrs{"accumulate": true}, []Shape{{3, 2}, {3, 2}, {3}}, map[int][]float64{2: {2, 0, 2}}, false},
+		// src larger than index; (0, 1) is written twice
+		{"scatter", "scatter", Attrs{"dim": int64(0)}, []Shape{{3, 4}, {2, 3}, {3, 3}}, map[int][]float64{1: {0, 2, 1, 0, 0, 2}}, false},
+		{"scatter add", "scatter", Attrs{"dim": int64(1), "reduce": "add"}, []Shape{{2, 4}, {2, 3}, {2, 3}}, map[int][]float64{1: {3, 3, 0, 1, 2, 1}}, false},
 		{"where", "where", nil, []Shape{{3}, {3}, {1}}, map[int][]float64{0: {1, 0, 1}}, false},
 		{"sort", "sort", nil, []Shape{{2, 3}}, nil, false},
 		{"clip", "clip", nil, []Shape{{5}, {}, {}}, map[int][]float64{}, false},

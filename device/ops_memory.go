@@ -250,7 +250,8 @@ func execMGather(c *coreSim, x *execCtx, in *Instr) error {
 }
 
 // execMScatter: window.flat[idx[r, c]] = src[r, c] over src's valid region in
-// row-major order (a later duplicate wins).
+// row-major order (a later duplicate wins); .add adds each element into GM instead,
+// one after another, so duplicates sum in that order.
 func execMScatter(c *coreSim, x *execCtx, in *Instr) error {
 	vs, err := c.views(in)
 	if err != nil {
@@ -268,10 +269,22 @@ func execMScatter(c *coreSim, x *execCtx, in *Instr) error {
 			if err != nil {
 				return err
 			}
-			dtype.Store(g.DType, c.gm[a:a+size], 0, src.at(r, col))
+			elem := c.gm[a : a+size]
+			switch {
+			case in.Mode != isa.AtomicAdd:
+				dtype.Store(g.DType, elem, 0, src.at(r, col))
+			case g.DType.IsInt(): // exact; the store wraps
+				dtype.Store(g.DType, elem, 0, float64(int64(dtype.Load(g.DType, elem, 0))+src.atInt(r, col)))
+			default:
+				dtype.Store(g.DType, elem, 0, dtype.Load(g.DType, elem, 0)+src.at(r, col))
+			}
 		}
 	}
-	c.gmWritten += int64(src.rows * src.cols * size)
+	n := int64(src.rows * src.cols * size)
+	c.gmWritten += n
+	if in.Mode == isa.AtomicAdd {
+		c.gmRead += n
+	}
 	return nil
 }
 

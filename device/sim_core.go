@@ -312,14 +312,22 @@ func computesControl(in *Instr) bool {
 	return in.Pipe == isa.PipeS
 }
 
-// countGM adds the GM traffic of a TLOAD or TSTORE whose execution NoValues skipped,
-// as its exec would have counted it.
+// countGM adds the GM traffic of a load, store, gather or scatter whose execution
+// NoValues skipped, as its exec would have counted it.
 func (c *coreSim) countGM(in *Instr) {
 	switch in.Op {
 	case isa.TLOAD:
 		c.gmRead += viewBytes(in.Args[1])
 	case isa.TSTORE, isa.TSTORE_FP:
 		n := viewBytes(in.Args[0])
+		c.gmWritten += n
+		if in.Mode == isa.AtomicAdd {
+			c.gmRead += n
+		}
+	case isa.MGATHER:
+		c.gmRead += int64(in.Args[0].ValidRows * in.Args[0].ValidCols * in.Args[1].DType.Size())
+	case isa.MSCATTER:
+		n := int64(in.Args[1].ValidRows * in.Args[1].ValidCols * in.Args[0].DType.Size())
 		c.gmWritten += n
 		if in.Mode == isa.AtomicAdd {
 			c.gmRead += n

@@ -123,7 +123,11 @@ func execMScatter(m *machine, in Instr) error {
 	return m.eachValid(src, func(r, c int) error {
 		e, err := w.flatIndex(int(m.at(idx, r, c)), r, c)
 		if err == nil {
-			dtype.Store(w.dt, w.buf, e, m.at(src, r, c))
+			v := m.at(src, r, c)
+			if in.Mode == AtomicAdd {
+				v, _ = addK().apply(w.dt, dtype.Load(w.dt, w.buf, e), v)
+			}
+			dtype.Store(w.dt, w.buf, e, v)
 		}
 		return err
 	})

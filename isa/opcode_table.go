@@ -97,9 +97,10 @@ var Opcodes = [numOpcodes]OpInfo{
 	MGATHER: row("mgather", ClassMemory, PipeMTE2, kinds(tile, gm, tile),
 		"dst in Vec with param dtype == dst dtype; idx in Vec, i32, with dst's rows and cols; the window lies inside the param; at run time 0 <= idx < window rows*cols",
 		"dst[r,c] = window.flat[idx[r,c]] over dst's valid region: gather GM elements by index, flat index i naming window element (i / cols, i % cols)"),
-	MSCATTER: row("mscatter", ClassMemory, PipeMTE3, kinds(gm, tile, tile),
+	MSCATTER: withModes(row("mscatter", ClassMemory, PipeMTE3, kinds(gm, tile, tile),
 		"src in Vec with param dtype == src dtype; idx in Vec, i32, with src's rows and cols; the window lies inside the param; at run time 0 <= idx < window rows*cols",
-		"window.flat[idx[r,c]] = src[r,c] over src's valid region in row-major order (a later duplicate index wins)"),
+		"window.flat[idx[r,c]] = src[r,c] over src's valid region in row-major order (a later duplicate index wins); .add adds src[r,c] into GM (atomic add, each add rounded to the GM dtype, so duplicates sum in that order)"),
+		false, []Mode{AtomicAdd}),
 
 	TMATMUL: row("tmatmul", ClassMatrix, PipeM, kinds(tile, tile, tile), ruleMatmul,
 		"dst = a @ b: Left x Right -> Acc over dst's valid region with k < a's valid cols, products accumulated in fp32 (int32 for int8)"),

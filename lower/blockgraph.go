@@ -63,15 +63,18 @@ func buildBlockGraph(tg *TileGraph, cores func(isa.CoreKind) int) *BlockGraph {
 	bg := &BlockGraph{Tiles: tg}
 	for i, op := range tg.Ops {
 		n := op.NumTiles()
-		k := &Kernel{Op: i, Core: op.Core, Blocks: dealTiles(op, min(n, cores(op.Core)))}
+		k := &Kernel{Op: i, Core: op.Core, Blocks: dealTiles(tg.Tensors, op, min(n, cores(op.Core)))}
 		bg.Kernels = append(bg.Kernels, k)
 	}
 	return bg
 }
 
-// dealTiles deals op's tiles to nb blocks, as the cores will run them.
-func dealTiles(op *TileOp, nb int) [][]int {
+// dealTiles deals op's tiles to nb blocks, as the cores will run them (a scatter to
+// fewer, when fewer groups of its tiles may overlap; see scatterBlocks).
+func dealTiles(tensors []GMTensor, op *TileOp, nb int) [][]int {
 	switch op.Kind {
+	case TileScatter:
+		return scatterBlocks(op, tensors, nb)
 	case TileMatmul, TileMatmulEpilogue:
 		return matmulBlocks(op, nb)
 	case TileAttention:

@@ -72,6 +72,8 @@ func (l lowering) instructions(op string) []isa.Opcode {
 		return rowsInstructions
 	case TileUpdate:
 		return updateInstructions
+	case TileScatter:
+		return scatterInstructions
 	case TileReduce:
 		r := reductions[op]
 		return []isa.Opcode{isa.TLOAD, isa.TCVT, r.row, r.col, r.combine, isa.TEXPANDS, isa.TSTORE}

@@ -73,16 +73,16 @@ func inPlaceOK(g *core.Graph, n *core.Node, tensors []GMTensor, tensorOf map[cor
 	case t.View != nil:
 		return false
 	case t.Alias != 0: // an earlier update's result (a reshape's source has another reader: the reshape)
-		src := g.Nodes[x]
-		return src.Op == "slice_update"
+		return writesInPlace(lowerings[g.Nodes[x].Op].kind)
 	case t.Role == RoleInput:
 		return donated[x]
 	}
 	return t.Role == RoleTemp
 }
 
-// updateOps gives the tile ops of slice_update node n: the update, in place on x or
-// on a copy of x. out is the result's tensor, not yet added.
+// updateOps gives the tile ops of an in-place node n (slice_update, index_put,
+// scatter): the update, in place on x or on a copy of x. out is the result's tensor,
+// not yet added.
 func updateOps(g *core.Graph, n *core.Node, v core.Value, tg *TileGraph, tensorOf map[core.Value]int, inPlace bool, role TensorRole) (ops []*TileOp, out int) {
 	x := tensorOf[n.Inputs[0]]
 	base := root(tg.Tensors, x)
@@ -99,7 +99,7 @@ func updateOps(g *core.Graph, n *core.Node, v core.Value, tg *TileGraph, tensorO
 	out = len(tg.Tensors)
 	tg.Tensors = append(tg.Tensors, GMTensor{Value: v, Type: g.Type(v), Role: role, Alias: base + 1})
 	tensorOf[v] = out
-	up := &TileOp{Node: v, Op: n.Op, Kind: TileUpdate, Core: isa.Vector, Attrs: n.Attrs, Loc: n.Loc, Output: out}
+	up := &TileOp{Node: v, Op: n.Op, Kind: lowerings[n.Op].kind, Core: isa.Vector, Attrs: n.Attrs, Loc: n.Loc, Output: out}
 	up.Inputs = append(up.Inputs, base)
 	for _, in := range n.Inputs[1:] {
 		up.Inputs = append(up.Inputs, tensorOf[in])
@@ -172,12 +172,13 @@ type UpdateCopy struct {
 	Loc    core.Location `json:"-"`
 }
 
-// UpdateCopies lists the slice_updates that copy x first (see inPlaceOK).
+// UpdateCopies lists the in-place updates (slice_update, index_put, scatter) that
+// copy x first (see inPlaceOK).
 func (e *Executable) UpdateCopies() []UpdateCopy {
 	out := []UpdateCopy{}
 	tg := e.exec.Blocks.Tiles
 	for i, op := range tg.Ops {
-		if op.Kind != TileUpdate || i == 0 {
+		if !writesInPlace(op.Kind) || i == 0 {
 			continue
 		}
 		if cp := tg.Ops[i-1]; cp.Node == op.Node && cp.Kind == TileElementwise {

@@ -97,10 +97,18 @@ const (
 	// s, wp], tiles of rb output rows by tn output channels, grid [o/tn, n, oh/rb]
 	// (see codegen_conv.go).
 	TileConv
+	// TileScatter scatters values into its result at positions index tensors give
+	// (index_put, scatter, in place): tiles over its iteration space's [outer, rows,
+	// cols] (see lowering_scatter.go).
+	TileScatter
 )
 
+// writesInPlace reports whether tile ops of kind k write into bytes another op
+// produced (their result an alias of their first input's owner).
+func writesInPlace(k TileKind) bool { return k == TileUpdate || k == TileScatter }
+
 // tileKindNames spell the kinds in the text forms, indexed by TileKind.
-var tileKindNames = []string{"matmul", "elementwise", "reduce", "scan", "sort", "matmul_epilogue", "rows", "attention", "kernel", "update", "conv"}
+var tileKindNames = []string{"matmul", "elementwise", "reduce", "scan", "sort", "matmul_epilogue", "rows", "attention", "kernel", "update", "conv", "scatter"}
 
 func (k TileKind) String() string { return tileKindNames[k] }
 
@@ -165,7 +173,7 @@ func (g *TileGraph) Verify() error {
 		}
 	}
 	for i, op := range g.Ops {
-		if g.Tensors[op.Output].Alias != 0 && op.Kind != TileUpdate {
+		if g.Tensors[op.Output].Alias != 0 && !writesInPlace(op.Kind) {
 			return fmt.Errorf("tilegraph: op%d writes t%d, an alias (aliases are never written)", i, op.Output)
 		}
 		for _, in := range append(append([]int(nil), op.Inputs...), op.Output) {
@@ -202,7 +210,7 @@ func continuesPartialWrite(ops []*TileOp, i int) bool {
 
 // continuesPart reports whether op writes another part of prev's output.
 func continuesPart(prev, op *TileOp) bool {
-	if op.Kind == TileUpdate { // writes in place into bytes another op produced
+	if writesInPlace(op.Kind) { // writes in place into bytes another op produced
 		return false
 	}
 	return lowerings[op.Op].partial && prev.Output == op.Output && prev.Op == op.Op

@@ -305,7 +305,7 @@ func attentionWork(chip *device.Chip, op *TileOp, tensors []GMTensor, a attentio
 	size := int64(a.dt.Size())
 	hr, bc, dp, dv, nc := int64(a.hr), int64(a.bc), int64(a.dp), int64(a.dv), int64(a.chunks())
 	causal := op.Attrs.Bool("is_causal", false)
-	for _, b := range dealTiles(&probe, min(probe.NumTiles(), chip.Cores(isa.Cube))) {
+	for _, b := range dealTiles(nil, &probe, min(probe.NumTiles(), chip.Cores(isa.Cube))) {
 		var c, v device.Work
 		c.DType, c.Starts, v.Starts = a.dt, map[isa.Pipe]int64{}, map[isa.Pipe]int64{}
 		for _, t := range b {

@@ -119,7 +119,7 @@ func chipKey(chip *device.Chip) string { return fmt.Sprintf("%+v", *chip) }
 // simulate times op: whole when its task is small, else by samples of its blocks
 // (see the top of this file).
 func (e *estimator) simulate(tg *TileGraph, op *TileOp) (int64, error) {
-	blocks := dealTiles(op, min(op.NumTiles(), e.chip.Cores(op.Core)))
+	blocks := dealTiles(tg.Tensors, op, min(op.NumTiles(), e.chip.Cores(op.Core)))
 	work := func(tiles []int) int {
 		w := 0
 		for _, t := range tiles {

@@ -174,7 +174,7 @@ func kernelArgs(tg *TileGraph, op *TileOp) []int {
 	var args []int
 	seen := map[int]bool{}
 	ins := op.Inputs
-	if op.Kind == TileUpdate {
+	if writesInPlace(op.Kind) {
 		ins = ins[1:]
 	}
 	for _, t := range append(append([]int(nil), ins...), op.Output) {
@@ -251,6 +251,8 @@ func emitBlock(tg *TileGraph, op *TileOp, tiles []int, name string, vectors int,
 		emitRows(e, tg, op, tiles)
 	case TileUpdate:
 		emitUpdate(e, tg, op, tiles)
+	case TileScatter:
+		emitScatter(e, tg, op, tiles)
 	case TileConv:
 		emitConv(e, tg, op, tiles)
 	default:

@@ -79,7 +79,7 @@ func buildTileGraph(g *core.Graph, opts Options, folds map[core.Value]viewFold) 
 			continue
 		}
 		var ops []*TileOp
-		if n.Op == "slice_update" {
+		if writesInPlace(low.kind) {
 			ops, _ = updateOps(g, n, v, tg, tensorOf, inPlaceOK(g, n, tg.Tensors, tensorOf, readers, isOutput, donated), role)
 		} else {
 			ops = tileOpsOf(g, n, v, low, tensorOf, addTensor(v, role))
@@ -172,6 +172,8 @@ func chooseTiling(op *TileOp, tensors []GMTensor, opts Options) error {
 		op.Tile, op.Reason, err = rowsTile(chip, p)
 	case TileUpdate:
 		err = updateTiling(op, tensors, chip)
+	case TileScatter:
+		err = scatterTiling(op, tensors, chip)
 	case TileKernel:
 		if kerr := kernelTiling(op, chip); kerr != nil {
 			return kerr

@@ -17,8 +17,7 @@ import numpy as np
 from . import _validate as check
 from ._location import user_location
 from .errors import PyptoIndexError, PyptoValueError, ShapeError
-from .creation import arange, zeros
-from .ops import logical_and, where
+from .ops import where
 from .shape_ops import broadcast_to, reshape, take
 from .tensor import Tensor, _lib, _pinned_handles, apply, as_tensor, from_numpy
 
@@ -202,74 +201,106 @@ def slice_update(x, update, starts, axes=None) -> Tensor:
     return apply(op, inputs, {"axes": axes})
 
 
+def _int32_index(k, op: str, name: str, axis: int, n: int, wraps: bool = True):
+    """An index argument as an int32 p.Tensor: p.Tensors are cast on the device (their
+    values are checked when the program runs), host arrays are checked now against an
+    axis of size n ([-n, n) when negative indices wrap, else [0, n))."""
+    if isinstance(k, Tensor):
+        if k.dtype.is_floating or k.dtype.name == "bool":
+            raise check.fail(op, name, k, "an integer p.Tensor or array", PyptoValueError)
+        return k if k.dtype.name == "int32" else k.astype("int32")
+    a = np.asarray(k)
+    if not np.issubdtype(a.dtype, np.integer):
+        raise check.fail(op, name, k, "an integer array (or p.Tensor)", PyptoValueError)
+    if a.size:
+        lo = -n if wraps else 0
+        bad = (a < lo) | (a >= n)
+        if bad.any():
+            span = f"[-{n}, {n})" if wraps else f"[0, {n})"
+            raise PyptoIndexError(f"{op}: {name} holds {int(a[bad].flat[0])}, outside axis {axis} of size {n}", location=user_location(),
+                                  suggestions=[f"indices on this axis must lie in {span}"])  # fmt: skip
+    return from_numpy(a.astype(np.int32))
+
+
+def _fit(values, x: Tensor, shape, op: str, name: str) -> Tensor:
+    """values as a p.Tensor of x's dtype broadcast to shape."""
+    if not isinstance(values, (Tensor, np.ndarray)):
+        values = np.asarray(values, dtype=x.dtype.numpy)
+    v = as_tensor(values, op, name)
+    if v.dtype != x.dtype:
+        v = v.astype(x.dtype)
+    if tuple(v.shape) != tuple(shape):
+        try:
+            np.broadcast_shapes(tuple(v.shape), tuple(shape))
+        except ValueError:
+            raise ShapeError(f"{op}: {name} of shape {list(v.shape)} do not broadcast to the indexed shape {list(shape)}",
+                             location=user_location()) from None
+        v = broadcast_to(v, tuple(shape))
+    return v
+
+
 def index_put(x, indices, values, accumulate: bool = False) -> Tensor:
-    """torch's index_put: x with ``x[indices] = values`` (indices a tuple of index
-    arrays); with ``accumulate`` the values are added, duplicates summing."""
+    """torch's index_put: x with ``x[indices] = values`` for ``indices`` a tuple of
+    integer index arrays (p.Tensors, numpy arrays or lists), one per leading axis of x,
+    broadcast together; negative indices count from the end; boolean masks (host
+    arrays) select where they are true. ``values`` broadcast to the indexed shape.
+    Duplicate positions: the last write wins, or with ``accumulate`` every value adds
+    (in index order). Inside p.compile the update is written in place when x is donated
+    (or an intermediate nothing else reads): only the values move; index p.Tensors
+    may then change from run to run, an index outside its axis being an error naming
+    the line when the program runs."""
     op = "index_put"
     x = as_tensor(x, op, "x")
     accumulate = check.flag(accumulate, "accumulate", op)
-    if not isinstance(indices, (tuple, list)):
+    if not isinstance(indices, (tuple, list)) or not indices:
         raise check.fail(op, "indices", indices, "a tuple of index arrays, one per leading axis")
+    parts = []
+    for k in indices:
+        if isinstance(k, Tensor) and k.dtype.name == "bool":
+            k = k.numpy()  # a mask's positions are data: known once it is realised
+        if not isinstance(k, Tensor):
+            try:
+                k = np.asarray(k)
+            except (ValueError, TypeError):
+                raise check.fail(op, "indices", indices, "a tuple of integer (or boolean) index arrays") from None
+            if k.dtype == np.bool_:
+                parts.extend(np.nonzero(k))
+                continue
+        parts.append(k)
+    if len(parts) > x.ndim:
+        raise PyptoIndexError(f"{op}: {len(parts)} index arrays for a tensor of {x.ndim} dimensions", location=user_location())
+    idx = [_int32_index(k, op, f"indices[{j}]", j, x.shape[j]) for j, k in enumerate(parts)]
     try:
-        key = tuple(k.numpy() if isinstance(k, Tensor) else np.asarray(k) for k in indices)
-    except (ValueError, TypeError):
-        key = ()
-    if not key or any(not np.issubdtype(k.dtype, np.integer) and k.dtype != np.bool_ for k in key):
-        raise check.fail(op, "indices", indices, "a tuple of integer (or boolean) index arrays, one per leading axis")
-    values = as_tensor(values, op, "values")
-    vshape = tuple(values.shape)
-    if not accumulate:
-        return _place(x, _index_map(x.shape, key, vshape, op), values, op)
-    # Accumulate: each element adds the values that hit it, in index order, one layer
-    # of hits at a time (the k-th hit of every element in layer k).
-    try:
-        tgt = np.arange(int(np.prod(x.shape)), dtype=np.int64).reshape(x.shape)[key]
-        src = np.broadcast_to(np.arange(int(np.prod(vshape)), dtype=np.int64).reshape(vshape), tgt.shape)
-    except (IndexError, ValueError) as e:
-        raise PyptoIndexError(f"{op}: {e}", location=user_location()) from None
-    tgt, src = tgt.reshape(-1), src.reshape(-1)
-    order = np.argsort(tgt, kind="stable")
-    first = np.searchsorted(tgt[order], tgt[order], side="left")
-    layer = np.empty_like(order)
-    layer[order] = np.arange(len(order)) - first
-    out = x
-    zero = zeros(*x.shape, dtype=x.dtype)
-    for h in range(int(layer.max()) + 1 if len(layer) else 0):
-        pos = np.full(int(np.prod(x.shape)), -1, dtype=np.int64)
-        pos[tgt[layer == h]] = src[layer == h]
-        out = out + _place(zero, pos.reshape(x.shape), values, op)
-    return out
+        b = np.broadcast_shapes(*(tuple(i.shape) for i in idx))
+    except ValueError:
+        raise ShapeError(f"{op}: index arrays of shapes {[list(i.shape) for i in idx]} do not broadcast together",
+                         location=user_location()) from None
+    idx = [i if tuple(i.shape) == b else broadcast_to(i, tuple(b)) for i in idx]
+    values = _fit(values, x, tuple(b) + tuple(x.shape[len(idx):]), op, "values")
+    return apply(op, [x, values, *idx], {"accumulate": accumulate})
 
 
-def scatter(x, dim: int, index, src) -> Tensor:
-    """torch's scatter: ``out[..., index[i, j], ...] = src[i, j]`` along ``dim`` for every
-    position of ``index`` (index and src of the same rank as x; src at least as large as
-    index; src may be a number)."""
+def scatter(x, dim: int, index, src, reduce=None) -> Tensor:
+    """torch's scatter: ``out[..., index[p], ...] = src[p]`` along ``dim`` for every
+    position p of ``index`` (index and src of x's rank; index at most src's size on
+    every axis and x's off dim; src may be a number). Indices lie in [0, n).
+    Duplicates: the last write wins, or with ``reduce="add"`` (scatter_add) every value
+    adds. Written in place inside p.compile as index_put is."""
     op = "scatter"
     x = as_tensor(x, op, "x")
     dim = check.axis(dim, "dim", op, x.ndim) % x.ndim
-    if not isinstance(index, (Tensor, np.ndarray, list, tuple)):
-        raise check.fail(op, "index", index, f"an integer array of {x.ndim} dimensions")
-    try:
-        idx = index.numpy() if isinstance(index, Tensor) else np.asarray(index)
-    except (ValueError, TypeError):
-        raise check.fail(op, "index", index, f"an integer array of {x.ndim} dimensions") from None
-    if idx.ndim != x.ndim or not np.issubdtype(idx.dtype, np.integer):
+    if reduce not in (None, "none", "add"):
+        raise check.fail(op, "reduce", reduce, 'None or "add"', PyptoValueError)
+    if isinstance(index, (list, tuple)):
+        index = np.asarray(index)
+    if not isinstance(index, (Tensor, np.ndarray)) or index.ndim != x.ndim:
         raise check.fail(op, "index", index, f"an integer array of {x.ndim} dimensions", PyptoValueError)
+    idx = _int32_index(index, op, "index", dim, x.shape[dim], wraps=False)
     if isinstance(src, bool) or not isinstance(src, (int, float, np.number, np.ndarray, Tensor)):
         raise check.fail(op, "src", src, "a p.Tensor, a numpy array or a number")
-    if not isinstance(src, (np.ndarray, Tensor)) or (isinstance(src, np.ndarray) and src.ndim == 0):
-        src = np.full(idx.shape, src, dtype=x.dtype.numpy)
-    sshape = tuple(src.shape)
-    if len(sshape) != x.ndim or any(i > s for i, s in zip(idx.shape, sshape)):
-        raise ShapeError(f"{op}: src {list(sshape)} must have x's rank and be at least index's shape {list(idx.shape)}",
-                         location=user_location())
-    if (idx < 0).any() or (idx >= x.shape[dim]).any():
-        bad = idx[(idx < 0) | (idx >= x.shape[dim])].flat[0]
-        raise PyptoIndexError(f"{op}: index {bad} is outside axis {dim} of size {x.shape[dim]}", location=user_location())
-    coords = list(np.indices(idx.shape))
-    src_flat = np.ravel_multi_index(coords, sshape)
-    coords[dim] = idx
-    pos = np.full(x.shape, -1, dtype=np.int64)
-    pos[tuple(coords)] = src_flat  # duplicates: the last write wins (torch leaves it unspecified)
-    return _place(x, pos, src, op)
+    if not isinstance(src, (np.ndarray, Tensor)) or src.ndim == 0:
+        src = _fit(src, x, tuple(idx.shape), op, "src")
+    src = as_tensor(src, op, "src")
+    if src.dtype != x.dtype:
+        src = src.astype(x.dtype)
+    return apply(op, [x, idx, src], {"dim": dim, "reduce": reduce or "none"})
