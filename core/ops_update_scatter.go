@@ -15,10 +15,10 @@ import "pypto/dtype"
 
 func init() {
 	Register(&OpDef{Name: "index_put", Arity: 3, MaxArity: Variadic, Attrs: []AttrSpec{{"accumulate", false}},
-		Doc: "x with x[idx_0[b], ..., idx_{k-1}[b], ...] = values[b, ...] for the integer index tensors idx (inputs 2..., one per leading axis, all of one shape B; negative ones count from the end); values has shape B + x.shape[k:]; duplicates: the last wins, or with accumulate every one adds (torch's index_put)",
+		Doc:   "x with x[idx_0[b], ..., idx_{k-1}[b], ...] = values[b, ...] for the integer index tensors idx (inputs 2..., one per leading axis, all of one shape B; negative ones count from the end); values has shape B + x.shape[k:]; duplicates: the last wins, or with accumulate every one adds (torch's index_put)",
 		Infer: inferIndexPut, Eval: evalIndexPut, VJP: vjpIndexPut})
 	Register(&OpDef{Name: "scatter", Arity: 3, Attrs: []AttrSpec{{"dim", int64(0)}, {"reduce", "none"}},
-		Doc: "x with x[..., index[p], ...] = src[p] along dim for every position p of index (torch's scatter; index in [0, n), at most src's size on every axis and x's off dim); duplicates: the last wins, or with reduce=\"add\" every one adds (scatter_add)",
+		Doc:   "x with x[..., index[p], ...] = src[p] along dim for every position p of index (torch's scatter; index in [0, n), at most src's size on every axis and x's off dim); duplicates: the last wins, or with reduce=\"add\" every one adds (scatter_add)",
 		Infer: inferScatter, Eval: evalScatter, VJP: vjpScatter})
 	concreteOnly["index_put"] = true
 	concreteOnly["scatter"] = true

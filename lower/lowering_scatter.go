@@ -72,9 +72,9 @@ type scatterPlan struct {
 	mode     scatterMode
 	iter     core.Shape // the iteration space
 	x        core.Shape
-	dim, n   int        // scatter: the scattered axis and its size
-	src      affineMap  // the values, seen from the iteration space
-	indices  []int      // positions in op.Inputs of the index tensors
+	dim, n   int       // scatter: the scattered axis and its size
+	src      affineMap // the values, seen from the iteration space
+	indices  []int     // positions in op.Inputs of the index tensors
 	idxMaps  []affineMap
 	idxLens  []int // the size of the axis each index runs along (range check)
 	idxRows  []int // putElements: x's stride per index; putRows: rows of [N, T] per index
@@ -278,4 +278,3 @@ func scatterBlocks(op *TileOp, tensors []GMTensor, nb int) [][]int {
 func describeScatterMode(m scatterMode) string {
 	return [...]string{"along the last axis", "along the second-last axis", "along a leading axis", "every axis indexed", "rows of the trailing axes"}[m]
 }
-

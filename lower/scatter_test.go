@@ -72,13 +72,13 @@ func (c scatterCase) inputs(g *core.Graph, seed uint64) ([]*core.Array, [][]byte
 
 var scatterCases = []scatterCase{
 	{"scatter", core.Shape{37}, core.Shape{20}, []core.Shape{{20}}, core.Attrs{"dim": int64(0)}},
-	{"scatter", core.Shape{5, 300}, core.Shape{6, 290}, []core.Shape{{5, 270}}, core.Attrs{"dim": int64(-1)}},          // along cols, several col tiles
-	{"scatter", core.Shape{7, 45}, core.Shape{9, 45}, []core.Shape{{9, 33}}, core.Attrs{"dim": int64(0)}},              // along rows, index narrower than x
+	{"scatter", core.Shape{5, 300}, core.Shape{6, 290}, []core.Shape{{5, 270}}, core.Attrs{"dim": int64(-1)}},            // along cols, several col tiles
+	{"scatter", core.Shape{7, 45}, core.Shape{9, 45}, []core.Shape{{9, 33}}, core.Attrs{"dim": int64(0)}},                // along rows, index narrower than x
 	{"scatter", core.Shape{3, 4, 5, 6}, core.Shape{3, 3, 5, 6}, []core.Shape{{2, 3, 4, 5}}, core.Attrs{"dim": int64(1)}}, // along a leading axis
 	{"scatter", core.Shape{4, 3, 70}, core.Shape{6, 3, 70}, []core.Shape{{6, 2, 70}}, core.Attrs{"dim": int64(0), "reduce": "add"}},
-	{"index_put", core.Shape{6, 5}, core.Shape{13}, []core.Shape{{13}, {13}}, nil},                            // every axis: elements
+	{"index_put", core.Shape{6, 5}, core.Shape{13}, []core.Shape{{13}, {13}}, nil}, // every axis: elements
 	{"index_put", core.Shape{3, 4, 2}, core.Shape{2, 7}, []core.Shape{{2, 7}, {2, 7}, {2, 7}}, core.Attrs{"accumulate": true}},
-	{"index_put", core.Shape{40, 3, 33}, core.Shape{9, 3, 33}, []core.Shape{{9}}, nil},                        // rows of a cache
+	{"index_put", core.Shape{40, 3, 33}, core.Shape{9, 3, 33}, []core.Shape{{9}}, nil}, // rows of a cache
 	{"index_put", core.Shape{5, 6, 300}, core.Shape{4, 2, 300}, []core.Shape{{4, 2}, {4, 2}}, core.Attrs{"accumulate": true}},
 }
 
