@@ -111,13 +111,19 @@ def _key_axes(parts, ndim):
 def setitem(x: Tensor, key, value) -> None:
     """``x[key] = value`` (numpy's indexing: ints, slices, Ellipsis, None, integer and
     boolean index arrays); x is rebound to the updated value. A key of ints and
-    slices with step 1 is one p.slice_update (written in place in a compiled program
-    when x allows it); other keys place the value through an index map."""
+    slices with step 1 is one p.slice_update, and one of integer index arrays on the
+    leading axes (then full slices) one p.index_put: both are written in place in a
+    compiled program when x allows it, and index p.Tensors may change from run to run.
+    Other keys place the value through an index map."""
     if any(isinstance(d, int) is False for d in x.shape):
         raise PyptoValueError("x[key] = value needs a tensor of concrete shape", location=user_location(),
                               suggestions=["use p.slice_update with start positions"])
     vshape = value.shape if isinstance(value, (Tensor, np.ndarray)) else np.shape(value)
     parts = key if isinstance(key, tuple) else (key,)
+    rows = _leading_index_arrays(parts, x.ndim)
+    if rows is not None:  # numpy's and index_put's rules agree: the indexed shape, then the rest of x
+        _rebind(x, index_put(x, rows, value if isinstance(value, (Tensor, np.ndarray)) else np.asarray(value, dtype=x.dtype.numpy)))
+        return
     dynamic = {i: k for i, k in enumerate(parts) if isinstance(k, Tensor) and k.ndim == 0 and not k.dtype.is_floating
                and k.dtype.name != "bool"}  # fmt: skip
     host_key = tuple(0 if i in dynamic else k for i, k in enumerate(parts)) if dynamic else _host_key(key, "setitem")
@@ -144,12 +150,40 @@ def setitem(x: Tensor, key, value) -> None:
     else:
         positions = _index_map(x.shape, host_key, tuple(vshape), "setitem")
         new = _place(x, positions, value if isinstance(value, (Tensor, np.ndarray)) else np.asarray(value, dtype=x.dtype.numpy), "setitem")
-    if new is x:
-        return
+    if new is not x:
+        _rebind(x, new)
+
+
+def _rebind(x: Tensor, new: Tensor) -> None:
+    """x takes new's value (setitem's functional update)."""
     old, x._handle, new._handle = x._handle, new._handle, 0
     x._type_info = None
     if old not in _pinned_handles:  # a traced function's input: its trace restores it
         _lib.free_handle(old)
+
+
+def _leading_index_arrays(parts, ndim: int):
+    """The index arrays of a key made of integer index arrays (p.Tensors of at least one
+    dimension, numpy arrays, lists) on the leading axes followed by nothing but full
+    slices and one Ellipsis: a p.index_put. None for any other key."""
+    arrays = []
+    for k in parts:
+        if isinstance(k, Tensor):
+            if k.ndim == 0 or k.dtype.is_floating or k.dtype.name == "bool":
+                return None
+        elif isinstance(k, (np.ndarray, list)):
+            a = np.asarray(k)
+            if a.ndim == 0 or not np.issubdtype(a.dtype, np.integer):
+                return None
+            k = a
+        else:
+            break
+        arrays.append(k)
+    rest = parts[len(arrays):]
+    full = all(k is Ellipsis or (isinstance(k, slice) and k == slice(None)) for k in rest)
+    if not arrays or not full or sum(k is Ellipsis for k in rest) > 1 or len(arrays) > ndim:
+        return None
+    return tuple(arrays)
 
 
 def slice_update(x, update, starts, axes=None) -> Tensor:
