@@ -53,6 +53,20 @@ type Error struct {
 	Loc         Location  `json:"location"`
 	Causes      []string  `json:"causes"`
 	Suggestions []string  `json:"suggestions"`
+	// Node, when not 0, is 1 + the index of the node of a graph an error found when a
+	// program runs is about. A compiled program serves every graph structurally equal
+	// to the one it was compiled from (the node numbering included), whose locations
+	// may differ: LocateIn takes the location from the graph being run.
+	Node int `json:"-"`
+}
+
+// LocateIn sets the location to that of e's node in g, when e names one that has a
+// location in g.
+func (e *Error) LocateIn(g *Graph) *Error {
+	if e.Node > 0 && e.Node <= len(g.Nodes) && !g.Nodes[e.Node-1].Loc.IsZero() {
+		e.Loc = g.Nodes[e.Node-1].Loc
+	}
+	return e
 }
 
 func (e *Error) Error() string {

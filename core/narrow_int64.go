@@ -20,14 +20,17 @@ import (
 type Int64Input struct {
 	Param    int
 	Op       string
+	Node     Value // of the op, -1 for none (see Error.Node)
 	Loc      Location
 	HostCast dtype.DType // Invalid: narrowed to int32 with a range check
 }
 
-// Int64Plan says which inputs of a narrowed graph to narrow and which outputs to widen.
+// Int64Plan says which inputs of a narrowed graph to narrow, which outputs to widen and
+// which extra outputs check the int64 results (narrow_int64_check.go).
 type Int64Plan struct {
 	Inputs  []Int64Input
 	Outputs []bool // per output of the graph: int64 in the original
+	Checks  []Int64Check
 }
 
 // HasInt64 reports whether any value of g is int64.
@@ -41,23 +44,25 @@ func HasInt64(g *Graph) bool {
 }
 
 // NarrowInt64 returns g with its int64 values in int32 (see above). A constant that
-// does not fit int32 is a ValueError naming its op; results that leave int32 while
-// computing wrap as int32 results do (docs/ops.md's int64 column).
+// does not fit int32 is a ValueError naming its op; an int64 result that can leave
+// int32 while computing is checked when the program runs (docs/ops.md's int64 column):
+// the narrowed graph has an extra output per check, after g's.
 func NarrowInt64(g *Graph) (*Graph, Int64Plan, error) {
 	var plan Int64Plan
 	out := NewBuilder(g.Name)
 	vals := make([]Value, len(g.Nodes))
 	users := g.Users()
 	hostCast := map[Value]bool{} // casts done on the host: their param stands for them
+	var flags []Value            // the checks' outputs, in plan.Checks' order
 	outputs := g.OutputSet()
 	for k, p := range g.Params {
 		n := g.Nodes[p]
 		t := n.Type.clone()
 		if t.DType == dtype.Int64 {
 			t.DType = dtype.Int32
-			in := Int64Input{Param: k, Op: "the program's result"}
+			in := Int64Input{Param: k, Op: "the program's result", Node: -1}
 			if u := users[p]; len(u) > 0 {
-				in.Op, in.Loc = g.Nodes[u[0]].Op, g.Nodes[u[0]].Loc
+				in.Op, in.Node, in.Loc = g.Nodes[u[0]].Op, u[0], g.Nodes[u[0]].Loc
 				if d := onlyCast(g, users[p]); d != dtype.Invalid && !outputs[p] {
 					t.DType, in.HostCast = d, d
 					for _, c := range users[p] {
@@ -93,10 +98,22 @@ func NarrowInt64(g *Graph) (*Graph, Int64Plan, error) {
 			return nil, plan, Errorf(InternalError, "graph %s: narrowing int64: %s gives %s, not %s", quoteName(g.Name), n.Op, out.Type(v), want)
 		}
 		vals[i] = v
+		flag, cerr := addInt64Check(out, n, n.mapInputs(vals), v)
+		if cerr != nil {
+			return nil, plan, AsInternal(cerr, "checking the int64 result of %s", n.Op)
+		}
+		if flag >= 0 {
+			flags = append(flags, flag)
+			plan.Checks = append(plan.Checks, Int64Check{Op: n.Op, Node: Value(i), Loc: n.Loc})
+		}
 	}
 	for _, o := range g.Outputs {
 		out.Output(vals[o])
 		plan.Outputs = append(plan.Outputs, g.Nodes[o].Type.DType == dtype.Int64)
+	}
+	for k, f := range flags {
+		plan.Checks[k].Output = len(g.Outputs) + k
+		out.Output(f)
 	}
 	return out.Graph(), plan, nil
 }
@@ -138,17 +155,9 @@ func narrowAttrs(n *Node) (Attrs, *Error) {
 	return a, nil
 }
 
-// int32Wraps are the ops whose integer results can leave the range of their inputs
-// (sums, products, differences, powers, negation of -2^31), so a run narrowed to int32
-// gives numpy's int64 result only while the result fits int32 too.
-var int32Wraps = map[string]bool{
-	"add": true, "sub": true, "mul": true, "neg": true, "abs": true, "pow": true, "sum": true, "prod": true,
-	"cumsum": true, "mean": true, "matmul": true, "batch_matmul": true, "linear": true, "floor_divide": true,
-	"fused": true, "fused_matmul": true,
-}
-
-// Int32Wraps reports whether op's int64 results can wrap when narrowed to int32.
-func Int32Wraps(op string) bool { return int32Wraps[op] }
+// Int64Checked reports whether op's int64 results are checked to fit int32 when the
+// program runs (the ops whose results can leave it: see narrow_int64_check.go).
+func Int64Checked(op string) bool { _, ok := int64Checks[op]; return ok }
 
 // Narrow converts the int64 inputs of a run (little-endian bytes, one buffer per
 // param) to int32, checking every value; the other buffers are passed through.
@@ -176,8 +185,9 @@ func narrowBytes(b []byte, in Int64Input) ([]byte, *Error) {
 	for i := 0; i < n; i++ {
 		v := int64(binary.LittleEndian.Uint64(b[8*i:]))
 		if v < math.MinInt32 || v > math.MaxInt32 {
-			return nil, Errorf(ValueError, "%s: an int64 input holds the value %d (at flat index %d), which does not fit int32: the chip computes int64 in int32", in.Op, v, i).
-				WithLoc(in.Loc).
+			e := Errorf(ValueError, "%s: an int64 input holds the value %d (at flat index %d), which does not fit int32: the chip computes int64 in int32", in.Op, v, i)
+			e.Node = int(in.Node) + 1
+			return nil, e.WithLoc(in.Loc).
 				Suggest("keep int64 values in [-2**31, 2**31 - 1], or convert the input first: x.astype(p.float32) (exact to 2**24) or x.astype(p.int32) (wraps)")
 		}
 		binary.LittleEndian.PutUint32(out[4*i:], uint32(int32(v)))
@@ -206,8 +216,18 @@ func castBytes(b []byte, d dtype.DType) []byte {
 	return out
 }
 
-// Widen converts the int32 results of a narrowed run that were int64 back to int64.
-func (p Int64Plan) Widen(outs [][]byte) [][]byte {
+// Widen converts the int32 results of a narrowed run that were int64 back to int64,
+// after the checks: the first (in graph order) whose result left int32 is the error.
+// It returns the graph's own outputs, without the checks'.
+func (p Int64Plan) Widen(outs [][]byte) ([][]byte, *Error) {
+	for _, c := range p.Checks {
+		if c.Output < len(outs) && len(outs[c.Output]) > 0 && outs[c.Output][0] != 0 {
+			return nil, int64Overflow(c)
+		}
+	}
+	if len(p.Checks) > 0 && len(outs) > len(p.Outputs) {
+		outs = outs[:len(p.Outputs)]
+	}
 	for k, wide := range p.Outputs {
 		if !wide || k >= len(outs) {
 			continue
@@ -220,5 +240,5 @@ func (p Int64Plan) Widen(outs [][]byte) [][]byte {
 		}
 		outs[k] = b
 	}
-	return outs
+	return outs, nil
 }

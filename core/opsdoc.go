@@ -21,9 +21,11 @@ func OpsMarkdown() string {
 	b.WriteString("runs the op on int64 tensors: no op runs natively in int64; every one runs in int32\n")
 	b.WriteString("(core.NarrowInt64), the int64 inputs of a run checked to fit int32 (else a ValueError\n")
 	b.WriteString("naming the op and the line), the int64 results widened back: \"int32\" ops then give what\n")
-	b.WriteString("they give int32 tensors of the same values; \"int32, may wrap\" ops (sums, products) give\n")
-	b.WriteString("numpy's int64 result while it fits int32 too, and wrap past it as int32 does (cast to\n")
-	b.WriteString("float32 first for larger results); \"-\" ops do not take int64.\n\n")
+	b.WriteString("they give int32 tensors of the same values, which fit int32; \"int32, checked\" ops (sums,\n")
+	b.WriteString("products, conversions from float), whose results can leave int32, give numpy's int64\n")
+	b.WriteString("result, and a ValueError naming the op and the line when it leaves int32 (each is\n")
+	b.WriteString("recomputed in float32 and compared, core/narrow_int64_check.go; cast to float32 first\n")
+	b.WriteString("for larger results); \"-\" ops do not take int64.\n\n")
 	b.WriteString("| op | inputs | attributes | dtypes | int64 | composite | gradient | notes |\n| --- | --- | --- | --- | --- | --- | --- | --- |\n")
 	for _, name := range OpNames() {
 		if strings.Contains(name, "test") {
@@ -50,8 +52,8 @@ func int64Note(d *OpDef, accepted string) string {
 	switch {
 	case d.Arity > 0 && !strings.Contains(" "+accepted+" ", " i64 "):
 		return "-"
-	case Int32Wraps(d.Name):
-		return "int32, may wrap"
+	case Int64Checked(d.Name):
+		return "int32, checked"
 	}
 	return "int32"
 }

@@ -51,5 +51,9 @@ func narrowedRun[R any](p Program, inputs [][]byte, run func(Program, [][]byte) 
 	if err != nil {
 		return nil, r, err
 	}
-	return n.plan.Widen(outs), r, nil
+	wide, werr := n.plan.Widen(outs)
+	if werr != nil {
+		return nil, r, werr
+	}
+	return wide, r, nil
 }

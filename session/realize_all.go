@@ -36,13 +36,14 @@ func (s *Session) RealizeAll(ts []*Tensor) error {
 	if len(pend) == 0 {
 		return nil
 	}
-	prog, err := s.compile(gb.b.Graph())
+	g := gb.b.Graph()
+	prog, err := s.compile(g)
 	if err != nil {
 		return withLoc(err, loc)
 	}
 	outs, st, err := runProgram(prog, gb.bound, stop)
 	if err != nil {
-		return withLoc(err, loc)
+		return withLoc(locateIn(err, g), loc)
 	}
 	if len(outs) != len(pend) {
 		return core.Errorf(core.InternalError, "program returned %d outputs for %d tensors", len(outs), len(pend)).WithLoc(loc)

@@ -126,7 +126,7 @@ func (s *Session) RealizeStats(t *Tensor) (Stats, bool, error) {
 	}
 	outs, st, err := runProgram(prog, gb.bound, stop)
 	if err != nil {
-		return Stats{}, false, withLoc(err, o.loc)
+		return Stats{}, false, withLoc(locateIn(err, g), o.loc)
 	}
 	if len(outs) != 1 || len(outs[0]) != t.typ.Bytes() {
 		return Stats{}, false, core.Errorf(core.InternalError, "program returned %d outputs (first %d bytes) for one %v result", len(outs), firstLen(outs), t.typ).WithLoc(o.loc)
@@ -200,6 +200,15 @@ func AsError(kind core.ErrorKind, err error) *core.Error {
 
 func withLoc(err error, loc core.Location) error {
 	return AsError(core.CompileError, err).WithLoc(loc)
+}
+
+// locateIn gives a run's error the location of its node in g, the graph run (the
+// program may have been compiled from another graph of the same structure).
+func locateIn(err error, g *core.Graph) error {
+	if ce, ok := err.(*core.Error); ok {
+		ce.LocateIn(g)
+	}
+	return err
 }
 
 // compileCache maps graph text + device to compiled programs, least recently used

@@ -122,6 +122,14 @@ CASES = [
     ("index_select_axis1", lambda x, i: p.index_select(x, 1, i), lambda x, i: torch.index_select(x, 1, i), [X(2, 5, 3), IDX(5, 4)]),
     ("take_along_axis", lambda x, i: p.take_along_axis(x, i, axis=1), lambda x, i: torch.gather(x, 1, i), [X(3, 5), IDX(5, 3, 2)]),
     ("slice_update", lambda x, u: p.slice_update(x, u, [1, 2]), lambda x, u: _torch_slice_update(x, u, 1, 2), [X(4, 6), X(2, 3)]),
+    ("index_put", lambda x, v: p.index_put(x, ([2, 0], [1, 4]), v), lambda x, v: x.index_put((torch.tensor([2, 0]), torch.tensor([1, 4])), v),
+     [X(3, 5), X(2)]),
+    ("index_put_accumulate", lambda x, v: p.index_put(x, ([3, 0, 3],), v, accumulate=True),
+     lambda x, v: x.index_put((torch.tensor([3, 0, 3]),), v, accumulate=True), [X(4, 5), X(3, 5)]),
+    ("scatter", lambda x, s: p.scatter(x, 0, [[1, 0, 2], [0, 2, 1]], s), lambda x, s: x.scatter(0, torch.tensor([[1, 0, 2], [0, 2, 1]]), s),
+     [X(3, 3), X(2, 3)]),
+    ("scatter_add", lambda x, s: p.scatter(x, 1, [[0, 4, 0], [2, 2, 1]], s, reduce="add"),
+     lambda x, s: x.scatter_add(1, torch.tensor([[0, 4, 0], [2, 2, 1]]), s), [X(2, 5), X(2, 3)]),
     ("cast", lambda x: p.cast(x, p.float32) * 3, lambda x: x * 3, [X(5)]),
     ("cumsum", lambda x: p.cumsum(x, axis=1), lambda x: torch.cumsum(x, 1), [X(2, 5)]),
     ("sort", lambda x: p.sort(x, axis=1), lambda x: torch.sort(x, 1).values, [X(3, 5)]),
@@ -210,7 +218,7 @@ def test_every_differentiable_op_is_covered():
         "batch_matmul", "linear", "sum", "mean", "max", "min", "var", "std", "softmax", "log_softmax", "layer_norm",
         "rms_norm", "reshape", "transpose", "broadcast_to", "squeeze", "unsqueeze", "slice", "concat", "stack", "pad",
         "index_select", "take_along_axis", "cast", "cumsum", "sort", "topk_values", "scaled_dot_product_attention",
-        "conv2d", "batch_norm", "max_pool2d", "avg_pool2d", "mod", "slice_update", "erfc", "exp2", "expm1", "log1p", "log2", "log10", "logaddexp", "hypot", "atan2",
+        "conv2d", "batch_norm", "max_pool2d", "avg_pool2d", "mod", "slice_update", "index_put", "scatter", "erfc", "exp2", "expm1", "log1p", "log2", "log10", "logaddexp", "hypot", "atan2",
     }  # fmt: skip
     assert ops - tested == set(), f"differentiable ops without a torch comparison: {sorted(ops - tested)}"
 
