@@ -19,7 +19,7 @@ from ._location import user_location
 from .errors import PyptoIndexError, PyptoValueError, ShapeError
 from .ops import where
 from .shape_ops import broadcast_to, reshape, take
-from .tensor import Tensor, _lib, _pinned_handles, apply, as_tensor, from_numpy
+from .tensor import Tensor, _lib, _pinned_handles, apply, as_tensor, from_numpy, host_array, is_scalar
 
 __all__ = ["slice_update", "index_put", "scatter"]
 
@@ -257,8 +257,11 @@ def _int32_index(k, op: str, name: str, axis: int, n: int, wraps: bool = True):
 
 
 def _fit(values, x: Tensor, shape, op: str, name: str) -> Tensor:
-    """values as a p.Tensor of x's dtype broadcast to shape."""
-    if not isinstance(values, (Tensor, np.ndarray)):
+    """values (a p.Tensor, an array, nested lists or a number) as a p.Tensor of x's
+    dtype broadcast to shape."""
+    if isinstance(values, (list, tuple)):
+        values = host_array(values, op, name)
+    elif is_scalar(values):
         values = np.asarray(values, dtype=x.dtype.numpy)
     v = as_tensor(values, op, name)
     if v.dtype != x.dtype:
