@@ -22,19 +22,28 @@ type opImpl struct {
 	work func(chip *Chip, in *Instr) int64
 }
 
-// opTable holds the device's implementation of every opcode it supports. A test checks
+// opTable holds the device's implementation of every opcode it supports, indexed by
+// opcode (the simulator looks an entry up per executed instruction). A test checks
 // that every opcode of isa.Opcodes has an entry.
-var opTable = map[isa.Opcode]*opImpl{}
+var opTable []*opImpl
 
 // lookupOp returns the device's implementation of op, or nil if it has none.
-func lookupOp(op isa.Opcode) *opImpl { return opTable[op] }
+func lookupOp(op isa.Opcode) *opImpl {
+	if int(op) < 0 || int(op) >= len(opTable) {
+		return nil
+	}
+	return opTable[op]
+}
 
 // defineOps adds entries to opTable; each file of instructions calls it from init so
 // the table is assembled from one place per instruction class.
 func defineOps(entries map[isa.Opcode]*opImpl) {
 	for op, e := range entries {
-		if _, dup := opTable[op]; dup {
+		if lookupOp(op) != nil {
 			panic("device: opcode " + op.String() + " defined twice")
+		}
+		if int(op) >= len(opTable) {
+			opTable = append(opTable, make([]*opImpl, int(op)+1-len(opTable))...)
 		}
 		opTable[op] = e
 	}

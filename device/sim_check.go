@@ -63,6 +63,11 @@ func checkMachine(chip *Chip, kind isa.CoreKind, m *MachineProgram) (map[isa.Loc
 			}
 		}
 		if in.Op == isa.SET_FLAG || in.Op == isa.WAIT_FLAG {
+			for _, o := range in.Args[:2] {
+				if int(o.Pipe) <= 0 || int(o.Pipe) >= numPipes {
+					return nil, fail(pc, "flag pipe %d is not a pipe", o.Pipe)
+				}
+			}
 			if id := in.Args[2].Imm; id < 0 || int(id) >= chip.FlagEventIDs || id != float64(int(id)) {
 				return nil, fail(pc, "event id %g is not one of the chip's %d ids", id, chip.FlagEventIDs)
 			}

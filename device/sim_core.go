@@ -46,6 +46,7 @@ type coreSim struct {
 	endBlock int    // the block dynSeen and dynLast are about
 	noMoved  bool   // the run's GM windows are not needed (a timed run's value shadow)
 	icache   icache // instruction fetch (sim_icache.go)
+	flags    flagQueues
 }
 
 // lastWindow is recorded windows joined downwards, one run per row: row r (in
@@ -132,7 +133,7 @@ type blockRun struct {
 	// order (at most Chip.MemQueueDepth at once).
 	drain, busyTo [numPipes]int64
 	inflight      [numPipes][]int64
-	sems          map[flagKey][]semEntry
+	sems          *flagQueues // the core's, emptied for the block (sim_flags.go)
 	done          int // issued instructions started (starting fixes their end)
 	maxEnd        int64
 	pausedStep    int64 // 1 + the step RunOptions.Pause was last called for
@@ -169,7 +170,8 @@ func (r *blockRun) compact() {
 
 func newBlockRun(c *coreSim, bi int, blk *Block, q *queueSet) *blockRun {
 	m := blk.Prog
-	r := &blockRun{c: c, bi: bi, blk: blk, m: m, t0: c.start + c.cycles + int64(c.chip.PrologueCycles), sems: map[flagKey][]semEntry{}}
+	c.flags.reset(c.chip.FlagEventIDs)
+	r := &blockRun{c: c, bi: bi, blk: blk, m: m, t0: c.start + c.cycles + int64(c.chip.PrologueCycles), sems: &c.flags}
 	r.x = execCtx{m: m, blk: blk, queues: q, run: r}
 	r.sc = scalarUnit{regs: make([]int64, len(m.Regs))}
 	return r
@@ -226,7 +228,7 @@ func (r *blockRun) next() (di int, start int64, ok bool) {
 		case isa.SET_FLAG, isa.TSYNC, isa.TFREE:
 			st = max(st, r.drain[p]) // after what the pipe started has completed
 		case isa.WAIT_FLAG:
-			q := r.sems[flagKeyOf(d.in)]
+			q := r.sems.pending(d.in)
 			if len(q) == 0 {
 				continue
 			}
@@ -271,12 +273,9 @@ func (r *blockRun) start(di int, st int64) error {
 	}
 	switch in.Op {
 	case isa.SET_FLAG:
-		k := flagKeyOf(in)
-		r.sems[k] = append(r.sems[k], semEntry{at: st + int64(r.c.chip.FlagLatencyCycles), pc: d.pc, known: r.races.snapshot(in.Pipe, d.seq)})
+		r.sems.push(in, semEntry{at: st + int64(r.c.chip.FlagLatencyCycles), pc: d.pc, known: r.races.snapshot(in.Pipe, d.seq)})
 	case isa.WAIT_FLAG:
-		k := flagKeyOf(in)
-		r.races.join(in.Pipe, r.sems[k][0].known)
-		r.sems[k] = r.sems[k][1:]
+		r.races.join(in.Pipe, r.sems.pop(in).known)
 	}
 	p := in.Pipe
 	r.free[p] = st + tt.occupy
@@ -339,11 +338,11 @@ func (c *coreSim) countGM(in *Instr) {
 func (r *blockRun) finish() error {
 	// A set nobody waited for would leak into the next block on real hardware.
 	var leaked []int
-	for _, q := range r.sems {
+	r.sems.each(func(_ flagKey, q []semEntry) {
 		for _, e := range q {
 			leaked = append(leaked, e.pc)
 		}
-	}
+	})
 	if len(leaked) > 0 {
 		sort.Ints(leaked)
 		return r.fail(leaked[0], "set_flag is never consumed by a wait_flag (%d unconsumed set(s) at block end)", len(leaked))

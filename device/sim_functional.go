@@ -12,13 +12,11 @@ func (r *blockRun) runNow(pc int, in *Instr) error {
 	r.c.instrs++
 	switch in.Op {
 	case isa.SET_FLAG:
-		k := flagKeyOf(in)
-		r.sems[k] = append(r.sems[k], semEntry{pc: pc})
+		r.sems.push(in, semEntry{pc: pc})
 		return nil
 	case isa.WAIT_FLAG:
-		k := flagKeyOf(in)
-		if q := r.sems[k]; len(q) > 0 {
-			r.sems[k] = q[1:]
+		if len(r.sems.pending(in)) > 0 {
+			r.sems.pop(in)
 		}
 		return nil
 	}

@@ -338,7 +338,10 @@ func TestTransposedWindowMovesItsOwnBytes(t *testing.T) {
 	require.NoError(t, err)
 	count := func(v isa.GMView) (lines, bytes int) {
 		m := newMemSystem(chip, 1<<22)
-		m.window(0, Operand{Kind: isa.KindGM, DType: dtype.Float16, GM: v}, func(_, n int) { lines++; bytes += n })
+		m.window(0, Operand{Kind: isa.KindGM, DType: dtype.Float16, GM: v}, func(lo, hi int) {
+			m.eachLine(lo, hi, func(int, int64) { lines++ })
+			bytes += hi - lo
+		})
 		return
 	}
 	rowsL, rowsB := count(isa.GMView{Rows: 64, Cols: 128, RowStride: 1024, ColStride: 1})

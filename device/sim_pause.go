@@ -76,11 +76,9 @@ type FlagState struct {
 // Flags lists the block's pending flag events, by source pipe, destination and id.
 func (p *Paused) Flags() []FlagState {
 	var out []FlagState
-	for k, q := range p.r.sems {
-		if len(q) > 0 {
-			out = append(out, FlagState{Src: k.pair.src, Dst: k.pair.dst, ID: k.id, Pending: len(q)})
-		}
-	}
+	p.r.sems.each(func(k flagKey, q []semEntry) {
+		out = append(out, FlagState{Src: k.pair.src, Dst: k.pair.dst, ID: k.id, Pending: len(q)})
+	})
 	sort.Slice(out, func(i, j int) bool {
 		a, b := out[i], out[j]
 		if a.Src != b.Src {

@@ -104,8 +104,7 @@ func (r *blockRun) issueOne() (bool, error) {
 		start = r.sc.t
 		r.races.barrier()
 	case isa.WAIT_FLAG:
-		k := flagKeyOf(in)
-		q := r.sems[k]
+		q := r.sems.pending(in)
 		if len(q) == 0 {
 			return false, nil // the scalar unit stalls until the event is set
 		}
@@ -114,13 +113,12 @@ func (r *blockRun) issueOne() (bool, error) {
 		seq := r.races.issue(isa.PipeS, r.issued, pc, accessSet{})
 		r.races.start(isa.PipeS, seq, seq, r.issued, accessSet{})
 		r.races.join(isa.PipeS, q[0].known)
-		r.sems[k] = q[1:]
+		r.sems.pop(in)
 	case isa.SET_FLAG:
 		r.sc.t += int64(r.c.chip.IssueCycles)
 		seq := r.races.issue(isa.PipeS, r.issued, pc, accessSet{})
 		r.races.start(isa.PipeS, seq, seq, r.issued, accessSet{})
-		k := flagKeyOf(in)
-		r.sems[k] = append(r.sems[k], semEntry{at: r.sc.t + int64(r.c.chip.FlagLatencyCycles), pc: pc, known: r.races.snapshot(isa.PipeS, seq)})
+		r.sems.push(in, semEntry{at: r.sc.t + int64(r.c.chip.FlagLatencyCycles), pc: pc, known: r.races.snapshot(isa.PipeS, seq)})
 	case isa.LOOP, isa.ENDLOOP:
 		r.sc.t += int64(r.c.chip.IssueCycles)
 		var err error

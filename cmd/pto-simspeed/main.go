@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"runtime"
 	"runtime/pprof"
 	"strings"
 	"syscall"
@@ -28,6 +29,10 @@ type result struct {
 	Mode      string  `json:"mode"`
 	SimS      float64 `json:"sim_s"`
 	SimCycles int64   `json:"sim_cycles"`
+	// Instrs and L2Lines are the work the timed modes model: machine instructions
+	// executed and L2 lines looked up (0 in functional mode).
+	Instrs  int64 `json:"instructions"`
+	L2Lines int64 `json:"l2_lines"`
 	// CPUS is the process's CPU time (user and system, all threads) during the
 	// fastest run: on a loaded host it shows the work that the wall clock hides.
 	CPUS float64 `json:"sim_cpu_s"`
@@ -39,11 +44,29 @@ func main() {
 	only := flag.String("case", "", "run only the cases whose name contains this")
 	mode := flag.String("mode", "", "run only this mode: functional, timed, or timing (the timing model alone, RunOptions.NoValues: not run by default)")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the runs to this file")
+	memProfile := flag.String("memprofile", "", "write an allocation profile of the runs to this file")
 	flag.Parse()
-	if err := profiled(*cpuProfile, func() error { return run(*reps, *only, *mode) }); err != nil {
+	if *memProfile != "" {
+		runtime.MemProfileRate = 4096
+	}
+	err := profiled(*cpuProfile, func() error { return run(*reps, *only, *mode) })
+	if err == nil && *memProfile != "" {
+		err = writeHeapProfile(*memProfile)
+	}
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "pto-simspeed:", err)
 		os.Exit(1)
 	}
+}
+
+// writeHeapProfile writes the allocations made so far (pprof -sample_index=alloc_space).
+func writeHeapProfile(path string) error {
+	out, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	defer out.Close()
+	return pprof.Lookup("allocs").WriteTo(out, 0)
 }
 
 // profiled runs f, under a CPU profile written to path unless path is empty.
@@ -117,9 +140,12 @@ func run(reps int, only, onlyMode string) error {
 			}
 			opts := device.RunOptions{Functional: mode == "functional", NoValues: mode == "timing"}
 			best, bestCPU := -1.0, 0.0
-			var cycles int64
+			var cycles, instrs, lines int64
+			// One GM image for every run, refilled before each: a fresh image per run
+			// would make the garbage collector run during the next one.
+			gm := make([]byte, len(w.gm))
 			for range max(1, reps) {
-				gm := append([]byte(nil), w.gm...)
+				copy(gm, w.gm)
 				c0, t0 := cpuTime(), time.Now()
 				st, err := device.RunTask(chip, gm, w.kind, w.blocks, opts)
 				el, cpu := time.Since(t0).Seconds(), (cpuTime() - c0).Seconds()
@@ -129,12 +155,12 @@ func run(reps int, only, onlyMode string) error {
 				if best < 0 || el < best {
 					best, bestCPU = el, cpu
 				}
-				cycles = st.Cycles
+				cycles, instrs, lines = st.Cycles, st.Instructions, st.L2Hits+st.L2Misses
 			}
 			if mode == "functional" {
-				cycles = 0 // not modelled
+				cycles, lines = 0, 0 // not modelled
 			}
-			out = append(out, result{w.name, mode, best, cycles, bestCPU, device.SIMDKernels()})
+			out = append(out, result{w.name, mode, best, cycles, instrs, lines, bestCPU, device.SIMDKernels()})
 		}
 	}
 	enc := json.NewEncoder(os.Stdout)
