@@ -70,8 +70,48 @@ func gmViewSpan(o Operand) (span, bool) {
 // accesses lists the bytes an instruction reads and writes, as its opTable entry
 // says.
 func accesses(in Instr) accessSet {
+	var s accessSet
+	addAccesses(&in, &s)
+	return s
+}
+
+// addAccesses adds the bytes in reads and writes to s.
+func addAccesses(in *Instr, s *accessSet) {
 	if impl := lookupOp(in.Op); impl != nil && impl.access != nil {
-		return impl.access(&in)
+		impl.access(in, s)
+		return
 	}
-	return conventionalAccess(&in)
+	conventionalAccess(in, s)
+}
+
+// spanArena hands out the span slices of the access sets a block's race checker
+// keeps, from chunks of arenaChunk spans, so that issuing an instruction whose
+// operands a register moves allocates a share of a chunk, not slices of its own.
+// A chunk is freed when no kept access set refers to it any more.
+type spanArena struct {
+	chunk   []span
+	scratch accessSet // the access set being computed
+}
+
+const arenaChunk = 1024
+
+// accesses is accesses(*in) with its spans from the arena.
+func (a *spanArena) accesses(in *Instr) accessSet {
+	s := &a.scratch
+	s.reads, s.writes = s.reads[:0], s.writes[:0]
+	addAccesses(in, s)
+	return accessSet{reads: a.keep(s.reads), writes: a.keep(s.writes)}
+}
+
+// keep copies s into the arena.
+func (a *spanArena) keep(s []span) []span {
+	if len(s) == 0 {
+		return nil
+	}
+	if cap(a.chunk)-len(a.chunk) < len(s) {
+		a.chunk = make([]span, 0, max(arenaChunk, len(s)))
+	}
+	n := len(a.chunk)
+	a.chunk = append(a.chunk, s...)
+	return a.chunk[n:len(a.chunk):len(a.chunk)]
 }

@@ -11,9 +11,9 @@ type opImpl struct {
 	// why the chip cannot run it. nil means the pipe of the ISA table's row (which
 	// must then be fixed, not chosen by the operands).
 	route func(ck *checkCtx, in isa.Instr) (isa.Pipe, string)
-	// access lists the bytes it reads and writes. nil means the table's convention:
-	// operand 0 is written, every other tile or GM operand is read.
-	access func(in *Instr) accessSet
+	// access adds the bytes it reads and writes to s. nil means the table's
+	// convention: operand 0 is written, every other tile or GM operand is read.
+	access func(in *Instr, s *accessSet)
 	// exec computes its values on a core. nil means it has none (flags, barriers).
 	exec func(c *coreSim, x *execCtx, in *Instr) error
 	// work is its data-proportional pipe time in cycles; the pipe's startup latency is
@@ -51,12 +51,10 @@ func defineOps(entries map[isa.Opcode]*opImpl) {
 
 // conventionalAccess is the default access set: operand 0 is the destination and is
 // written, every other tile or GM operand is read.
-func conventionalAccess(in *Instr) accessSet {
-	var s accessSet
+func conventionalAccess(in *Instr, s *accessSet) {
 	for i := range in.Args {
 		s.add(in.Args[i], i == 0)
 	}
-	return s
 }
 
 // add records the bytes of a tile or GM operand as read or written; other operand

@@ -40,10 +40,9 @@ func formOf(op isa.Opcode) matmulForm {
 }
 
 // accumulateAccess: the destination is read as well as written.
-func accumulateAccess(in *Instr) accessSet {
-	s := conventionalAccess(in)
+func accumulateAccess(in *Instr, s *accessSet) {
+	conventionalAccess(in, s)
 	s.add(in.Args[0], false)
-	return s
 }
 
 // matmulShape is the computed region: m rows, n cols, depth k.

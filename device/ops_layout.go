@@ -36,8 +36,7 @@ func routeInsert(ck *checkCtx, in isa.Instr) (isa.Pipe, string) {
 
 // insertAccess: TINSERT writes only the rows of dst the window covers (from its first
 // element to its last, row-major) and reads src.
-func insertAccess(in *Instr) accessSet {
-	var s accessSet
+func insertAccess(in *Instr, s *accessSet) {
 	dst, src := in.Args[0], in.Args[1]
 	r, c := int(in.Args[2].Imm), int(in.Args[3].Imm)
 	size := dst.DType.Size()
@@ -45,7 +44,6 @@ func insertAccess(in *Instr) accessSet {
 	last := ((r+src.Rows-1)*dst.Cols + c + src.Cols) * size
 	s.writes = append(s.writes, span{space: int(dst.Loc), lo: dst.Addr + first, hi: dst.Addr + last})
 	s.add(src, false)
-	return s
 }
 
 func workInsert(chip *Chip, in *Instr) int64 {

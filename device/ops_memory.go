@@ -26,11 +26,7 @@ func init() {
 }
 
 // sldAccess: SLD reads its GM window (operand 0 is a register).
-func sldAccess(in *Instr) accessSet {
-	var s accessSet
-	s.add(in.Args[1], false)
-	return s
-}
+func sldAccess(in *Instr, s *accessSet) { s.add(in.Args[1], false) }
 
 // workIndexedGM: each element of an indexed GM access is its own 32-byte transfer.
 func workIndexedGM(chip *Chip, in *Instr) int64 {

@@ -47,8 +47,7 @@ func workMove(chip *Chip, in *Instr) int64 {
 
 // extractAccess: TEXTRACT writes its destination and reads only the sub-tile's rows
 // of the source, from its first element to its last, row-major.
-func extractAccess(in *Instr) accessSet {
-	var s accessSet
+func extractAccess(in *Instr, s *accessSet) {
 	s.add(in.Args[0], true)
 	dst, src := in.Args[0], in.Args[1]
 	r, c := int(in.Args[2].Imm), int(in.Args[3].Imm)
@@ -56,7 +55,6 @@ func extractAccess(in *Instr) accessSet {
 	first := (r*src.Cols + c) * size
 	last := ((r+dst.Rows-1)*src.Cols + c + dst.Cols) * size
 	s.reads = append(s.reads, span{space: int(src.Loc), lo: src.Addr + first, hi: src.Addr + last})
-	return s
 }
 
 // execConvert copies a whole tile, converting if the dtypes differ (TMOV, TCVT).

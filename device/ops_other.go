@@ -33,11 +33,7 @@ func init() {
 }
 
 // readsOperand0: the instruction only reads its first operand.
-func readsOperand0(in *Instr) accessSet {
-	var s accessSet
-	s.add(in.Args[0], false)
-	return s
-}
+func readsOperand0(in *Instr, s *accessSet) { s.add(in.Args[0], false) }
 
 // workGather: indexed UB accesses proceed GatherElemsPerCycle elements per cycle (each
 // element is its own access; the banks serve a few at once).

@@ -130,9 +130,10 @@ func RunTask(chip *Chip, gm []byte, kind isa.CoreKind, blocks []Block, opts RunO
 	if opts.BalanceBlocks {
 		step = 1
 	}
+	infos := &progInfos{}
 	for ci := range active {
 		c := newCoreSim(chip, kind, ci, gm, opts)
-		c.mem = mem
+		c.mem, c.progs = mem, infos
 		c.prefetchLeft = opts.PrefetchBytes / int64(active)
 		for bi := ci % step; bi < len(blocks); bi += step {
 			for loc, n := range extents[blocks[bi].Prog] {

@@ -47,6 +47,11 @@ type coreSim struct {
 	noMoved  bool   // the run's GM windows are not needed (a timed run's value shadow)
 	icache   icache // instruction fetch (sim_icache.go)
 	flags    flagQueues
+	spans    spanArena // the access sets of instructions registers moved
+	// spare holds resolved copies of queued instructions that have started, for
+	// the next ones (takeInstr).
+	spare []*Instr
+	progs    *progInfos // the task's, shared by its cores (nil: each block makes its own)
 }
 
 // lastWindow is recorded windows joined downwards, one run per row: row r (in
@@ -112,8 +117,10 @@ type blockRun struct {
 	bi  int
 	blk *Block
 	m   *MachineProgram
-	x   execCtx
-	t0  int64 // task time at which the block starts
+	// info is what the task derived from m once (sim_proginfo.go).
+	info *progInfo
+	x    execCtx
+	t0   int64 // task time at which the block starts
 
 	sc      scalarUnit
 	dyn     []dynInstr // issued instructions from dynBase on (started ones are dropped)
@@ -134,7 +141,7 @@ type blockRun struct {
 	drain, busyTo [numPipes]int64
 	inflight      [numPipes][]int64
 	sems          *flagQueues // the core's, emptied for the block (sim_flags.go)
-	done          int // issued instructions started (starting fixes their end)
+	done          int         // issued instructions started (starting fixes their end)
 	maxEnd        int64
 	pausedStep    int64 // 1 + the step RunOptions.Pause was last called for
 	resolved      Instr // resolve's scratch for the instructions executed at once
@@ -142,6 +149,16 @@ type blockRun struct {
 
 // d is the issued instruction with index i.
 func (r *blockRun) d(i int) *dynInstr { return &r.dyn[i-r.dynBase] }
+
+// takeInstr returns an instruction for resolve to fill, reusing one that has started.
+func (c *coreSim) takeInstr() *Instr {
+	if n := len(c.spare); n > 0 {
+		in := c.spare[n-1]
+		c.spare = c.spare[:n-1]
+		return in
+	}
+	return &Instr{}
+}
 
 // compact drops the started instructions at the front of the issued list and of the
 // pipe queues, so a long loop keeps only what is in flight.
@@ -170,8 +187,9 @@ func (r *blockRun) compact() {
 
 func newBlockRun(c *coreSim, bi int, blk *Block, q *queueSet) *blockRun {
 	m := blk.Prog
-	c.flags.reset(c.chip.FlagEventIDs)
-	r := &blockRun{c: c, bi: bi, blk: blk, m: m, t0: c.start + c.cycles + int64(c.chip.PrologueCycles), sems: &c.flags}
+	info := c.progs.of(m)
+	c.flags.reset(info)
+	r := &blockRun{c: c, bi: bi, blk: blk, m: m, info: info, t0: c.start + c.cycles + int64(c.chip.PrologueCycles), sems: &c.flags}
 	r.x = execCtx{m: m, blk: blk, queues: q, run: r}
 	r.sc = scalarUnit{regs: make([]int64, len(m.Regs))}
 	return r
@@ -204,7 +222,11 @@ func (r *blockRun) finished() bool { return r.sc.pc >= len(r.m.Instrs) && r.done
 
 // enqueue issues a pipe instruction at the scalar unit's current time.
 func (r *blockRun) enqueue(pc int, in *Instr) {
-	d := dynInstr{pc: pc, in: in, issue: r.sc.t, acc: accesses(*in), sSeen: r.races.issued[isa.PipeS]}
+	acc := r.info.acc[pc]
+	if !r.info.static[pc] {
+		acc = r.c.spans.accesses(in)
+	}
+	d := dynInstr{pc: pc, in: in, issue: r.sc.t, acc: acc, sSeen: r.races.issued[isa.PipeS]}
 	d.seq = r.races.issue(in.Pipe, r.issued, pc, d.acc)
 	r.queues[in.Pipe] = append(r.queues[in.Pipe], r.issued)
 	r.dyn = append(r.dyn, d)
@@ -228,7 +250,7 @@ func (r *blockRun) next() (di int, start int64, ok bool) {
 		case isa.SET_FLAG, isa.TSYNC, isa.TFREE:
 			st = max(st, r.drain[p]) // after what the pipe started has completed
 		case isa.WAIT_FLAG:
-			q := r.sems.pending(d.in)
+			q := r.sems.pending(d.pc)
 			if len(q) == 0 {
 				continue
 			}
@@ -273,9 +295,9 @@ func (r *blockRun) start(di int, st int64) error {
 	}
 	switch in.Op {
 	case isa.SET_FLAG:
-		r.sems.push(in, semEntry{at: st + int64(r.c.chip.FlagLatencyCycles), pc: d.pc, known: r.races.snapshot(in.Pipe, d.seq)})
+		r.sems.push(d.pc, semEntry{at: st + int64(r.c.chip.FlagLatencyCycles), pc: d.pc, known: r.races.snapshot(in.Pipe, d.seq)})
 	case isa.WAIT_FLAG:
-		r.races.join(in.Pipe, r.sems.pop(in).known)
+		r.races.join(in.Pipe, r.sems.pop(d.pc).known)
 	}
 	p := in.Pipe
 	r.free[p] = st + tt.occupy
@@ -293,6 +315,9 @@ func (r *blockRun) start(di int, st int64) error {
 		r.inflight[p] = q
 	}
 	r.maxEnd = max(r.maxEnd, end)
+	if in != &r.m.Instrs[d.pc] { // a resolved copy: nothing reads it once started
+		r.c.spare = append(r.c.spare, in)
+	}
 	r.heads[p]++
 	r.done++
 	r.record(d.pc, p, st, end)

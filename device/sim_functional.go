@@ -12,11 +12,11 @@ func (r *blockRun) runNow(pc int, in *Instr) error {
 	r.c.instrs++
 	switch in.Op {
 	case isa.SET_FLAG:
-		r.sems.push(in, semEntry{pc: pc})
+		r.sems.push(pc, semEntry{pc: pc})
 		return nil
 	case isa.WAIT_FLAG:
-		if len(r.sems.pending(in)) > 0 {
-			r.sems.pop(in)
+		if len(r.sems.pending(pc)) > 0 {
+			r.sems.pop(pc)
 		}
 		return nil
 	}

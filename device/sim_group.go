@@ -109,13 +109,14 @@ func RunGroupTask(chip *Chip, gm []byte, groups []Group, opts RunOptions) (st *T
 	if chip.L2Bytes > 0 && !opts.Functional {
 		mem = newMemSystem(chip, len(gm))
 	}
+	infos := &progInfos{}
 	for ai := range active {
 		share := opts.PrefetchBytes / int64(active*(1+perAI))
 		a := &aiCore{cube: newCoreSim(chip, isa.Cube, ai, gm, opts)}
-		a.cube.mem, a.cube.prefetchLeft = mem, share
+		a.cube.mem, a.cube.prefetchLeft, a.cube.progs = mem, share, infos
 		for v := range perAI {
 			c := newCoreSim(chip, isa.Vector, ai*perAI+v, gm, opts)
-			c.mem, c.prefetchLeft = mem, share
+			c.mem, c.prefetchLeft, c.progs = mem, share, infos
 			a.vector = append(a.vector, c)
 		}
 		for gi := ai; gi < len(groups); gi += chip.CubeCores {

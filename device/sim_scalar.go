@@ -72,13 +72,16 @@ func (r *blockRun) issueOne() (bool, error) {
 		if q := r.queues[in.Pipe]; len(q)-r.heads[in.Pipe] >= r.c.chip.IssueQueueDepth {
 			return false, nil // the pipe's queue is full: wait until its head starts
 		}
-		scratch := &r.resolved // executed at once: nothing keeps it
-		if !r.c.opts.Functional {
-			scratch = nil // queued: it lives until it starts
-		}
-		res, err := r.resolve(in, scratch)
-		if err != nil {
-			return false, r.fail(pc, "%v", err)
+		res := in
+		if !r.info.static[pc] {
+			scratch := &r.resolved // executed at once: nothing keeps it
+			if !r.c.opts.Functional {
+				scratch = r.c.takeInstr() // queued: it lives until it starts
+			}
+			var err error
+			if res, err = r.resolve(in, scratch); err != nil {
+				return false, r.fail(pc, "%v", err)
+			}
 		}
 		// A slot freed when the instruction that held it started.
 		r.sc.t = max(r.sc.t, r.lastStart[in.Pipe]) + int64(r.c.chip.IssueCycles)
@@ -104,7 +107,7 @@ func (r *blockRun) issueOne() (bool, error) {
 		start = r.sc.t
 		r.races.barrier()
 	case isa.WAIT_FLAG:
-		q := r.sems.pending(in)
+		q := r.sems.pending(pc)
 		if len(q) == 0 {
 			return false, nil // the scalar unit stalls until the event is set
 		}
@@ -113,12 +116,12 @@ func (r *blockRun) issueOne() (bool, error) {
 		seq := r.races.issue(isa.PipeS, r.issued, pc, accessSet{})
 		r.races.start(isa.PipeS, seq, seq, r.issued, accessSet{})
 		r.races.join(isa.PipeS, q[0].known)
-		r.sems.pop(in)
+		r.sems.pop(pc)
 	case isa.SET_FLAG:
 		r.sc.t += int64(r.c.chip.IssueCycles)
 		seq := r.races.issue(isa.PipeS, r.issued, pc, accessSet{})
 		r.races.start(isa.PipeS, seq, seq, r.issued, accessSet{})
-		r.sems.push(in, semEntry{at: r.sc.t + int64(r.c.chip.FlagLatencyCycles), pc: pc, known: r.races.snapshot(isa.PipeS, seq)})
+		r.sems.push(pc, semEntry{at: r.sc.t + int64(r.c.chip.FlagLatencyCycles), pc: pc, known: r.races.snapshot(isa.PipeS, seq)})
 	case isa.LOOP, isa.ENDLOOP:
 		r.sc.t += int64(r.c.chip.IssueCycles)
 		var err error
@@ -126,11 +129,14 @@ func (r *blockRun) issueOne() (bool, error) {
 			return false, r.fail(pc, "%v", err)
 		}
 	default:
-		res, err := r.resolve(in, &r.resolved)
-		if err != nil {
-			return false, r.fail(pc, "%v", err)
+		res, acc := in, r.info.acc[pc]
+		if !r.info.static[pc] {
+			var err error
+			if res, err = r.resolve(in, &r.resolved); err != nil {
+				return false, r.fail(pc, "%v", err)
+			}
+			acc = r.c.spans.accesses(res)
 		}
-		acc := accesses(*res)
 		seq := r.races.issue(isa.PipeS, r.issued, pc, acc)
 		if other, q, raced := r.races.start(isa.PipeS, seq, seq, r.issued, acc); raced {
 			return false, r.fail(pc, "%s", raceMessage(r.m, other, q, isa.PipeS))
@@ -220,27 +226,12 @@ func (r *blockRun) reg(ref isa.RegRef) (int64, error) {
 	return r.sc.regs[i], nil
 }
 
-// resolve returns in with the registers its operands name replaced by their current
-// values, or in itself when it names none. The resolved copy is scratch (its operands
-// reusing scratch's) when scratch is not nil, else new: an instruction executed at
-// once needs no memory of its own, which a long loop would allocate per iteration.
-func (r *blockRun) resolve(in *Instr, scratch *Instr) (*Instr, error) {
-	dynamic := false
-	for _, a := range in.Args {
-		switch a.Kind {
-		case isa.KindTile:
-			dynamic = dynamic || a.ValidRowsReg != 0 || a.ValidColsReg != 0
-		case isa.KindGM:
-			dynamic = dynamic || a.GM.OffsetReg != 0 || a.GM.RowsReg != 0 || a.GM.ColsReg != 0
-		}
-	}
-	if !dynamic {
-		return in, nil
-	}
-	out := scratch
-	if out == nil {
-		out = &Instr{}
-	}
+// resolve returns in, which names registers (movedByRegister), with their current
+// values in its operands, in scratch (its operands reusing scratch's memory): an
+// instruction executed at once needs no memory of its own, which a long loop would
+// allocate per iteration, and a queued one takes a copy the core reuses once it has
+// started (coreSim.takeInstr).
+func (r *blockRun) resolve(in *Instr, out *Instr) (*Instr, error) {
 	args := out.Args[:0]
 	*out = *in
 	out.Args = append(args, in.Args...)

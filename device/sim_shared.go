@@ -133,6 +133,7 @@ func runSharedTask(chip *Chip, kind isa.CoreKind, gm []byte, blocks []Block, cor
 		c := newCoreSim(chip, kind, ci, gm, fun)
 		shadows[ci] = c
 		c.noMoved = true // the timing loop records the moved windows
+		c.progs = t.progs
 		c.bufs = [isa.NumLocations][]byte{}
 		for loc, b := range t.bufs {
 			if len(b) > 0 {

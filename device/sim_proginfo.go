@@ -1,0 +1,88 @@
+package device
+
+import (
+	"sync"
+
+	"pypto/isa"
+)
+
+// progInfo is what the simulator derives from a machine program once per task
+// instead of at every executed instruction: the flag queue each SET_FLAG and
+// WAIT_FLAG uses, and the bytes each instruction whose operands no register moves
+// reads and writes (the race checker's access sets).
+type progInfo struct {
+	flagSlot []int32   // per pc: the index of its event's queue, -1 for other opcodes
+	flagKeys []flagKey // per queue: its pipes and event id
+	// static says, per pc, whether acc holds the instruction's access set: no operand
+	// is moved or sized by a register (resolve leaves it as it is).
+	static []bool
+	acc    []accessSet
+}
+
+func newProgInfo(m *MachineProgram) *progInfo {
+	n := len(m.Instrs)
+	p := &progInfo{flagSlot: make([]int32, n), static: make([]bool, n), acc: make([]accessSet, n)}
+	slots := map[flagKey]int32{}
+	for pc := range m.Instrs {
+		in := &m.Instrs[pc]
+		p.flagSlot[pc] = -1
+		if in.Op == isa.SET_FLAG || in.Op == isa.WAIT_FLAG {
+			k := flagKeyOf(in)
+			s, ok := slots[k]
+			if !ok {
+				s = int32(len(p.flagKeys))
+				slots[k] = s
+				p.flagKeys = append(p.flagKeys, k)
+			}
+			p.flagSlot[pc] = s
+		}
+		if !movedByRegister(in) {
+			p.static[pc] = true
+			p.acc[pc] = accesses(*in)
+		}
+	}
+	return p
+}
+
+// movedByRegister reports whether a register gives an operand's GM offset or size or
+// a tile's valid size: what resolve replaces when the instruction issues.
+func movedByRegister(in *Instr) bool {
+	for _, a := range in.Args {
+		switch a.Kind {
+		case isa.KindTile:
+			if a.ValidRowsReg != 0 || a.ValidColsReg != 0 {
+				return true
+			}
+		case isa.KindGM:
+			if a.GM.OffsetReg != 0 || a.GM.RowsReg != 0 || a.GM.ColsReg != 0 {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// progInfos is a task's progInfo of each program, made when a block of the program
+// first starts (cores of a functional run start blocks in parallel goroutines).
+type progInfos struct {
+	mu sync.Mutex
+	m  map[*MachineProgram]*progInfo
+}
+
+// of returns m's progInfo; a core outside a task (infos nil) makes its own.
+func (infos *progInfos) of(m *MachineProgram) *progInfo {
+	if infos == nil {
+		return newProgInfo(m)
+	}
+	infos.mu.Lock()
+	defer infos.mu.Unlock()
+	p := infos.m[m]
+	if p == nil {
+		p = newProgInfo(m)
+		if infos.m == nil {
+			infos.m = map[*MachineProgram]*progInfo{}
+		}
+		infos.m[m] = p
+	}
+	return p
+}
