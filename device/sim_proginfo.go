@@ -1,6 +1,7 @@
 package device
 
 import (
+	"slices"
 	"sync"
 
 	"pypto/isa"
@@ -22,19 +23,18 @@ type progInfo struct {
 func newProgInfo(m *MachineProgram) *progInfo {
 	n := len(m.Instrs)
 	p := &progInfo{flagSlot: make([]int32, n), static: make([]bool, n), acc: make([]accessSet, n)}
-	slots := map[flagKey]int32{}
 	for pc := range m.Instrs {
 		in := &m.Instrs[pc]
 		p.flagSlot[pc] = -1
 		if in.Op == isa.SET_FLAG || in.Op == isa.WAIT_FLAG {
+			// A program uses a few pipe pairs and ids: a search beats a map.
 			k := flagKeyOf(in)
-			s, ok := slots[k]
-			if !ok {
-				s = int32(len(p.flagKeys))
-				slots[k] = s
+			s := slices.Index(p.flagKeys, k)
+			if s < 0 {
+				s = len(p.flagKeys)
 				p.flagKeys = append(p.flagKeys, k)
 			}
-			p.flagSlot[pc] = s
+			p.flagSlot[pc] = int32(s)
 		}
 		if !movedByRegister(in) {
 			p.static[pc] = true

@@ -117,7 +117,9 @@ func runShared(sims []*coreSim, blocks []Block, cores int, balance bool, coreOf 
 // by a functional run of the same blocks in parallel goroutines, while the timing
 // loop runs without values (RunOptions.NoValues) beside it. Both give the same GM
 // bytes for a program without races, and the timing loop's race checker still
-// rejects a program with one. Programs whose control or output depends on values
+// rejects a program with one. The functional run takes the cores' buffers (the
+// timing loop computes no tile) and records the GM windows registers moved (the
+// same in any order of the blocks), which keeps both off the serial loop. Programs whose control or output depends on values
 // computed by the task (SLD, TPRINT) or that exchange tiles through queues run in
 // the timing loop with values, as before, and so do small tasks (smallTask).
 func runSharedTask(chip *Chip, kind isa.CoreKind, gm []byte, blocks []Block, cores int, sims []*coreSim, opts RunOptions, coreOf []int) error {
@@ -132,14 +134,9 @@ func runSharedTask(chip *Chip, kind isa.CoreKind, gm []byte, blocks []Block, cor
 	for ci, t := range sims {
 		c := newCoreSim(chip, kind, ci, gm, fun)
 		shadows[ci] = c
-		c.noMoved = true // the timing loop records the moved windows
-		c.progs = t.progs
-		c.bufs = [isa.NumLocations][]byte{}
-		for loc, b := range t.bufs {
-			if len(b) > 0 {
-				c.bufs[loc] = newBuffer(loc, len(b))
-			}
-		}
+		c.progs, c.bufs = t.progs, t.bufs
+		t.bufs = [isa.NumLocations][]byte{}
+		t.noMoved = true
 		wg.Go(func() { errs[ci] = c.run(blocks, cores) })
 	}
 	for _, t := range sims {
@@ -147,6 +144,9 @@ func runSharedTask(chip *Chip, kind isa.CoreKind, gm []byte, blocks []Block, cor
 	}
 	err := runShared(sims, blocks, cores, opts.BalanceBlocks, coreOf)
 	wg.Wait()
+	for ci, c := range shadows {
+		sims[ci].dynGM = c.dynGM // checkMovedWindows reads the task's cores
+	}
 	releaseBuffers(shadows)
 	if err != nil {
 		return err // a race or a timing-side error comes first
