@@ -131,11 +131,14 @@ func RunTask(chip *Chip, gm []byte, kind isa.CoreKind, blocks []Block, opts RunO
 		step = 1
 	}
 	infos := &progInfos{}
+	// Without values, only queue instructions (which valuesApart rules out) touch a
+	// core's buffers.
+	noTiles := opts.NoValues && valuesApart(blocks)
 	for ci := range active {
 		c := newCoreSim(chip, kind, ci, gm, opts)
 		c.mem, c.progs = mem, infos
 		c.prefetchLeft = opts.PrefetchBytes / int64(active)
-		for bi := ci % step; bi < len(blocks); bi += step {
+		for bi := ci % step; bi < len(blocks) && !noTiles; bi += step {
 			for loc, n := range extents[blocks[bi].Prog] {
 				if n > len(c.bufs[loc]) {
 					c.bufs[loc] = newBuffer(int(loc), n)

@@ -52,6 +52,7 @@ type coreSim struct {
 	// the next ones (takeInstr).
 	spare []*Instr
 	progs    *progInfos // the task's, shared by its cores (nil: each block makes its own)
+	lastRun  *blockRun  // the core's block run, reused by its next block (newBlockRun)
 }
 
 // lastWindow is recorded windows joined downwards, one run per row: row r (in
@@ -185,13 +186,28 @@ func (r *blockRun) compact() {
 	}
 }
 
+// newBlockRun starts block bi on core c. A core runs one block at a time, and a
+// block's run is over once its finish has been called, so the core's previous run
+// is reset for the new block and keeps the memory of its queues and histories.
 func newBlockRun(c *coreSim, bi int, blk *Block, q *queueSet) *blockRun {
 	m := blk.Prog
 	info := c.progs.of(m)
 	c.flags.reset(info)
-	r := &blockRun{c: c, bi: bi, blk: blk, m: m, info: info, t0: c.start + c.cycles + int64(c.chip.PrologueCycles), sems: &c.flags}
+	r := c.lastRun
+	if r == nil {
+		r = &blockRun{}
+		c.lastRun = r
+	}
+	old := *r
+	*r = blockRun{c: c, bi: bi, blk: blk, m: m, info: info, t0: c.start + c.cycles + int64(c.chip.PrologueCycles), sems: &c.flags}
 	r.x = execCtx{m: m, blk: blk, queues: q, run: r}
-	r.sc = scalarUnit{regs: make([]int64, len(m.Regs))}
+	r.sc = scalarUnit{regs: grow(old.sc.regs, len(m.Regs)), loops: old.sc.loops[:0]}
+	clear(r.sc.regs)
+	r.dyn = old.dyn[:0]
+	for p := range numPipes {
+		r.queues[p], r.inflight[p], r.races.hist[p] = old.queues[p][:0], old.inflight[p][:0], old.races.hist[p][:0]
+	}
+	r.resolved.Args = old.resolved.Args[:0]
 	return r
 }
 
