@@ -66,22 +66,24 @@ func runShared(sims []*coreSim, blocks []Block, cores int, balance bool, coreOf 
 		}
 		return s.r != nil, nil
 	}
-	for {
-		best := -1
-		var bestAt int64
-		for ci := range states {
-			live, err := advance(ci)
-			if err != nil {
-				return err
-			}
-			if !live {
-				continue
-			}
-			s := &states[ci]
-			if at := s.r.t0 + s.st; best < 0 || at < bestAt {
-				best, bestAt = ci, at
-			}
+	// The live cores by their next start (ties by core index): only the core that
+	// started an instruction (or took a block) has a new one, so a step costs a heap
+	// update, not a pass over every core.
+	ready := startHeap{at: make([]int64, len(states))}
+	schedule := func(ci int) error {
+		live, err := advance(ci)
+		if err == nil && live {
+			ready.push(ci, states[ci].r.t0+states[ci].st)
 		}
+		return err
+	}
+	for ci := range states {
+		if err := schedule(ci); err != nil {
+			return err
+		}
+	}
+	for {
+		best, bestAt := ready.min()
 		if balance && nextBlock < len(blocks) {
 			// The idle core free first takes the next block, unless a running core
 			// starts an instruction before then (its block may still end earlier).
@@ -98,17 +100,78 @@ func runShared(sims []*coreSim, blocks []Block, cores int, balance bool, coreOf 
 					coreOf[nextBlock] = idle
 				}
 				nextBlock++
+				if err := schedule(idle); err != nil {
+					return err
+				}
 				continue
 			}
 		}
 		if best < 0 {
 			return nil
 		}
+		ready.pop()
 		s := &states[best]
 		s.cached = false
 		if err := s.r.start(s.di, s.st); err != nil {
 			return err
 		}
+		if err := schedule(best); err != nil {
+			return err
+		}
+	}
+}
+
+// startHeap is a binary min-heap of core indices by their next start time (at, per
+// core), ties by index.
+type startHeap struct {
+	cores []int
+	at    []int64
+}
+
+func (h *startHeap) less(i, j int) bool {
+	a, b := h.cores[i], h.cores[j]
+	return h.at[a] < h.at[b] || (h.at[a] == h.at[b] && a < b)
+}
+
+func (h *startHeap) push(core int, at int64) {
+	h.at[core] = at
+	h.cores = append(h.cores, core)
+	for i := len(h.cores) - 1; i > 0; {
+		p := (i - 1) / 2
+		if !h.less(i, p) {
+			break
+		}
+		h.cores[i], h.cores[p] = h.cores[p], h.cores[i]
+		i = p
+	}
+}
+
+// min is the core that starts first and when, or -1 when the heap is empty.
+func (h *startHeap) min() (int, int64) {
+	if len(h.cores) == 0 {
+		return -1, 0
+	}
+	return h.cores[0], h.at[h.cores[0]]
+}
+
+// pop removes the core that starts first.
+func (h *startHeap) pop() {
+	n := len(h.cores) - 1
+	h.cores[0] = h.cores[n]
+	h.cores = h.cores[:n]
+	for i := 0; ; {
+		l, s := 2*i+1, i
+		if l < n && h.less(l, s) {
+			s = l
+		}
+		if l+1 < n && h.less(l+1, s) {
+			s = l + 1
+		}
+		if s == i {
+			return
+		}
+		h.cores[i], h.cores[s] = h.cores[s], h.cores[i]
+		i = s
 	}
 }
 
