@@ -22,9 +22,10 @@ func newBuffer(loc, n int) []byte {
 	return make([]byte, n)
 }
 
-// releaseBuffers hands the cores' buffers back for later tasks; the cores must not
-// run again.
+// releaseBuffers hands the cores' buffers and block runs (releaseRuns) back for later
+// tasks; the cores must not run again.
 func releaseBuffers(sims []*coreSim) {
+	releaseRuns(sims)
 	for _, c := range sims {
 		for loc, b := range c.bufs {
 			if cap(b) > 0 {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
 
 	"pypto/isa"
 )
@@ -43,14 +44,9 @@ type coreSim struct {
 	// continuing it to the right extends.
 	dynSeen  map[movedWindow]bool
 	dynLast  []lastWindow
-	endBlock int    // the block dynSeen and dynLast are about
-	noMoved  bool   // the run's GM windows are not needed (a timed run's value shadow)
-	icache   icache // instruction fetch (sim_icache.go)
-	flags    flagQueues
-	spans    spanArena // the access sets of instructions registers moved
-	// spare holds resolved copies of queued instructions that have started, for
-	// the next ones (takeInstr).
-	spare []*Instr
+	endBlock int        // the block dynSeen and dynLast are about
+	noMoved  bool       // the run's GM windows are not needed (a timed run's value shadow)
+	icache   icache     // instruction fetch (sim_icache.go)
 	progs    *progInfos // the task's, shared by its cores (nil: each block makes its own)
 	lastRun  *blockRun  // the core's block run, reused by its next block (newBlockRun)
 }
@@ -146,16 +142,44 @@ type blockRun struct {
 	maxEnd        int64
 	pausedStep    int64 // 1 + the step RunOptions.Pause was last called for
 	resolved      Instr // resolve's scratch for the instructions executed at once
+
+	// Memory a core's runs hand on from block to block (and, pooled, from task to
+	// task): the flag queues, the access sets of instructions registers moved, and
+	// resolved copies of queued instructions that have started (takeInstr).
+	flags flagQueues
+	spans spanArena
+	spare []*Instr
+}
+
+// blockRuns keeps the block runs of finished tasks' cores for later tasks' cores
+// (releaseRuns), with the memory they grew.
+var blockRuns sync.Pool // of *blockRun
+
+// releaseRuns hands the cores' block runs to later tasks; the cores must not run
+// again.
+func releaseRuns(sims []*coreSim) {
+	for _, c := range sims {
+		if r := c.lastRun; r != nil {
+			clear(r.dyn[:cap(r.dyn)]) // what they point to is the task's
+			for p := range r.races.hist {
+				clear(r.races.hist[p][:cap(r.races.hist[p])])
+			}
+			*r = blockRun{dyn: r.dyn[:0], queues: r.queues, inflight: r.inflight, sc: scalarUnit{regs: r.sc.regs, loops: r.sc.loops},
+				races: raceChecker{hist: r.races.hist}, resolved: r.resolved, flags: r.flags, spans: r.spans, spare: r.spare}
+			blockRuns.Put(r)
+			c.lastRun = nil
+		}
+	}
 }
 
 // d is the issued instruction with index i.
 func (r *blockRun) d(i int) *dynInstr { return &r.dyn[i-r.dynBase] }
 
 // takeInstr returns an instruction for resolve to fill, reusing one that has started.
-func (c *coreSim) takeInstr() *Instr {
-	if n := len(c.spare); n > 0 {
-		in := c.spare[n-1]
-		c.spare = c.spare[:n-1]
+func (r *blockRun) takeInstr() *Instr {
+	if n := len(r.spare); n > 0 {
+		in := r.spare[n-1]
+		r.spare = r.spare[:n-1]
 		return in
 	}
 	return &Instr{}
@@ -192,14 +216,19 @@ func (r *blockRun) compact() {
 func newBlockRun(c *coreSim, bi int, blk *Block, q *queueSet) *blockRun {
 	m := blk.Prog
 	info := c.progs.of(m)
-	c.flags.reset(info)
 	r := c.lastRun
 	if r == nil {
-		r = &blockRun{}
+		r, _ = blockRuns.Get().(*blockRun)
+		if r == nil {
+			r = &blockRun{}
+		}
 		c.lastRun = r
 	}
 	old := *r
-	*r = blockRun{c: c, bi: bi, blk: blk, m: m, info: info, t0: c.start + c.cycles + int64(c.chip.PrologueCycles), sems: &c.flags}
+	*r = blockRun{c: c, bi: bi, blk: blk, m: m, info: info, t0: c.start + c.cycles + int64(c.chip.PrologueCycles),
+		flags: old.flags, spans: old.spans, spare: old.spare}
+	r.sems = &r.flags
+	r.flags.reset(info)
 	r.x = execCtx{m: m, blk: blk, queues: q, run: r}
 	r.sc = scalarUnit{regs: grow(old.sc.regs, len(m.Regs)), loops: old.sc.loops[:0]}
 	clear(r.sc.regs)
@@ -240,7 +269,7 @@ func (r *blockRun) finished() bool { return r.sc.pc >= len(r.m.Instrs) && r.done
 func (r *blockRun) enqueue(pc int, in *Instr) {
 	acc := r.info.acc[pc]
 	if !r.info.static[pc] {
-		acc = r.c.spans.accesses(in)
+		acc = r.spans.accesses(in)
 	}
 	d := dynInstr{pc: pc, in: in, issue: r.sc.t, acc: acc, sSeen: r.races.issued[isa.PipeS]}
 	d.seq = r.races.issue(in.Pipe, r.issued, pc, d.acc)
@@ -332,7 +361,7 @@ func (r *blockRun) start(di int, st int64) error {
 	}
 	r.maxEnd = max(r.maxEnd, end)
 	if in != &r.m.Instrs[d.pc] { // a resolved copy: nothing reads it once started
-		r.c.spare = append(r.c.spare, in)
+		r.spare = append(r.spare, in)
 	}
 	r.heads[p]++
 	r.done++

@@ -76,7 +76,7 @@ func (r *blockRun) issueOne() (bool, error) {
 		if !r.info.static[pc] {
 			scratch := &r.resolved // executed at once: nothing keeps it
 			if !r.c.opts.Functional {
-				scratch = r.c.takeInstr() // queued: it lives until it starts
+				scratch = r.takeInstr() // queued: it lives until it starts
 			}
 			var err error
 			if res, err = r.resolve(in, scratch); err != nil {
@@ -135,7 +135,7 @@ func (r *blockRun) issueOne() (bool, error) {
 			if res, err = r.resolve(in, &r.resolved); err != nil {
 				return false, r.fail(pc, "%v", err)
 			}
-			acc = r.c.spans.accesses(res)
+			acc = r.spans.accesses(res)
 		}
 		seq := r.races.issue(isa.PipeS, r.issued, pc, acc)
 		if other, q, raced := r.races.start(isa.PipeS, seq, seq, r.issued, acc); raced {
@@ -230,7 +230,7 @@ func (r *blockRun) reg(ref isa.RegRef) (int64, error) {
 // values in its operands, in scratch (its operands reusing scratch's memory): an
 // instruction executed at once needs no memory of its own, which a long loop would
 // allocate per iteration, and a queued one takes a copy the core reuses once it has
-// started (coreSim.takeInstr).
+// started (blockRun.takeInstr).
 func (r *blockRun) resolve(in *Instr, out *Instr) (*Instr, error) {
 	args := out.Args[:0]
 	*out = *in
