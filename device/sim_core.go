@@ -141,6 +141,7 @@ type blockRun struct {
 	done          int         // issued instructions started (starting fixes their end)
 	maxEnd        int64
 	pausedStep    int64 // 1 + the step RunOptions.Pause was last called for
+	nextAt        nextStart
 	resolved      Instr // resolve's scratch for the instructions executed at once
 
 	// Memory a core's runs hand on from block to block (and, pooled, from task to
@@ -273,13 +274,39 @@ func (r *blockRun) enqueue(pc int, in *Instr) {
 	}
 	d := dynInstr{pc: pc, in: in, issue: r.sc.t, acc: acc, sSeen: r.races.issued[isa.PipeS]}
 	d.seq = r.races.issue(in.Pipe, r.issued, pc, d.acc)
+	if r.heads[in.Pipe] == len(r.queues[in.Pipe]) {
+		r.nextAt.valid = false // a new head
+	}
 	r.queues[in.Pipe] = append(r.queues[in.Pipe], r.issued)
 	r.dyn = append(r.dyn, d)
 	r.issued++
 }
 
-// next finds the queued instruction that starts first, if any can start.
+// nextStart is next's answer, kept until something it depends on changes.
+type nextStart struct {
+	di        int
+	st        int64
+	ok, valid bool
+}
+
+// next finds the queued instruction that starts first, if any can start. The answer
+// depends on the pipes' heads, their times and the flag queues, which change when an
+// instruction starts, one is queued on an empty pipe, or the scalar unit sets or
+// waits for a flag (each forgets it: r.nextAt.valid = false), and, for a queue
+// instruction at a head, on other cores (such an answer is not kept). The scalar
+// unit asks before each instruction it issues, so the answer is kept.
 func (r *blockRun) next() (di int, start int64, ok bool) {
+	if r.nextAt.valid {
+		return r.nextAt.di, r.nextAt.st, r.nextAt.ok
+	}
+	di, start, ok, keep := r.findNext()
+	r.nextAt = nextStart{di, start, ok, keep}
+	return di, start, ok
+}
+
+// findNext is next without the kept answer; keep says whether the answer may be kept.
+func (r *blockRun) findNext() (di int, start int64, ok, keep bool) {
+	keep = true
 	best, bestStart := -1, int64(0)
 	for p := range r.queues {
 		if r.heads[p] >= len(r.queues[p]) {
@@ -301,6 +328,7 @@ func (r *blockRun) next() (di int, start int64, ok bool) {
 			}
 			st = max(st, q[0].at)
 		case isa.TPUSH, isa.TPOP:
+			keep = false
 			at, ready := r.x.queues.ready(d.in)
 			if !ready {
 				continue
@@ -311,12 +339,13 @@ func (r *blockRun) next() (di int, start int64, ok bool) {
 			best, bestStart = i, st
 		}
 	}
-	return best, bestStart, best >= 0
+	return best, bestStart, best >= 0, keep
 }
 
 // start runs queued instruction di at time st: the race check, its values, its pipe
 // time, and what it does to flags.
 func (r *blockRun) start(di int, st int64) error {
+	r.nextAt.valid = false
 	d := r.d(di)
 	in := d.in
 	if other, q, raced := r.races.start(in.Pipe, d.seq, d.sSeen, di, d.acc); raced {

@@ -117,10 +117,12 @@ func (r *blockRun) issueOne() (bool, error) {
 		r.races.start(isa.PipeS, seq, seq, r.issued, accessSet{})
 		r.races.join(isa.PipeS, q[0].known)
 		r.sems.pop(pc)
+		r.nextAt.valid = false
 	case isa.SET_FLAG:
 		r.sc.t += int64(r.c.chip.IssueCycles)
 		seq := r.races.issue(isa.PipeS, r.issued, pc, accessSet{})
 		r.races.start(isa.PipeS, seq, seq, r.issued, accessSet{})
+		r.nextAt.valid = false
 		r.sems.push(pc, semEntry{at: r.sc.t + int64(r.c.chip.FlagLatencyCycles), pc: pc, known: r.races.snapshot(isa.PipeS, seq)})
 	case isa.LOOP, isa.ENDLOOP:
 		r.sc.t += int64(r.c.chip.IssueCycles)
