@@ -310,6 +310,11 @@ func (c *coreSim) recordMoved(w movedWindow, pc int) {
 		c.dynLast = append(c.dynLast, make([]lastWindow, slot+1-len(c.dynLast))...)
 	}
 	last, v := &c.dynLast[slot], w.view
+	if v.ColStride == 1 && (v.RowStride == v.Cols || v.Rows == 1) && v.Rows > 0 && v.Cols > 0 {
+		// One contiguous run: recorded as one row, so that a window continuing it
+		// (the next tile of a stream) extends it.
+		v = isa.GMView{Param: v.Param, Offset: v.Offset, Rows: 1, Cols: v.Rows * v.Cols, RowStride: contiguousStride, ColStride: 1}
+	}
 	rowRuns := v.ColStride == 1 && v.RowStride > 0 && v.Rows > 0 && v.Cols > 0 // one run per row, in order
 	if last.ok && rowRuns && w.size == last.size && v.RowStride == last.rowStride {
 		if c.extendRight(last, v, w.base) {
@@ -325,6 +330,11 @@ func (c *coreSim) recordMoved(w movedWindow, pc int) {
 	*last = lastWindow{offset: v.Offset, rows: v.Rows, rowStride: v.RowStride, size: w.size, first: len(c.dynGM), ok: rowRuns}
 	c.dynGM = appendViewIntervals(c.dynGM, v, w.size, w.base, w.block, pc, w.write)
 }
+
+// contiguousStride is the row stride recordMoved gives a contiguous window it records
+// as one row: larger than any GM offset, so that no window continues it downwards
+// and every window of the kind continues it (or not) to the right.
+const contiguousStride = 1 << 48
 
 // extendRight extends the runs of last's rows that window v (one run per row, last's
 // row stride) continues to the right, if its every row starts where such a run ends.
