@@ -12,36 +12,34 @@ import (
 // full set evicts the set's least recently used line.
 //
 // What a transfer asks about a line (present? filled when?) is kept per GM line, so
-// that a transfer, whose lines are consecutive, reads and writes consecutive memory;
-// a miss visits its (hashed) set only in a small per-set array (the set's line count
-// and the head of a list of its lines, linked through the lines' state). Recency is a
+// that a transfer, whose lines are consecutive, reads and writes consecutive memory.
+// A set is only a count of the lines it holds (a small array, mostly in the host's
+// cache): a miss in a set that is not full takes a way by counting it. Recency is a
 // stamp per line, the count of accesses when it was last used, so a hit moves
-// nothing; a miss in a full set walks the set's list and evicts the line with the
-// least stamp, the line a most-recent-first list of the set would evict.
+// nothing; a miss in a full set evicts the set's line with the least stamp, the line
+// a most-recent-first list of the set would evict, found among the GM lines that map
+// to the set (an index built at the first eviction, kept while the GM's size stays).
 //
 // The directory is reused by later tasks without clearing the per-line state: the
 // stamps keep counting, a task's first stamp is its base, and a line whose stamp is
-// older than the base is absent. Only the sets a task filled are reset.
+// older than the base is absent. Only the counts of the sets a task filled are reset.
 type l2Tags struct {
 	state  []lineState // per GM line
-	sets   []l2Set
-	filled []int32 // the sets with a line, so release resets just those
-	clock  int64   // accesses so far, over every task that used the directory
-	base   int64   // this task's first stamp: earlier stamps are lines of earlier tasks
+	count  []uint32    // lines held per set
+	filled []int32     // the sets with a line, so release resets just those
+	clock  int64       // accesses so far, over every task that used the directory
+	base   int64       // this task's first stamp: earlier stamps are lines of earlier tasks
 	ways   int
 	setDiv uint64 // the number of sets' reciprocal for setOf (fastMod)
+	// bySet lists the GM lines of each set, set s's in bySet[setStart[s]:setStart[s+1]],
+	// for the len(state) lines of GM (nil until a set first overflows).
+	bySet, setStart []int32
 }
 
 // lineState is a GM line in the directory: the stamp of its last use (older than
-// base: not in L2), when its fill completes (task cycles; 0: filled when the task
-// began, or written by a store), and the next line of its set's list (-1: the last).
-type lineState struct {
-	used, fill int64
-	next       int32
-}
-
-// l2Set is a set: how many lines it holds and the first of its list (-1: none).
-type l2Set struct{ head, count int32 }
+// base: not in L2) and when its fill completes (task cycles; 0: filled when the task
+// began, or written by a store).
+type lineState struct{ used, fill int64 }
 
 // spareL2 keeps one directory through garbage collections (which empty idleL2), so
 // that tasks run one after another never allocate one again.
@@ -60,12 +58,12 @@ func takeL2(sets, ways, lines int) *l2Tags {
 	if t == nil {
 		t = &l2Tags{}
 	}
-	if len(t.sets) != sets || t.ways != ways {
-		t.sets, t.ways, t.filled = make([]l2Set, sets), ways, t.filled[:0]
-		for i := range t.sets {
-			t.sets[i] = l2Set{head: -1}
-		}
+	if len(t.count) != sets || t.ways != ways {
+		t.count, t.ways, t.filled, t.bySet = make([]uint32, sets), ways, t.filled[:0], nil
 		t.setDiv = ^uint64(0)/uint64(sets) + 1
+	}
+	if len(t.state) != lines {
+		t.bySet = nil // another GM
 	}
 	if cap(t.state) < lines {
 		t.state = make([]lineState, lines) // stamp 0 is older than any base
@@ -77,13 +75,11 @@ func takeL2(sets, ways, lines int) *l2Tags {
 
 // release empties the directory and hands it to later tasks; t must not be used again.
 func (t *l2Tags) release() {
-	if len(t.filled) > len(t.sets)/8 {
-		for i := range t.sets { // most sets: one pass in address order
-			t.sets[i] = l2Set{head: -1}
-		}
+	if len(t.filled) > len(t.count)/8 {
+		clear(t.count) // most sets: one pass in address order
 	} else {
 		for _, s := range t.filled {
-			t.sets[s] = l2Set{head: -1}
+			t.count[s] = 0
 		}
 	}
 	t.filled = t.filled[:0]
@@ -102,48 +98,64 @@ func (t *l2Tags) access(l int) (bool, int64) {
 		st.used = t.clock
 		return true, st.fill
 	}
-	*st = lineState{used: t.clock}
 	t.insert(l)
+	*st = lineState{used: t.clock}
 	return false, 0
 }
 
-// insert takes a way of line l's set for l, evicting the least recent line of a full
-// set.
+// insert takes a way of line l's set for l (absent), evicting the least recent line
+// of a full set.
 func (t *l2Tags) insert(l int) {
 	s := t.setOf(l)
-	set := &t.sets[s]
-	if int(set.count) == t.ways {
-		t.evict(set)
-	}
-	if set.count == 0 {
+	switch n := t.count[s]; {
+	case int(n) == t.ways:
+		t.evict(s)
+	case n == 0:
 		t.filled = append(t.filled, int32(s))
+		fallthrough
+	default:
+		t.count[s] = n + 1
 	}
-	set.count++
-	t.state[l].next, set.head = set.head, int32(l)
 }
 
-// evict takes the least recently used line out of a set.
-func (t *l2Tags) evict(set *l2Set) {
-	prev, victim, before := int32(-1), set.head, int32(-1)
-	for l := set.head; l >= 0; l = t.state[l].next {
-		if t.state[l].used < t.state[victim].used {
-			victim, before = l, prev
-		}
-		prev = l
+// evict takes the least recently used line out of full set s.
+func (t *l2Tags) evict(s int) {
+	if t.bySet == nil {
+		t.index()
 	}
-	if before < 0 {
-		set.head = t.state[victim].next
-	} else {
-		t.state[before].next = t.state[victim].next
+	victim, oldest := int32(-1), int64(0)
+	for _, l := range t.bySet[t.setStart[s]:t.setStart[s+1]] {
+		if u := t.state[l].used; u >= t.base && (victim < 0 || u < oldest) {
+			victim, oldest = l, u
+		}
 	}
 	t.state[victim].used = 0
-	set.count--
+}
+
+// index lists the GM lines of each set (a counting sort by set).
+func (t *l2Tags) index() {
+	sets := len(t.count)
+	t.setStart = grow(t.setStart, sets+1)
+	clear(t.setStart)
+	for l := range t.state {
+		t.setStart[t.setOf(l)+1]++
+	}
+	for s := range sets {
+		t.setStart[s+1] += t.setStart[s]
+	}
+	next := append([]int32(nil), t.setStart[:sets]...)
+	t.bySet = grow(t.bySet, len(t.state))
+	for l := range t.state {
+		s := t.setOf(l)
+		t.bySet[next[s]] = int32(l)
+		next[s]++
+	}
 }
 
 // setOf is the L2 set of line l: a multiplicative hash of the line number, as real
 // L2s hash their index so that power-of-two strides do not pile into a few sets.
 func (t *l2Tags) setOf(l int) int {
-	return fastMod(uint32(uint64(l)*0x9E3779B97F4A7C15>>32), t.setDiv, uint64(len(t.sets)))
+	return fastMod(uint32(uint64(l)*0x9E3779B97F4A7C15>>32), t.setDiv, uint64(len(t.count)))
 }
 
 // fastMod is a % d for d > 0 given div = ^uint64(0)/d + 1: the fraction a/d in 64
