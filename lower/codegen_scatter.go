@@ -19,6 +19,10 @@ import (
 // size instead of its term, so that MSCATTER refuses the element.
 func emitScatter(e *emitter, tg *TileGraph, op *TileOp, tiles []int) {
 	p := scatterPlanOf(op, tg.Tensors)
+	if op.Tile[2] == writeRows {
+		emitRowStores(e, tg, op, tiles, p)
+		return
+	}
 	tr, tc := op.Tile[0], op.Tile[1]
 	dt := tg.Tensors[op.Output].Type.DType
 	src := newFlatView(e.params[op.Inputs[op.srcInput()]], p.src, p.iter)
@@ -101,6 +105,82 @@ func (op *TileOp) srcInput() int {
 		return 2
 	}
 	return 1
+}
+
+// emitRowStores generates a block of an index_put whose rows are stored one at a
+// time (tiles of one row, see rowStoresPay), as a loop over the rows of each column
+// tile the block has (in row order: duplicates are written in index order). Per row,
+// each index is read into a register (SLD), wrapped from [-n, n) and clamped into its
+// axis, and the row offset summed; the row is loaded and stored (tstore.add when
+// accumulating) at that offset. As in slice_update, an index outside its axis adds
+// (index - clamped) whole tensors to the offset, which moves the store outside the
+// result's param: the device refuses it and the reference names the index.
+func emitRowStores(e *emitter, tg *TileGraph, op *TileOp, tiles []int, p scatterPlan) {
+	tc := op.Tile[1]
+	dt := tg.Tensors[op.Output].Type.DType
+	elems := p.x.NumElements()
+	mode := isa.ModeNone
+	if p.add {
+		mode = isa.AtomicAdd
+	}
+	src := newFlatView(e.params[op.Inputs[op.srcInput()]], p.src, p.iter)
+	type slot struct{ row, off, from, ix, c, t, tile int }
+	var slots [2]slot // two rows per loop trip, in registers and tiles of their own, so that one's loads overlap the other's stores
+	for k := range slots {
+		r := func(n string) int { return e.reg(fmt.Sprintf("%s%d", n, k)) }
+		slots[k] = slot{r("row"), r("off"), r("from"), r("index"), r("clamped"), r("neg"), e.tile(fmt.Sprintf("values%d", k), isa.Vec, dt, 1, tc)}
+	}
+	rowAt := func(s slot, c0, vc int) { // stores row s.row of the values' column tile at c0
+		e.emit(isa.SMOV, isa.RegOp(s.off), isa.ImmOp(float64(c0)))
+		for j, in := range p.indices {
+			n := float64(p.idxLens[j])
+			e.emit(isa.SLD, isa.RegOp(s.ix), isa.GMOp(isa.GMView{Param: e.params[op.Inputs[in]], Rows: 1, Cols: 1, RowStride: 1, ColStride: 1, OffsetReg: isa.UseReg(s.row)}))
+			e.emit(isa.SSUB, isa.RegOp(s.t), isa.ImmOp(0), isa.RegOp(s.ix)) // 1 when the index is negative, else 0
+			e.emit(isa.SMAX, isa.RegOp(s.t), isa.RegOp(s.t), isa.ImmOp(0))
+			e.emit(isa.SMIN, isa.RegOp(s.t), isa.RegOp(s.t), isa.ImmOp(1))
+			e.emit(isa.SMUL, isa.RegOp(s.t), isa.RegOp(s.t), isa.ImmOp(n))
+			e.emit(isa.SADD, isa.RegOp(s.ix), isa.RegOp(s.ix), isa.RegOp(s.t))
+			e.emit(isa.SMAX, isa.RegOp(s.c), isa.RegOp(s.ix), isa.ImmOp(0))
+			e.emit(isa.SMIN, isa.RegOp(s.c), isa.RegOp(s.c), isa.ImmOp(n-1))
+			e.emit(isa.SSUB, isa.RegOp(s.ix), isa.RegOp(s.ix), isa.RegOp(s.c))
+			e.emit(isa.SMUL, isa.RegOp(s.ix), isa.RegOp(s.ix), isa.ImmOp(float64(elems)))
+			e.emit(isa.SMUL, isa.RegOp(s.c), isa.RegOp(s.c), isa.ImmOp(float64(p.idxRows[j]*p.rowElems)))
+			e.emit(isa.SADD, isa.RegOp(s.off), isa.RegOp(s.off), isa.RegOp(s.c))
+			e.emit(isa.SADD, isa.RegOp(s.off), isa.RegOp(s.off), isa.RegOp(s.ix))
+		}
+		v := src.window(0, 0, 0, 1, vc)
+		e.emit(isa.SMUL, isa.RegOp(s.from), isa.RegOp(s.row), isa.ImmOp(float64(v.RowStride)))
+		e.emit(isa.SADD, isa.RegOp(s.from), isa.RegOp(s.from), isa.ImmOp(float64(c0*v.ColStride)))
+		v.OffsetReg = isa.UseReg(s.from)
+		e.emit(isa.TLOAD, isa.TileOp(s.tile), isa.GMOp(v))
+		dst := isa.GMView{Param: e.params[op.Output], Rows: 1, Cols: vc, RowStride: vc, ColStride: 1, OffsetReg: isa.UseReg(s.off)}
+		e.emitMode(isa.TSTORE, mode, isa.GMOp(dst), isa.TileOp(s.tile))
+	}
+	var cols []int // the block's column tiles, in order
+	seen := map[int]bool{}
+	for _, tile := range tiles {
+		if _, _, ct, _, _ := tileAt(op, tile); !seen[ct] {
+			seen[ct] = true
+			cols = append(cols, ct)
+		}
+	}
+	rows := op.Problem[1]
+	i := e.reg("i")
+	for _, ct := range cols {
+		c0, vc := ct*tc, min(tc, op.Problem[2]-ct*tc)
+		if rows >= 2 {
+			e.emit(isa.LOOP, isa.RegOp(i), isa.ImmOp(float64(rows/2)))
+			e.emit(isa.SMUL, isa.RegOp(slots[0].row), isa.RegOp(i), isa.ImmOp(2))
+			e.emit(isa.SADD, isa.RegOp(slots[1].row), isa.RegOp(slots[0].row), isa.ImmOp(1))
+			rowAt(slots[0], c0, vc)
+			rowAt(slots[1], c0, vc)
+			e.emit(isa.ENDLOOP)
+		}
+		if rows%2 == 1 {
+			e.emit(isa.SMOV, isa.RegOp(slots[0].row), isa.ImmOp(float64(rows-1)))
+			rowAt(slots[0], c0, vc)
+		}
+	}
 }
 
 // emitMode appends an instruction with a mode.

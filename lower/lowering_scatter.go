@@ -40,7 +40,8 @@ func init() {
 }
 
 var scatterInstructions = []isa.Opcode{isa.TLOAD, isa.TCI, isa.TCOLEXPAND, isa.TCVT, isa.TROWEXPANDADD, isa.TCMPS, isa.TADDS,
-	isa.TSEL, isa.TAND, isa.TMULS, isa.TSELS, isa.TADD, isa.TEXPANDS, isa.MSCATTER}
+	isa.TSEL, isa.TAND, isa.TMULS, isa.TSELS, isa.TADD, isa.TEXPANDS, isa.MSCATTER, isa.TSTORE, isa.SLD, isa.SMOV, isa.LOOP, isa.ENDLOOP, isa.SSUB, isa.SMAX,
+	isa.SMIN, isa.SMUL, isa.SADD}
 
 // maxScatterWindow bounds a tile's window: destinations are built partly in fp32
 // (the row part, as the gathers build theirs), exact below 2^24.
@@ -227,18 +228,25 @@ func scatterTiling(op *TileOp, tensors []GMTensor, chip *device.Chip) error {
 		return err
 	}
 	// Windows are per row tile or per column tile (see window): narrower tiles spread
-	// the work over the cores, down to 256 elements (a tile's fixed costs).
+	// the work over the cores, down to 256 elements (a tile's fixed costs), or for row
+	// stores to the narrowest row a store still pays for.
 	cores := chip.Cores(isa.Vector)
-	switch p.mode {
-	case scatterAlongRows, putRows:
+	k := len(p.indices)
+	rowStores := p.mode == putRows && rowStoresPay(chip, k, min(t[1], op.Problem[2]), size)
+	switch {
+	case rowStores:
+		narrowest := roundUp(k*chip.ScalarLoadCycles*chip.UBToGMBytesPerCycle/(32-min(size, 31))+1, 32)
+		t[0], t[1] = 1, min(t[1], max(narrowest, roundUp(ceilDiv(op.Problem[2], cores), 32)))
+		reason = "one row of values per tile, stored where its indices say (rows wider than an element scatter pays for); " + reason
+	case p.mode == scatterAlongRows || p.mode == putRows:
 		t[1] = min(t[1], max(256, roundUp(ceilDiv(op.Problem[2], cores), 32)))
-	case scatterAlongCols, scatterAlongLead:
+	case p.mode == scatterAlongCols || p.mode == scatterAlongLead:
 		t[0] = min(t[0], max(1, 256/t[1], ceilDiv(op.Problem[1], cores)))
 	}
-	op.Tile = t
+	op.Tile = append(t, scatterWrites(rowStores))
 	op.Grid = tileGrid(TileScatter, op.Problem, t)
 	for _, tile := range []int{0, op.Grid[2] - 1} { // the widest windows are the first and last columns'
-		if w, _ := p.tileWindow(op, tile); w.view.Rows*w.view.Cols > maxScatterWindow {
+		if w, _ := p.tileWindow(op, tile); !rowStores && w.view.Rows*w.view.Cols > maxScatterWindow {
 			return core.Errorf(core.CompileError, "%s: a tile writes a window of %d elements of x; the device's scatter addresses reach %d", op.Op, w.view.Rows*w.view.Cols, maxScatterWindow).
 				Suggest("split x, or scatter into a slice of it")
 		}
@@ -247,6 +255,30 @@ func scatterTiling(op *TileOp, tensors []GMTensor, chip *device.Chip) error {
 		op.Reason = fmt.Sprintf("in place: scatters the values only (%s); %s", describeScatterMode(p.mode), reason)
 	}
 	return nil
+}
+
+// rowStoresPay reports whether index_put's rows of cols elements of size bytes are
+// cheaper stored one row at a time than scattered element by element, by the chip's
+// own costs: a row store waits for its k indices (SLD, each ScalarLoadCycles) and
+// moves the row's bytes; MSCATTER moves a 32-byte transfer per element.
+func rowStoresPay(chip *device.Chip, k, cols, size int) bool {
+	rowStore := k*chip.ScalarLoadCycles + ceilDiv(cols*size, chip.UBToGMBytesPerCycle)
+	elementScatter := ceilDiv(cols*32, chip.UBToGMBytesPerCycle)
+	return rowStore < elementScatter
+}
+
+// A scatter op's tile is [tr, tc, writes]: writes says how a tile's values are
+// written, by one MSCATTER (writeElements) or row by row (writeRows).
+const (
+	writeElements = 1
+	writeRows     = 2
+)
+
+func scatterWrites(rowStores bool) int {
+	if rowStores {
+		return writeRows
+	}
+	return writeElements
 }
 
 // scatterBlocks deals a scatter op's tiles to at most nb blocks: tiles sharing a

@@ -80,6 +80,8 @@ var scatterCases = []scatterCase{
 	{"index_put", core.Shape{3, 4, 2}, core.Shape{2, 7}, []core.Shape{{2, 7}, {2, 7}, {2, 7}}, core.Attrs{"accumulate": true}},
 	{"index_put", core.Shape{40, 3, 33}, core.Shape{9, 3, 33}, []core.Shape{{9}}, nil}, // rows of a cache
 	{"index_put", core.Shape{5, 6, 300}, core.Shape{4, 2, 300}, []core.Shape{{4, 2}, {4, 2}}, core.Attrs{"accumulate": true}},
+	{"index_put", core.Shape{6, 2, 1000}, core.Shape{5, 2, 1000}, []core.Shape{{5}}, nil}, // wide rows: stored row by row
+	{"index_put", core.Shape{4, 5, 3000}, core.Shape{7, 3000}, []core.Shape{{7}, {7}}, core.Attrs{"accumulate": true}},
 }
 
 func TestScatterOpsMatchTheReference(t *testing.T) {
@@ -142,6 +144,19 @@ func TestIndexPutOfDonatedCacheMovesOnlyTheRows(t *testing.T) {
 	}
 }
 
+// Wide rows are stored row by row (rowStoresPay), narrow ones scattered.
+func TestIndexPutStoresWideRowsWhole(t *testing.T) {
+	for _, tc := range []struct {
+		cols      int
+		rowStores bool
+	}{{64, false}, {4096, true}} {
+		c := scatterCase{"index_put", core.Shape{16, tc.cols}, core.Shape{3, tc.cols}, []core.Shape{{3}}, nil}
+		exe, err := Compile(c.graph(t, dtype.Float16), Options{Chip: preset(t, "a2"), Verify: true, Donate: []int{0}})
+		require.NoError(t, err)
+		assert.Equal(t, scatterWrites(tc.rowStores), exe.Exec().Blocks.Tiles.Ops[0].Tile[2], "rows of %d", tc.cols)
+	}
+}
+
 func TestScatterIndexOutsideNamesTheLine(t *testing.T) {
 	chip := preset(t, "tiny")
 	for _, tc := range []struct {
@@ -152,6 +167,9 @@ func TestScatterIndexOutsideNamesTheLine(t *testing.T) {
 		{scatterCase{"index_put", core.Shape{8, 16}, core.Shape{3, 16}, []core.Shape{{3}}, nil}, 8, "index_put: index 8 is out of range for axis 0 of size 8"},
 		{scatterCase{"index_put", core.Shape{8, 16}, core.Shape{3, 16}, []core.Shape{{3}}, nil}, -9, "index_put: index -9 is out of range for axis 0 of size 8"},
 		{scatterCase{"index_put", core.Shape{8, 16}, core.Shape{3}, []core.Shape{{3}, {3}}, nil}, 1 << 30, "index 1073741824 is out of range for axis 0"},
+		{scatterCase{"index_put", core.Shape{8, 4096}, core.Shape{3, 4096}, []core.Shape{{3}}, nil}, 8, "index_put: index 8 is out of range for axis 0 of size 8"},
+		{scatterCase{"index_put", core.Shape{8, 4096}, core.Shape{3, 4096}, []core.Shape{{3}}, nil}, -9, "index_put: index -9 is out of range for axis 0 of size 8"},
+		{scatterCase{"index_put", core.Shape{8, 4096}, core.Shape{3, 4096}, []core.Shape{{3}}, nil}, 1 << 30, "index 1073741824 is out of range"},
 		{scatterCase{"scatter", core.Shape{8, 16}, core.Shape{2, 16}, []core.Shape{{2, 16}}, core.Attrs{"dim": int64(0)}}, -1, "scatter: index -1 is out of range for axis 0 of size 8"},
 		{scatterCase{"scatter", core.Shape{8, 16}, core.Shape{2, 16}, []core.Shape{{2, 16}}, core.Attrs{"dim": int64(1)}}, 16, "scatter: index 16 is out of range for axis 1 of size 16"},
 	} {

@@ -251,7 +251,7 @@ var tilingDims = map[TileKind][3]string{
 	TileKernel:         {"[blocks]", "[1]", "[blocks]"},
 	TileUpdate:         {"[outer,rows,cols]", "[tr,tc]", "[outer,rows/tr,cols/tc]"},
 	TileConv:           {"[n,oh,ow,o,c1,kh,kw,s,wp]", "[rb,tn]", "[o/tn,n,oh/rb]"},
-	TileScatter:        {"[outer,rows,cols]", "[tr,tc]", "[outer,rows/tr,cols/tc]"},
+	TileScatter:        {"[outer,rows,cols]", "[tr,tc,writes]", "[outer,rows/tr,cols/tc]"},
 }
 
 // tilingLen is the count of numbers dims names ("[a,b] or [c,d]": the alternatives
