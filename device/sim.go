@@ -130,7 +130,7 @@ func RunTask(chip *Chip, gm []byte, kind isa.CoreKind, blocks []Block, opts RunO
 	if opts.BalanceBlocks {
 		step = 1
 	}
-	infos := &progInfos{}
+	infos := &progInfos{noAccesses: opts.Functional}
 	// Without values, only queue instructions (which valuesApart rules out) touch a
 	// core's buffers.
 	noTiles := opts.NoValues && valuesApart(blocks)

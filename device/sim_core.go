@@ -268,7 +268,7 @@ func (r *blockRun) finished() bool { return r.sc.pc >= len(r.m.Instrs) && r.done
 
 // enqueue issues a pipe instruction at the scalar unit's current time.
 func (r *blockRun) enqueue(pc int, in *Instr) {
-	acc := r.info.acc[pc]
+	acc := r.info.access(pc)
 	if !r.info.static[pc] {
 		acc = r.spans.accesses(in)
 	}

@@ -34,6 +34,9 @@ func TestDecodeF16SIMDMatchesTable(t *testing.T) {
 		t.Skip("no AVX2")
 	}
 	checkDecodeF16(t, decodeF16AVX2)
+	if cpuHasF16C() {
+		checkDecodeF16(t, decodeF16F16C)
+	}
 	if archsimd.X86.AVX512() {
 		checkDecodeF16(t, decodeF16AVX512)
 	}

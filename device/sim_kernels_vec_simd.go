@@ -14,7 +14,10 @@ import (
 func init() {
 	if archsimd.X86.AVX2() {
 		binaryF32, scalarF32, laneReduce, rowMaxMin, expF32 = binaryF32AVX2, scalarF32AVX2, laneReduceAVX2, rowMaxMinAVX2, expF32AVX2
-		if !archsimd.X86.AVX512() { // the cube's init chose the AVX-512 decoder there
+		switch { // the cube's init chose the AVX-512 decoder on an AVX-512 CPU
+		case !archsimd.X86.AVX512() && cpuHasF16C():
+			decodeF16 = decodeF16F16C
+		case !archsimd.X86.AVX512():
 			decodeF16 = decodeF16AVX2
 		}
 	}

@@ -20,9 +20,14 @@ type progInfo struct {
 	acc    []accessSet
 }
 
-func newProgInfo(m *MachineProgram) *progInfo {
+// newProgInfo reads m; the access sets only when withAccess (a functional run checks
+// no races).
+func newProgInfo(m *MachineProgram, withAccess bool) *progInfo {
 	n := len(m.Instrs)
-	p := &progInfo{flagSlot: make([]int32, n), static: make([]bool, n), acc: make([]accessSet, n)}
+	p := &progInfo{flagSlot: make([]int32, n), static: make([]bool, n)}
+	if withAccess {
+		p.acc = make([]accessSet, n)
+	}
 	for pc := range m.Instrs {
 		in := &m.Instrs[pc]
 		p.flagSlot[pc] = -1
@@ -38,10 +43,21 @@ func newProgInfo(m *MachineProgram) *progInfo {
 		}
 		if !movedByRegister(in) {
 			p.static[pc] = true
-			p.acc[pc] = accesses(*in)
+			if withAccess {
+				p.acc[pc] = accesses(*in)
+			}
 		}
 	}
 	return p
+}
+
+// access is the access set of the static instruction at pc (none in a functional
+// task, which checks no races).
+func (p *progInfo) access(pc int) accessSet {
+	if p.acc == nil {
+		return accessSet{}
+	}
+	return p.acc[pc]
 }
 
 // movedByRegister reports whether a register gives an operand's GM offset or size or
@@ -65,20 +81,21 @@ func movedByRegister(in *Instr) bool {
 // progInfos is a task's progInfo of each program, made when a block of the program
 // first starts (cores of a functional run start blocks in parallel goroutines).
 type progInfos struct {
-	mu sync.Mutex
-	m  map[*MachineProgram]*progInfo
+	mu         sync.Mutex
+	m          map[*MachineProgram]*progInfo
+	noAccesses bool // a functional task's: no access sets
 }
 
 // of returns m's progInfo; a core outside a task (infos nil) makes its own.
 func (infos *progInfos) of(m *MachineProgram) *progInfo {
 	if infos == nil {
-		return newProgInfo(m)
+		return newProgInfo(m, true)
 	}
 	infos.mu.Lock()
 	defer infos.mu.Unlock()
 	p := infos.m[m]
 	if p == nil {
-		p = newProgInfo(m)
+		p = newProgInfo(m, !infos.noAccesses)
 		if infos.m == nil {
 			infos.m = map[*MachineProgram]*progInfo{}
 		}

@@ -131,7 +131,7 @@ func (r *blockRun) issueOne() (bool, error) {
 			return false, r.fail(pc, "%v", err)
 		}
 	default:
-		res, acc := in, r.info.acc[pc]
+		res, acc := in, r.info.access(pc)
 		if !r.info.static[pc] {
 			var err error
 			if res, err = r.resolve(in, &r.resolved); err != nil {
