@@ -131,18 +131,13 @@ func RunTask(chip *Chip, gm []byte, kind isa.CoreKind, blocks []Block, opts RunO
 		step = 1
 	}
 	infos := &progInfos{noAccesses: opts.Functional}
-	// Without values, only queue instructions (which valuesApart rules out) touch a
-	// core's buffers.
-	noTiles := opts.NoValues && valuesApart(blocks)
 	for ci := range active {
 		c := newCoreSim(chip, kind, ci, gm, opts)
 		c.mem, c.progs = mem, infos
 		c.prefetchLeft = opts.PrefetchBytes / int64(active)
-		for bi := ci % step; bi < len(blocks) && !noTiles; bi += step {
+		for bi := ci % step; bi < len(blocks); bi += step {
 			for loc, n := range extents[blocks[bi].Prog] {
-				if n > len(c.bufs[loc]) {
-					c.bufs[loc] = newBuffer(int(loc), n)
-				}
+				c.extent[loc] = max(c.extent[loc], n)
 			}
 		}
 		sims[ci] = c
@@ -159,21 +154,12 @@ func RunTask(chip *Chip, gm []byte, kind isa.CoreKind, blocks []Block, opts RunO
 			return nil, err
 		}
 	case placed != nil: // balancing needs the cores in one loop in task time
+		allocBuffers(sims)
 		if err := runShared(sims, blocks, cores, true, placed); err != nil {
 			return nil, err
 		}
 	default:
-		errs := make([]error, active)
-		var wg sync.WaitGroup
-		for ci, c := range sims {
-			if active == 1 { // no goroutine to start and join for one core
-				errs[ci] = c.run(blocks, cores)
-				break
-			}
-			wg.Go(func() { errs[ci] = c.run(blocks, cores) })
-		}
-		wg.Wait()
-		for _, e := range errs {
+		for _, e := range runParallel(sims, blocks, cores) {
 			if e != nil {
 				return nil, e // the lowest failing core, so the reported error does not depend on timing
 			}
@@ -193,6 +179,46 @@ func RunTask(chip *Chip, gm []byte, kind isa.CoreKind, blocks []Block, opts RunO
 		mem.release()
 	}
 	return st, nil
+}
+
+// runParallel runs each core's blocks (coreSim.run) on GOMAXPROCS goroutines (none
+// for one core), each taking the next core not yet run and lending it its buffers,
+// cleared to the core's extents: a host thread's buffers stay in its cache from core
+// to core, where a set per simulated core (48 of them) would not. It returns each
+// core's error.
+func runParallel(sims []*coreSim, blocks []Block, cores int) []error {
+	errs := make([]error, len(sims))
+	var next atomic.Int64
+	work := func() {
+		var own [isa.NumLocations][]byte
+		for i := int(next.Add(1) - 1); i < len(sims); i = int(next.Add(1) - 1) {
+			c := sims[i]
+			for loc, n := range c.extent {
+				if n > cap(own[loc]) {
+					releaseBuffer(loc, own[loc])
+					own[loc] = newBuffer(loc, n)
+				}
+				c.bufs[loc] = own[loc][:n]
+				clear(c.bufs[loc])
+			}
+			errs[i] = c.run(blocks, cores)
+			c.bufs = [isa.NumLocations][]byte{}
+		}
+		for loc, b := range own {
+			releaseBuffer(loc, b)
+		}
+	}
+	workers := min(runtime.GOMAXPROCS(0), len(sims))
+	if workers <= 1 {
+		work()
+		return errs
+	}
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(work)
+	}
+	wg.Wait()
+	return errs
 }
 
 // checkMovedWindows repeats the cross-block check with the GM windows registers moved,

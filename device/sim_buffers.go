@@ -28,10 +28,26 @@ func releaseBuffers(sims []*coreSim) {
 	releaseRuns(sims)
 	for _, c := range sims {
 		for loc, b := range c.bufs {
-			if cap(b) > 0 {
-				bufferPools[loc].Put(&b)
-			}
+			releaseBuffer(loc, b)
 			c.bufs[loc] = nil
+		}
+	}
+}
+
+// releaseBuffer hands one buffer of loc back for later tasks.
+func releaseBuffer(loc int, b []byte) {
+	if cap(b) > 0 {
+		bufferPools[loc].Put(&b)
+	}
+}
+
+// allocBuffers gives each core its own buffers, of its extents.
+func allocBuffers(sims []*coreSim) {
+	for _, c := range sims {
+		for loc, n := range c.extent {
+			if n > 0 {
+				c.bufs[loc] = newBuffer(loc, n)
+			}
 		}
 	}
 }

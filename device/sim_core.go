@@ -18,6 +18,9 @@ type coreSim struct {
 	index int
 	gm    []byte
 	bufs  [isa.NumLocations][]byte
+	// extent is the bytes of each buffer the core's blocks use: the buffers it is
+	// given when it runs (allocBuffers, runParallel).
+	extent [isa.NumLocations]int
 	opts  RunOptions
 	start int64      // task time at which this core starts (after dispatch and core start)
 	mem   *memSystem // the task's shared L2 and HBM, nil without one

@@ -1,10 +1,6 @@
 package device
 
-import (
-	"sync"
-
-	"pypto/isa"
-)
+import "pypto/isa"
 
 // runShared simulates the cores of a task that share a memory system in one
 // discrete-event loop: each step starts, over all cores, the instruction that can
@@ -187,26 +183,29 @@ func (h *startHeap) pop() {
 // the timing loop with values, as before, and so do small tasks (smallTask).
 func runSharedTask(chip *Chip, kind isa.CoreKind, gm []byte, blocks []Block, cores int, sims []*coreSim, opts RunOptions, coreOf []int) error {
 	if opts.NoValues || smallTask(blocks) || !valuesApart(blocks) {
+		if !opts.NoValues || !valuesApart(blocks) { // without values only queues touch the buffers
+			allocBuffers(sims)
+		}
 		return runShared(sims, blocks, cores, opts.BalanceBlocks, coreOf)
 	}
 	fun := opts
 	fun.Functional, fun.Trace = true, false
-	errs := make([]error, len(sims))
 	shadows := make([]*coreSim, len(sims))
-	var wg sync.WaitGroup
 	for ci, t := range sims {
 		c := newCoreSim(chip, kind, ci, gm, fun)
 		shadows[ci] = c
-		c.progs, c.bufs = t.progs, t.bufs
-		t.bufs = [isa.NumLocations][]byte{}
+		c.progs, c.extent = t.progs, t.extent
 		t.noMoved = true
-		wg.Go(func() { errs[ci] = c.run(blocks, cores) })
-	}
-	for _, t := range sims {
 		t.opts.NoValues = true
 	}
+	var errs []error
+	done := make(chan struct{})
+	go func() {
+		errs = runParallel(shadows, blocks, cores)
+		close(done)
+	}()
 	err := runShared(sims, blocks, cores, opts.BalanceBlocks, coreOf)
-	wg.Wait()
+	<-done
 	for ci, c := range shadows {
 		sims[ci].dynGM = c.dynGM // checkMovedWindows reads the task's cores
 	}
