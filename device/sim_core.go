@@ -21,9 +21,9 @@ type coreSim struct {
 	// extent is the bytes of each buffer the core's blocks use: the buffers it is
 	// given when it runs (allocBuffers, runParallel).
 	extent [isa.NumLocations]int
-	opts  RunOptions
-	start int64      // task time at which this core starts (after dispatch and core start)
-	mem   *memSystem // the task's shared L2 and HBM, nil without one
+	opts   RunOptions
+	start  int64      // task time at which this core starts (after dispatch and core start)
+	mem    *memSystem // the task's shared L2 and HBM, nil without one
 	// prefetchLeft is what is left of this core's share of RunOptions.PrefetchBytes
 	// for the loads of its first block (sim_prefetch.go).
 	prefetchLeft int64
