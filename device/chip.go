@@ -47,8 +47,12 @@ type Chip struct {
 	GMReadBytesPerCycle  int // MTE2, GM -> L1 / UB, per core
 	L1ToL0ABytesPerCycle int // MTE1, L1 -> L0A
 	L1ToL0BBytesPerCycle int // MTE1, L1 -> L0B
-	UBToGMBytesPerCycle  int // MTE3, UB -> GM
-	FixpipeBytesPerCycle int // FIX, bytes of L0C read per cycle (L0C -> GM / UB)
+	// L1ToL0FractalRowCycles is what an L1 -> L0 move (MTE1) pays per row of
+	// fractals of its destination (16 rows) besides its bytes at the rates above: the
+	// move goes row of fractals by row, each a transfer of its own (0: the rates alone).
+	L1ToL0FractalRowCycles int
+	UBToGMBytesPerCycle    int // MTE3, UB -> GM
+	FixpipeBytesPerCycle   int // FIX, bytes of L0C read per cycle (L0C -> GM / UB)
 	// GatherElemsPerCycle is how many indexed UB elements (TGATHER, TGATHERB,
 	// TSCATTER) the vector pipe moves per cycle: each is its own access.
 	GatherElemsPerCycle int
@@ -217,7 +221,7 @@ func (c *Chip) Validate() error {
 		v    int
 	}{{"IssueCycles", c.IssueCycles}, {"FlagLatencyCycles", c.FlagLatencyCycles}, {"ScalarLoadCycles", c.ScalarLoadCycles},
 		{"DispatchCycles", c.DispatchCycles}, {"CoreStartCycles", c.CoreStartCycles}, {"PrologueCycles", c.PrologueCycles},
-		{"EpilogueCycles", c.EpilogueCycles}, {"FinalSyncCycles", c.FinalSyncCycles}} {
+		{"EpilogueCycles", c.EpilogueCycles}, {"FinalSyncCycles", c.FinalSyncCycles}, {"L1ToL0FractalRowCycles", c.L1ToL0FractalRowCycles}} {
 		if n.v < 0 {
 			return fmt.Errorf("device: chip %q: %s must not be negative, got %d", c.Name, n.name, n.v)
 		}

@@ -53,6 +53,7 @@ func TimingConstants() []Constant {
 		intConst("GMReadBytesPerCycle", Public, "npu-facts: GM (DDR/HBM path) 32 B per cycle per core", func(c *Chip) *int { return &c.GMReadBytesPerCycle }),
 		intConst("L1ToL0ABytesPerCycle", Public, "npu-facts", func(c *Chip) *int { return &c.L1ToL0ABytesPerCycle }),
 		intConst("L1ToL0BBytesPerCycle", Public, "npu-facts", func(c *Chip) *int { return &c.L1ToL0BBytesPerCycle }),
+		intConst("L1ToL0FractalRowCycles", Fitted, "the GEMM rows' extract busy (presets_fitted.go)", func(c *Chip) *int { return &c.L1ToL0FractalRowCycles }),
 		intConst("UBToGMBytesPerCycle", Public, "npu-facts", func(c *Chip) *int { return &c.UBToGMBytesPerCycle }),
 		intConst("FixpipeBytesPerCycle", Assumed, "an fp16 result leaves at 64 B/cycle, the UB -> GM figure", func(c *Chip) *int { return &c.FixpipeBytesPerCycle }),
 		intConst("GatherElemsPerCycle", Assumed, "each indexed element is its own UB access, 8 per cycle", func(c *Chip) *int { return &c.GatherElemsPerCycle }),

@@ -38,12 +38,16 @@ func workMove(chip *Chip, in *Instr) int64 {
 		if dst.Loc == isa.Right {
 			rate = chip.L1ToL0BBytesPerCycle
 		}
-		return ceilDiv(int64(dst.Bytes()), rate)
+		return ceilDiv(int64(dst.Bytes()), rate) + fractalRows(dst)*int64(chip.L1ToL0FractalRowCycles)
 	case isa.PipeFIX:
 		return ceilDiv(int64(src.Bytes()), chip.FixpipeBytesPerCycle)
 	}
 	return ceilDiv(int64(max(dst.Bytes(), src.Bytes())), chip.VectorBytesPerCycle)
 }
+
+// fractalRows is the rows of 512-byte fractals of a tile (16 rows each, whatever the
+// dtype: fp16 16x16, fp32 16x8, int8 16x32).
+func fractalRows(o Operand) int64 { return ceilDiv(int64(o.Rows), 16) }
 
 // extractAccess: TEXTRACT writes its destination and reads only the sub-tile's rows
 // of the source, from its first element to its last, row-major.

@@ -3,10 +3,13 @@
 package device
 
 // The fitted preset constants: the values that minimise the squared relative errors
-// of the calibration rows' times (device/calib, docs/device.md).
+// of the calibration rows' times, and the squared errors of the extract busy ratios
+// (device/calib, docs/device.md).
 const (
-	// fitted to gemm_1536, gemm_3072, gemm_6144, gemm_7680, topk_f32_4800, topk_f32_3456, topk_f32_2304, topk_f16_4800
-	fittedDispatchCycles = 13808
-	// fitted to topk_f32_4800, topk_f32_3456, topk_f32_2304, topk_f16_4800
+	// fitted to the times of gemm_1536, gemm_3072, gemm_6144, gemm_7680, topk_f32_4800, topk_f32_3456, topk_f32_2304, topk_f16_4800
+	fittedDispatchCycles = 13067
+	// fitted to the times of topk_f32_4800, topk_f32_3456, topk_f32_2304, topk_f16_4800
 	fittedSortBytesPerCycle = 39
+	// fitted to the extract busy of gemm_1536, gemm_3072, gemm_6144, gemm_7680
+	fittedL1ToL0FractalRowCycles = 18
 )

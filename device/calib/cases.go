@@ -64,6 +64,20 @@ func (c Case) Simulate(chip *device.Chip) (*device.TaskStats, error) {
 	return st, nil
 }
 
+// Extracts reports whether the case's kernel moves L1 -> L0 (MTE1), whose cost per
+// row of fractals Chip.L1ToL0FractalRowCycles sets, and has a published extract busy.
+func (c Case) Extracts() bool { return c.GEMM != nil && c.unit(isa.PipeMTE1) >= 0 }
+
+// unit is the index of the case's unit on pipe p, -1 if none.
+func (c Case) unit(p isa.Pipe) int {
+	for u, unit := range c.Units {
+		if unit.Pipe == p {
+			return u
+		}
+	}
+	return -1
+}
+
 // Sorts reports whether the case's kernel runs sort instructions (whose rate
 // Chip.SortBytesPerCycle sets).
 func (c Case) Sorts() bool {

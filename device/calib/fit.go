@@ -7,29 +7,38 @@ import (
 	"sync"
 
 	"pypto/device"
+	"pypto/isa"
 )
 
 // Fitted holds the preset constants the calibration fits; every other constant is
-// public or assumed (device/presets.go). DispatchCycles is fitted to every row (it
-// adds to each task's time), SortBytesPerCycle to the rows that sort (top-k).
+// public or assumed (device/presets.go). DispatchCycles is fitted to every row's time
+// (it adds to each task's), SortBytesPerCycle to the times of the rows that sort
+// (top-k), L1ToL0FractalRowCycles to the extract busy of the rows that extract (the
+// GEMMs).
 type Fitted struct {
-	DispatchCycles    int
-	SortBytesPerCycle int
+	DispatchCycles         int
+	SortBytesPerCycle      int
+	L1ToL0FractalRowCycles int
 }
 
 // FittedOf reads the fitted constants of chip.
 func FittedOf(chip *device.Chip) Fitted {
-	return Fitted{DispatchCycles: chip.DispatchCycles, SortBytesPerCycle: chip.SortBytesPerCycle}
+	return Fitted{DispatchCycles: chip.DispatchCycles, SortBytesPerCycle: chip.SortBytesPerCycle,
+		L1ToL0FractalRowCycles: chip.L1ToL0FractalRowCycles}
 }
 
 // sortRateRange bounds the search for SortBytesPerCycle: from 8 B/cycle (a pair
 // compare per cycle) to the plain vector rate.
 const sortRateMin, sortRateMax = 8, 256
 
+// rowCostMax bounds L1ToL0FractalRowCycles, and rowCostProbe is the second cost the
+// extract fit simulates (besides 0).
+const rowCostMax, rowCostProbe = 256, 32
+
 // evaluator simulates the cases on variants of one chip and keeps the results: a
 // case's time without the dispatch (which only adds to it) depends on the sort rate
-// only when its kernel sorts, so the fit and every leave-one-out refit share the
-// same runs.
+// only when its kernel sorts and on the fractal row cost only when it extracts, so
+// the fit and every leave-one-out refit share the same runs.
 type evaluator struct {
 	chip  *device.Chip
 	cases []Case
@@ -37,28 +46,31 @@ type evaluator struct {
 	runs  map[evalKey]*device.TaskStats
 }
 
-type evalKey struct{ c, rate int }
+type evalKey struct{ c, rate, rowCost int }
 
 func newEvaluator(chip *device.Chip, cases []Case) *evaluator {
 	return &evaluator{chip: chip, cases: cases, runs: map[evalKey]*device.TaskStats{}}
 }
 
-func (e *evaluator) key(i, rate int) evalKey {
+func (e *evaluator) key(i, rate, rowCost int) evalKey {
 	if !e.cases[i].Sorts() {
 		rate = 0
 	}
-	return evalKey{i, rate}
+	if !e.cases[i].Extracts() {
+		rowCost = -1
+	}
+	return evalKey{i, rate, rowCost}
 }
 
-// stats returns the runs of cases idx at sort rate rate, simulated with no dispatch
-// time, running the missing ones in parallel.
-func (e *evaluator) stats(idx []int, rate int) ([]*device.TaskStats, error) {
+// stats returns the runs of cases idx at sort rate rate and fractal row cost
+// rowCost, simulated with no dispatch time, running the missing ones in parallel.
+func (e *evaluator) stats(idx []int, rate, rowCost int) ([]*device.TaskStats, error) {
 	out := make([]*device.TaskStats, len(idx))
 	errs := make([]error, len(idx))
 	sem := make(chan struct{}, max(1, runtime.GOMAXPROCS(0)))
 	var wg sync.WaitGroup
 	for n, i := range idx {
-		k := e.key(i, rate)
+		k := e.key(i, rate, rowCost)
 		e.mu.Lock()
 		st := e.runs[k]
 		e.mu.Unlock()
@@ -70,9 +82,12 @@ func (e *evaluator) stats(idx []int, rate int) ([]*device.TaskStats, error) {
 			sem <- struct{}{}
 			defer func() { <-sem }()
 			chip := e.chip.Clone()
-			chip.DispatchCycles, chip.SortBytesPerCycle = 0, rate
+			chip.DispatchCycles, chip.SortBytesPerCycle, chip.L1ToL0FractalRowCycles = 0, rate, rowCost
 			if k.rate == 0 {
 				chip.SortBytesPerCycle = e.chip.SortBytesPerCycle
+			}
+			if k.rowCost < 0 {
+				chip.L1ToL0FractalRowCycles = e.chip.L1ToL0FractalRowCycles
 			}
 			st, err := e.cases[i].Simulate(chip)
 			out[n], errs[n] = st, err
@@ -112,12 +127,59 @@ func (e *evaluator) bestDispatch(idx []int, runs []*device.TaskStats) (int, floa
 	return d, sse
 }
 
-// fit fits the constants to the cases idx: a golden-section search over the sort
-// rate (the error is unimodal in it), with the best dispatch at each rate. When no
-// case of idx sorts, the rate stays the chip's.
+// bestRowCost is the fractal row cost that minimises the squared errors of the extract
+// busy of the cases idx that extract, against the published ones (the chip's cost
+// when none does). An extract's time is linear in the cost, so the MTE1 busy cycles
+// of a run are too; the task's cycles change by a few percent and are taken as
+// linear between runs at 0 and rowCostProbe. The busy ratios' denominators take the
+// chip's dispatch, which -update checks is the fit's (a fixed point).
+func (e *evaluator) bestRowCost(idx []int) (int, error) {
+	var ext []int
+	for _, i := range idx {
+		if e.cases[i].Extracts() {
+			ext = append(ext, i)
+		}
+	}
+	if len(ext) == 0 {
+		return e.chip.L1ToL0FractalRowCycles, nil
+	}
+	at0, err := e.stats(ext, 0, 0)
+	if err != nil {
+		return 0, err
+	}
+	atP, err := e.stats(ext, 0, rowCostProbe)
+	if err != nil {
+		return 0, err
+	}
+	lerp := func(a, b int64, x int) float64 { return float64(a) + float64(b-a)*float64(x)/rowCostProbe }
+	best, bestErr := 0, math.Inf(1)
+	for x := 0; x <= rowCostMax; x++ {
+		var sse float64
+		for n, i := range ext {
+			c := e.cases[i]
+			u := c.unit(isa.PipeMTE1)
+			busy := lerp(at0[n].PipeBusy[isa.PipeMTE1], atP[n].PipeBusy[isa.PipeMTE1], x) /
+				((lerp(at0[n].Cycles, atP[n].Cycles, x) + float64(e.chip.DispatchCycles)) * float64(at0[n].ActiveCores))
+			sse += (busy - c.PublishedBusy[u]) * (busy - c.PublishedBusy[u])
+		}
+		if sse < bestErr {
+			best, bestErr = x, sse
+		}
+	}
+	return best, nil
+}
+
+// fit fits the constants to the cases idx: the fractal row cost to the extract busy
+// (bestRowCost), then a golden-section search over the sort rate (the error is
+// unimodal in it), with the best dispatch at each rate. When no case of idx sorts,
+// the rate stays the chip's.
 func (e *evaluator) fit(idx []int) (Fitted, float64, error) {
+	rowCost, err := e.bestRowCost(idx)
+	if err != nil {
+		return Fitted{}, 0, err
+	}
 	objective := func(rate int) (int, float64, error) {
-		runs, err := e.stats(idx, rate)
+		runs, err := e.stats(idx, rate, rowCost)
 		if err != nil {
 			return 0, 0, err
 		}
@@ -130,7 +192,7 @@ func (e *evaluator) fit(idx []int) (Fitted, float64, error) {
 	}
 	if !sorts {
 		d, sse, err := objective(e.chip.SortBytesPerCycle)
-		return Fitted{DispatchCycles: d, SortBytesPerCycle: e.chip.SortBytesPerCycle}, sse, err
+		return Fitted{DispatchCycles: d, SortBytesPerCycle: e.chip.SortBytesPerCycle, L1ToL0FractalRowCycles: rowCost}, sse, err
 	}
 	memo := map[int]float64{}
 	f := func(rate int) (float64, error) {
@@ -171,13 +233,13 @@ func (e *evaluator) fit(idx []int) (Fitted, float64, error) {
 		}
 	}
 	d, sse, err := objective(best)
-	return Fitted{DispatchCycles: d, SortBytesPerCycle: best}, sse, err
+	return Fitted{DispatchCycles: d, SortBytesPerCycle: best, L1ToL0FractalRowCycles: rowCost}, sse, err
 }
 
 // predict is case i's run under the fitted constants f, in milliseconds, with its
 // stats (simulated without the dispatch).
 func (e *evaluator) predict(i int, f Fitted) (float64, *device.TaskStats, error) {
-	runs, err := e.stats([]int{i}, f.SortBytesPerCycle)
+	runs, err := e.stats([]int{i}, f.SortBytesPerCycle, f.L1ToL0FractalRowCycles)
 	if err != nil {
 		return 0, nil, err
 	}
@@ -248,10 +310,10 @@ func Calibrate(chip *device.Chip) ([]Result, Fitted, error) {
 
 // Apply sets the fitted constants f on chip.
 func (f Fitted) Apply(chip *device.Chip) {
-	chip.DispatchCycles, chip.SortBytesPerCycle = f.DispatchCycles, f.SortBytesPerCycle
+	chip.DispatchCycles, chip.SortBytesPerCycle, chip.L1ToL0FractalRowCycles = f.DispatchCycles, f.SortBytesPerCycle, f.L1ToL0FractalRowCycles
 }
 
 // String names the fitted constants and their values.
 func (f Fitted) String() string {
-	return fmt.Sprintf("DispatchCycles=%d SortBytesPerCycle=%d", f.DispatchCycles, f.SortBytesPerCycle)
+	return fmt.Sprintf("DispatchCycles=%d SortBytesPerCycle=%d L1ToL0FractalRowCycles=%d", f.DispatchCycles, f.SortBytesPerCycle, f.L1ToL0FractalRowCycles)
 }
