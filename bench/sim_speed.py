@@ -11,7 +11,9 @@ fresh Python processes: `import` (seconds for `import pypto`; numpy_s is
 `import numpy`) and `eager_small_op` (a 4x8 float32 add on a2 then .numpy(), per op;
 numpy_s is numpy's add).
 
-The simulator's rows also give the CPU time of the fastest run on each side
+The simulator's rows also give the work a run did (sim_instructions: machine
+instructions executed; sim_l2_lines: L2 lines the timed run's loads looked up, 0 in
+functional mode) and the CPU time of the fastest run on each side
 (sim_cpu_s: the Go process's, all threads; numpy_cpu_s: this process's) and their
 ratio, cpu_ratio: on a loaded host the wall clock counts the time other jobs hold the
 cores, the CPU time does not.
@@ -164,6 +166,7 @@ def main():
         rows.append({"case": f"{r['case']} {r['mode']}", "sim_s": r["sim_s"], "numpy_s": n,
                      "ratio": r["sim_s"] / n, "mode": r["mode"], "sim_cycles": r["sim_cycles"],
                      "simd": r["simd"], "sim_cpu_s": r["sim_cpu_s"], "numpy_cpu_s": n_cpu,
+                     "sim_instructions": r["instructions"], "sim_l2_lines": r["l2_lines"],
                      "cpu_ratio": r["sim_cpu_s"] / n_cpu if n_cpu > 0 else None})
     rows += python_cases(args.reps)
     if args.json:
