@@ -90,38 +90,24 @@ func emitEpilogueVector(e *emitter, tg *TileGraph, op *TileOp, tiles []int, part
 }
 
 // epilogueBytes is the UB an epilogue needs per element of its tile: the popped
-// product, the loaded operands, the result, a scratch tile per intermediate step and
-// per converted argument (counted at 4 bytes), and the scratch tiles of every kind of
-// step (extraLive counts them in pairs of 4-byte tiles; see fusedShape for why kinds
-// add up).
+// product, the loaded operands, the result, the slots its intermediates and converted
+// arguments share (bodyPlan), and the scratch tiles of every kind of step (extraLive
+// counts them in pairs of 4-byte tiles; see fusedShape for why kinds add up).
 func epilogueBytes(attrs core.Attrs, ins []dtype.DType, out dtype.DType) (int, error) {
-	body, err := core.FusedBody(attrs)
+	plan, body, err := planBody(attrs)
 	if err != nil {
 		return 0, err
 	}
-	n := out.Size()
+	n := out.Size() + plan.slotBytes()
 	for _, d := range ins {
 		n += d.Size()
 	}
 	scratchOf := map[string]int{}
 	for i, nd := range body.Nodes {
-		if nd.Op == core.OpParam {
+		if nd.Op == core.OpParam || plan.constImm[core.Value(i)] {
 			continue
 		}
-		if core.Value(i) != body.Outputs[0] {
-			n += nd.Type.DType.Size()
-		}
-		l := lowerings[nd.Op]
-		argTypes := make([]dtype.DType, len(nd.Inputs))
-		for j, x := range nd.Inputs {
-			argTypes[j] = body.Type(x).DType
-		}
-		for j, want := range l.operandTypes(argTypes, nd.Type.DType) {
-			if want != argTypes[j] {
-				n += 4
-			}
-		}
-		if l.extraLive != nil {
+		if l := lowerings[nd.Op]; l.extraLive != nil {
 			scratchOf[nd.Op] = max(scratchOf[nd.Op], l.extraLive(nd.Attrs))
 		}
 	}

@@ -3,7 +3,6 @@ package lower
 import (
 	"fmt"
 	"sort"
-	"strconv"
 
 	"pypto/core"
 	"pypto/dtype"
@@ -185,7 +184,7 @@ func fusedFits(c *compilation, g *core.Graph, group []core.Value) bool {
 // its op's own body (or a TCVT for a cast) on its arguments, converted to the dtypes
 // that op computes in; steps write scratch tiles, the last one the output tile.
 func fusedBody(b *vecBody, dst int, srcs []int) {
-	body, err := core.FusedBody(b.attrs)
+	plan, body, err := planBody(b.attrs)
 	if err != nil {
 		panic(fmt.Sprintf("fused op with a bad body reached code generation: %v", err)) // verified before
 	}
@@ -196,43 +195,51 @@ func fusedBody(b *vecBody, dst int, srcs []int) {
 		tiles[p] = srcs[i]
 	}
 	for i, n := range body.Nodes {
-		if n.Op == core.OpParam {
+		v := core.Value(i)
+		if n.Op == core.OpParam || plan.constImm[v] {
 			continue
 		}
 		l := lowerings[n.Op]
 		argTypes := make([]dtype.DType, len(n.Inputs))
 		for j, x := range n.Inputs {
-			argTypes[j] = b.e.prog.Tiles[tiles[x]].DType
+			argTypes[j] = body.Type(x).DType
 		}
 		want := l.operandTypes(argTypes, n.Type.DType)
+		sc, hasScalar := plan.scalar[v]
 		args := make([]int, len(n.Inputs))
 		for j, x := range n.Inputs {
+			if hasScalar && sc.index == j {
+				continue
+			}
 			args[j] = tiles[x]
 			if argTypes[j] != want[j] {
-				c := b.tile("f"+strconv.Itoa(i)+"_in"+strconv.Itoa(j), want[j], b.tr, b.tc)
+				c := b.tile(plan.cvtSlot[[2]int{i, j}].name(), want[j], b.tr, b.tc)
 				b.emit(isa.TCVT, isa.ModeNone, c, args[j])
 				args[j] = c
 			}
 		}
 		out := dst
-		if core.Value(i) != body.Outputs[0] {
-			out = b.tile("f"+strconv.Itoa(i), n.Type.DType, b.tr, b.tc)
+		if v != body.Outputs[0] {
+			out = b.tile(plan.slot[v].name(), n.Type.DType, b.tr, b.tc)
 		}
-		if l.body == nil { // a cast
+		switch {
+		case hasScalar:
+			b.emit(sc.op, isa.ModeNone, out, args[1-sc.index], sc.value)
+		case l.body == nil: // a cast
 			b.emit(isa.TCVT, isa.ModeNone, out, args[0])
-		} else {
+		default:
 			b.attrs = n.Attrs
 			l.body(b, out, args)
 		}
-		tiles[core.Value(i)] = out
+		tiles[v] = out
 	}
 }
 
 // fusedShape gives the tiling facts of a fused op from its body: the widest column
 // alignment its steps need, and the scratch tiles (in double-buffered pairs) of its
-// intermediates plus those of every kind of step in it.
+// intermediates' slots (bodyPlan) plus those of every kind of step in it.
 func fusedShape(attrs core.Attrs) (colAlign, extra int) {
-	body, err := core.FusedBody(attrs)
+	plan, body, err := planBody(attrs)
 	if err != nil {
 		return 0, 0
 	}
@@ -240,8 +247,8 @@ func fusedShape(attrs core.Attrs) (colAlign, extra int) {
 	// (vecBody.tile), so every kind of op in the body adds its own, while two
 	// instances of one kind share theirs.
 	scratchOf := map[string]int{}
-	for _, n := range body.Nodes {
-		if n.Op == core.OpParam {
+	for i, n := range body.Nodes {
+		if n.Op == core.OpParam || plan.constImm[core.Value(i)] {
 			continue
 		}
 		l := lowerings[n.Op]
@@ -249,13 +256,12 @@ func fusedShape(attrs core.Attrs) (colAlign, extra int) {
 		if l.extraLive != nil {
 			scratchOf[n.Op] = max(scratchOf[n.Op], l.extraLive(n.Attrs))
 		}
-		extra++
 	}
 	scratch := 0
 	for _, s := range scratchOf {
 		scratch += s
 	}
-	return colAlign, (extra+1)/2 + scratch
+	return colAlign, (plan.slotCount()+1)/2 + scratch
 }
 
 func init() {
