@@ -73,7 +73,8 @@ func (g *ExecGraph) Verify(chip *device.Chip) error {
 	for i := range g.Buffers {
 		for j := i + 1; j < len(g.Buffers); j++ {
 			ri, rj := root(tg.Tensors, i), root(tg.Tensors, j)
-			if ri != rj && overlaps(g.Buffers[i], g.Buffers[j]) && (tg.Tensors[ri].Role != RoleTemp || tg.Tensors[rj].Role != RoleTemp || !order.apart(ri, rj)) {
+			packed := ownsBytesOf(tg.Tensors, i, j) || ownsBytesOf(tg.Tensors, j, i)
+			if ri != rj && !packed && overlaps(g.Buffers[i], g.Buffers[j]) && (tg.Tensors[ri].Role != RoleTemp || tg.Tensors[rj].Role != RoleTemp || !order.apart(ri, rj)) {
 				return fmt.Errorf("execgraph: t%d and t%d share GM bytes while both may be in use (no dependency orders one's tasks before the other's)", i, j)
 			}
 		}

@@ -98,7 +98,7 @@ func TestOptionErrorsListTheChoices(t *testing.T) {
 	}
 	e := compileErr(Options{Disabled: map[string]bool{"fusion": true}})
 	require.Contains(t, e.Message, `no pass of that name`)
-	require.Contains(t, e.Suggestions[0], "simplify, cse, dce, split-constants, sink-reshapes, fuse-rows, fuse-elementwise")
+	require.Contains(t, e.Suggestions[0], "simplify, cse, dce, split-constants, sink-reshapes, fuse-projections, fuse-rows, fuse-elementwise")
 	require.NotContains(t, e.Suggestions[0], "decompose")
 	e = compileErr(Options{Disabled: map[string]bool{"tile": true}})
 	require.Contains(t, e.Message, `cannot disable pass "tile"`)

@@ -54,6 +54,7 @@ var passTable = []Pass{
 	{Name: "dce", MinLevel: O1, Produces: LevelTensor, After: []string{"cse"}, Run: runDCE},
 	{Name: "split-constants", MinLevel: O2, Produces: LevelTensor, After: []string{"dce"}, Run: runSplitConstants},
 	{Name: "sink-reshapes", MinLevel: O2, Produces: LevelTensor, After: []string{"dce"}, Run: runSinkReshapes},
+	{Name: "fuse-projections", MinLevel: O2, Produces: LevelTensor, After: []string{"dce"}, Run: runFuseProjections},
 	{Name: "fuse-rows", MinLevel: O2, Reassociates: true, Produces: LevelTensor, After: []string{"split-reductions", "sort-last-axis", "expand-pad", "expand-arg-reductions", "dce", "split-constants"}, Run: runFuseRows},
 	{Name: "fuse-elementwise", MinLevel: O2, Produces: LevelTensor, After: []string{"split-reductions", "sort-last-axis", "expand-pad", "expand-arg-reductions", "dce", "fuse-rows"}, Run: runFuseElementwise},
 	{Name: "fuse-epilogue", MinLevel: O2, Produces: LevelTensor, After: []string{"fuse-elementwise"}, Run: runFuseEpilogue},

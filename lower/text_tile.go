@@ -35,7 +35,9 @@ func (g *TileGraph) Format() string {
 	fmt.Fprintf(&b, "tilegraph %s {\n", quoteName(g.Name))
 	for i, t := range g.Tensors {
 		fmt.Fprintf(&b, "  tensor t%d: %s %s %%%d", i, t.Type, t.Role, t.Value)
-		if t.Alias != 0 {
+		if len(t.Pieces) > 0 {
+			fmt.Fprintf(&b, " pieces %s", tensorList(t.Pieces))
+		} else if t.Alias != 0 {
 			fmt.Fprintf(&b, " alias t%d", t.Alias-1)
 		}
 		if t.View != nil {
@@ -135,7 +137,7 @@ func (p *textParser) tileGraph() *TileGraph {
 	return tp.g
 }
 
-// tensor := 'tensor' tN ':' type role '%' value ['alias' tM ['view' 'offset=' int 'strides=' ints]]
+// tensor := 'tensor' tN ':' type role '%' value ['alias' tM ['view' 'offset=' int 'strides=' ints] | 'pieces' '(' tM {',' tM} ')']
 func (tp *tileParser) tensor() {
 	tp.next()
 	tp.numberedAs("t", len(tp.g.Tensors), "tensor")
@@ -145,6 +147,20 @@ func (tp *tileParser) tensor() {
 	tp.expectPunct("%", " before the Tensor Graph value the tensor holds")
 	v := tp.integer("Tensor Graph value")
 	t := GMTensor{Value: core.Value(v), Type: typ, Role: role}
+	if isWord(tp.peek(), "pieces") {
+		at := tp.next()
+		for _, r := range tp.tensorRefs("packed inputs") {
+			t.Pieces = append(t.Pieces, r.id)
+		}
+		if len(t.Pieces) > 0 {
+			t.Alias = t.Pieces[0] + 1
+		}
+		tp.g.Tensors = append(tp.g.Tensors, t)
+		if !verifyPieces(tp.g, len(tp.g.Tensors)-1) {
+			tp.fail(at, "t%d cannot pack %s: a packed tensor is a temp of two or more earlier, distinct inputs of its dtype adding up to its bytes, each but the last whole GM granules", len(tp.g.Tensors)-1, tensorList(t.Pieces))
+		}
+		return
+	}
 	if isWord(tp.peek(), "alias") {
 		tp.next()
 		ref := tp.tensorRef("aliased tensor")

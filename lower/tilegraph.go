@@ -35,6 +35,9 @@ type GMTensor struct {
 	// transpose) that only matrix kernels read, binding the aliased tensor as their
 	// param (see fold_views.go). Without it an alias is a contiguous reshape.
 	View *affineMap
+	// Pieces, on a packed tensor (pack_inputs.go), are the inputs it concatenates
+	// along its first axis, placed one after another in GM; Alias names the first.
+	Pieces []int
 }
 
 // paramTensor is the tensor a kernel binds for input t: t, or the owner of a strided
@@ -165,6 +168,12 @@ func (g *TileGraph) Verify() error {
 		produced[p] = true
 	}
 	for i, t := range g.Tensors {
+		if len(t.Pieces) > 0 {
+			if !verifyPieces(g, i) {
+				return fmt.Errorf("tilegraph: t%d packs %s, which must be two or more earlier, distinct inputs of its dtype adding up to its bytes, each but the last whole GM granules", i, tensorList(t.Pieces))
+			}
+			continue
+		}
 		if a := t.Alias; a > 0 && (a-1 >= i || g.Tensors[a-1].Alias != 0 || (t.View == nil && g.Tensors[a-1].Type.Bytes() != t.Type.Bytes()) || t.Role == RoleInput) {
 			return fmt.Errorf("tilegraph: t%d is an alias of t%d, which must be an earlier tensor of the same size that is no alias itself", i, a-1)
 		}

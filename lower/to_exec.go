@@ -105,7 +105,8 @@ func emitBlocks(tg *TileGraph, blocks []block, budget int) error {
 	return nil
 }
 
-// planMemory places inputs and outputs in buffers of their own and packs intermediates
+// planMemory places inputs and outputs in buffers of their own (packed inputs one after
+// another, placeInputs) and packs intermediates
 // into a workspace, reusing the bytes of a tensor once every task that uses it is
 // ordered, through the dependencies, before the tasks of the tensor that takes them
 // (taskOrder: safe when independent tasks run at once), first fit by offset over
@@ -113,20 +114,13 @@ func emitBlocks(tg *TileGraph, blocks []block, budget int) error {
 func planMemory(eg *ExecGraph) {
 	tg := eg.Blocks.Tiles
 	eg.Buffers = make([]Buffer, len(tg.Tensors))
-	off := 0
+	off := placeInputs(eg)
 	var temps []int
 	for i, t := range tg.Tensors {
-		bytes := roundUp(t.Type.Bytes(), gmAlign)
-		if t.Alias != 0 {
-			continue // placed with the tensor it views
-		}
-		if t.Role == RoleTemp {
+		if t.Alias == 0 && t.Role == RoleTemp {
 			temps = append(temps, i)
-			eg.WorkspaceNoReuse += bytes
-			continue
+			eg.WorkspaceNoReuse += roundUp(t.Type.Bytes(), gmAlign)
 		}
-		eg.Buffers[i] = Buffer{Offset: off, Bytes: bytes}
-		off += bytes
 	}
 	base := off
 	order := newTaskOrder(eg)
@@ -160,7 +154,10 @@ func planMemory(eg *ExecGraph) {
 	eg.WorkspaceBytes = off - base
 	eg.GMBytes = off
 	for i, t := range tg.Tensors {
-		if t.Alias != 0 {
+		switch {
+		case len(t.Pieces) > 0:
+			eg.Buffers[i] = packedBuffer(eg, t)
+		case t.Alias != 0:
 			eg.Buffers[i] = eg.Buffers[t.Alias-1]
 		}
 	}

@@ -36,9 +36,18 @@ func buildTileGraph(g *core.Graph, opts Options, folds map[core.Value]viewFold) 
 			donated[g.Params[k]] = true
 		}
 	}
+	packs := packableConcats(g, donated)
 	for i, n := range g.Nodes {
 		v := core.Value(i)
 		if n.Op == core.OpParam {
+			continue
+		}
+		if pieces, ok := packs[v]; ok { // the inputs' own bytes: no kernel
+			t := addTensor(v, RoleTemp)
+			for _, x := range pieces {
+				tg.Tensors[t].Pieces = append(tg.Tensors[t].Pieces, tensorOf[x])
+			}
+			tg.Tensors[t].Alias = tg.Tensors[t].Pieces[0] + 1
 			continue
 		}
 		low, ok := lowerings[n.Op]
