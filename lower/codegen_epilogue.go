@@ -70,17 +70,20 @@ func emitEpilogueVector(e *emitter, tg *TileGraph, op *TileOp, tiles []int, part
 			if (seq*parts+p)%nv != v {
 				continue
 			}
-			e.emit(isa.TPOP, isa.TileOp(prod), q)
 			r0, rows := ot.i0+p*pm, min(pm, ot.rows-p*pm)
 			if rows <= 0 { // the part lies below the matrix: nothing to store
+				e.emit(isa.TPOP, isa.TileOp(prod), q)
 				e.emit(isa.TFREE, q)
 				continue
 			}
+			// The other operands first: their loads need no product, so they run
+			// while the cube computes it.
 			srcs := []int{prod}
 			for i := range extras {
 				x := &extras[i]
 				srcs = append(srcs, loadWindow(e, 0, x.loaded, x.view.window(ot.batch, r0, ot.j0, rows, ot.cols)))
 			}
+			e.emit(isa.TPOP, isa.TileOp(prod), q)
 			vb.o, vb.r0, vb.c0, vb.vr, vb.vc = ot.batch, r0, ot.j0, rows, ot.cols
 			fusedBody(vb, res, srcs)
 			e.emit(isa.TFREE, q)
