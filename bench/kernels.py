@@ -18,7 +18,8 @@ cmd/pto-kernels (built with the repository's Go toolchain).
 The GPT-2-small forward (the decoder stack, 12 layers, seq 1024, batch 1) and the
 demo's model (examples/demo.py, run in this process through pypto) are measured twice:
 with the plain runtime ("runtime": "off") and with the runtime's scheduling features
-("on": concurrent tasks, overlapped launches, L2 prefetch, balanced blocks; see
+("on": concurrent tasks, overlapped launches, L2 prefetch, balanced blocks, early
+starts; see
 docs/device.md, "Dispatcher"). The demo's rows give its simulated tokens per second
 (batch x seq over the simulated time of one forward) and whether its logits have the
 same bytes both ways.

@@ -19,6 +19,12 @@ type DispatchOptions struct {
 	// its DispatchCycles overlap the previous task's run and tail, and its cores start
 	// as soon as they are free and its inputs are complete.
 	OverlapLaunch bool
+	// EarlyStart starts a task's cores before its inputs are complete, by the time
+	// their start and the kernel's prologue take (CoreStartCycles + PrologueCycles),
+	// so that its first instruction comes as its inputs complete: the start and the
+	// prologue read no input and overlap the tail (final sync) of the tasks it waits
+	// for.
+	EarlyStart bool
 }
 
 // DispatchTask is one task of a graph for the dispatcher.
@@ -243,6 +249,12 @@ func (d *dispatcher) place(k int, at int64) TaskSlot {
 	d.aicpu = dispatched
 	inputs := d.inputsAt(k)
 	start := max(dispatched, coresAt, inputs)
+	if d.opts.EarlyStart {
+		// The cores' start and the kernel's prologue read no input: they run while
+		// the producers' completion is being signalled, and the first instruction
+		// comes no earlier than the inputs are complete.
+		start = max(dispatched, coresAt, inputs-int64(chip.CoreStartCycles+chip.PrologueCycles))
+	}
 	d.lastStart = start
 	first := start + int64(chip.CoreStartCycles+chip.PrologueCycles)
 	d.slots[k] = TaskSlot{Dispatch: at, CoreStart: start, Cores: units, Prefetch: first - max(at, inputs)}

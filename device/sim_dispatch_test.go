@@ -96,6 +96,35 @@ func TestOverlappedLaunchHidesTheDispatch(t *testing.T) {
 	}
 }
 
+func TestEarlyStartHidesThePrologue(t *testing.T) {
+	chip := preset(t, "a2")
+	var tasks []DispatchTask
+	var cores [][]int64
+	for k := range 6 {
+		dt := DispatchTask{Kind: OnVector, Cores: 48}
+		if k > 0 {
+			dt.Deps = []int{k - 1}
+		}
+		tasks = append(tasks, dt)
+		cores = append(cores, slices.Repeat([]int64{40000}, 48))
+	}
+	ov, _ := scheduleFake(t, chip, tasks, cores, DispatchOptions{OverlapLaunch: true})
+	early, _ := scheduleFake(t, chip, tasks, cores, DispatchOptions{OverlapLaunch: true, EarlyStart: true})
+	lead := int64(chip.CoreStartCycles + chip.PrologueCycles)
+	// Each dependent task's first instruction comes as the one before completes: its
+	// start and prologue ran during that task's final sync.
+	assert.Equal(t, ov.Cycles-5*lead, early.Cycles)
+	for k := 1; k < len(tasks); k++ {
+		assert.Equal(t, early.Tasks[k-1].Complete, early.Tasks[k].CoreStart+lead)
+		assert.GreaterOrEqual(t, early.Tasks[k].CoreStart, early.Tasks[k-1].End, "its cores are free")
+	}
+	// Without launch overlap the task is dispatched once the one before completes, so
+	// its dispatch, not its inputs, comes last.
+	plain, _ := scheduleFake(t, chip, tasks, cores, DispatchOptions{})
+	alone, _ := scheduleFake(t, chip, tasks, cores, DispatchOptions{EarlyStart: true})
+	assert.Equal(t, plain.Cycles, alone.Cycles)
+}
+
 func TestDispatcherRejectsBadTasks(t *testing.T) {
 	chip := preset(t, "a2")
 	run := func(int, TaskSlot) (*TaskStats, error) { return &TaskStats{}, nil }

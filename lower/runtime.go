@@ -26,10 +26,13 @@ type Runtime struct {
 	// BalanceBlocks gives each block to the core that is free first rather than
 	// block i to core i mod cores (device.RunOptions.BalanceBlocks).
 	BalanceBlocks bool
+	// EarlyStart starts a task's cores, and runs its kernels' prologue, while the
+	// tasks it waits for signal their completion (device.DispatchOptions.EarlyStart).
+	EarlyStart bool
 }
 
 // All is every feature on.
-func (r Runtime) All() Runtime { return Runtime{true, true, true, true} }
+func (r Runtime) All() Runtime { return Runtime{true, true, true, true, true} }
 
 // runTasks runs the program's tasks through the dispatcher with the runtime's
 // features, in the dispatcher's order (which respects every hazard, so the values
@@ -86,7 +89,7 @@ func (e *Executable) runTasks(gm []byte, opts device.RunOptions, rt Runtime) (*R
 		stats.Tasks[k] = TaskRun{Name: task.Name, Core: task.Core, Stats: ts}
 		return ts, nil
 	}
-	sched, err := device.ScheduleTasks(chip, dts, device.DispatchOptions{Concurrent: rt.ConcurrentTasks, OverlapLaunch: rt.OverlapLaunch}, run)
+	sched, err := device.ScheduleTasks(chip, dts, device.DispatchOptions{Concurrent: rt.ConcurrentTasks, OverlapLaunch: rt.OverlapLaunch, EarlyStart: rt.EarlyStart}, run)
 	if err != nil {
 		if _, ok := err.(*core.Error); ok {
 			return nil, err

@@ -48,13 +48,14 @@ type configJSON struct {
 	OverlapLaunch   bool     `json:"overlap_launch"`
 	PrefetchL2      bool     `json:"prefetch_l2"`
 	BalanceBlocks   bool     `json:"balance_blocks"`
+	EarlyStart      bool     `json:"early_start"`
 	Visualize       bool     `json:"visualize"`
 	Donate          []int    `json:"donate"`
 }
 
 // ParseConfig reads a Config from its JSON form {"opt_level", "disable_passes",
 // "memory_pool_bytes", "chip", "deterministic", "max_steps", and the runtime's
-// "concurrent_tasks", "overlap_launch", "prefetch_l2", "balance_blocks"} (every field optional; "" or "null" is the default) and
+// "concurrent_tasks", "overlap_launch", "prefetch_l2", "balance_blocks", "early_start"} (every field optional; "" or "null" is the default) and
 // checks it: unknown fields, levels, pass names and negative sizes are ValueErrors that
 // list the valid choices.
 func ParseConfig(text string) (Config, error) {
@@ -62,7 +63,7 @@ func ParseConfig(text string) (Config, error) {
 	if t := strings.TrimSpace(text); t != "" && t != "null" {
 		if err := decodeStrict(t, &cj); err != nil {
 			return Config{}, core.Errorf(core.ValueError, "compile config: %v", err).
-				Suggest("the fields are opt_level, disable_passes, memory_pool_bytes, chip, deterministic, max_steps, per_size_programs, concurrent_tasks, overlap_launch, prefetch_l2, balance_blocks, visualize and donate")
+				Suggest("the fields are opt_level, disable_passes, memory_pool_bytes, chip, deterministic, max_steps, per_size_programs, concurrent_tasks, overlap_launch, prefetch_l2, balance_blocks, early_start, visualize and donate")
 		}
 	}
 	if cj.MaxSteps < 0 {
@@ -70,7 +71,7 @@ func ParseConfig(text string) (Config, error) {
 			Suggest("give a positive number of instructions, or none for the default")
 	}
 	c := Config{DisabledPasses: cj.DisabledPasses, MemoryPoolBytes: cj.MemoryPoolBytes, Device: cj.Device, Deterministic: cj.Deterministic, MaxSteps: cj.MaxSteps, PerSizePrograms: cj.PerSizePrograms,
-		Runtime: lower.Runtime{ConcurrentTasks: cj.ConcurrentTasks, OverlapLaunch: cj.OverlapLaunch, PrefetchL2: cj.PrefetchL2, BalanceBlocks: cj.BalanceBlocks}, Visualize: cj.Visualize,
+		Runtime: lower.Runtime{ConcurrentTasks: cj.ConcurrentTasks, OverlapLaunch: cj.OverlapLaunch, PrefetchL2: cj.PrefetchL2, BalanceBlocks: cj.BalanceBlocks, EarlyStart: cj.EarlyStart}, Visualize: cj.Visualize,
 		Donate: cj.Donate}
 	for _, k := range cj.Donate {
 		if k < 0 {
@@ -96,8 +97,8 @@ func (c Config) Key() string {
 	off := slices.Clone(c.DisabledPasses)
 	slices.Sort(off)
 	rt := c.Runtime
-	return fmt.Sprintf("opt=%s;off=%s;pool=%d;det=%t;steps=%d;rt=%t%t%t%t;viz=%t;donate=%v", c.OptLevel, strings.Join(slices.Compact(off), ","), c.MemoryPoolBytes, c.Deterministic, c.MaxSteps,
-		rt.ConcurrentTasks, rt.OverlapLaunch, rt.PrefetchL2, rt.BalanceBlocks, c.Visualize, c.Donate)
+	return fmt.Sprintf("opt=%s;off=%s;pool=%d;det=%t;steps=%d;rt=%t%t%t%t%t;viz=%t;donate=%v", c.OptLevel, strings.Join(slices.Compact(off), ","), c.MemoryPoolBytes, c.Deterministic, c.MaxSteps,
+		rt.ConcurrentTasks, rt.OverlapLaunch, rt.PrefetchL2, rt.BalanceBlocks, rt.EarlyStart, c.Visualize, c.Donate)
 }
 
 func decodeStrict(text string, v any) error {

@@ -1,5 +1,5 @@
 """The runtime's scheduling features (CompileConfig concurrent_tasks, overlap_launch,
-prefetch_l2, balance_blocks): the same values, less simulated time."""
+prefetch_l2, balance_blocks, early_start): the same values, less simulated time."""
 
 import numpy as np
 import pytest
@@ -27,7 +27,7 @@ def test_features_keep_the_values_and_save_time(chip):
     want = [r.numpy() for r in base.run(*args)]
     np.testing.assert_allclose(want[0].astype(np.float32), args[0].astype(np.float32) @ args[1].astype(np.float32), rtol=2e-2, atol=2e-2)
     off = base.last_cycles
-    configs = [dict(concurrent_tasks=True), dict(overlap_launch=True), dict(prefetch_l2=True), dict(balance_blocks=True), dict(runtime_features=True)]
+    configs = [dict(concurrent_tasks=True), dict(overlap_launch=True), dict(prefetch_l2=True), dict(balance_blocks=True), dict(early_start=True), dict(runtime_features=True)]
     for fields in configs:
         f = p.compile(_two_branches, p.CompileConfig(chip=chip, **fields))
         got = [r.numpy() for r in f.run(*args)]
@@ -41,12 +41,12 @@ def test_features_keep_the_values_and_save_time(chip):
 
 def test_runtime_features_switches_all_and_a_field_wins():
     cfg = p.CompileConfig(runtime_features=True, prefetch_l2=False)
-    assert (cfg.concurrent_tasks, cfg.overlap_launch, cfg.prefetch_l2, cfg.balance_blocks) == (True, True, False, True)
+    assert (cfg.concurrent_tasks, cfg.overlap_launch, cfg.prefetch_l2, cfg.balance_blocks, cfg.early_start) == (True, True, False, True, True)
     plain = p.CompileConfig()
-    assert not any((plain.concurrent_tasks, plain.overlap_launch, plain.prefetch_l2, plain.balance_blocks))
+    assert not any((plain.concurrent_tasks, plain.overlap_launch, plain.prefetch_l2, plain.balance_blocks, plain.early_start))
 
 
-@pytest.mark.parametrize("field", ["concurrent_tasks", "overlap_launch", "prefetch_l2", "balance_blocks", "runtime_features"])
+@pytest.mark.parametrize("field", ["concurrent_tasks", "overlap_launch", "prefetch_l2", "balance_blocks", "early_start", "runtime_features"])
 def test_runtime_fields_must_be_bools(field):
     with pytest.raises(TypeError, match=f"CompileConfig: {field} must be True or False"):
         p.CompileConfig(**{field: "yes"})

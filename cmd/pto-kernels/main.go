@@ -41,7 +41,7 @@ type row struct {
 	Bound         string `json:"bound"` // what sets the roofline: cube, vector or memory
 	// Runtime is "off" for the plain runtime, "on" with its scheduling features
 	// (lower.Runtime.All: concurrent tasks, overlapped launches, L2 prefetch, balanced
-	// blocks), or the one feature the row has alone (-each-feature).
+	// blocks, early starts), or the one feature the row has alone (-each-feature).
 	Runtime string `json:"runtime"`
 	// SimWallS is the host time the timing-only run took (seconds).
 	SimWallS float64 `json:"sim_wall_s"`

@@ -137,6 +137,7 @@ type namedRuntime struct {
 var features = []namedRuntime{
 	{"concurrent_tasks", lower.Runtime{ConcurrentTasks: true}}, {"overlap_launch", lower.Runtime{OverlapLaunch: true}},
 	{"prefetch_l2", lower.Runtime{PrefetchL2: true}}, {"balance_blocks", lower.Runtime{BalanceBlocks: true}},
+	{"early_start", lower.Runtime{EarlyStart: true}},
 }
 
 // cachedCompile compiles g twice through a session's compile cache and returns the

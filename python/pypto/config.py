@@ -13,7 +13,7 @@ from .errors import PyptoTypeError, PyptoValueError
 __all__ = ["CompileConfig"]
 
 _LEVELS = (0, 1, 2, 3)
-_RUNTIME = ("concurrent_tasks", "overlap_launch", "prefetch_l2", "balance_blocks")
+_RUNTIME = ("concurrent_tasks", "overlap_launch", "prefetch_l2", "balance_blocks", "early_start")
 
 
 @dataclass(frozen=True)
@@ -56,7 +56,9 @@ class CompileConfig:
     - ``overlap_launch``: the next task is dispatched while the current one runs.
     - ``prefetch_l2``: a task's first loads are prefetched into L2 while it launches.
     - ``balance_blocks``: blocks go to the core that is free first.
-    - ``runtime_features``: True switches all four on (a field given as well wins).
+    - ``early_start``: with ``overlap_launch``, a task's cores start, and run its
+      prologue, while the tasks it waits for signal their completion.
+    - ``runtime_features``: True switches all five on (a field given as well wins).
     """
 
     opt_level: int = 2
@@ -70,6 +72,7 @@ class CompileConfig:
     overlap_launch: bool | None = None
     prefetch_l2: bool | None = None
     balance_blocks: bool | None = None
+    early_start: bool | None = None
     runtime_features: bool = False
     enable_visualization: bool = False
     visualization_dir: str = "viz_output"
