@@ -14,6 +14,8 @@ cmd/pto-kernels (built with the repository's Go toolchain).
     python bench/kernels.py                 # a table
     python bench/kernels.py --case softmax  # the cases matching a regular expression
     python bench/kernels.py --demo-only     # only the demo's rows (--demo-seq etc. size it)
+    python bench/kernels.py --case gpt2 --each-feature --disable fuse-projections
+                                            # a pass off (the demo's rows keep every pass)
 
 The GPT-2-small forward (the decoder stack, 12 layers, seq 1024, batch 1) and the
 demo's model (examples/demo.py, run in this process through pypto) are measured twice:
@@ -83,13 +85,15 @@ def main():
     ap.add_argument("--chip", default="a2", help="chip preset (default a2)")
     ap.add_argument("--case", default="", help="only the cases matching this regular expression")
     ap.add_argument("--each-feature", action="store_true", help="also a GPT row per runtime feature alone")
+    ap.add_argument("--disable", default="", help="compile without these optional passes (comma-separated, e.g. fuse-projections)")
     ap.add_argument("--demo-only", action="store_true", help="only the demo's rows")
     ap.add_argument("--no-demo", action="store_true", help="without the demo's rows")
     ap.add_argument("--demo-batch", type=int, default=2)
     ap.add_argument("--demo-seq", type=int, default=64)
     ap.add_argument("--demo-layers", type=int, default=2)
     args = ap.parse_args()
-    extra = (["-case", args.case] if args.case else []) + (["-each-feature"] if args.each_feature else [])
+    extra = (["-case", args.case] if args.case else []) + (["-each-feature"] if args.each_feature else []) + (
+        ["-disable", args.disable] if args.disable else [])
     rows = [] if args.demo_only else run_json("kernels.py", "pto-kernels", ["-json", "-chip", args.chip, *extra])
     demo = [] if args.no_demo else demo_rows(args.chip, args.demo_batch, args.demo_seq, args.demo_layers)
     if args.json:

@@ -13,6 +13,7 @@ import (
 	"os"
 	"regexp"
 	"runtime/pprof"
+	"strings"
 
 	"pypto/device"
 )
@@ -21,6 +22,8 @@ var (
 	verbose     bool // report progress on stderr (-v)
 	compileOnly bool // skip the runs (-compile-only)
 	eachFeature bool // also measure each runtime feature alone (-each-feature)
+	// disabled are the optional passes the cases compile without (-disable)
+	disabled map[string]bool
 )
 
 // row is one case's figures; the keys are bench/kernels.py's.
@@ -61,7 +64,14 @@ func main() {
 	flag.BoolVar(&verbose, "v", false, "report each step on stderr")
 	flag.BoolVar(&compileOnly, "compile-only", false, "compile the cases without running them (for profiling the compiler)")
 	flag.BoolVar(&eachFeature, "each-feature", false, "for the cases measured with the runtime's features, also a row per feature alone")
+	off := flag.String("disable", "", "compile the cases without these optional passes (comma-separated names)")
 	flag.Parse()
+	if *off != "" {
+		disabled = map[string]bool{}
+		for _, name := range strings.Split(*off, ",") {
+			disabled[strings.TrimSpace(name)] = true
+		}
+	}
 	if *profile != "" {
 		f, err := os.Create(*profile)
 		if err != nil {

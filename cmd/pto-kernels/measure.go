@@ -25,7 +25,7 @@ func measure(chip *device.Chip, c benchCase) (rows []row, err error) {
 	g := b.Graph()
 
 	start := time.Now()
-	exe, err := lower.Compile(g, lower.Options{Chip: chip})
+	exe, err := lower.Compile(g, lower.Options{Chip: chip, Disabled: disabled})
 	if err != nil {
 		return nil, err
 	}
