@@ -1,6 +1,9 @@
 package lower
 
-import "pypto/device"
+import (
+	"pypto/device"
+	"pypto/isa"
+)
 
 // Loop choice. Codegen writes a block's repeated work (a matmul's K stages) as a
 // loop when the straight-line code would not fit the core's instruction cache:
@@ -20,6 +23,14 @@ func codeBudget(chip *device.Chip) int {
 		return 0
 	}
 	return chip.ICacheBytes / chip.InstrBytes
+}
+
+// codeLimits are the core's limits codegen writes a block's programs for: the
+// instruction cache's budget (codeBudget) and the cube core's L1 bytes.
+type codeLimits struct{ instrs, l1Bytes int }
+
+func limitsOf(chip *device.Chip) codeLimits {
+	return codeLimits{instrs: codeBudget(chip), l1Bytes: chip.Capacity(isa.Mat)}
 }
 
 // loopsPay reports whether code of about n machine instructions should be written

@@ -134,7 +134,21 @@ func emitMatmul(e *emitter, tg *TileGraph, op *TileOp, tiles []int, parts int, s
 	bv := operandView(e, tg, op.Inputs[1], out, op.Attrs.Bool("transpose_b", false))
 
 	kS := t.stageK()
-	aMat := e.pingPong("a_l1", isa.Mat, dt, t.tm, kS)
+	// Straight-line code of the whole block: per tile and stage two loads and per base
+	// block the extracts and matmuls, each with about one flag.
+	stages := max(1, ceilDiv(min(t.kc, max(k, 1)), kS))
+	perStage := 2 + ceilDiv(kS, t.tk)*(2*parts+1)
+	kLoops := loopsPay(e.codeBudget, 2*len(tiles)*stages*perStage)
+	resident := residentA(e, op, t, tiles, stages, dt.Size(), kLoops)
+	var aMat, aStages []int
+	if resident {
+		for i := range stages {
+			aStages = append(aStages, e.tile(fmt.Sprintf("a_l1_k%d", i), isa.Mat, dt, t.tm, kS))
+		}
+	} else {
+		pair := e.pingPong("a_l1", isa.Mat, dt, t.tm, kS)
+		aMat = pair[:]
+	}
 	bMat := e.pingPong("b_l1", isa.Mat, dt, kS, t.tn)
 	pm := t.tm / parts
 	aL0 := make([][2]int, parts)
@@ -148,20 +162,31 @@ func emitMatmul(e *emitter, tg *TileGraph, op *TileOp, tiles []int, parts int, s
 	}
 
 	stage, block := 0, 0
+	loadA := true // the tile's A stages are not in L1 yet
 	// emitStage loads the stage of K at p0 (vk deep) into L1 and runs its base blocks;
-	// a loop's stages move their GM windows by the registers aoff and boff.
+	// a loop's stages move their GM windows by the registers aoff and boff. With A
+	// resident, stage i of A has a tile of its own, loaded by the first tile of each
+	// row of output tiles and read again by the others.
 	emitStage := func(ot outTile, p0, vk int, first bool, aoff, boff isa.RegRef) {
 		s := stage % 2
 		stage++
+		var aTile int
+		if resident {
+			aTile = aStages[(p0-ot.kChunk*t.kc)/kS]
+		} else {
+			aTile = aMat[s]
+		}
 		aw, bw := av.window(ot.batch, ot.i0, p0, ot.rows, vk), bv.window(ot.batch, p0, ot.j0, vk, ot.cols)
 		aw.OffsetReg, bw.OffsetReg = aoff, boff
-		e.emit(isa.TLOAD, isa.TileOp(aMat[s]), isa.GMOp(aw))
+		if loadA {
+			e.emit(isa.TLOAD, isa.TileOp(aTile), isa.GMOp(aw))
+		}
 		e.emit(isa.TLOAD, isa.TileOp(bMat[s]), isa.GMOp(bw))
 		for j := 0; j*t.tk < vk || first; j++ {
 			l := block % 2
 			block++
 			for p := range parts {
-				e.emit(isa.TEXTRACT, isa.TileOp(aL0[p][l]), isa.TileOp(aMat[s]), isa.ImmOp(float64(p*pm)), isa.ImmOp(float64(j*t.tk)))
+				e.emit(isa.TEXTRACT, isa.TileOp(aL0[p][l]), isa.TileOp(aTile), isa.ImmOp(float64(p*pm)), isa.ImmOp(float64(j*t.tk)))
 			}
 			e.emit(isa.TEXTRACT, isa.TileOp(bL0[l]), isa.TileOp(bMat[s]), isa.ImmOp(float64(j*t.tk)), isa.ImmOp(0))
 			mm := isa.TMATMUL_ACC
@@ -174,14 +199,12 @@ func emitMatmul(e *emitter, tg *TileGraph, op *TileOp, tiles []int, parts int, s
 			first = false
 		}
 	}
-	// Straight-line code of the whole block: per tile and stage two loads and per base
-	// block the extracts and matmuls, each with about one flag.
-	stages := max(1, ceilDiv(min(t.kc, max(k, 1)), kS))
-	perStage := 2 + ceilDiv(kS, t.tk)*(2*parts+1)
-	kLoops := loopsPay(e.codeBudget, 2*len(tiles)*stages*perStage)
 	var loopRegs *kLoopRegs
+	var prev outTile
 	for seq, ti := range tiles {
 		ot := matmulOutTile(op, ti, seq)
+		loadA = !resident || seq == 0 || ot.batch != prev.batch || ot.i0 != prev.i0
+		prev = ot
 		k0, k1 := ot.kChunk*t.kc, min(k, (ot.kChunk+1)*t.kc)
 		// k == 0 still runs one (empty) stage, so that the tile stores zeros.
 		emitStage(ot, k0, max(0, min(kS, k1-k0)), true, 0, 0)
@@ -210,6 +233,24 @@ func emitMatmul(e *emitter, tg *TileGraph, op *TileOp, tiles []int, parts int, s
 		}
 		store(acc, ot)
 	}
+}
+
+// residentA reports whether a matmul block keeps A's K stages in L1 for the tiles of
+// a row of output tiles, loading them once per row instead of once per tile: when
+// consecutive tiles of the block share their rows, K is not split, the code is
+// straight-line (loops reuse one pair of L1 tiles) and the stages fit the cube core's
+// L1 beside the two B stages.
+func residentA(e *emitter, op *TileOp, t matmulTiling, tiles []int, stages, size int, kLoops bool) bool {
+	if kLoops || op.Grid[3] > 1 || e.l1Bytes == 0 || stages*t.tm*t.stageK()*size+2*t.stageK()*t.tn*size > e.l1Bytes {
+		return false
+	}
+	for seq := 1; seq < len(tiles); seq++ {
+		a, b := matmulOutTile(op, tiles[seq-1], seq-1), matmulOutTile(op, tiles[seq], seq)
+		if a.batch == b.batch && a.i0 == b.i0 {
+			return true
+		}
+	}
+	return false
 }
 
 // minKLoopTrips is the fewest iterations (two stages each) for which a tile's K

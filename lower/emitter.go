@@ -23,6 +23,9 @@ type emitter struct {
 	// codeBudget is how many machine instructions the core's instruction cache holds
 	// (0: fetch is free); codegen loops where straight-line code would not fit.
 	codeBudget int
+	// l1Bytes is the cube core's L1 (0 for a vector core's program, or when unknown):
+	// a matmul keeps A's stages resident in it when they fit (codegen_matmul.go).
+	l1Bytes int
 }
 
 // operandLists holds emitted operand lists by their contents.

@@ -48,7 +48,7 @@ func buildExecGraph(bg *BlockGraph, chip *device.Chip) (*ExecGraph, error) {
 		producers[out] = append(producers[out], len(eg.Tasks))
 		eg.Tasks = append(eg.Tasks, task)
 	}
-	if err := emitBlocks(tg, blocks, codeBudget(chip)); err != nil {
+	if err := emitBlocks(tg, blocks, limitsOf(chip)); err != nil {
 		return nil, err
 	}
 	planMemory(eg)
@@ -68,7 +68,7 @@ type block struct {
 // The first block of every task is emitted first: the other blocks share its operand
 // lists (blocks of a task mostly differ only in their GM views), which saves memory.
 // The error is the first failing first block's in order, else the first other one's.
-func emitBlocks(tg *TileGraph, blocks []block, budget int) error {
+func emitBlocks(tg *TileGraph, blocks []block, budget codeLimits) error {
 	progs := make([][]*isa.Program, len(blocks))
 	errs := make([]error, len(blocks))
 	seeds := map[*Task]*blockSeed{}
@@ -213,14 +213,14 @@ func newKernelEmitter(tg *TileGraph, op *TileOp, name string, core isa.CoreKind)
 // emitBlock generates the PTO programs of one block of a tile op: one, or for a mixed
 // op the cube program followed by vectors vector programs. Its emitters share the
 // operand lists of seed and start at the sizes of its programs (seed may be nil).
-func emitBlock(tg *TileGraph, op *TileOp, tiles []int, name string, vectors int, seed *blockSeed, budget int) ([]*isa.Program, error) {
+func emitBlock(tg *TileGraph, op *TileOp, tiles []int, name string, vectors int, seed *blockSeed, budget codeLimits) ([]*isa.Program, error) {
 	if op.Kind == TileKernel {
 		return kernelBlock(tg, op, tiles, name)
 	}
 	if emit := groupEmitters[op.Kind]; emit != nil {
 		g := &groupEmitter{cube: newKernelEmitter(tg, op, name+"_c", isa.Cube)}
 		g.cube.useSeed(seed, 0)
-		g.cube.codeBudget = budget
+		g.cube.codeBudget, g.cube.l1Bytes = budget.instrs, budget.l1Bytes
 		progs := []*isa.Program{g.cube.prog}
 		for v := range vectors {
 			g.vec = append(g.vec, newKernelEmitter(tg, op, fmt.Sprintf("%s_v%d", name, v), isa.Vector))
@@ -232,7 +232,7 @@ func emitBlock(tg *TileGraph, op *TileOp, tiles []int, name string, vectors int,
 	}
 	e := newKernelEmitter(tg, op, name, op.Core)
 	e.useSeed(seed, 0)
-	e.codeBudget = budget
+	e.codeBudget, e.l1Bytes = budget.instrs, budget.l1Bytes
 	switch op.Kind {
 	case TileMatmul:
 		emitPlainMatmul(e, tg, op, tiles)
