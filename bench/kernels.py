@@ -16,6 +16,9 @@ cmd/pto-kernels (built with the repository's Go toolchain).
     python bench/kernels.py --demo-only     # only the demo's rows (--demo-seq etc. size it)
     python bench/kernels.py --case gpt2 --each-feature --disable fuse-projections
                                             # a pass off (the demo's rows keep every pass)
+    go run ./cmd/pto-kernels -case gpt2 -tasks 10
+                                            # where the time goes: each kernel kind's share
+                                            # and the first 10 tasks one by one
 
 The GPT-2-small forward (the decoder stack, 12 layers, seq 1024, batch 1) and the
 demo's model (examples/demo.py, run in this process through pypto) are measured twice:

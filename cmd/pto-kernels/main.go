@@ -65,6 +65,7 @@ func main() {
 	flag.BoolVar(&compileOnly, "compile-only", false, "compile the cases without running them (for profiling the compiler)")
 	flag.BoolVar(&eachFeature, "each-feature", false, "for the cases measured with the runtime's features, also a row per feature alone")
 	off := flag.String("disable", "", "compile the cases without these optional passes (comma-separated names)")
+	tasks := flag.Int("tasks", 0, "instead of the rows, print each kind of kernel's share of the run and the first N tasks one by one")
 	flag.Parse()
 	if *off != "" {
 		disabled = map[string]bool{}
@@ -91,6 +92,16 @@ func main() {
 		fail(fmt.Errorf("-case: %v", err))
 	}
 	var rows []row
+	if *tasks > 0 {
+		for _, c := range benchCases() {
+			if re.MatchString(c.name) {
+				if err := printTasks(chip, c, *tasks); err != nil {
+					fail(fmt.Errorf("%s: %v", c.name, err))
+				}
+			}
+		}
+		return
+	}
 	for _, c := range benchCases() {
 		if !re.MatchString(c.name) {
 			continue
