@@ -4,6 +4,7 @@ import (
 	"sort"
 
 	"pypto/core"
+	"pypto/dtype"
 )
 
 // Projection fusion. Matmuls of one activation by several weights, such as the query,
@@ -13,19 +14,20 @@ import (
 // instead of once per projection. When every projection adds a bias, the biases are
 // concatenated too and added once, so the sum joins the matmul's epilogue. Each
 // projection is then a column slice of the product, read in place by the matrix
-// kernels that use it (fold-views): the pass applies only where every projection is
-// read that way, so the slices never cost a copy.
+// kernels that use it (fold-views): a projection read otherwise stays apart, so the
+// slices never cost a copy. A row-wise op on a projection (a padded program's zeroing
+// of its padded rows) joins the product's epilogue, kept to its columns (rowOp).
 //
 // The weights and biases must be graph inputs: their concatenations along their first
 // axis are then the inputs placed one after another in GM (packInputs), so building
 // them costs nothing at run time either.
 
 // projection is one matmul of a group and the value the group's slice replaces: the
-// matmul, or its bias add.
+// matmul, its bias add, or a row-wise op on either (rowOp).
 type projection struct {
-	mm, out core.Value
-	w, bias core.Value // bias -1 when the group has none
-	n       int        // the projection's columns
+	mm, add, row, out core.Value // add and row -1 when there is none
+	w, bias           core.Value // bias -1 when the group has none
+	n                 int        // the projection's columns
 }
 
 // runFuseProjections rewrites every group of two or more projections of one
@@ -40,21 +42,24 @@ func runFuseProjections(c *compilation) error {
 		}
 		folds := viewFolds(ng)
 		var kept [][]projection
+		changed := false
 		for gi, group := range groups {
-			ok := true
-			for _, s := range slices[gi] {
-				_, folded := folds[s]
-				ok = ok && folded
+			var members []projection
+			for j, s := range slices[gi] {
+				if _, folded := folds[s]; folded {
+					members = append(members, group[j])
+				}
 			}
-			if ok {
-				kept = append(kept, group)
+			changed = changed || len(members) < len(group)
+			if len(members) >= 2 {
+				kept = append(kept, members)
 			}
 		}
-		if len(kept) == len(groups) {
-			c.graph = ng
+		if !changed {
+			c.graph = core.EliminateDeadCode(ng) // the row-wise ops' operands made again
 			return nil
 		}
-		groups = kept // some slices would be copies: fuse the others only
+		groups = kept // some slices would be copies: fuse the other projections only
 	}
 	return nil
 }
@@ -102,9 +107,12 @@ func projectionGroups(g *core.Graph, donate []int) [][]projection {
 		if tb {
 			k = wt.Shape[1]
 		}
-		p := projection{mm: m, out: m, w: w, bias: -1, n: n.Type.Shape[1]}
+		p := projection{mm: m, add: -1, row: -1, out: m, w: w, bias: -1, n: n.Type.Shape[1]}
 		if b, add := biasOf(g, users, m); b >= 0 && params[b] && !packed[b] && !isOut[add] && packable(g, b) {
-			p.bias, p.out = b, add
+			p.bias, p.add, p.out = b, add, add
+		}
+		if r := rowOp(g, users, isOut, p.out); r >= 0 {
+			p.row, p.out = r, r
 		}
 		key := projectionKey{a: n.Inputs[0], ta: n.Attrs.Bool("transpose_a", false), tb: tb, k: k, bias: p.bias >= 0}
 		if len(byKey[key]) > 0 {
@@ -129,6 +137,51 @@ func projectionGroups(g *core.Graph, donate []int) [][]projection {
 		}
 	}
 	return groups
+}
+
+// rowOp returns the one reader of v when it is an elementwise op that could join a
+// fused kernel, of v's type, whose other operands are the same for every column (0-d,
+// or a last axis of 1, of rank 2 at most: a row mask, a per-row scale), made of
+// inputs, constants and reshapes of them; else -1. Applied to the whole product and
+// kept in v's columns only (buildProjections), it gives v's projection its value
+// while the others keep theirs: a padded program's zeroing of the value projection's
+// padded rows is such an op.
+func rowOp(g *core.Graph, users [][]core.Value, isOut map[core.Value]bool, v core.Value) core.Value {
+	if len(users[v]) != 1 {
+		return -1
+	}
+	u := users[v][0]
+	n := g.Nodes[u]
+	if isOut[u] || !fusable(n) || n.Op == "cast" || !n.Type.Shape.Equal(g.Type(v).Shape) || n.Type.DType != g.Type(v).DType {
+		return -1
+	}
+	seen := 0
+	for _, x := range n.Inputs {
+		if x == v {
+			seen++
+			continue
+		}
+		s := g.Type(x).Shape
+		if (len(s) > 0 && (len(s) > 2 || s[len(s)-1] != 1)) || !rebuildable(g, x) {
+			return -1
+		}
+	}
+	if seen != 1 {
+		return -1
+	}
+	return u
+}
+
+// rebuildable reports whether x is an input, a constant, a full or reshapes of them:
+// a value buildProjections can make again where a group's first matmul is.
+func rebuildable(g *core.Graph, x core.Value) bool {
+	switch n := g.Nodes[x]; n.Op {
+	case core.OpParam, "constant", "full":
+		return true
+	case "reshape":
+		return rebuildable(g, n.Inputs[0])
+	}
+	return false
 }
 
 // biasOf returns the bias b and the add node when matmul m's one reader adds a 1-D
@@ -165,8 +218,10 @@ func fuseProjections(g *core.Graph, groups [][]projection) (*core.Graph, [][]cor
 		first[group[0].mm] = gi
 		for j, p := range group {
 			member[p.out] = [2]int{gi, j}
-			if p.out != p.mm {
-				dropped[p.mm] = true
+			for _, x := range []core.Value{p.mm, p.add} {
+				if x >= 0 && x != p.out {
+					dropped[x] = true // the slice (or its row-wise op) takes its place
+				}
 			}
 		}
 	}
@@ -183,7 +238,7 @@ func fuseProjections(g *core.Graph, groups [][]projection) (*core.Graph, [][]cor
 			return built[at[0]][at[1]], true, nil
 		}
 		if dropped[v] {
-			return -1, true, nil // its bias add is the slice
+			return -1, true, nil
 		}
 		return -1, false, nil
 	})
@@ -223,22 +278,85 @@ func buildProjections(b *core.Builder, g *core.Graph, group []projection, mm *co
 		if err != nil {
 			return nil, err
 		}
-		if y, err = b.Op("add", []core.Value{y, bias}, nil, g.Nodes[group[0].out].Loc); err != nil {
+		if y, err = b.Op("add", []core.Value{y, bias}, nil, g.Nodes[group[0].add].Loc); err != nil {
 			return nil, err
 		}
 	}
+	// Row-wise ops of projections: applied to the whole product, kept in the columns
+	// of their projection (where(columns, op(y), y)).
+	total := 0
+	for _, p := range group {
+		total += p.n
+	}
+	off := 0
+	for _, p := range group {
+		if p.row >= 0 {
+			var err error
+			if y, err = applyInColumns(b, g, p, y, off, total, val); err != nil {
+				return nil, err
+			}
+		}
+		off += p.n
+	}
 	rows := int64(mm.Type.Shape[0])
 	var out []core.Value
-	off := int64(0)
+	start := int64(0)
 	for _, p := range group {
-		s, err := b.Op("slice", []core.Value{y}, core.Attrs{"starts": []int64{0, off}, "stops": []int64{rows, off + int64(p.n)}, "steps": []int64{1, 1}}, g.Nodes[p.out].Loc)
+		s, err := b.Op("slice", []core.Value{y}, core.Attrs{"starts": []int64{0, start}, "stops": []int64{rows, start + int64(p.n)}, "steps": []int64{1, 1}}, g.Nodes[p.out].Loc)
 		if err != nil {
 			return nil, err
 		}
 		out = append(out, s)
-		off += int64(p.n)
+		start += int64(p.n)
 	}
 	return out, nil
+}
+
+// applyInColumns is where(in p's columns, row(y), y) for projection p's row-wise op
+// on the whole product y (total columns, p's from off), its other operands made again
+// here.
+func applyInColumns(b *core.Builder, g *core.Graph, p projection, y core.Value, off, total int, val func(core.Value) core.Value) (core.Value, error) {
+	n := g.Nodes[p.row]
+	args := make([]core.Value, len(n.Inputs))
+	for j, x := range n.Inputs {
+		if x == p.add || x == p.mm {
+			args[j] = y
+			continue
+		}
+		var err error
+		if args[j], err = rebuild(b, g, x, val); err != nil {
+			return -1, err
+		}
+	}
+	z, err := b.Op(n.Op, args, n.Attrs, n.Loc)
+	if err != nil {
+		return -1, err
+	}
+	cols := core.NewArray(core.TensorType{DType: dtype.Bool, Shape: core.Shape{total}})
+	for c := off; c < off+p.n; c++ {
+		cols.Data[c] = 1
+	}
+	sel, err := b.Op("constant", nil, core.ConstantAttrs(cols), n.Loc)
+	if err != nil {
+		return -1, err
+	}
+	return b.Op("where", []core.Value{sel, z, y}, nil, n.Loc)
+}
+
+// rebuild makes value x (rebuildable) again in b.
+func rebuild(b *core.Builder, g *core.Graph, x core.Value, val func(core.Value) core.Value) (core.Value, error) {
+	n := g.Nodes[x]
+	switch n.Op {
+	case core.OpParam:
+		return val(x), nil
+	case "reshape":
+		in, err := rebuild(b, g, n.Inputs[0], val)
+		if err != nil {
+			return -1, err
+		}
+		return b.Op("reshape", []core.Value{in}, n.Attrs, n.Loc)
+	}
+	return b.Op(n.Op, nil, n.Attrs, n.Loc) // a constant or a full
 }
 
 // packable reports whether input x can be a piece of a packed concat anywhere in it:

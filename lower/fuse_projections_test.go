@@ -146,3 +146,42 @@ func TestConcatOfInputsIsPacked(t *testing.T) {
 		})
 	}
 }
+
+// A row-wise op on one projection (a padded program's where(keep, v, 0)) joins the
+// fused product's epilogue, kept to that projection's columns: the three projections
+// stay one matmul, with the unfused program's bytes and the reference's values.
+func TestRowWiseOpOfAProjectionJoinsTheEpilogue(t *testing.T) {
+	for _, chip := range presets(t) {
+		bl := core.NewBuilder("rows")
+		f16 := func(shape ...int) core.TensorType { return core.TensorType{DType: dtype.Float16, Shape: shape} }
+		op := func(name string, attrs core.Attrs, in ...core.Value) core.Value {
+			v, err := bl.Op(name, in, attrs, core.Location{})
+			require.NoError(t, err)
+			return v
+		}
+		x := bl.Param("x", f16(40, 256))
+		var p []core.Value
+		for _, name := range []string{"q", "k", "v"} {
+			p = append(p, op("linear", nil, x, bl.Param("w"+name, f16(256, 256)), bl.Param("b"+name, f16(256))))
+		}
+		keep := bl.Param("keep", core.TensorType{DType: dtype.Bool, Shape: core.Shape{40, 1}})
+		v := op("where", nil, keep, p[2], op("full", core.Attrs{"value": 0.0, "dtype": "float16", "shape": []int64{}}))
+		bl.Output(op("matmul", core.Attrs{"transpose_b": true}, p[0], p[1]))
+		bl.Output(op("matmul", nil, v, bl.Param("m", f16(256, 32))))
+		g := bl.Graph()
+		exe, err := Compile(g, Options{Chip: chip, Verify: true})
+		require.NoError(t, err)
+		matrix := 0 // the projections' one matmul and the two outputs' (tiny's UB leaves the epilogue a kernel of its own)
+		for _, o := range taskOps(exe) {
+			if o == "matmul" || o == "fused_matmul" {
+				matrix++
+			}
+		}
+		require.Equal(t, 3, matrix, "%s: %v", chip.Name, taskOps(exe))
+		plain, err := Compile(g, Options{Chip: chip, Verify: true, Disabled: map[string]bool{"fuse-projections": true}})
+		require.NoError(t, err)
+		require.Less(t, len(taskOps(exe)), len(taskOps(plain)))
+		requireSameOutputs(t, g, exe, plain)
+		compileAndCompare(t, chip, g, 256)
+	}
+}
