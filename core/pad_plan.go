@@ -30,6 +30,7 @@ import (
 type PadPlan struct {
 	g       *Graph
 	symbols map[string]bool
+	order   []string // the symbols, in the order of the sizes param
 	// masked: softmax node -> index in Masks of the mask added to its input.
 	masked map[int]int
 	// zeroed: matmul node -> (operand index, index in Keeps of the rows kept).
@@ -60,7 +61,7 @@ func (m PadMask) Type() TensorType {
 // PlanPadding returns how g runs padded along the given symbols, or an error naming
 // the op that reads padded positions into valid ones.
 func PlanPadding(g *Graph, symbols []string) (*PadPlan, error) {
-	p := &PadPlan{g: g, symbols: map[string]bool{}, masked: map[int]int{}, zeroed: map[int][2]int{}}
+	p := &PadPlan{g: g, symbols: map[string]bool{}, order: append([]string(nil), symbols...), masked: map[int]int{}, zeroed: map[int][2]int{}}
 	for _, s := range symbols {
 		p.symbols[s] = true
 	}
@@ -218,7 +219,7 @@ func (p *PadPlan) mask(list *[]PadMask, m PadMask) int {
 }
 
 // Params are the types of the extra params a padded program reads after g's own, in
-// order: the additive masks (in their scores' dtype), then the rows kept.
+// order: the additive masks (in their scores' dtype), the rows kept, then the sizes.
 func (p *PadPlan) Params() []TensorType {
 	var out []TensorType
 	for _, m := range p.Masks {
@@ -226,6 +227,58 @@ func (p *PadPlan) Params() []TensorType {
 	}
 	for _, m := range p.Keeps {
 		out = append(out, m.Type())
+	}
+	return append(out, p.sizesType())
+}
+
+// Symbols are the padded symbols, in the order of the sizes param.
+func (p *PadPlan) Symbols() []string { return append([]string(nil), p.order...) }
+
+// sizesType is the type of the last extra param: the run's value of every symbol (in
+// the order of Symbols) as int32, so that a program compiled for a bound can compute
+// only what the run's sizes need.
+func (p *PadPlan) sizesType() TensorType {
+	return TensorType{DType: dtype.Int32, Shape: Shape{len(p.order)}}
+}
+
+// SizesParam is the position of the sizes param among the padded program's params.
+func (p *PadPlan) SizesParam() int { return len(p.g.Params) + len(p.Masks) + len(p.Keeps) }
+
+// Extents gives, for every param of the padded program, per axis the index in Symbols
+// of the symbol whose run value is the number of valid (unpadded) positions along it,
+// or -1 for an axis that is not padded.
+func (p *PadPlan) Extents() [][]int {
+	index := map[string]int{}
+	for i, s := range p.order {
+		index[s] = i
+	}
+	of := func(t TensorType) []int {
+		out := make([]int, len(t.Shape))
+		for ax, d := range t.AllDims() {
+			out[ax] = -1
+			if p.padded(d) && p.bare(d) {
+				out[ax] = index[d.String()]
+			}
+		}
+		return out
+	}
+	var out [][]int
+	for _, prm := range p.g.Params {
+		out = append(out, of(p.g.Nodes[prm].Type))
+	}
+	for _, t := range p.Params() {
+		out = append(out, of(t))
+	}
+	return out
+}
+
+// Sizes is the sizes param's data for a run binding b: each symbol's value, int32
+// little-endian.
+func (p *PadPlan) Sizes(b Binding) []byte {
+	out := make([]byte, 0, 4*len(p.order))
+	for _, s := range p.order {
+		v := uint32(int32(b[s]))
+		out = append(out, byte(v), byte(v>>8), byte(v>>16), byte(v>>24))
 	}
 	return out
 }
@@ -246,6 +299,7 @@ func (p *PadPlan) Specialize(b Binding) (*Graph, error) {
 			for k, m := range p.Keeps {
 				keepVals = append(keepVals, out.Param(fmt.Sprintf("pad_keep%d", k), m.Type().Substitute(b)))
 			}
+			out.Param("pad_sizes", p.sizesType())
 		},
 		inputs: func(out *Builder, i int, ins []Value, loc Location) ([]Value, error) {
 			if k, ok := p.masked[i]; ok {

@@ -109,14 +109,7 @@ func matmulBlocks(op *TileOp, nb int) [][]int {
 // square in elements: w*tn ~ (share/w)*tm.
 func matmulTileOrder(op *TileOp, nb int) []int {
 	batch, gm, gn, gk := op.Grid[0], op.Grid[1], op.Grid[2], op.Grid[3]
-	share := float64(op.NumTiles()) / float64(nb)
-	ideal := math.Sqrt(share * float64(op.Tile[0]) / float64(op.Tile[1]))
-	w := 1
-	for d := 1; d <= gn; d++ { // the divisor of gn nearest the ideal width, in ratio
-		if gn%d == 0 && math.Abs(math.Log(float64(d)/ideal)) < math.Abs(math.Log(float64(w)/ideal)) {
-			w = d
-		}
-	}
+	w := matmulBandWidth(op, nb)
 	order := make([]int, 0, op.NumTiles())
 	for ki := range gk {
 		for b := range batch {
@@ -130,4 +123,20 @@ func matmulTileOrder(op *TileOp, nb int) []int {
 		}
 	}
 	return order
+}
+
+// matmulBandWidth is the width in tile columns of the bands of matmulTileOrder: the
+// divisor of the grid's columns that makes a run of one block's share of tiles about
+// square in elements.
+func matmulBandWidth(op *TileOp, nb int) int {
+	gn := op.Grid[2]
+	share := float64(op.NumTiles()) / float64(nb)
+	ideal := math.Sqrt(share * float64(op.Tile[0]) / float64(op.Tile[1]))
+	w := 1
+	for d := 1; d <= gn; d++ { // the divisor of gn nearest the ideal width, in ratio
+		if gn%d == 0 && math.Abs(math.Log(float64(d)/ideal)) < math.Abs(math.Log(float64(w)/ideal)) {
+			w = d
+		}
+	}
+	return w
 }

@@ -42,27 +42,10 @@ func emitMatmulEpilogue(g *groupEmitter, tg *TileGraph, op *TileOp, tiles []int)
 // output's iteration space. Tiles are single-buffered: the cube spends far longer on a
 // tile than the vector core on its epilogue.
 func emitEpilogueVector(e *emitter, tg *TileGraph, op *TileOp, tiles []int, parts, v, nv int) {
-	body, err := core.FusedBody(op.Attrs)
-	if err != nil {
-		panic(fmt.Sprintf("fused_matmul with a bad body reached code generation: %v", err)) // verified before
-	}
-	out := tg.Tensors[op.Output].Type
-	space := out.Shape
 	pm, tn := op.Tile[0]/parts, op.Tile[1]
-	prod := e.tile("prod", isa.Vec, body.Type(body.Params[0]).DType, pm, tn)
-	type operand struct {
-		view   flatView
-		loaded int
-	}
-	extras := make([]operand, len(op.Inputs)-2)
-	for i, t := range op.Inputs[2:] {
-		typ := tg.Tensors[t].Type
-		extras[i].view = newFlatView(e.params[t], broadcastMap(typ.Shape, space), space)
-		extras[i].loaded = e.tile(fmt.Sprintf("in%d", i+2), isa.Vec, typ.DType, pm, tn)
-	}
-	res := e.tile("out", isa.Vec, out.DType, pm, tn)
-	ov := newFlatView(e.params[op.Output], reshapeMap(space), space)
-	vb := &vecBody{e: e, attrs: op.Attrs, tr: pm, tc: tn, space: space}
+	ep := declareEpilogue(e, tg, op, pm, tn)
+	prod, extras, res, ov := ep.prod, ep.extras, ep.res, ep.out
+	vb := &vecBody{e: e, attrs: op.Attrs, tr: pm, tc: tn, space: ep.space}
 	q := isa.ImmOp(float64(v))
 	for seq, t := range tiles {
 		ot := matmulOutTile(op, t, seq)
@@ -90,6 +73,43 @@ func emitEpilogueVector(e *emitter, tg *TileGraph, op *TileOp, tiles []int, part
 			e.emit(isa.TSTORE, isa.GMOp(ov.window(ot.batch, r0, ot.j0, rows, ot.cols)), isa.TileOp(res))
 		}
 	}
+}
+
+// epilogueTiles are the tiles and views of a fused_matmul block's vector program: the
+// popped product, each further operand's view and tile, the result and its view.
+type epilogueTiles struct {
+	prod, res int
+	extras    []epilogueOperand
+	out       flatView
+	space     core.Shape // the output's shape, the epilogue's iteration space
+}
+
+// epilogueOperand is an operand of the epilogue beyond the product: read through a
+// view broadcasting it to the output, loaded into its tile.
+type epilogueOperand struct {
+	view   flatView
+	loaded int
+}
+
+// declareEpilogue declares the tiles of a fused_matmul's vector program whose parts
+// are pm x tn.
+func declareEpilogue(e *emitter, tg *TileGraph, op *TileOp, pm, tn int) epilogueTiles {
+	body, err := core.FusedBody(op.Attrs)
+	if err != nil {
+		panic(fmt.Sprintf("fused_matmul with a bad body reached code generation: %v", err)) // verified before
+	}
+	out := tg.Tensors[op.Output].Type
+	ep := epilogueTiles{space: out.Shape}
+	ep.prod = e.tile("prod", isa.Vec, body.Type(body.Params[0]).DType, pm, tn)
+	ep.extras = make([]epilogueOperand, len(op.Inputs)-2)
+	for i, t := range op.Inputs[2:] {
+		typ := tg.Tensors[t].Type
+		ep.extras[i].view = newFlatView(e.params[t], broadcastMap(typ.Shape, ep.space), ep.space)
+		ep.extras[i].loaded = e.tile(fmt.Sprintf("in%d", i+2), isa.Vec, typ.DType, pm, tn)
+	}
+	ep.res = e.tile("out", isa.Vec, out.DType, pm, tn)
+	ep.out = newFlatView(e.params[op.Output], reshapeMap(ep.space), ep.space)
+	return ep
 }
 
 // epilogueBytes is the UB an epilogue needs per element of its tile: the popped

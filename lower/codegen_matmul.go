@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"pypto/core"
+	"pypto/dtype"
 	"pypto/isa"
 )
 
@@ -139,71 +140,23 @@ func emitMatmul(e *emitter, tg *TileGraph, op *TileOp, tiles []int, parts int, s
 	stages := max(1, ceilDiv(min(t.kc, max(k, 1)), kS))
 	perStage := 2 + ceilDiv(kS, t.tk)*(2*parts+1)
 	kLoops := loopsPay(e.codeBudget, 2*len(tiles)*stages*perStage)
-	resident := residentA(e, op, t, tiles, stages, dt.Size(), kLoops)
-	var aMat, aStages []int
-	if resident {
-		for i := range stages {
-			aStages = append(aStages, e.tile(fmt.Sprintf("a_l1_k%d", i), isa.Mat, dt, t.tm, kS))
-		}
-	} else {
-		pair := e.pingPong("a_l1", isa.Mat, dt, t.tm, kS)
-		aMat = pair[:]
+	resident := 0
+	if residentA(e, op, t, tiles, stages, dt.Size(), kLoops) {
+		resident = stages
 	}
-	bMat := e.pingPong("b_l1", isa.Mat, dt, kS, t.tn)
-	pm := t.tm / parts
-	aL0 := make([][2]int, parts)
-	for p := range parts {
-		aL0[p] = e.pingPong(partName("a_l0", p, parts), isa.Left, dt, pm, t.tk)
-	}
-	bL0 := e.pingPong("b_l0", isa.Right, dt, t.tk, t.tn)
-	acc := make([]int, parts)
-	for p := range parts {
-		acc[p] = e.tile(partName("acc", p, parts), isa.Acc, accType(dt), pm, t.tn)
-	}
-
-	stage, block := 0, 0
-	loadA := true // the tile's A stages are not in L1 yet
+	st := newMatmulStages(e, t, dt, parts, resident)
 	// emitStage loads the stage of K at p0 (vk deep) into L1 and runs its base blocks;
-	// a loop's stages move their GM windows by the registers aoff and boff. With A
-	// resident, stage i of A has a tile of its own, loaded by the first tile of each
-	// row of output tiles and read again by the others.
+	// a loop's stages move their GM windows by the registers aoff and boff.
 	emitStage := func(ot outTile, p0, vk int, first bool, aoff, boff isa.RegRef) {
-		s := stage % 2
-		stage++
-		var aTile int
-		if resident {
-			aTile = aStages[(p0-ot.kChunk*t.kc)/kS]
-		} else {
-			aTile = aMat[s]
-		}
 		aw, bw := av.window(ot.batch, ot.i0, p0, ot.rows, vk), bv.window(ot.batch, p0, ot.j0, vk, ot.cols)
 		aw.OffsetReg, bw.OffsetReg = aoff, boff
-		if loadA {
-			e.emit(isa.TLOAD, isa.TileOp(aTile), isa.GMOp(aw))
-		}
-		e.emit(isa.TLOAD, isa.TileOp(bMat[s]), isa.GMOp(bw))
-		for j := 0; j*t.tk < vk || first; j++ {
-			l := block % 2
-			block++
-			for p := range parts {
-				e.emit(isa.TEXTRACT, isa.TileOp(aL0[p][l]), isa.TileOp(aTile), isa.ImmOp(float64(p*pm)), isa.ImmOp(float64(j*t.tk)))
-			}
-			e.emit(isa.TEXTRACT, isa.TileOp(bL0[l]), isa.TileOp(bMat[s]), isa.ImmOp(float64(j*t.tk)), isa.ImmOp(0))
-			mm := isa.TMATMUL_ACC
-			if first {
-				mm = isa.TMATMUL
-			}
-			for p := range parts {
-				e.emit(mm, isa.TileOp(acc[p]), isa.TileOp(aL0[p][l]), isa.TileOp(bL0[l]))
-			}
-			first = false
-		}
+		st.run(aw, bw, vk, first, (p0-ot.kChunk*t.kc)/kS)
 	}
 	var loopRegs *kLoopRegs
 	var prev outTile
 	for seq, ti := range tiles {
 		ot := matmulOutTile(op, ti, seq)
-		loadA = !resident || seq == 0 || ot.batch != prev.batch || ot.i0 != prev.i0
+		st.loadA = resident == 0 || seq == 0 || ot.batch != prev.batch || ot.i0 != prev.i0
 		prev = ot
 		k0, k1 := ot.kChunk*t.kc, min(k, (ot.kChunk+1)*t.kc)
 		// k == 0 still runs one (empty) stage, so that the tile stores zeros.
@@ -231,7 +184,84 @@ func emitMatmul(e *emitter, tg *TileGraph, op *TileOp, tiles []int, parts int, s
 		for ; p0 < k1; p0 += kS {
 			emitStage(ot, p0, min(kS, k1-p0), false, 0, 0)
 		}
-		store(acc, ot)
+		store(st.acc, ot)
+	}
+}
+
+// matmulStages are a matmul block's L1, L0 and accumulator tiles, and which copy the
+// next stage of K and the next base block use.
+type matmulStages struct {
+	e          *emitter
+	t          matmulTiling
+	parts, pm  int
+	aMat, bMat [2]int
+	// aStages, when A stays resident in L1 (residentA), are a tile of its own per K
+	// stage of a tile, loaded by the first tile of a row of output tiles (loadA) and
+	// read again by the others; otherwise A ping-pongs in aMat like B.
+	aStages      []int
+	loadA        bool
+	aL0          [][2]int
+	bL0          [2]int
+	acc          []int
+	stage, block int
+}
+
+// newMatmulStages declares the tiles of a matmul block whose accumulator is parts
+// tiles of tm/parts rows, with A's resident K stages in L1 (none: A ping-pongs).
+func newMatmulStages(e *emitter, t matmulTiling, dt dtype.DType, parts, resident int) *matmulStages {
+	kS := t.stageK()
+	s := &matmulStages{e: e, t: t, parts: parts, pm: t.tm / parts, loadA: true}
+	if resident > 0 {
+		for i := range resident {
+			s.aStages = append(s.aStages, e.tile(fmt.Sprintf("a_l1_k%d", i), isa.Mat, dt, t.tm, kS))
+		}
+	} else {
+		s.aMat = e.pingPong("a_l1", isa.Mat, dt, t.tm, kS)
+	}
+	s.bMat = e.pingPong("b_l1", isa.Mat, dt, kS, t.tn)
+	s.aL0 = make([][2]int, parts)
+	for p := range parts {
+		s.aL0[p] = e.pingPong(partName("a_l0", p, parts), isa.Left, dt, s.pm, t.tk)
+	}
+	s.bL0 = e.pingPong("b_l0", isa.Right, dt, t.tk, t.tn)
+	s.acc = make([]int, parts)
+	for p := range parts {
+		s.acc[p] = e.tile(partName("acc", p, parts), isa.Acc, accType(dt), s.pm, t.tn)
+	}
+	return s
+}
+
+// run loads one stage of K, vk deep, from the windows aw (of A) and bw (of B) into L1
+// and runs its base blocks; first starts the accumulation (at least one base block
+// runs then, so that an empty K stores zeros). i is the stage's index in its tile's
+// K (which resident tile holds A).
+func (s *matmulStages) run(aw, bw isa.GMView, vk int, first bool, i int) {
+	e, t := s.e, s.t
+	m := s.stage % 2
+	s.stage++
+	aTile := s.aMat[m]
+	if s.aStages != nil {
+		aTile = s.aStages[i]
+	}
+	if s.loadA {
+		e.emit(isa.TLOAD, isa.TileOp(aTile), isa.GMOp(aw))
+	}
+	e.emit(isa.TLOAD, isa.TileOp(s.bMat[m]), isa.GMOp(bw))
+	for j := 0; j*t.tk < vk || first; j++ {
+		l := s.block % 2
+		s.block++
+		for p := range s.parts {
+			e.emit(isa.TEXTRACT, isa.TileOp(s.aL0[p][l]), isa.TileOp(aTile), isa.ImmOp(float64(p*s.pm)), isa.ImmOp(float64(j*t.tk)))
+		}
+		e.emit(isa.TEXTRACT, isa.TileOp(s.bL0[l]), isa.TileOp(s.bMat[m]), isa.ImmOp(float64(j*t.tk)), isa.ImmOp(0))
+		mm := isa.TMATMUL_ACC
+		if first {
+			mm = isa.TMATMUL
+		}
+		for p := range s.parts {
+			e.emit(mm, isa.TileOp(s.acc[p]), isa.TileOp(s.aL0[p][l]), isa.TileOp(s.bL0[l]))
+		}
+		first = false
 	}
 }
 

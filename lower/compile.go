@@ -49,6 +49,9 @@ type Options struct {
 	// Visualize keeps what Executable.Visualization shows: the Tensor Graph the tile
 	// pass lowered and, for each pass, the difference it made to the level it left.
 	Visualize bool
+	// Dynamic names the sizes the program reads when it runs (dynamic_sizes.go); nil:
+	// every size is the graph's.
+	Dynamic *DynamicSizes
 }
 
 // Executable is a compiled graph ready to run on the simulated device. It is

@@ -32,6 +32,7 @@ type TileOpJSON struct {
 	Grid    []int             `json:"grid"`
 	Tiles   int               `json:"tiles"`
 	Reason  string            `json:"reason,omitempty"`
+	Dynamic *DynamicRows      `json:"dynamic,omitempty"`
 	Loc     core.Location     `json:"loc"`
 }
 
@@ -57,7 +58,7 @@ func (g *TileGraph) ExportJSON() TileGraphJSON {
 		}
 		out.Ops = append(out.Ops, TileOpJSON{ID: i, Node: int(op.Node), Op: op.Op, Kind: op.Kind.String(),
 			Core: op.Core.String(), Inputs: ints(op.Inputs), Output: op.Output, Attrs: op.Attrs.Strings(),
-			Problem: ints(op.Problem), Tile: ints(op.Tile), Grid: ints(op.Grid), Tiles: op.NumTiles(), Reason: op.Reason, Loc: op.Loc})
+			Problem: ints(op.Problem), Tile: ints(op.Tile), Grid: ints(op.Grid), Tiles: op.NumTiles(), Reason: op.Reason, Dynamic: op.Dynamic, Loc: op.Loc})
 	}
 	return out
 }

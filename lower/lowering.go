@@ -56,9 +56,9 @@ func (l lowering) operandTypes(in []dtype.DType, out dtype.DType) []dtype.DType 
 func (l lowering) instructions(op string) []isa.Opcode {
 	switch l.kind {
 	case TileMatmul:
-		return []isa.Opcode{isa.TLOAD, isa.TEXTRACT, isa.TMATMUL, isa.TMATMUL_ACC, isa.TSTORE}
+		return append([]isa.Opcode{isa.TLOAD, isa.TEXTRACT, isa.TMATMUL, isa.TMATMUL_ACC, isa.TSTORE}, dynamicInstructions...)
 	case TileMatmulEpilogue:
-		return []isa.Opcode{isa.TLOAD, isa.TEXTRACT, isa.TMATMUL, isa.TMATMUL_ACC, isa.TPUSH, isa.TPOP, isa.TFREE, isa.TCVT, isa.TSTORE}
+		return append([]isa.Opcode{isa.TLOAD, isa.TEXTRACT, isa.TMATMUL, isa.TMATMUL_ACC, isa.TPUSH, isa.TPOP, isa.TFREE, isa.TCVT, isa.TSTORE}, dynamicInstructions...)
 	case TileAttention:
 		return attentionInstructions
 	case TileConv:

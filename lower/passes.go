@@ -63,6 +63,7 @@ var passTable = []Pass{
 	{Name: "fold-views", MinLevel: O2, Produces: LevelTensor, After: []string{"fuse-epilogue"}, Run: runFoldViews},
 	{Name: "tile", Required: true, Produces: LevelTile, After: []string{"split-reductions"}, Run: runTile},
 	{Name: "search-tiles", MinLevel: O1, Produces: LevelTile, After: []string{"tile"}, Run: runSearchTiles},
+	{Name: "dynamic-sizes", MinLevel: O1, Produces: LevelTile, After: []string{"search-tiles"}, Run: runDynamicSizes},
 	{Name: "assign-cores", Required: true, Produces: LevelBlock, After: []string{"tile"}, Run: runAssignCores},
 	{Name: "plan-exec", Required: true, Produces: LevelExec, After: []string{"assign-cores"}, Run: runPlanExec},
 	{Name: "check-memory-pool", Required: true, Produces: LevelExec, After: []string{"plan-exec"}, Run: runCheckMemoryPool},

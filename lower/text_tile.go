@@ -18,6 +18,7 @@ import (
 //	  op0: t2 = matmul(t0, t1) {transpose_a=false, transpose_b=false}
 //	    kind=matmul core=cube problem=[17,65,33] tile=[32,80,48] grid=[1,1]
 //	    reason="largest of base [128,256,64] halved until ..."
+//	    dynamic rows=t3[0]
 //	  return (t2)
 //	}
 //
@@ -25,7 +26,9 @@ import (
 // the tensor holds. The params line binds the graph's inputs, in order, before the ops
 // that read them. Each op names its output tensor, the core op with its inputs and
 // attributes (as core prints them), then its tiling: kind, core kind, problem size,
-// tile shape and grid. The optional reason says why the tiling was chosen. An op's
+// tile shape and grid. The optional reason says why the tiling was chosen; the optional
+// dynamic line, that the op computes only the rows of its output that element i of
+// tensor tN counts when the program runs (TileOp.Dynamic). An op's
 // Node is the value of its output tensor and is not written separately; Locations are
 // not part of the text, as in the Tensor Graph text.
 
@@ -59,6 +62,9 @@ func (g *TileGraph) Format() string {
 			op.Kind, op.Core, intList(op.Problem), intList(op.Tile), intList(op.Grid))
 		if op.Reason != "" {
 			fmt.Fprintf(&b, "    reason=%s\n", strconv.Quote(op.Reason))
+		}
+		if d := op.Dynamic; d != nil {
+			fmt.Fprintf(&b, "    dynamic rows=t%d[%d]\n", d.Sizes, d.Index)
 		}
 	}
 	fmt.Fprintf(&b, "  return %s\n}\n", tensorList(g.Outputs))
@@ -221,6 +227,8 @@ func (tp *tileParser) tensorRefs(what string) []tensorRef {
 }
 
 // op := opN ':' tN '=' name '(' [tN {',' tN}] ')' [attrs] tiling ['reason' '=' string]
+//
+//	['dynamic' 'rows' '=' tN '[' int ']']
 func (tp *tileParser) op() {
 	i := len(tp.g.Ops)
 	tp.numberedAs("op", i, "op")
@@ -249,6 +257,19 @@ func (tp *tileParser) op() {
 	if isWord(tp.peek(), "reason") {
 		tp.key("reason", "")
 		op.Reason = tp.name("reason")
+	}
+	if at := tp.peek(); isWord(at, "dynamic") {
+		tp.next()
+		tp.key("rows", " after 'dynamic'")
+		sizes := tp.tensorRef("sizes tensor")
+		idx := tp.intList("size index")
+		if len(idx) != 1 {
+			tp.fail(at, "expected one index of the sizes tensor, found %d", len(idx))
+		}
+		op.Dynamic = &DynamicRows{Sizes: sizes.id, Index: idx[0]}
+		if msg := checkDynamicRows(tp.g.Tensors, op); msg != "" {
+			tp.fail(at, "%s", msg)
+		}
 	}
 	tp.g.Ops = append(tp.g.Ops, op)
 }

@@ -20,6 +20,9 @@ type TileChoice struct {
 	MeasuredMs     float64 `json:"measured_ms"`
 	File           string  `json:"file,omitempty"` // the program line that wrote the op
 	Line           int     `json:"line,omitempty"`
+	// DynamicRows says that the kernel computes only the rows of its output that the
+	// run's sizes make valid (TileOp.Dynamic), not the whole padded bound.
+	DynamicRows bool `json:"dynamic_rows"`
 }
 
 // TileChoices lists the tile of every tile op of the compiled program, in execution
@@ -30,7 +33,7 @@ func (e *Executable) TileChoices(run *RunStats) []TileChoice {
 	out := make([]TileChoice, 0, len(tg.Ops))
 	for _, op := range tg.Ops {
 		c := TileChoice{Op: op.Op, Kind: op.Kind.String(), Problem: op.Problem, Tile: op.Tile, Grid: op.Grid,
-			Reason: op.Reason, File: op.Loc.File, Line: op.Loc.Line}
+			Reason: op.Reason, File: op.Loc.File, Line: op.Loc.Line, DynamicRows: op.Dynamic != nil}
 		if c.EstimatedCycles = estimateOp(e.chip, tg, op); c.EstimatedCycles > 0 {
 			c.EstimatedMs = c.EstimatedCycles / e.chip.ClockHz * 1e3
 		}

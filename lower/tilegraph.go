@@ -129,6 +129,9 @@ type TileOp struct {
 	Loc     core.Location
 	Reason  string // why this tile shape was chosen (shown in dumps)
 	Problem []int  // matmul: [batch, m, n, k]; elementwise: [outer, rows, cols] of the output
+	// Dynamic, when set, makes the op compute only the valid rows of its output, their
+	// count read when the program runs (dynamic_sizes.go).
+	Dynamic *DynamicRows
 }
 
 // NumTiles is the number of output tiles (grid points) of the op.
@@ -201,6 +204,9 @@ func (g *TileGraph) Verify() error {
 		produced[op.Output] = true
 		if err := verifyTiling(op, iterationType(g.Tensors, op)); err != nil {
 			return fmt.Errorf("tilegraph: op%d (%s): %v", i, op.Op, err)
+		}
+		if msg := checkDynamicRows(g.Tensors, op); msg != "" {
+			return fmt.Errorf("tilegraph: op%d (%s): %s", i, op.Op, msg)
 		}
 	}
 	for _, o := range g.Outputs {

@@ -263,7 +263,7 @@ func (e *estimator) emit(tg *TileGraph, op *TileOp, blocks [][]int) (emitted, er
 	}
 	out := make(emitted, len(blocks))
 	for i, tiles := range blocks {
-		progs, err := emitBlock(tg, op, tiles, fmt.Sprintf("estimate_%s_b%d", op.Op, i), vectors, nil, limitsOf(e.chip))
+		progs, err := emitBlock(tg, op, tiles, blockAt{}, fmt.Sprintf("estimate_%s_b%d", op.Op, i), vectors, nil, limitsOf(e.chip))
 		if err != nil {
 			return nil, err
 		}

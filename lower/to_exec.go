@@ -42,7 +42,7 @@ func buildExecGraph(bg *BlockGraph, chip *device.Chip) (*ExecGraph, error) {
 			task.Vectors = op.Attrs.Int("vectors", 0)
 		}
 		for bi, tiles := range k.Blocks {
-			blocks = append(blocks, block{task, op, tiles, bi})
+			blocks = append(blocks, block{task, op, tiles, bi, len(k.Blocks)})
 		}
 		out := root(tg.Tensors, op.Output) // an in-place update writes its owner's bytes
 		producers[out] = append(producers[out], len(eg.Tasks))
@@ -61,6 +61,7 @@ type block struct {
 	op    *TileOp
 	tiles []int
 	index int
+	count int // the task's blocks
 }
 
 // emitBlocks generates the programs of blocks in parallel (each block's emitter is its
@@ -84,7 +85,7 @@ func emitBlocks(tg *TileGraph, blocks []block, budget codeLimits) error {
 		inParallel(len(order), func(k int) bool {
 			i := order[k]
 			b := blocks[i]
-			progs[i], errs[i] = emitBlock(tg, b.op, b.tiles, fmt.Sprintf("%s_b%d", b.task.Name, b.index), b.task.Vectors, seeds[b.task], budget)
+			progs[i], errs[i] = emitBlock(tg, b.op, b.tiles, blockAt{b.index, b.count}, fmt.Sprintf("%s_b%d", b.task.Name, b.index), b.task.Vectors, seeds[b.task], budget)
 			return errs[i] == nil
 		})
 	}
@@ -174,7 +175,11 @@ func kernelArgs(tg *TileGraph, op *TileOp) []int {
 	if writesInPlace(op.Kind) {
 		ins = ins[1:]
 	}
-	for _, t := range append(append([]int(nil), ins...), op.Output) {
+	all := append(append([]int(nil), ins...), op.Output)
+	if op.Dynamic != nil {
+		all = append(all, op.Dynamic.Sizes)
+	}
+	for _, t := range all {
 		if t = paramTensor(tg.Tensors, t); !seen[t] {
 			seen[t] = true
 			args = append(args, t)
@@ -210,10 +215,19 @@ func newKernelEmitter(tg *TileGraph, op *TileOp, name string, core isa.CoreKind)
 	return e
 }
 
+// blockAt is a block's place among its task's blocks: index of count; count 0 for a
+// block emitted alone (the tile search's estimates), which runs its tiles as at the
+// bound of dynamic sizes.
+type blockAt struct{ index, count int }
+
+// dynamic reports whether the block of op runs a tile loop over sizes read at run
+// time (TileOp.Dynamic).
+func (at blockAt) dynamic(op *TileOp) bool { return op.Dynamic != nil && at.count > 0 }
+
 // emitBlock generates the PTO programs of one block of a tile op: one, or for a mixed
 // op the cube program followed by vectors vector programs. Its emitters share the
 // operand lists of seed and start at the sizes of its programs (seed may be nil).
-func emitBlock(tg *TileGraph, op *TileOp, tiles []int, name string, vectors int, seed *blockSeed, budget codeLimits) ([]*isa.Program, error) {
+func emitBlock(tg *TileGraph, op *TileOp, tiles []int, at blockAt, name string, vectors int, seed *blockSeed, budget codeLimits) ([]*isa.Program, error) {
 	if op.Kind == TileKernel {
 		return kernelBlock(tg, op, tiles, name)
 	}
@@ -227,12 +241,20 @@ func emitBlock(tg *TileGraph, op *TileOp, tiles []int, name string, vectors int,
 			g.vec[v].useSeed(seed, 1+v)
 			progs = append(progs, g.vec[v].prog)
 		}
-		emit(g, tg, op, tiles)
+		if at.dynamic(op) {
+			emitDynamicMatmulEpilogue(g, tg, op, at.index, at.count)
+		} else {
+			emit(g, tg, op, tiles)
+		}
 		return progs, nil
 	}
 	e := newKernelEmitter(tg, op, name, op.Core)
 	e.useSeed(seed, 0)
 	e.codeBudget, e.l1Bytes = budget.instrs, budget.l1Bytes
+	if at.dynamic(op) {
+		emitDynamicPlainMatmul(e, tg, op, at.index, at.count)
+		return []*isa.Program{e.prog}, nil
+	}
 	switch op.Kind {
 	case TileMatmul:
 		emitPlainMatmul(e, tg, op, tiles)

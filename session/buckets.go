@@ -304,8 +304,9 @@ func leadingBox(data []byte, from, to core.TensorType) []byte {
 	}
 }
 
-// padMasks are the plan's extra params for a run binding b on the program of bound u.
-func padMasks(plan *core.PadPlan, b, u core.Binding) [][]byte {
+// padParams are the plan's extra params for a run binding b on the program of bound
+// u: the masks, and the run's sizes.
+func padParams(plan *core.PadPlan, b, u core.Binding) [][]byte {
 	var out [][]byte
 	for _, m := range plan.Masks {
 		t := m.Type().Substitute(u)
@@ -324,7 +325,13 @@ func padMasks(plan *core.PadPlan, b, u core.Binding) [][]byte {
 		}
 		out = append(out, buf)
 	}
-	return out
+	return append(out, plan.Sizes(b))
+}
+
+// dynamicSizes tells the compiler which sizes of the plan's padded programs are the
+// run's (lower.DynamicSizes).
+func dynamicSizes(plan *core.PadPlan) *lower.DynamicSizes {
+	return &lower.DynamicSizes{Param: plan.SizesParam(), Symbols: plan.Symbols(), Extents: plan.Extents()}
 }
 
 // bucketName names the program of bound u in reports: "seq_len<=128".

@@ -33,6 +33,9 @@ type Config struct {
 	// Donate lists the inputs (by position) whose device buffers the program may
 	// overwrite (lower.Options.Donate): slice_updates of them are written in place.
 	Donate []int
+	// dynamic names the sizes a bucket's program reads when it runs
+	// (lower.Options.Dynamic); the executor sets it for the programs of its buckets.
+	dynamic *lower.DynamicSizes
 }
 
 // configJSON is Config as Python sends it, the level as a number (absent: the default).
@@ -97,8 +100,8 @@ func (c Config) Key() string {
 	off := slices.Clone(c.DisabledPasses)
 	slices.Sort(off)
 	rt := c.Runtime
-	return fmt.Sprintf("opt=%s;off=%s;pool=%d;det=%t;steps=%d;rt=%t%t%t%t%t;viz=%t;donate=%v", c.OptLevel, strings.Join(slices.Compact(off), ","), c.MemoryPoolBytes, c.Deterministic, c.MaxSteps,
-		rt.ConcurrentTasks, rt.OverlapLaunch, rt.PrefetchL2, rt.BalanceBlocks, rt.EarlyStart, c.Visualize, c.Donate)
+	return fmt.Sprintf("opt=%s;off=%s;pool=%d;det=%t;steps=%d;rt=%t%t%t%t%t;viz=%t;donate=%v;dynamic=%s", c.OptLevel, strings.Join(slices.Compact(off), ","), c.MemoryPoolBytes, c.Deterministic, c.MaxSteps,
+		rt.ConcurrentTasks, rt.OverlapLaunch, rt.PrefetchL2, rt.BalanceBlocks, rt.EarlyStart, c.Visualize, c.Donate, c.dynamic)
 }
 
 func decodeStrict(text string, v any) error {
@@ -109,7 +112,7 @@ func decodeStrict(text string, v any) error {
 
 // options are the lowering options the config asks for (the caller adds the chip).
 func (c Config) options() lower.Options {
-	o := lower.Options{OptLevel: c.OptLevel, MemoryPoolBytes: c.MemoryPoolBytes, Deterministic: c.Deterministic, Runtime: c.Runtime, Visualize: c.Visualize, Donate: c.Donate}
+	o := lower.Options{OptLevel: c.OptLevel, MemoryPoolBytes: c.MemoryPoolBytes, Deterministic: c.Deterministic, Runtime: c.Runtime, Visualize: c.Visualize, Donate: c.Donate, Dynamic: c.dynamic}
 	if len(c.DisabledPasses) > 0 {
 		o.Disabled = map[string]bool{}
 		for _, p := range c.DisabledPasses {

@@ -292,7 +292,7 @@ func (e *Executor) run(inputs []*Tensor, profile bool) ([]*Tensor, RunReport, *P
 			for i := range inputs {
 				bufs[i] = padInput(bufs[i], inputs[i].typ, e.inputs[i].Substitute(bound))
 			}
-			bufs = append(bufs, padMasks(e.buckets.plan, binding, bound)...)
+			bufs = append(bufs, padParams(e.buckets.plan, binding, bound)...)
 		} else {
 			if prog, err = e.specialize(binding); err != nil {
 				return nil, rep, nil, err
@@ -383,7 +383,9 @@ func (e *Executor) specializeBucket(u core.Binding) (Program, error) {
 			sp.err = err
 			return
 		}
-		sp.prog, sp.err = e.s.compileOn(g, e.device, e.cfg)
+		cfg := e.cfg
+		cfg.dynamic = dynamicSizes(e.buckets.plan)
+		sp.prog, sp.err = e.s.compileOn(g, e.device, cfg)
 	})
 	if sp.err != nil {
 		e.specs.drop(sp)
@@ -407,6 +409,7 @@ func (s *Session) bucketingFor(g *core.Graph, syms []string, cons []core.Constra
 	if err != nil {
 		return nil, err.Error()
 	}
+	cfg.dynamic = dynamicSizes(plan)
 	return newBucketing(g, plan, func(b core.Binding) (float64, error) {
 		if err := core.CheckConstraints(cons, b); err != nil {
 			return 0, core.Errorf(core.ValueError, "symbols tied by the constraints cannot be bucketed apart (%v)", err)

@@ -69,3 +69,22 @@ def test_a_graph_that_mixes_padded_rows_compiles_per_size(device):
 def test_per_size_programs_must_be_a_bool():
     with pytest.raises(TypeError, match="per_size_programs"):
         p.CompileConfig(per_size_programs=1)
+
+
+def test_bucket_programs_read_the_run_rows_of_their_feed_forward(device):
+    """In a bucket's program (batch <= 1) the feed-forward matmuls, whose rows are
+    seq_len, read the run's seq_len and compute only the tiles it needs; the results
+    keep the bits of the program padded whole and of the program for the size."""
+    if device == "reference":
+        pytest.skip("buckets are sized by a chip's timing model")
+    dynamic = _traced(hidden=128)
+    padded = _traced(p.CompileConfig(disable_passes=["dynamic-sizes"]), hidden=128)
+    per_size = _traced(p.CompileConfig(per_size_programs=True), hidden=128)
+    for n in [65, 100, 129]:
+        x = (np.random.default_rng(n).standard_normal((1, n, 128)) * 0.5).astype(np.float16)
+        got = dynamic.run(x).numpy()
+        assert dynamic.stats()["program"].startswith("batch<=1,")
+        assert dynamic.info()["dynamic_kernels"] == ["fused_matmul", "fused_matmul"]
+        np.testing.assert_array_equal(got.view(np.uint16), padded.run(x).numpy().view(np.uint16), err_msg=f"seq_len={n}")
+        assert padded.info()["dynamic_kernels"] == []
+        np.testing.assert_array_equal(got.view(np.uint16), per_size.run(x).numpy().view(np.uint16), err_msg=f"seq_len={n}")

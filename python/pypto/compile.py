@@ -481,15 +481,18 @@ class Executor:
         removed from opt_level 1), and for a symbolic trace "buckets": None when it
         compiles a program per size ("no_buckets" says why), else {"bounds": the bucket
         bounds learnt for each symbol, "probes": the programs estimated to find them}.
-        "donated" lists the donated inputs, and "update_copies" the slice updates that
-        copy their tensor instead of writing it in place (each {"bytes", "reason",
-        "where"}; see ``donate_argnums``)."""
+        "dynamic_kernels" lists, for a symbolic trace, the kernels of the last program
+        that compute only the rows the run's sizes need (their count read when the
+        program runs) rather than the whole bucket's bound. "donated" lists the donated
+        inputs, and "update_copies" the slice updates that copy their tensor instead of
+        writing it in place (each {"bytes", "reason", "where"}; see ``donate_argnums``)."""
         i = self._current("info(): the executor has not been traced yet").info()
         keys = ("device", "opt_level", "disable_passes", "memory_pool_bytes", "memory", "layout_conversions", "donated",
                 "update_copies")  # fmt: skip
         out = {k: i[k] for k in keys}
         if i["symbolic"]:
             out["buckets"], out["no_buckets"] = i["buckets"], i["no_buckets"]
+            out["dynamic_kernels"] = [t["op"] for t in i["tiles"] or [] if t["dynamic_rows"]]
         return out
 
     def stats(self):

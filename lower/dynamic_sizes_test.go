@@ -1,0 +1,197 @@
+package lower
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"pypto/core"
+	"pypto/dtype"
+)
+
+// ffnGraph is relu(x @ w1 + b1) @ w2 + r over u rows (x [1, u, k] as a traced input
+// is), with the run's row count in a last int32 param, and the sizes telling the
+// compiler that x's and r's rows are valid up to it.
+func ffnGraph(t *testing.T, u, k, h, n int) (*core.Graph, *DynamicSizes) {
+	bl := core.NewBuilder("ffn")
+	f16 := func(s ...int) core.TensorType { return core.TensorType{DType: dtype.Float16, Shape: s} }
+	x := bl.Param("x", f16(1, u, k))
+	w1, b1 := bl.Param("w1", f16(k, h)), bl.Param("b1", f16(h))
+	w2 := bl.Param("w2", f16(h, n))
+	r := bl.Param("r", f16(u, n))
+	bl.Param("sizes", core.TensorType{DType: dtype.Int32, Shape: core.Shape{1}})
+	op := func(name string, attrs core.Attrs, in ...core.Value) core.Value {
+		v, err := bl.Op(name, in, attrs, core.Location{})
+		require.NoError(t, err)
+		return v
+	}
+	x2 := op("reshape", core.Attrs{"shape": []int64{int64(u), int64(k)}}, x)
+	hid := op("relu", nil, op("add", nil, op("matmul", nil, x2, w1), b1))
+	bl.Output(op("add", nil, op("matmul", nil, hid, w2), r))
+	return bl.Graph(), &DynamicSizes{Param: 5, Symbols: []string{"s"}, Extents: [][]int{{-1, 0, -1}, {-1, -1}, {-1}, {-1, -1}, {0, -1}, {-1}}}
+}
+
+// ffnInputs are random inputs of ffnGraph whose rows past rows are zero (the padding a
+// bucketed run gives them) and the sizes param holding rows.
+func ffnInputs(g *core.Graph, rows int) [][]byte {
+	rng := rand.New(rand.NewPCG(3, uint64(rows)))
+	var raw [][]byte
+	for i, p := range g.Params {
+		typ := g.Type(p)
+		if i == len(g.Params)-1 {
+			raw = append(raw, dtype.Encode(dtype.Int32, []float64{float64(rows)}))
+			continue
+		}
+		a := randomArray(rng, typ)
+		if i == 0 || i == 4 { // x [1, u, k] and r [u, n]: rows along the axis before the last
+			cols := typ.Shape[len(typ.Shape)-1]
+			for j := rows * cols; j < len(a.Data); j++ {
+				a.Data[j] = 0
+			}
+		}
+		raw = append(raw, a.Bytes())
+	}
+	return raw
+}
+
+// A program compiled for a bound of the rows computes, for a run of fewer rows, the
+// valid rows' bits of the program run padded, in fewer cycles: both matmuls loop over
+// the tiles the run's rows need, the edge tile cut to its valid rows.
+func TestDynamicRowsFollowTheRunSize(t *testing.T) {
+	for _, chip := range presets(t) {
+		t.Run(chip.Name, func(t *testing.T) {
+			const u, k, h, n = 200, 96, 160, 80
+			g, dyn := ffnGraph(t, u, k, h, n)
+			padded, err := Compile(g, Options{Chip: chip, Verify: true})
+			require.NoError(t, err)
+			exe, err := Compile(g, Options{Chip: chip, Verify: true, Dynamic: dyn})
+			require.NoError(t, err)
+			tg := exe.Exec().Blocks.Tiles
+			dynamic := 0
+			for _, op := range tg.Ops {
+				if op.Kind == TileMatmul || op.Kind == TileMatmulEpilogue {
+					require.NotNil(t, op.Dynamic, "op %s", op.Op)
+					assert.Equal(t, DynamicRows{Sizes: tg.Params[5], Index: 0}, *op.Dynamic)
+					dynamic++
+				}
+			}
+			require.Equal(t, 2, dynamic)
+			var cycles []int64
+			for _, rows := range []int{1, 15, 17, 100, 199, u} {
+				in := ffnInputs(g, rows)
+				want, ps, err := padded.Run(in)
+				require.NoError(t, err)
+				got, st, err := exe.Run(in)
+				require.NoError(t, err)
+				valid := rows * n * 2
+				require.Equal(t, want[0][:valid], got[0][:valid], "rows %d", rows)
+				assert.Less(t, st.Cycles, ps.Cycles+ps.Cycles/20, "rows %d: at most a few per cent over the padded program", rows)
+				t.Logf("rows %d: %d cycles, padded %d", rows, st.Cycles, ps.Cycles)
+				cycles = append(cycles, st.Cycles)
+			}
+			assert.Less(t, cycles[0], cycles[len(cycles)-1], "one row costs less than the bound")
+		})
+	}
+}
+
+// The valid rows are those of the graph computed for their exact size by the
+// reference interpreter (an independent oracle: exact sums, rounded once).
+func TestDynamicRowsMatchTheReferenceOfTheExactSize(t *testing.T) {
+	chip := preset(t, "a2")
+	const u, k, h, n = 130, 64, 96, 48
+	g, dyn := ffnGraph(t, u, k, h, n)
+	exe, err := Compile(g, Options{Chip: chip, Verify: true, Dynamic: dyn})
+	require.NoError(t, err)
+	for _, rows := range []int{1, 33, 130} {
+		in := ffnInputs(g, rows)
+		got, _, err := exe.Run(in)
+		require.NoError(t, err)
+		exact, _ := ffnGraph(t, rows, k, h, n)
+		var ins []*core.Array
+		for i, p := range exact.Params {
+			typ := exact.Type(p)
+			ins = append(ins, core.ArrayFromBytes(typ, in[i][:typ.Bytes()]))
+		}
+		want, err := core.Interpret(exact, ins)
+		require.NoError(t, err)
+		dev := core.ArrayFromBytes(want[0].Type, got[0][:want[0].Type.Bytes()])
+		scale := maxAbs(want[0].Data)
+		for j, w := range want[0].Data {
+			tol := tolerance(dtype.Float16, w, h) + tolerance(dtype.Float16, scale, h)
+			require.InDelta(t, w, dev.Data[j], tol, "rows %d element %d", rows, j)
+		}
+	}
+}
+
+// A run whose size is past the bound is refused by the device, not computed wrong.
+func TestDynamicRowsPastTheBoundAreAnError(t *testing.T) {
+	g, dyn := ffnGraph(t, 64, 32, 32, 32)
+	exe, err := Compile(g, Options{Chip: preset(t, "tiny"), Verify: true, Dynamic: dyn})
+	require.NoError(t, err)
+	in := ffnInputs(g, 64)
+	in[5] = dtype.Encode(dtype.Int32, []float64{65})
+	_, _, err = exe.Run(in)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "rows")
+}
+
+// A kernel that stays padded reads whole inputs, so the matmul producing its input
+// stays padded too; a matmul reading a padded kernel whose extents are followed (an
+// elementwise one) may still follow the run's rows.
+func TestPaddedReadersKeepTheirProducersPadded(t *testing.T) {
+	bl := core.NewBuilder("mixed")
+	f16 := func(s ...int) core.TensorType { return core.TensorType{DType: dtype.Float16, Shape: s} }
+	x := bl.Param("x", f16(96, 64))
+	w := bl.Param("w", f16(64, 64))
+	bl.Param("sizes", core.TensorType{DType: dtype.Int32, Shape: core.Shape{1}})
+	op := func(name string, attrs core.Attrs, in ...core.Value) core.Value {
+		v, err := bl.Op(name, in, attrs, core.Location{})
+		require.NoError(t, err)
+		return v
+	}
+	bl.Output(op("cumsum", core.Attrs{"axis": int64(-1)}, op("matmul", nil, x, w))) // a scan: not followed
+	bl.Output(op("matmul", nil, op("add", nil, x, x), w))
+	dyn := &DynamicSizes{Param: 2, Symbols: []string{"s"}, Extents: [][]int{{0, -1}, {-1, -1}, {-1}}}
+	exe, err := Compile(bl.Graph(), Options{Chip: preset(t, "tiny"), Verify: true, Dynamic: dyn, OptLevel: O1})
+	require.NoError(t, err)
+	var kinds []string
+	for _, op := range exe.Exec().Blocks.Tiles.Ops {
+		kinds = append(kinds, fmt.Sprintf("%s:%v", op.Op, op.Dynamic != nil))
+	}
+	assert.Equal(t, []string{"matmul:false", "cumsum:false", "add:false", "matmul:true"}, kinds)
+}
+
+// Extents follow reshapes that add or drop axes of size 1 and views that walk whole
+// axes; merging a padded axis with another, or a view of part of one, is not
+// followed.
+func TestExtentsThroughReshapesAndViews(t *testing.T) {
+	padRows := extents{axes: []int{-1, 0, -1}, known: true}
+	assert.Equal(t, extents{axes: []int{0, -1}, known: true}, reshapeExtents(core.Shape{1, 8, 4}, padRows, core.Shape{8, 4}))
+	assert.False(t, reshapeExtents(core.Shape{1, 8, 4}, padRows, core.Shape{32}).known)
+	assert.Equal(t, wholeExtents(1), reshapeExtents(core.Shape{1, 8, 4}, wholeExtents(3), core.Shape{32}))
+	// The transpose of [8, 4] (rows padded) walks the rows as its columns.
+	tr := affineMap{strides: []int{1, 4}}
+	assert.Equal(t, extents{axes: []int{-1, 0}, known: true}, viewExtents(core.Shape{8, 4}, extents{axes: []int{0, -1}, known: true}, tr, core.Shape{4, 8}))
+	// Rows 2.. of the padded rows: not followed.
+	assert.False(t, viewExtents(core.Shape{8, 4}, extents{axes: []int{0, -1}, known: true}, affineMap{offset: 8, strides: []int{4, 1}}, core.Shape{6, 4}).known)
+}
+
+// The dynamic line of the tile graph's text form reads back; a bad index is an error
+// at its line.
+func TestDynamicRowsTextRoundTrips(t *testing.T) {
+	g, dyn := ffnGraph(t, 64, 32, 32, 32)
+	exe, err := Compile(g, Options{Chip: preset(t, "tiny"), Verify: true, Dynamic: dyn, StopAfter: "plan-exec"})
+	require.NoError(t, err)
+	text := exe.Exec().Blocks.Tiles.Format()
+	require.Contains(t, text, "dynamic rows=t5[0]")
+	back, err := ParseTileGraph(text)
+	require.NoError(t, err)
+	assert.Equal(t, text, back.Format())
+	_, err = ParseTileGraph(strings.Replace(text, "dynamic rows=t5[0]", "dynamic rows=t5[1]", 1))
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "element 1 of t5, which has 1")
+}
