@@ -30,57 +30,98 @@ var dynamicInstructions = []isa.Opcode{isa.SLD, isa.SADD, isa.SSUB, isa.SMUL, is
 
 // dynTile is the current tile of a dynamic tile loop, in registers.
 type dynTile struct {
+	l      *dynTileLoop
 	i0, j0 int        // its first row and column
 	vr, vc isa.RegRef // its valid rows and columns (vc zero when every tile has tn)
 }
 
-// openDynamicTiles emits the header of block b's loop (of nb) over the output tiles of
-// op that hold valid rows, and the registers of the current tile. The caller emits the
-// tile's work and closes the loop with ENDLOOP.
-func openDynamicTiles(e *emitter, op *TileOp, b, nb int) dynTile {
-	tm, tn, gn, n := op.Tile[0], op.Tile[1], op.Grid[2], op.Problem[2]
-	w := matmulBandWidth(op, nb)
-	r := e.reg
-	rows, rowTiles, tiles, start, end, count, band := r("rows"), r("row_tiles"), r("tiles"), r("start"), r("end"), r("count"), r("band")
-	j, o, bi, rem, mi, ni := r("j"), r("o"), r("band_index"), r("in_band"), r("mi"), r("ni")
-	d := dynTile{i0: r("i0"), j0: r("j0"), vr: isa.UseReg(r("vr"))}
+// dynTileLoop is block b's share (of nb blocks) of the output tiles of a dynamic
+// matmul that hold valid rows: their count and the first, in registers.
+type dynTileLoop struct {
+	e           *emitter
+	op          *TileOp
+	rows, count int // registers: the valid rows, the block's tiles
+	start, band int // registers: the block's first tile, tiles per band of w columns
+	w           int
+	named       map[string]int
+	d           dynTile
+	o, mi, ni   int
+}
+
+// openDynamicTiles emits the scalar code that counts block b's tiles (of nb blocks).
+func openDynamicTiles(e *emitter, op *TileOp, b, nb int) *dynTileLoop {
+	tm, gn := op.Tile[0], op.Grid[2]
+	l := &dynTileLoop{e: e, op: op, w: matmulBandWidth(op, nb), named: map[string]int{}}
+	r := l.reg
+	l.rows, l.count, l.start, l.band = r("rows"), r("count"), r("start"), r("band")
+	rowTiles, tiles, end := r("row_tiles"), r("tiles"), r("end")
 	reg, imm := isa.RegOp, func(v int) isa.Operand { return isa.ImmOp(float64(v)) }
-	e.emit(isa.SLD, reg(rows), isa.GMOp(isa.GMView{Param: e.params[op.Dynamic.Sizes], Offset: op.Dynamic.Index, Rows: 1, Cols: 1, RowStride: 1, ColStride: 1}))
-	e.emit(isa.SADD, reg(rowTiles), reg(rows), imm(tm-1))
+	e.emit(isa.SLD, reg(l.rows), isa.GMOp(isa.GMView{Param: e.params[op.Dynamic.Sizes], Offset: op.Dynamic.Index, Rows: 1, Cols: 1, RowStride: 1, ColStride: 1}))
+	e.emit(isa.SADD, reg(rowTiles), reg(l.rows), imm(tm-1))
 	e.emit(isa.SDIV, reg(rowTiles), reg(rowTiles), imm(tm))
 	e.emit(isa.SMUL, reg(tiles), reg(rowTiles), imm(gn))
-	e.emit(isa.SMUL, reg(start), reg(tiles), imm(b))
-	e.emit(isa.SDIV, reg(start), reg(start), imm(nb))
+	e.emit(isa.SMUL, reg(l.start), reg(tiles), imm(b))
+	e.emit(isa.SDIV, reg(l.start), reg(l.start), imm(nb))
 	e.emit(isa.SMUL, reg(end), reg(tiles), imm(b+1))
 	e.emit(isa.SDIV, reg(end), reg(end), imm(nb))
-	e.emit(isa.SSUB, reg(count), reg(end), reg(start))
-	e.emit(isa.SMUL, reg(band), reg(rowTiles), imm(w)) // tiles per band of w columns
-	e.emit(isa.LOOP, reg(j), reg(count))
-	e.emit(isa.SADD, reg(o), reg(start), reg(j))
-	e.emit(isa.SDIV, reg(bi), reg(o), reg(band))
-	e.emit(isa.SREM, reg(rem), reg(o), reg(band))
-	e.emit(isa.SDIV, reg(mi), reg(rem), imm(w))
-	e.emit(isa.SREM, reg(ni), reg(rem), imm(w))
-	e.emit(isa.SMUL, reg(bi), reg(bi), imm(w))
-	e.emit(isa.SADD, reg(ni), reg(ni), reg(bi))
-	e.emit(isa.SMUL, reg(d.i0), reg(mi), imm(tm))
-	e.emit(isa.SMUL, reg(d.j0), reg(ni), imm(tn))
+	e.emit(isa.SSUB, reg(l.count), reg(end), reg(l.start))
+	e.emit(isa.SMUL, reg(l.band), reg(rowTiles), imm(l.w))
+	l.o, l.mi, l.ni = r("o"), r("mi"), r("ni")
+	l.d = dynTile{l: l, i0: r("i0"), j0: r("j0"), vr: isa.UseReg(r("vr"))}
+	if op.Problem[2]%op.Tile[1] != 0 {
+		l.d.vc = isa.UseReg(r("vc"))
+	}
+	return l
+}
+
+// reg is the register called name, declared on first use.
+func (l *dynTileLoop) reg(name string) int {
+	if r, ok := l.named[name]; ok {
+		return r
+	}
+	l.named[name] = l.e.reg(name)
+	return l.named[name]
+}
+
+// each emits the loop over the block's tiles, body emitting each tile's work (no
+// loop when want rejects position 0: a core with nothing to do).
+func (l *dynTileLoop) each(want func(s int) bool, body func(d dynTile)) {
+	groupedLoop(l.e, l.reg, l.count, 1, want, func(_ int, j isa.RegRef) {
+		l.locate(j)
+		body(l.d)
+	})
+}
+
+// locate emits the registers of the tile j (a register) of the block: its place in
+// matmulTileOrder's bands, first row and column, valid rows and columns.
+func (l *dynTileLoop) locate(j isa.RegRef) {
+	e, d := l.e, l.d
+	tm, tn, n := l.op.Tile[0], l.op.Tile[1], l.op.Problem[2]
+	reg, imm := isa.RegOp, func(v int) isa.Operand { return isa.ImmOp(float64(v)) }
+	bi, rem := l.reg("band_index"), l.reg("in_band")
+	e.emit(isa.SADD, reg(l.o), reg(l.start), reg(int(j)-1))
+	e.emit(isa.SDIV, reg(bi), reg(l.o), reg(l.band))
+	e.emit(isa.SREM, reg(rem), reg(l.o), reg(l.band))
+	e.emit(isa.SDIV, reg(l.mi), reg(rem), imm(l.w))
+	e.emit(isa.SREM, reg(l.ni), reg(rem), imm(l.w))
+	e.emit(isa.SMUL, reg(bi), reg(bi), imm(l.w))
+	e.emit(isa.SADD, reg(l.ni), reg(l.ni), reg(bi))
+	e.emit(isa.SMUL, reg(d.i0), reg(l.mi), imm(tm))
+	e.emit(isa.SMUL, reg(d.j0), reg(l.ni), imm(tn))
 	vr := int(d.vr) - 1
-	e.emit(isa.SSUB, reg(vr), reg(rows), reg(d.i0))
+	e.emit(isa.SSUB, reg(vr), reg(l.rows), reg(d.i0))
 	e.emit(isa.SMIN, reg(vr), reg(vr), imm(tm))
-	if n%tn != 0 {
-		vc := r("vc")
-		d.vc = isa.UseReg(vc)
+	if d.vc != 0 {
+		vc := int(d.vc) - 1
 		e.emit(isa.SSUB, reg(vc), imm(n), reg(d.j0))
 		e.emit(isa.SMIN, reg(vc), reg(vc), imm(tn))
 	}
-	return d
 }
 
-// offset emits into a new register the element offset of the tile's window in a view
-// whose offset grows by dRow per row and dCol per column.
+// offset emits into the register called name the element offset of the tile's
+// window in a view whose offset grows by dRow per row and dCol per column.
 func (d dynTile) offset(e *emitter, name string, dRow, dCol int) isa.RegRef {
-	off, col := e.reg(name), e.reg(name+"_col")
+	off, col := d.l.reg(name), d.l.reg(name+"_col")
 	e.emit(isa.SMUL, isa.RegOp(off), isa.RegOp(d.i0), isa.ImmOp(float64(dRow)))
 	e.emit(isa.SMUL, isa.RegOp(col), isa.RegOp(d.j0), isa.ImmOp(float64(dCol)))
 	e.emit(isa.SADD, isa.RegOp(off), isa.RegOp(off), isa.RegOp(col))
@@ -103,6 +144,12 @@ func matrixSteps(v matrixView) (dRow, dCol int) {
 
 // emitDynamicMatmul is block b (of nb) of a matmul with dynamic rows: the cube's tile
 // loop, each tile's accumulator (in parts of tm/parts rows) going to store.
+//
+// The loop body is one tile: a loop's trip count in a register makes the backend
+// bracket it with barriers, so a body of two tiles (for L1 copies that alternate by K
+// stage, when a tile has an odd number of stages) would need a tail loop and its
+// barriers; the tiles of one body instead wait for the copy the previous tile used
+// last, which costs less (a few per cent of such a kernel at the bound).
 func emitDynamicMatmul(e *emitter, tg *TileGraph, op *TileOp, b, nb, parts int, store func(acc []int, d dynTile)) {
 	k := op.Problem[3]
 	t := matmulTilingOf(op.Tile)
@@ -110,22 +157,23 @@ func emitDynamicMatmul(e *emitter, tg *TileGraph, op *TileOp, b, nb, parts int, 
 	av := operandView(e, tg, op.Inputs[0], out, op.Attrs.Bool("transpose_a", false))
 	bv := operandView(e, tg, op.Inputs[1], out, op.Attrs.Bool("transpose_b", false))
 	st := newMatmulStages(e, t, tg.Tensors[op.Inputs[0]].Type.DType, parts, 0)
-	d := openDynamicTiles(e, op, b, nb)
+	l := openDynamicTiles(e, op, b, nb)
 	aRow, _ := matrixSteps(av)
 	_, bCol := matrixSteps(bv)
-	aoff, boff := d.offset(e, "aoff", aRow, 0), d.offset(e, "boff", 0, bCol)
 	kS := t.stageK()
 	// The windows' static sizes bound the register-given ones and lie inside the
 	// operands wherever the registers move them.
 	rows, cols := min(t.tm, op.Problem[1]), min(t.tn, op.Problem[2])
-	for p0 := 0; p0 < max(k, 1); p0 += kS {
-		vk := max(0, min(kS, k-p0))
-		aw := cut(av.window(0, 0, p0, rows, vk), aoff, d.vr, 0)
-		bw := cut(bv.window(0, p0, 0, vk, cols), boff, 0, d.vc)
-		st.run(aw, bw, vk, p0 == 0, 0)
-	}
-	store(st.acc, d)
-	e.emit(isa.ENDLOOP)
+	l.each(nil, func(d dynTile) {
+		aoff, boff := d.offset(e, "aoff", aRow, 0), d.offset(e, "boff", 0, bCol)
+		for p0 := 0; p0 < max(k, 1); p0 += kS {
+			vk := max(0, min(kS, k-p0))
+			aw := cut(av.window(0, 0, p0, rows, vk), aoff, d.vr, 0)
+			bw := cut(bv.window(0, p0, 0, vk, cols), boff, 0, d.vc)
+			st.run(aw, bw, vk, p0 == 0, 0)
+		}
+		store(st.acc, d)
+	})
 }
 
 // emitDynamicPlainMatmul is a dynamic matmul block storing its tiles through the
@@ -142,52 +190,58 @@ func emitDynamicPlainMatmul(e *emitter, tg *TileGraph, op *TileOp, b, nb int) {
 	})
 }
 
-// emitDynamicMatmulEpilogue is block b (of nb) of a fused_matmul with dynamic rows:
-// the cube pushes row part p of every tile to vector core p (dynamicRowsOf makes the
-// parts one per vector core), which runs the same tile loop and the epilogue on its
-// part, cut to the part's valid rows.
+// emitDynamicMatmulEpilogue is block b (of nb) of a fused_matmul with dynamic rows.
+// With each tile split between the vector cores (epilogueParts), part p goes to
+// vector core p, as in the static code; with whole tiles (one part), every tile goes
+// to vector core 0, as tiles cannot alternate between the queues in a loop of one
+// tile (emitDynamicMatmul): the cube spends far longer on a tile than the vector core
+// on its epilogue.
 func emitDynamicMatmulEpilogue(g *groupEmitter, tg *TileGraph, op *TileOp, b, nb int) {
 	nv := len(g.vec)
-	emitDynamicMatmul(g.cube, tg, op, b, nb, nv, func(acc []int, _ dynTile) {
+	parts := epilogueParts(op.Tile[0], nv)
+	emitDynamicMatmul(g.cube, tg, op, b, nb, parts, func(acc []int, _ dynTile) {
 		for p, a := range acc {
 			g.cube.emit(isa.TPUSH, isa.ImmOp(float64(p)), isa.TileOp(a))
 		}
 	})
 	for v, e := range g.vec {
-		emitDynamicEpilogueVector(e, tg, op, b, nb, v, nv)
+		emitDynamicEpilogueVector(e, tg, op, b, nb, v, parts)
 	}
 }
 
 // emitDynamicEpilogueVector is vector core v's part of a dynamic fused_matmul block
-// (emitEpilogueVector's work, per tile of the loop).
-func emitDynamicEpilogueVector(e *emitter, tg *TileGraph, op *TileOp, b, nb, v, nv int) {
-	pm, tn := op.Tile[0]/nv, op.Tile[1]
+// (emitEpilogueVector's work, per tile of the loop): part v of every tile, if the
+// tiles have that many parts.
+func emitDynamicEpilogueVector(e *emitter, tg *TileGraph, op *TileOp, b, nb, v, parts int) {
+	pm, tn := op.Tile[0]/parts, op.Tile[1]
 	ep := declareEpilogue(e, tg, op, pm, tn)
 	prod, res, ov := ep.prod, ep.res, ep.out
 	vb := &vecBody{e: e, attrs: op.Attrs, tr: pm, tc: tn, space: ep.space, vr: pm, vc: tn}
 	q := isa.ImmOp(float64(v))
 	rows, cols := min(pm, op.Problem[1]), min(tn, op.Problem[2]) // static bounds of the windows
-	d := openDynamicTiles(e, op, b, nb)
-	// The part's first row and valid rows: min(pm, max(0, vr - v*pm)).
-	part := dynTile{i0: e.reg("part_i0"), j0: d.j0, vr: isa.UseReg(e.reg("part_rows")), vc: d.vc}
-	pr := int(part.vr) - 1
-	e.emit(isa.SADD, isa.RegOp(part.i0), isa.RegOp(d.i0), isa.ImmOp(float64(v*pm)))
-	e.emit(isa.SSUB, isa.RegOp(pr), isa.RegOp(int(d.vr)-1), isa.ImmOp(float64(v*pm)))
-	e.emit(isa.SMAX, isa.RegOp(pr), isa.RegOp(pr), isa.ImmOp(0))
-	e.emit(isa.SMIN, isa.RegOp(pr), isa.RegOp(pr), isa.ImmOp(float64(pm)))
-	e.emit(isa.TPOP, isa.TileOp(prod), q)
-	srcs := []int{prod}
-	for i, x := range ep.extras {
-		dRow, dCol := flatSteps(x.view)
-		off := part.offset(e, fmt.Sprintf("in%d_off", i+2), dRow, dCol)
-		srcs = append(srcs, loadWindow(e, 0, x.loaded, cut(x.view.window(0, 0, 0, rows, cols), off, part.vr, part.vc)))
-	}
-	fusedBody(vb, res, srcs)
-	e.emit(isa.TFREE, q)
-	dRow, dCol := flatSteps(ov)
-	off := part.offset(e, "out_off", dRow, dCol)
-	e.emit(isa.TSTORE, isa.GMOp(cut(ov.window(0, 0, 0, rows, cols), off, part.vr, part.vc)), isa.TileOp(res))
-	e.emit(isa.ENDLOOP)
+	p := v
+	l := openDynamicTiles(e, op, b, nb)
+	l.each(func(int) bool { return v < parts }, func(d dynTile) {
+		// The part's first row and valid rows: min(pm, max(0, vr - p*pm)).
+		part := dynTile{l: l, i0: l.reg("part_i0"), j0: d.j0, vr: isa.UseReg(l.reg("part_rows")), vc: d.vc}
+		pr := int(part.vr) - 1
+		e.emit(isa.SADD, isa.RegOp(part.i0), isa.RegOp(d.i0), isa.ImmOp(float64(p*pm)))
+		e.emit(isa.SSUB, isa.RegOp(pr), isa.RegOp(int(d.vr)-1), isa.ImmOp(float64(p*pm)))
+		e.emit(isa.SMAX, isa.RegOp(pr), isa.RegOp(pr), isa.ImmOp(0))
+		e.emit(isa.SMIN, isa.RegOp(pr), isa.RegOp(pr), isa.ImmOp(float64(pm)))
+		e.emit(isa.TPOP, isa.TileOp(prod), q)
+		srcs := []int{prod}
+		for i, x := range ep.extras {
+			dRow, dCol := flatSteps(x.view)
+			off := part.offset(e, fmt.Sprintf("in%d_off", i+2), dRow, dCol)
+			srcs = append(srcs, loadWindow(e, 0, x.loaded, cut(x.view.window(0, 0, 0, rows, cols), off, part.vr, part.vc)))
+		}
+		fusedBody(vb, res, srcs)
+		e.emit(isa.TFREE, q)
+		dRow, dCol := flatSteps(ov)
+		off := part.offset(e, "out_off", dRow, dCol)
+		e.emit(isa.TSTORE, isa.GMOp(cut(ov.window(0, 0, 0, rows, cols), off, part.vr, part.vc)), isa.TileOp(res))
+	})
 }
 
 // flatSteps are how far the windows of a flat view move per row and per column.

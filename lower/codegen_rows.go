@@ -38,7 +38,7 @@ var (
 
 // rowsInstructions are the instructions a row kernel emits besides its steps' bodies.
 var rowsInstructions = func() []isa.Opcode {
-	ops := []isa.Opcode{isa.TLOAD, isa.TSTORE, isa.TCVT, isa.TEXPANDS, isa.TROWEXPAND, isa.TCOLEXPAND}
+	ops := append([]isa.Opcode{isa.TLOAD, isa.TSTORE, isa.TCVT, isa.TEXPANDS, isa.TROWEXPAND, isa.TCOLEXPAND}, dynamicInstructions...)
 	for _, r := range reductions {
 		ops = append(ops, r.row)
 	}
@@ -67,6 +67,11 @@ type rowsKernel struct {
 	slots  int   // how many slots tiles that loads or stores touch rotate through
 	r0     int   // the current tile's first row
 	vr     int   // its valid rows
+	// in a tile loop over rows known at run time (codegen_dynamic_rows.go), the
+	// registers holding the tile's element offset and valid rows (r0 and vr are then
+	// the windows' static bounds: 0 and the tile's rows)
+	offReg, vrReg isa.RegRef
+	rowReg        isa.RegRef // the tile's first row, the offset of per-row windows
 	// c0 and cw are the first column and the width of the columns the current steps
 	// compute: all C of them, or one chunk of a row too long for the UB (rows_chunked.go)
 	c0, cw int
@@ -244,9 +249,9 @@ func (k *rowsKernel) window(param int, kind rowKind) isa.GMView {
 	c := k.p.cols
 	switch kind {
 	case kindFull:
-		return isa.GMView{Param: param, Offset: k.r0*c + k.c0, Rows: k.vr, Cols: k.cw, RowStride: c, ColStride: 1}
+		return isa.GMView{Param: param, Offset: k.r0*c + k.c0, Rows: k.vr, Cols: k.cw, RowStride: c, ColStride: 1, OffsetReg: k.offReg, RowsReg: k.vrReg}
 	case kindRow:
-		return isa.GMView{Param: param, Offset: k.r0, Rows: k.vr, Cols: 1, RowStride: 1, ColStride: 1}
+		return isa.GMView{Param: param, Offset: k.r0, Rows: k.vr, Cols: 1, RowStride: 1, ColStride: 1, OffsetReg: k.rowReg, RowsReg: k.vrReg}
 	case kindCol:
 		return isa.GMView{Param: param, Offset: k.c0, Rows: 1, Cols: k.cw, RowStride: c, ColStride: 1}
 	}
@@ -450,9 +455,8 @@ func (k *rowsKernel) compute(n *core.Node, kind rowKind, dst int, args []int) {
 	}
 }
 
-// emitRows generates a vector block of a fused_rows op: its tiles of tr rows, slots
-// alternating.
-func emitRows(e *emitter, tg *TileGraph, op *TileOp, tiles []int) {
+// rowsKernelOf starts the code generation of a block of the fused_rows op op.
+func rowsKernelOf(e *emitter, op *TileOp) *rowsKernel {
 	p, err := rowsPlanOf(op.Attrs)
 	if err != nil {
 		panic(fmt.Sprintf("fused_rows op with a body that is no row kernel reached code generation: %v", err)) // checked when fused
@@ -462,6 +466,14 @@ func emitRows(e *emitter, tg *TileGraph, op *TileOp, tiles []int) {
 		params[i] = e.params[t]
 	}
 	k := newRowsKernel(e, p, op.Tile[0], op.Tile[1], op.Tile[2], params, e.params[op.Output])
+	return k
+}
+
+// emitRows generates a vector block of a fused_rows op: its tiles of tr rows, slots
+// alternating.
+func emitRows(e *emitter, tg *TileGraph, op *TileOp, tiles []int) {
+	k := rowsKernelOf(e, op)
+	p := k.p
 	for step, t := range tiles {
 		r0 := t * k.tr
 		if k.chunked {

@@ -57,8 +57,8 @@ func checkDynamicRows(tensors []GMTensor, op *TileOp) string {
 	if d == nil {
 		return ""
 	}
-	if op.Kind != TileMatmul && op.Kind != TileMatmulEpilogue || op.Problem[0] != 1 || op.Grid[3] != 1 {
-		return fmt.Sprintf("dynamic rows are for matmuls of one matrix with K whole, not a %s op of problem %v and grid %v", op.Kind, op.Problem, op.Grid)
+	if op.Kind != TileRows && (op.Kind != TileMatmul && op.Kind != TileMatmulEpilogue || op.Problem[0] != 1 || op.Grid[3] != 1) {
+		return fmt.Sprintf("dynamic rows are for row kernels and matmuls of one matrix with K whole, not a %s op of problem %v and grid %v", op.Kind, op.Problem, op.Grid)
 	}
 	if d.Sizes < 0 || d.Sizes >= len(tensors) || tensors[d.Sizes].Role != RoleInput || tensors[d.Sizes].Type.DType != dtype.Int32 {
 		return fmt.Sprintf("the sizes of dynamic rows must be an int32 input tensor, not t%d", d.Sizes)
@@ -115,29 +115,11 @@ func runDynamicSizes(c *compilation) error {
 	chosen := make([]int, len(tg.Ops)) // symbol index of the op's dynamic rows, or -1
 	for i, op := range tg.Ops {
 		chosen[i] = dynamicRowsOf(tg, op, ext, vectors)
-	}
-	// Padded kernels read whole inputs: their producers must write them whole.
-	producers := map[int][]int{}
-	for i, op := range tg.Ops {
-		producers[root(tg.Tensors, op.Output)] = append(producers[root(tg.Tensors, op.Output)], i)
-	}
-	var padded []int
-	for i := range tg.Ops {
-		if chosen[i] < 0 {
-			padded = append(padded, i)
+		if op.Kind == TileRows {
+			chosen[i] = dynamicRowsKernel(tg, op, ext)
 		}
 	}
-	for len(padded) > 0 {
-		i := padded[len(padded)-1]
-		padded = padded[:len(padded)-1]
-		for _, in := range tg.Ops[i].Inputs {
-			for _, p := range producers[root(tg.Tensors, in)] {
-				if chosen[p] >= 0 {
-					chosen[p] = -1
-					padded = append(padded, p)
-				}
-			}
-		}
+	for keepPadded(tg, chosen) {
 	}
 	for i, op := range tg.Ops {
 		op.Dynamic = nil
@@ -148,12 +130,120 @@ func runDynamicSizes(c *compilation) error {
 	return nil
 }
 
+// A dynamic kernel leaves the padded rows of its output unwritten: they hold whatever
+// the GM bytes held ("dirt"). Dirt along an axis does no harm where positions along it
+// stay apart (elementwise ops, a matmul's rows and columns, the rows of a row kernel):
+// it only makes more dirt at padded positions, which nothing valid reads. Where an op
+// combines the positions along an axis (a matmul's K, the row a row kernel reduces,
+// attention's keys), padded positions must hold what the padded program computes (the
+// plan's masks make them harmless only then), so no dirt may reach it.
+
+// keepPadded finds the kernels whose dirt reaches an axis that some op combines, and
+// makes them padded (chosen -1); it reports whether it changed any.
+func keepPadded(tg *TileGraph, chosen []int) bool {
+	dirt := make([][]map[int]bool, len(tg.Tensors)) // tensor, axis -> the dynamic ops whose dirt it may hold
+	done := make([]bool, len(tg.Tensors))
+	producer := producers(tg)
+	changed := false
+	var of func(t int) []map[int]bool
+	of = func(t int) []map[int]bool {
+		if done[t] {
+			return dirt[t]
+		}
+		x := tg.Tensors[t]
+		out := make([]map[int]bool, len(x.Type.Shape))
+		add := func(ax int, from map[int]bool) {
+			if len(from) == 0 || x.Type.Shape[ax] == 1 {
+				return
+			}
+			if out[ax] == nil {
+				out[ax] = map[int]bool{}
+			}
+			for k := range from {
+				out[ax][k] = true
+			}
+		}
+		switch i, ok := producer[t]; {
+		case x.Alias != 0:
+			src := x.Alias - 1
+			from := of(src)
+			m, ok := aliasAxes(tg.Tensors[src].Type.Shape, x.View, x.Type.Shape)
+			for j, d := range from {
+				switch {
+				case ok && m[j] >= 0:
+					add(m[j], d)
+				case len(d) > 0: // not followed: dirt anywhere
+					for ax := range out {
+						add(ax, d)
+					}
+				}
+			}
+		case ok && i >= 0:
+			op := tg.Ops[i]
+			flows, followed := opFlows(tg, op)
+			for k, in := range op.Inputs {
+				for ax, d := range of(in) {
+					if len(d) == 0 {
+						continue
+					}
+					if !followed || flows[k][ax].combined {
+						for s := range d { // combined: the dirt's sources stay padded
+							if chosen[s] >= 0 {
+								chosen[s], changed = -1, true
+							}
+						}
+						continue
+					}
+					if o := flows[k][ax].out; o >= 0 {
+						add(o, d)
+					}
+				}
+			}
+			if chosen[i] >= 0 {
+				add(dynamicAxis(tg, op), map[int]bool{i: true})
+			}
+		}
+		dirt[t], done[t] = out, true
+		return out
+	}
+	for t := range tg.Tensors {
+		of(t)
+	}
+	return changed
+}
+
+// dynamicAxis is the axis of op's output whose positions a dynamic op leaves
+// unwritten past the run's size: a matmul's rows, a row kernel's one leading axis
+// larger than 1.
+func dynamicAxis(tg *TileGraph, op *TileOp) int {
+	shape := tg.Tensors[op.Output].Type.Shape
+	if op.Kind == TileRows {
+		for ax := range len(shape) - 1 {
+			if shape[ax] > 1 {
+				return ax
+			}
+		}
+	}
+	return len(shape) - 2
+}
+
+// producers maps each tensor to the op that writes it, -1 for one written in parts.
+func producers(tg *TileGraph) map[int]int {
+	producer := map[int]int{}
+	for i, op := range tg.Ops {
+		if _, dup := producer[op.Output]; dup {
+			producer[op.Output] = -1
+		} else {
+			producer[op.Output] = i
+		}
+	}
+	return producer
+}
+
 // dynamicRowsOf is the index of the symbol whose value is the valid row count of op's
 // output when op can compute only those rows, else -1. That is a matmul (fused with
-// an epilogue or not) of one matrix, K not split, whose rows are the only axis of its
-// output with a valid extent known at run time and whose operands are padded along
-// no other axis; an epilogue must split each tile between the vector cores and
-// compute nothing from positions.
+// an epilogue or not) of one matrix, K not split, whose output rows are a symbol's;
+// an epilogue must compute nothing from positions. Whether its dirt may stay is keepPadded's question.
 func dynamicRowsOf(tg *TileGraph, op *TileOp, ext []extents, vectors int) int {
 	if op.Kind != TileMatmul && op.Kind != TileMatmulEpilogue || op.Problem[0] != 1 || op.Grid[3] != 1 {
 		return -1
@@ -163,30 +253,8 @@ func dynamicRowsOf(tg *TileGraph, op *TileOp, ext []extents, vectors int) int {
 	if !out.known || r < 2 || tg.Tensors[op.Output].Alias != 0 {
 		return -1
 	}
-	sym := out.axes[r-2]
-	for ax, s := range out.axes {
-		if s >= 0 && ax != r-2 {
-			return -1
-		}
-	}
-	if sym < 0 {
-		return -1
-	}
-	a, b := ext[op.Inputs[0]], ext[op.Inputs[1]]
-	if !a.known || !b.known || b.dynamic() {
-		return -1
-	}
-	rowAxis := len(a.axes) - 2
-	if op.Attrs.Bool("transpose_a", false) {
-		rowAxis++
-	}
-	for ax, s := range a.axes {
-		if s >= 0 && ax != rowAxis {
-			return -1
-		}
-	}
 	if op.Kind == TileMatmulEpilogue {
-		if vectors < 1 || epilogueParts(op.Tile[0], vectors) != vectors {
+		if parts := epilogueParts(op.Tile[0], vectors); vectors < 1 || vectors%parts != 0 {
 			return -1
 		}
 		body, err := core.FusedBody(op.Attrs)
@@ -198,41 +266,110 @@ func dynamicRowsOf(tg *TileGraph, op *TileOp, ext []extents, vectors int) int {
 				return -1
 			}
 		}
-		for _, in := range op.Inputs[2:] {
-			x := ext[in]
-			if !x.known {
-				return -1
-			}
-			for ax, s := range x.axes { // right-aligned with the output
-				if s >= 0 && ax+r-len(x.axes) != r-2 {
-					return -1
-				}
-			}
-		}
 	}
-	return sym
+	return out.axes[r-2]
 }
 
 // positionalOps compute from the positions of their elements (vecBody's r0, c0), which
 // a tile of dynamic rows knows only in registers.
 var positionalOps = map[string]bool{"iota": true, "random_uniform": true}
 
+// flow says where the positions along one axis of an op's input go in its output: to
+// axis out (-1: none), and whether the op combines them (a matmul's K, the row a row
+// kernel reduces, attention's keys), so that padding along the axis must hold what the
+// padded program computes there.
+type flow struct {
+	out      int
+	combined bool
+}
+
+// opFlows are the flows of every axis of every input of op; followed is false for
+// kinds whose flows the inference does not know (their inputs must hold what the
+// padded program computes everywhere, and their outputs' extents are unknown).
+func opFlows(tg *TileGraph, op *TileOp) (flows [][]flow, followed bool) {
+	out := tg.Tensors[op.Output].Type.Shape
+	r := len(out)
+	shape := func(k int) core.Shape { return tg.Tensors[op.Inputs[k]].Type.Shape }
+	broadcast := func(k int) []flow { // numpy's rules: axes aligned from the right
+		s := shape(k)
+		f := make([]flow, len(s))
+		for ax := range s {
+			f[ax] = flow{out: -1}
+			if o := ax + r - len(s); o >= 0 && s[ax] == out[o] {
+				f[ax].out = o
+			}
+		}
+		return f
+	}
+	for k := range op.Inputs {
+		if len(shape(k)) > r {
+			return nil, false
+		}
+	}
+	switch op.Kind {
+	case TileMatmul, TileMatmulEpilogue:
+		if op.Grid[3] > 1 { // partial sums of K chunks, one plane each
+			return nil, false
+		}
+		flows = make([][]flow, len(op.Inputs))
+		for k := range op.Inputs {
+			flows[k] = broadcast(k)
+		}
+		a, b := flows[0], flows[1]
+		rowA, kA, kB, colB := len(a)-2, len(a)-1, len(b)-2, len(b)-1
+		if op.Attrs.Bool("transpose_a", false) {
+			rowA, kA = kA, rowA
+		}
+		if op.Attrs.Bool("transpose_b", false) {
+			kB, colB = colB, kB
+		}
+		a[rowA], a[kA] = flow{out: r - 2}, flow{out: -1, combined: true}
+		b[kB], b[colB] = flow{out: -1, combined: true}, flow{out: r - 1}
+		return flows, true
+	case TileElementwise:
+		if l := lowerings[op.Op]; l.maps != nil || l.partial || l.indirect {
+			return nil, false
+		}
+		flows = make([][]flow, len(op.Inputs))
+		for k := range op.Inputs {
+			flows[k] = broadcast(k)
+		}
+		return flows, true
+	case TileRows:
+		flows = make([][]flow, len(op.Inputs))
+		for k := range op.Inputs {
+			flows[k] = broadcast(k)
+			if s := shape(k); len(s) > 0 { // the row (aligned with the output's last axis): reduced or normalised whole
+				flows[k][len(s)-1].combined = true
+			}
+		}
+		return flows, true
+	case TileAttention: // q [batch..., l, e] -> [batch..., l, ev]; keys, values and mask combined
+		if op.Attrs.Bool("heads_last", false) || len(shape(0)) != r {
+			return nil, false
+		}
+		flows = make([][]flow, len(op.Inputs))
+		for k := range op.Inputs {
+			flows[k] = make([]flow, len(shape(k)))
+			for ax := range flows[k] {
+				flows[k][ax] = flow{out: -1, combined: true}
+				if k == 0 && ax < r-1 {
+					flows[k][ax] = flow{out: ax}
+				}
+			}
+		}
+		return flows, true
+	}
+	return nil, false
+}
+
 // inferExtents gives the valid extents of every tensor of tg, from those d gives its
-// params, through aliases and the kernels whose rules it knows: matmuls (rows from
-// A, columns from B, batch axes from either), and elementwise and row kernels (numpy
-// broadcasting, which keeps-dims reductions along the last axis follow too), and
-// attention (the queries' rows).
+// params, through aliases and the kernels whose flows opFlows knows (an output axis
+// takes the extents of the input axes that flow to it).
 func inferExtents(tg *TileGraph, d *DynamicSizes) []extents {
 	out := make([]extents, len(tg.Tensors))
 	done := make([]bool, len(tg.Tensors))
-	producer := map[int]int{}
-	for i, op := range tg.Ops {
-		if _, dup := producer[op.Output]; dup {
-			producer[op.Output] = -1 // written in parts
-		} else {
-			producer[op.Output] = i
-		}
-	}
+	producer := producers(tg)
 	param := map[int]int{}
 	for i, t := range tg.Params {
 		param[t] = i
@@ -253,19 +390,51 @@ func inferExtents(tg *TileGraph, d *DynamicSizes) []extents {
 			}
 		case x.Alias != 0:
 			src := x.Alias - 1
-			if x.View != nil {
-				e = viewExtents(tg.Tensors[src].Type.Shape, of(src), *x.View, shape)
-			} else {
-				e = reshapeExtents(tg.Tensors[src].Type.Shape, of(src), shape)
+			from := of(src)
+			m, ok := aliasAxes(tg.Tensors[src].Type.Shape, x.View, shape)
+			switch {
+			case !from.known:
+			case !from.dynamic():
+				e = wholeExtents(len(shape))
+			case ok:
+				e = wholeExtents(len(shape))
+				for j, s := range from.axes {
+					if s >= 0 && m[j] < 0 && tg.Tensors[src].Type.Shape[j] > 1 {
+						e = extents{} // a padded axis the alias does not walk whole
+						break
+					}
+					if m[j] >= 0 {
+						e.axes[m[j]] = s
+					}
+				}
 			}
 		default:
 			if i, ok := producer[t]; ok && i >= 0 {
 				op := tg.Ops[i]
-				ins := make([]extents, len(op.Inputs))
-				for k, in := range op.Inputs {
-					ins[k] = of(in)
+				flows, followed := opFlows(tg, op)
+				e = extents{}
+				if followed {
+					e = wholeExtents(len(shape))
+					for k, in := range op.Inputs {
+						x := of(in)
+						if !x.known {
+							e = extents{}
+							break
+						}
+						for ax, s := range x.axes {
+							if o := flows[k][ax].out; s >= 0 && o >= 0 {
+								if e.axes[o] >= 0 && e.axes[o] != s {
+									e = extents{} // two symbols for one axis
+									break
+								}
+								e.axes[o] = s
+							}
+						}
+						if !e.known {
+							break
+						}
+					}
 				}
-				e = opExtents(tg, op, ins)
 			}
 		}
 		for ax, n := range shape { // a size-1 axis is valid whole
@@ -282,157 +451,57 @@ func inferExtents(tg *TileGraph, d *DynamicSizes) []extents {
 	return out
 }
 
-// reshapeExtents carries the extents of a contiguous tensor of shape from to its
-// reshape to shape to when the reshape only adds or drops axes of size 1.
-func reshapeExtents(from core.Shape, x extents, to core.Shape) extents {
-	if !x.known {
-		return extents{}
+// aliasAxes maps each axis of a tensor of shape from to the axis of an alias of shape
+// to that walks it (-1: none, for axes of size 1): a contiguous reshape (view nil)
+// that only adds or drops axes of size 1, or a strided view whose axes each walk a
+// whole axis of the tensor (the same stride and size) from its first element; ok is
+// false for any other alias.
+func aliasAxes(from core.Shape, view *affineMap, to core.Shape) (m []int, ok bool) {
+	m = make([]int, len(from))
+	for j := range m {
+		m[j] = -1
 	}
-	if !x.dynamic() {
-		return wholeExtents(len(to))
-	}
-	var fromAxes, toAxes []int
-	for ax, n := range from {
-		if n != 1 {
-			fromAxes = append(fromAxes, ax)
+	if view == nil {
+		var fromAxes, toAxes []int
+		for ax, n := range from {
+			if n != 1 {
+				fromAxes = append(fromAxes, ax)
+			}
 		}
-	}
-	for ax, n := range to {
-		if n != 1 {
-			toAxes = append(toAxes, ax)
+		for ax, n := range to {
+			if n != 1 {
+				toAxes = append(toAxes, ax)
+			}
 		}
-	}
-	if len(fromAxes) != len(toAxes) {
-		return extents{}
-	}
-	e := wholeExtents(len(to))
-	for k, ax := range toAxes {
-		if to[ax] != from[fromAxes[k]] {
-			return extents{}
+		if len(fromAxes) != len(toAxes) {
+			return nil, false
 		}
-		e.axes[ax] = x.axes[fromAxes[k]]
+		for k, ax := range toAxes {
+			if to[ax] != from[fromAxes[k]] {
+				return nil, false
+			}
+			m[fromAxes[k]] = ax
+		}
+		return m, true
 	}
-	return e
-}
-
-// viewExtents carries the extents of a tensor of shape from to a strided view of it
-// (an affine map of the view's index to the tensor's elements): each view axis that
-// walks a whole axis of the tensor (the same stride and size) takes its extent. A
-// view that starts past the first element, or walks only part of a padded axis, is
-// not followed.
-func viewExtents(from core.Shape, x extents, m affineMap, to core.Shape) extents {
-	if !x.known {
-		return extents{}
-	}
-	if !x.dynamic() {
-		return wholeExtents(len(to))
-	}
-	if m.offset != 0 {
-		return extents{}
+	if view.offset != 0 {
+		return nil, false
 	}
 	strides := from.Strides()
-	used := make([]bool, len(from))
-	e := wholeExtents(len(to))
 	for ax, n := range to {
-		if n == 1 || m.strides[ax] == 0 {
+		if n == 1 || view.strides[ax] == 0 {
 			continue
 		}
 		found := false
 		for j := range from {
-			if !used[j] && strides[j] == m.strides[ax] && from[j] == n {
-				used[j], found = true, true
-				e.axes[ax] = x.axes[j]
+			if m[j] < 0 && strides[j] == view.strides[ax] && from[j] == n {
+				m[j], found = ax, true
 				break
 			}
 		}
 		if !found {
-			return extents{}
+			return nil, false
 		}
 	}
-	for j, s := range x.axes {
-		if s >= 0 && !used[j] {
-			return extents{}
-		}
-	}
-	return e
-}
-
-// opExtents are the extents of op's output from those of its inputs.
-func opExtents(tg *TileGraph, op *TileOp, ins []extents) extents {
-	for _, x := range ins {
-		if !x.known {
-			return extents{}
-		}
-	}
-	out := tg.Tensors[op.Output].Type.Shape
-	switch op.Kind {
-	case TileMatmul, TileMatmulEpilogue:
-		if op.Grid[3] > 1 { // partial sums of K chunks, one plane each
-			return extents{}
-		}
-		r := len(out)
-		a, b := ins[0].axes, ins[1].axes
-		e := wholeExtents(r)
-		rowA, colB := len(a)-2, len(b)-1
-		if op.Attrs.Bool("transpose_a", false) {
-			rowA++
-		}
-		if op.Attrs.Bool("transpose_b", false) {
-			colB--
-		}
-		e.axes[r-2], e.axes[r-1] = a[rowA], b[colB]
-		batch := func(x []int, shape core.Shape) { // batch axes align from the right
-			for ax := range r - 2 {
-				if k := ax + len(x) - r; k >= 0 && shape[k] == out[ax] && x[k] >= 0 {
-					e.axes[ax] = x[k]
-				}
-			}
-		}
-		batch(a, tg.Tensors[op.Inputs[0]].Type.Shape)
-		batch(b, tg.Tensors[op.Inputs[1]].Type.Shape)
-		if op.Kind == TileMatmulEpilogue {
-			return broadcastExtents(tg, op.Inputs[2:], ins[2:], out, e)
-		}
-		return e
-	case TileElementwise:
-		if l := lowerings[op.Op]; l.maps != nil || l.partial || l.indirect {
-			return extents{}
-		}
-	case TileRows:
-	case TileAttention: // [batch..., l, ev]: the query rows' extents, from q
-		q := ins[0].axes
-		if op.Attrs.Bool("heads_last", false) || len(q) != len(out) {
-			return extents{}
-		}
-		e := wholeExtents(len(out))
-		copy(e.axes[:len(out)-1], q[:len(out)-1])
-		return e
-	default:
-		return extents{}
-	}
-	return broadcastExtents(tg, op.Inputs, ins, out, wholeExtents(len(out)))
-}
-
-// broadcastExtents adds to e, the extents of a result of shape out, those of operands
-// broadcast to it (numpy's rules: axes aligned from the right); an operand of higher
-// rank, or two operands padded along one axis by different symbols, leave the
-// result's extents unknown.
-func broadcastExtents(tg *TileGraph, inputs []int, ins []extents, out core.Shape, e extents) extents {
-	for k, x := range ins {
-		shape := tg.Tensors[inputs[k]].Type.Shape
-		if len(shape) > len(out) {
-			return extents{}
-		}
-		for ax, s := range x.axes {
-			o := ax + len(out) - len(shape)
-			if s < 0 || shape[ax] != out[o] {
-				continue
-			}
-			if e.axes[o] >= 0 && e.axes[o] != s {
-				return extents{}
-			}
-			e.axes[o] = s
-		}
-	}
-	return e
+	return m, true
 }

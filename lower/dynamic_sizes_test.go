@@ -63,38 +63,42 @@ func ffnInputs(g *core.Graph, rows int) [][]byte {
 // the tiles the run's rows need, the edge tile cut to its valid rows.
 func TestDynamicRowsFollowTheRunSize(t *testing.T) {
 	for _, chip := range presets(t) {
-		t.Run(chip.Name, func(t *testing.T) {
-			const u, k, h, n = 200, 96, 160, 80
-			g, dyn := ffnGraph(t, u, k, h, n)
-			padded, err := Compile(g, Options{Chip: chip, Verify: true})
-			require.NoError(t, err)
-			exe, err := Compile(g, Options{Chip: chip, Verify: true, Dynamic: dyn})
-			require.NoError(t, err)
-			tg := exe.Exec().Blocks.Tiles
-			dynamic := 0
-			for _, op := range tg.Ops {
-				if op.Kind == TileMatmul || op.Kind == TileMatmulEpilogue {
-					require.NotNil(t, op.Dynamic, "op %s", op.Op)
-					assert.Equal(t, DynamicRows{Sizes: tg.Params[5], Index: 0}, *op.Dynamic)
-					dynamic++
+		for _, c := range []struct {
+			u, k, h, n int
+			fixed      bool // the fixed rules' tiles rather than the tile search's
+		}{{200, 96, 160, 80, false}, {200, 96, 160, 80, true}, {500, 300, 250, 130, false}} {
+			t.Run(fmt.Sprintf("%s/%dx%dx%dx%d/fixed=%v", chip.Name, c.u, c.k, c.h, c.n, c.fixed), func(t *testing.T) {
+				g, dyn := ffnGraph(t, c.u, c.k, c.h, c.n)
+				padded, err := Compile(g, Options{Chip: chip, Verify: true, FixedTiles: c.fixed})
+				require.NoError(t, err)
+				exe, err := Compile(g, Options{Chip: chip, Verify: true, FixedTiles: c.fixed, Dynamic: dyn})
+				require.NoError(t, err)
+				tg := exe.Exec().Blocks.Tiles
+				dynamic := 0
+				for _, op := range tg.Ops {
+					if op.Kind == TileMatmul || op.Kind == TileMatmulEpilogue {
+						require.NotNil(t, op.Dynamic, "op %s", op.Op)
+						assert.Equal(t, DynamicRows{Sizes: tg.Params[5], Index: 0}, *op.Dynamic)
+						dynamic++
+					}
 				}
-			}
-			require.Equal(t, 2, dynamic)
-			var cycles []int64
-			for _, rows := range []int{1, 15, 17, 100, 199, u} {
-				in := ffnInputs(g, rows)
-				want, ps, err := padded.Run(in)
-				require.NoError(t, err)
-				got, st, err := exe.Run(in)
-				require.NoError(t, err)
-				valid := rows * n * 2
-				require.Equal(t, want[0][:valid], got[0][:valid], "rows %d", rows)
-				assert.Less(t, st.Cycles, ps.Cycles+ps.Cycles/20, "rows %d: at most a few per cent over the padded program", rows)
-				t.Logf("rows %d: %d cycles, padded %d", rows, st.Cycles, ps.Cycles)
-				cycles = append(cycles, st.Cycles)
-			}
-			assert.Less(t, cycles[0], cycles[len(cycles)-1], "one row costs less than the bound")
-		})
+				require.Equal(t, 2, dynamic)
+				var cycles []int64
+				for _, rows := range []int{1, 15, 17, c.u / 2, c.u - 1, c.u} {
+					in := ffnInputs(g, rows)
+					want, ps, err := padded.Run(in)
+					require.NoError(t, err)
+					got, st, err := exe.Run(in)
+					require.NoError(t, err)
+					valid := rows * c.n * 2
+					require.Equal(t, want[0][:valid], got[0][:valid], "rows %d", rows)
+					assert.Less(t, st.Cycles, ps.Cycles+ps.Cycles/20, "rows %d: at most a few per cent over the padded program", rows)
+					t.Logf("rows %d: %d cycles, padded %d", rows, st.Cycles, ps.Cycles)
+					cycles = append(cycles, st.Cycles)
+				}
+				assert.Less(t, cycles[0], cycles[len(cycles)-1], "one row costs less than the bound")
+			})
+		}
 	}
 }
 
@@ -165,19 +169,20 @@ func TestPaddedReadersKeepTheirProducersPadded(t *testing.T) {
 	assert.Equal(t, []string{"matmul:false", "cumsum:false", "add:false", "matmul:true"}, kinds)
 }
 
-// Extents follow reshapes that add or drop axes of size 1 and views that walk whole
-// axes; merging a padded axis with another, or a view of part of one, is not
-// followed.
-func TestExtentsThroughReshapesAndViews(t *testing.T) {
-	padRows := extents{axes: []int{-1, 0, -1}, known: true}
-	assert.Equal(t, extents{axes: []int{0, -1}, known: true}, reshapeExtents(core.Shape{1, 8, 4}, padRows, core.Shape{8, 4}))
-	assert.False(t, reshapeExtents(core.Shape{1, 8, 4}, padRows, core.Shape{32}).known)
-	assert.Equal(t, wholeExtents(1), reshapeExtents(core.Shape{1, 8, 4}, wholeExtents(3), core.Shape{32}))
-	// The transpose of [8, 4] (rows padded) walks the rows as its columns.
-	tr := affineMap{strides: []int{1, 4}}
-	assert.Equal(t, extents{axes: []int{-1, 0}, known: true}, viewExtents(core.Shape{8, 4}, extents{axes: []int{0, -1}, known: true}, tr, core.Shape{4, 8}))
-	// Rows 2.. of the padded rows: not followed.
-	assert.False(t, viewExtents(core.Shape{8, 4}, extents{axes: []int{0, -1}, known: true}, affineMap{offset: 8, strides: []int{4, 1}}, core.Shape{6, 4}).known)
+// Aliases are followed when they add or drop axes of size 1 or walk whole axes of
+// their source; merging a padded axis with another, or a view of part of one, is not.
+func TestAliasAxesFollowWholeAxes(t *testing.T) {
+	m, ok := aliasAxes(core.Shape{1, 8, 4}, nil, core.Shape{8, 4})
+	require.True(t, ok)
+	assert.Equal(t, []int{-1, 0, 1}, m)
+	_, ok = aliasAxes(core.Shape{1, 8, 4}, nil, core.Shape{32})
+	assert.False(t, ok, "a merge")
+	// The transpose of [8, 4] walks the rows as its columns.
+	m, ok = aliasAxes(core.Shape{8, 4}, &affineMap{strides: []int{1, 4}}, core.Shape{4, 8})
+	require.True(t, ok)
+	assert.Equal(t, []int{1, 0}, m)
+	_, ok = aliasAxes(core.Shape{8, 4}, &affineMap{offset: 8, strides: []int{4, 1}}, core.Shape{6, 4})
+	assert.False(t, ok, "rows 2.. of the rows")
 }
 
 // The dynamic line of the tile graph's text form reads back; a bad index is an error
@@ -194,4 +199,44 @@ func TestDynamicRowsTextRoundTrips(t *testing.T) {
 	_, err = ParseTileGraph(strings.Replace(text, "dynamic rows=t5[0]", "dynamic rows=t5[1]", 1))
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "element 1 of t5, which has 1")
+}
+
+// A row kernel (a softmax over the last axis) whose rows are a symbol's runs the
+// run's rows only, in groups of its load slots, with the bits of the padded program;
+// a group's tiles past the last do nothing.
+func TestDynamicRowKernelsFollowTheRunSize(t *testing.T) {
+	for _, chip := range presets(t) {
+		for _, c := range []struct{ u, cols int }{{100, 64}, {300, 200}} {
+			t.Run(fmt.Sprintf("%s/%dx%d", chip.Name, c.u, c.cols), func(t *testing.T) {
+				bl := core.NewBuilder("softmax")
+				x := bl.Param("x", core.TensorType{DType: dtype.Float16, Shape: core.Shape{1, c.u, c.cols}})
+				bl.Param("sizes", core.TensorType{DType: dtype.Int32, Shape: core.Shape{1}})
+				y, err := bl.Op("softmax", []core.Value{x}, core.Attrs{"axis": int64(-1)}, core.Location{})
+				require.NoError(t, err)
+				bl.Output(y)
+				g := bl.Graph()
+				dyn := &DynamicSizes{Param: 1, Symbols: []string{"s"}, Extents: [][]int{{-1, 0, -1}, {-1}}}
+				padded, err := Compile(g, Options{Chip: chip, Verify: true})
+				require.NoError(t, err)
+				exe, err := Compile(g, Options{Chip: chip, Verify: true, Dynamic: dyn})
+				require.NoError(t, err)
+				require.Len(t, exe.Exec().Blocks.Tiles.Ops, 1)
+				require.NotNil(t, exe.Exec().Blocks.Tiles.Ops[0].Dynamic, "the row kernel follows the rows")
+				rng := rand.New(rand.NewPCG(5, uint64(c.u)))
+				for _, rows := range []int{1, 2, 7, c.u / 3, c.u - 1, c.u} {
+					a := randomArray(rng, g.Type(g.Params[0]))
+					for j := rows * c.cols; j < len(a.Data); j++ {
+						a.Data[j] = 0
+					}
+					in := [][]byte{a.Bytes(), dtype.Encode(dtype.Int32, []float64{float64(rows)})}
+					want, _, err := padded.Run(in)
+					require.NoError(t, err)
+					got, _, err := exe.Run(in)
+					require.NoError(t, err)
+					valid := rows * c.cols * 2
+					require.Equal(t, want[0][:valid], got[0][:valid], "rows %d", rows)
+				}
+			})
+		}
+	}
 }

@@ -252,7 +252,11 @@ func emitBlock(tg *TileGraph, op *TileOp, tiles []int, at blockAt, name string, 
 	e.useSeed(seed, 0)
 	e.codeBudget, e.l1Bytes = budget.instrs, budget.l1Bytes
 	if at.dynamic(op) {
-		emitDynamicPlainMatmul(e, tg, op, at.index, at.count)
+		if op.Kind == TileRows {
+			emitDynamicRows(e, tg, op, at.index, at.count)
+		} else {
+			emitDynamicPlainMatmul(e, tg, op, at.index, at.count)
+		}
 		return []*isa.Program{e.prog}, nil
 	}
 	switch op.Kind {
