@@ -272,13 +272,22 @@ func (p *PadPlan) Extents() [][]int {
 	return out
 }
 
+// SizesOf is each symbol's value in b, in the order of Symbols.
+func (p *PadPlan) SizesOf(b Binding) []int {
+	out := make([]int, len(p.order))
+	for i, s := range p.order {
+		out[i] = b[s]
+	}
+	return out
+}
+
 // Sizes is the sizes param's data for a run binding b: each symbol's value, int32
 // little-endian.
 func (p *PadPlan) Sizes(b Binding) []byte {
 	out := make([]byte, 0, 4*len(p.order))
-	for _, s := range p.order {
-		v := uint32(int32(b[s]))
-		out = append(out, byte(v), byte(v>>8), byte(v>>16), byte(v>>24))
+	for _, v := range p.SizesOf(b) {
+		w := uint32(int32(v))
+		out = append(out, byte(w), byte(w>>8), byte(w>>16), byte(w>>24))
 	}
 	return out
 }

@@ -145,11 +145,11 @@ func matrixSteps(v matrixView) (dRow, dCol int) {
 // emitDynamicMatmul is block b (of nb) of a matmul with dynamic rows: the cube's tile
 // loop, each tile's accumulator (in parts of tm/parts rows) going to store.
 //
-// The loop body is one tile: a loop's trip count in a register makes the backend
-// bracket it with barriers, so a body of two tiles (for L1 copies that alternate by K
-// stage, when a tile has an odd number of stages) would need a tail loop and its
-// barriers; the tiles of one body instead wait for the copy the previous tile used
-// last, which costs less (a few per cent of such a kernel at the bound).
+// The loop body is one tile (a loop's trip count in a register makes the backend
+// bracket it with barriers, so a body of two tiles would need a tail loop and its
+// barriers). The L1 copies alternate by K stage, so a tile of an odd number of stages
+// would start on the copy the previous tile ended on and wait for it: evenStages
+// splits one stage in two instead.
 func emitDynamicMatmul(e *emitter, tg *TileGraph, op *TileOp, b, nb, parts int, store func(acc []int, d dynTile)) {
 	k := op.Problem[3]
 	t := matmulTilingOf(op.Tile)
@@ -164,16 +164,63 @@ func emitDynamicMatmul(e *emitter, tg *TileGraph, op *TileOp, b, nb, parts int, 
 	// The windows' static sizes bound the register-given ones and lie inside the
 	// operands wherever the registers move them.
 	rows, cols := min(t.tm, op.Problem[1]), min(t.tn, op.Problem[2])
+	stages := kStages(k, kS)
+	if ceilDiv(op.NumTiles(), nb) > 1 { // a block runs tiles one after another
+		stages = evenStages(stages, t.tk)
+	}
 	l.each(nil, func(d dynTile) {
 		aoff, boff := d.offset(e, "aoff", aRow, 0), d.offset(e, "boff", 0, bCol)
-		for p0 := 0; p0 < max(k, 1); p0 += kS {
-			vk := max(0, min(kS, k-p0))
-			aw := cut(av.window(0, 0, p0, rows, vk), aoff, d.vr, 0)
-			bw := cut(bv.window(0, p0, 0, vk, cols), boff, 0, d.vc)
-			st.run(aw, bw, vk, p0 == 0, 0)
+		for _, sg := range stages {
+			aw := cut(av.window(0, 0, sg.p0, rows, sg.vk), aoff, d.vr, 0)
+			bw := cut(bv.window(0, sg.p0, 0, sg.vk, cols), boff, 0, d.vc)
+			st.run(aw, bw, sg.vk, sg.p0 == 0, 0)
 		}
 		store(st.acc, d)
 	})
+}
+
+// kStage is one L1 load of K: vk deep from p0.
+type kStage struct{ p0, vk int }
+
+// kStages cuts K (k deep) into stages of kS, as the static code does (one empty stage
+// for k 0).
+func kStages(k, kS int) []kStage {
+	var out []kStage
+	for p0 := 0; p0 < max(k, 1); p0 += kS {
+		out = append(out, kStage{p0, max(0, min(kS, k-p0))})
+	}
+	return out
+}
+
+// evenStages cuts K again, when its stages are odd in number, into one stage more of
+// (nearly) equal numbers of base blocks (of tk), so that a tile ends on the L1 copy
+// the next one does not start on and the copies stream as the static code's do (one
+// more load per tile: it pays where a block runs several tiles); equal stages keep
+// every load as far ahead of its use as the others. The base blocks and their order
+// stay the same, and so do the sums.
+func evenStages(stages []kStage, tk int) []kStage {
+	if len(stages)%2 == 0 {
+		return stages
+	}
+	k := 0
+	for _, s := range stages {
+		k += s.vk
+	}
+	blocks, n := ceilDiv(k, tk), len(stages)+1
+	if blocks < n {
+		return stages
+	}
+	out := make([]kStage, 0, n)
+	p0 := 0
+	for i := range n {
+		b := blocks / n
+		if i < blocks%n {
+			b++
+		}
+		out = append(out, kStage{p0, min(b*tk, k-p0)})
+		p0 += b * tk
+	}
+	return out
 }
 
 // emitDynamicPlainMatmul is a dynamic matmul block storing its tiles through the

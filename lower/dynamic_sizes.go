@@ -14,13 +14,10 @@ import (
 // dynamic-sizes pass then marks the kernels that compute only the valid rows of their
 // output (TileOp.Dynamic): they read the size into a scalar register and derive from
 // it their count of output tiles, each block's share of them and the valid rows of
-// the edge tile (codegen_dynamic_matmul.go), so that a run costs what its size needs
-// rather than what the bound's padding costs.
-//
-// A kernel that stays padded reads every position of its inputs, so whatever produces
-// them must write every position: being padded spreads from a kernel to the producers
-// of everything it reads. A dynamic kernel reads only the valid rows of its inputs,
-// so it may follow kernels of either kind.
+// the edge tile (codegen_dynamic_matmul.go, codegen_dynamic_rows.go), so that a run
+// costs what its size needs rather than what the bound's padding costs. Which
+// candidates may stay dynamic is keepPadded's question (the positions they leave
+// unwritten must not reach an axis some op combines).
 
 // DynamicSizes tells the compiler which sizes of a graph are known only when it runs.
 type DynamicSizes struct {
@@ -243,7 +240,8 @@ func producers(tg *TileGraph) map[int]int {
 // dynamicRowsOf is the index of the symbol whose value is the valid row count of op's
 // output when op can compute only those rows, else -1. That is a matmul (fused with
 // an epilogue or not) of one matrix, K not split, whose output rows are a symbol's;
-// an epilogue must compute nothing from positions. Whether its dirt may stay is keepPadded's question.
+// an epilogue must compute nothing from positions. Whether its dirt may stay is
+// keepPadded's question.
 func dynamicRowsOf(tg *TileGraph, op *TileOp, ext []extents, vectors int) int {
 	if op.Kind != TileMatmul && op.Kind != TileMatmulEpilogue || op.Problem[0] != 1 || op.Grid[3] != 1 {
 		return -1

@@ -240,3 +240,26 @@ func TestDynamicRowKernelsFollowTheRunSize(t *testing.T) {
 		}
 	}
 }
+
+// A dynamic matmul's K stages are even in number, the base blocks unchanged.
+func TestEvenStagesCutKAgain(t *testing.T) {
+	assert.Equal(t, []kStage{{0, 256}, {256, 256}, {512, 256}, {768, 256}}, evenStages(kStages(1024, 384), 64))
+	assert.Equal(t, []kStage{{0, 192}, {192, 192}, {384, 128}, {512, 100}}, evenStages(kStages(612, 256), 64), "blocks 3, 3, 2, 2; the last one partial")
+	assert.Equal(t, []kStage{{0, 256}, {256, 256}}, evenStages(kStages(512, 256), 64))
+	assert.Equal(t, []kStage{{0, 0}}, evenStages(kStages(0, 256), 64), "an empty K keeps its one stage")
+	assert.Equal(t, []kStage{{0, 64}, {64, 64}, {128, 64}}, evenStages(kStages(192, 64), 64), "no stage of two blocks to split")
+}
+
+// The estimate of a program for a run counts a dynamic kernel over the run's rows: at
+// the bound it is the padded estimate, below it less.
+func TestEstimatesFollowTheRunRows(t *testing.T) {
+	g, dyn := ffnGraph(t, 512, 256, 256, 128)
+	exe, err := Compile(g, Options{Chip: preset(t, "a2"), Verify: true, Dynamic: dyn, StopAfter: "plan-exec"})
+	require.NoError(t, err)
+	whole, searched := exe.EstimatedMsAt(nil)
+	require.True(t, searched)
+	atBound, _ := exe.EstimatedMsAt([]int{512})
+	few, _ := exe.EstimatedMsAt([]int{16})
+	assert.Equal(t, whole, atBound)
+	assert.Less(t, few, atBound)
+}

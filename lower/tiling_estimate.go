@@ -324,7 +324,13 @@ func estimateOp(chip *device.Chip, tg *TileGraph, op *TileOp) float64 {
 // programs of one graph at different sizes compare by all they run. An op the
 // estimator cannot time counts 0. searched says whether the program has a kernel whose
 // tiles the tile search chose by this estimate (a matmul, attention or row kernel).
-func (e *Executable) EstimatedMs() (ms float64, searched bool) {
+func (e *Executable) EstimatedMs() (ms float64, searched bool) { return e.EstimatedMsAt(nil) }
+
+// EstimatedMsAt is EstimatedMs for a run whose dynamic sizes (Options.Dynamic) have
+// the values sizes, in the order of the symbols: each op with dynamic rows is
+// estimated as the same op over the rows the run has (its tiles unchanged, the tiles
+// the run needs dealt over the cores). nil sizes estimate every op whole.
+func (e *Executable) EstimatedMsAt(sizes []int) (ms float64, searched bool) {
 	tg := e.exec.Blocks.Tiles
 	est := newEstimator(e.chip)
 	cycles := int64(0)
@@ -333,9 +339,29 @@ func (e *Executable) EstimatedMs() (ms float64, searched bool) {
 		case TileMatmul, TileMatmulEpilogue, TileAttention, TileRows:
 			searched = true
 		}
+		if d := op.Dynamic; d != nil && d.Index < len(sizes) {
+			op = rowsOf(op, sizes[d.Index])
+		}
 		if c, err := est.cycles(tg, op); err == nil {
 			cycles += c
 		}
 	}
 	return float64(cycles) / e.chip.ClockHz * 1e3, searched
+}
+
+// rowsOf is op over the first n rows of its output (at most all): a dynamic op as a
+// run of n rows runs it.
+func rowsOf(op *TileOp, n int) *TileOp {
+	c := *op
+	c.Problem, c.Grid = append([]int(nil), op.Problem...), append([]int(nil), op.Grid...)
+	switch op.Kind {
+	case TileRows: // problem [rows, C], grid [rows/tr, 1]
+		c.Problem[0] = max(1, min(n, op.Problem[0]))
+		c.Grid[0] = ceilDiv(c.Problem[0], op.Tile[0])
+	default: // matmuls: problem [batch, m, n, k], grid [batch, m/tm, n/tn, k/kc]
+		c.Problem[1] = max(1, min(n, op.Problem[1]))
+		c.Grid[1] = ceilDiv(c.Problem[1], op.Tile[0])
+	}
+	c.Dynamic = nil
+	return &c
 }

@@ -20,13 +20,15 @@ type Compiler interface {
 // estimator is a Compiler that can estimate a program's time without building it, for
 // sizing buckets (buckets.go); ok is false when the device has no timing model.
 type estimator interface {
-	Estimate(g *core.Graph, device string, cfg Config) (ms float64, ok bool, err error)
+	// Estimate is the estimate of g's program for a run whose dynamic sizes
+	// (Config.dynamic) have the values run (nil: the program computes everything).
+	Estimate(g *core.Graph, device string, cfg Config, run []int) (ms float64, ok bool, err error)
 }
 
 // estimateWith asks c for an estimate when it can give one.
-func estimateWith(c Compiler, g *core.Graph, device string, cfg Config) (float64, bool, error) {
+func estimateWith(c Compiler, g *core.Graph, device string, cfg Config, run []int) (float64, bool, error) {
 	if e, ok := c.(estimator); ok {
-		return e.Estimate(g, device, cfg)
+		return e.Estimate(g, device, cfg, run)
 	}
 	return 0, false, nil
 }

@@ -16,20 +16,24 @@ import (
 // on a device with a timing model does not compile a program per binding: each
 // symbol's range is cut into buckets, one program serves a bucket, compiled for its
 // upper bound, and a run pads its inputs to the bound, gives the program the masks that
-// keep padded positions out of valid ones, and cuts the results back. The padded
-// positions are computed, so a run costs what the bound's program costs: the buckets
-// are as wide as the device's estimate allows.
+// keep padded positions out of valid ones and the run's sizes, and cuts the results
+// back. Kernels that follow the run's sizes (lower/dynamic_sizes.go) compute only the
+// valid rows; the others compute the padded positions too, so a run costs between what
+// its own size and what the bound costs: the buckets are as wide as the device's
+// estimate allows.
 //
 // Bucket bounds are among bucketCandidates. From the low end of the range, a bucket
-// takes the next candidate and every further one whose program the device estimates at
-// most bucketTolerance slower than the cheapest program of the bucket estimated so far
-// (the previous bound's, the low end, and the candidates taken: estimates mostly grow
-// with the size, but not always), and the next bucket starts after it; a bucket's
-// bound is at most twice its low end (or 2*bucketTile), so that a program the device
-// cannot estimate still pads little.
+// takes the next candidate and every further one whose program the device estimates,
+// for a run of the bucket's smallest size (where the bound costs most over the size),
+// at most bucketTolerance slower than the cheapest program for that run estimated so
+// far (the smallest size's own, and the candidates taken: estimates mostly grow with
+// the size, but not always), and the next bucket starts after it; a bucket's bound is
+// at most twice its low end (or 2*bucketTile), so that a program the device cannot
+// estimate still pads little.
 // A candidate's estimate is the sum of the device's estimates of all the padded
-// program's kernels (lower.Executable.EstimatedMs), from a compilation that stops
-// before machine code (lower.Options.StopAfter). The symbols are bucketed in
+// program's kernels for the run (lower.Executable.EstimatedMsAt: a kernel that follows
+// the run's rows is estimated over those rows), from a compilation that stops before
+// machine code (lower.Options.StopAfter). The symbols are bucketed in
 // turn (bucket): each with the ones before it at their buckets' bounds and the ones
 // after it at their run's values rounded up to powers of two, so that the buckets of
 // one symbol are learnt once for a range of the others, and the tolerance holds for
@@ -55,9 +59,10 @@ func nextCandidate(c int) int {
 
 // bucketing holds an executor's padding plan and what it learnt of the bucket bounds.
 type bucketing struct {
-	plan     *core.PadPlan
-	symbols  []string
-	estimate func(b core.Binding) (float64, error)
+	plan    *core.PadPlan
+	symbols []string
+	// estimate is the device's estimate of the program of bound for a run of run.
+	estimate func(bound, run core.Binding) (float64, error)
 
 	mu     sync.Mutex
 	off    string             // why the executor stopped using buckets ("": it uses them)
@@ -68,7 +73,7 @@ type bucketing struct {
 
 // newBucketing returns the bucketing of g, or nil when g cannot run padded or the
 // device has no timing model to size buckets with.
-func newBucketing(g *core.Graph, plan *core.PadPlan, estimate func(core.Binding) (float64, error)) *bucketing {
+func newBucketing(g *core.Graph, plan *core.PadPlan, estimate func(bound, run core.Binding) (float64, error)) *bucketing {
 	return &bucketing{plan: plan, symbols: core.GraphSymbols(g), estimate: estimate,
 		est: map[string]float64{}, bounds: map[string][]int{}}
 }
@@ -169,7 +174,8 @@ func (k *bucketing) boundFor(s string, n int, hi, lo core.Binding) (int, int, er
 		if prev > 0 {
 			u = nextCandidate(prev)
 		}
-		ref, err := k.estimateLocked(at(lo, max(prev, 1)))
+		run := at(lo, prev+1) // the bucket's smallest run, where its bound costs most
+		ref, err := k.estimateLocked(run, run)
 		if err != nil {
 			k.off = "sizing buckets failed: " + err.Error()
 			return 0, 0, nil
@@ -182,7 +188,7 @@ func (k *bucketing) boundFor(s string, n int, hi, lo core.Binding) (int, int, er
 		// program seen in the bucket by the tolerance (the program of the bucket's
 		// low end may be dearer than a larger one: a single row computes its
 		// softmax with other kernels).
-		first, err := k.estimateLocked(at(hi, u))
+		first, err := k.estimateLocked(at(hi, u), run)
 		if err != nil {
 			k.off = "sizing buckets failed: " + err.Error()
 			return 0, 0, nil
@@ -191,7 +197,7 @@ func (k *bucketing) boundFor(s string, n int, hi, lo core.Binding) (int, int, er
 			ref = min(ref, first)
 		}
 		for nextCandidate(u) <= 2*max(prev, bucketTile) {
-			e, err := k.estimateLocked(at(hi, nextCandidate(u)))
+			e, err := k.estimateLocked(at(hi, nextCandidate(u)), run)
 			if err != nil {
 				k.off = "sizing buckets failed: " + err.Error()
 				return 0, 0, nil
@@ -213,12 +219,12 @@ func (k *bucketing) boundFor(s string, n int, hi, lo core.Binding) (int, int, er
 	}
 }
 
-func (k *bucketing) estimateLocked(b core.Binding) (float64, error) {
-	key := b.Key()
+func (k *bucketing) estimateLocked(bound, run core.Binding) (float64, error) {
+	key := bound.Key() + "@" + run.Key()
 	if v, ok := k.est[key]; ok {
 		return v, nil
 	}
-	v, err := k.estimate(b)
+	v, err := k.estimate(bound, run)
 	if err != nil {
 		return 0, err
 	}
@@ -230,7 +236,7 @@ func (k *bucketing) estimateLocked(b core.Binding) (float64, error) {
 // estimateProgram is the device's estimate of g's program in ms: the estimates of all
 // its kernels (lower.Executable.EstimatedMs), from a compilation that stops after the
 // execution graph; 0 for a program none of whose kernels the tile search estimates.
-func estimateProgram(g *core.Graph, device_ string, cfg Config) (float64, error) {
+func estimateProgram(g *core.Graph, device_ string, cfg Config, run []int) (float64, error) {
 	chip, err := device.Preset(device_)
 	if err != nil {
 		return 0, core.Errorf(core.ValueError, "unknown device %q", device_)
@@ -247,7 +253,7 @@ func estimateProgram(g *core.Graph, device_ string, cfg Config) (float64, error)
 	if err != nil {
 		return 0, AsError(core.CompileError, err)
 	}
-	ms, searched := exe.EstimatedMs()
+	ms, searched := exe.EstimatedMsAt(run)
 	if !searched {
 		return 0, nil // buckets are sized by the kernels the tile search estimates
 	}

@@ -41,18 +41,41 @@ func TestBucketBoundsFollowTheEstimate(t *testing.T) {
 	cost := func(b core.Binding) (float64, error) { // flat to 64, then linear
 		return float64(max(64, b["n"])), nil
 	}
-	k := newBucketing(g, nil, cost)
+	k := newBucketing(g, nil, padded(cost))
 	for _, n := range []int{300, 1, 65, 129, 64} {
 		u, err := k.bucket(core.Binding{"n": n})
 		require.NoError(t, err)
 		assert.GreaterOrEqual(t, u["n"], n)
 	}
 	assert.Equal(t, []int{64, 128, 192, 256, 320}, k.info().Bounds["n"])
-	k2 := newBucketing(g, nil, cost)
+	k2 := newBucketing(g, nil, padded(cost))
 	u, err := k2.bucket(core.Binding{"n": 257})
 	require.NoError(t, err)
 	assert.Equal(t, 320, u["n"])
 	assert.Equal(t, []int{64, 128, 192, 256, 320}, k2.info().Bounds["n"])
+}
+
+// padded is the estimate of programs that compute their whole bound, whatever the run.
+func padded(cost func(core.Binding) (float64, error)) func(bound, run core.Binding) (float64, error) {
+	return func(bound, _ core.Binding) (float64, error) { return cost(bound) }
+}
+
+// Programs whose kernels follow the run's size cost what the run needs plus a little
+// that grows with the bound: buckets grow to twice their low end.
+func TestBucketsOfProgramsThatFollowTheRunAreWide(t *testing.T) {
+	g := symbolicGraph(t, "f32[n,4]")
+	cost := func(bound, run core.Binding) (float64, error) { // the run's rows, and 1% of the bound's
+		return float64(max(64, run["n"])) + 0.01*float64(bound["n"]), nil
+	}
+	k := newBucketing(g, nil, cost)
+	u, err := k.bucket(core.Binding{"n": 1000})
+	require.NoError(t, err)
+	assert.Equal(t, 1024, u["n"])
+	assert.Equal(t, []int{128, 256, 512, 1024}, k.info().Bounds["n"])
+	padded := newBucketing(g, nil, func(bound, _ core.Binding) (float64, error) { return cost(bound, bound) })
+	_, err = padded.bucket(core.Binding{"n": 1000})
+	require.NoError(t, err)
+	assert.Greater(t, len(padded.info().Bounds["n"]), 10, "padded programs cost their bound: buckets 64 wide")
 }
 
 func symbolicGraph(t *testing.T, in string) *core.Graph {
@@ -72,7 +95,7 @@ func symbolicGraph(t *testing.T, in string) *core.Graph {
 func TestBucketsBoundThePaddingOfAllSymbolsTogether(t *testing.T) {
 	g := symbolicGraph(t, "f32[a,b]")
 	cost := func(b core.Binding) (float64, error) { return float64(max(64, b["a"]*b["b"])), nil }
-	k := newBucketing(g, nil, cost)
+	k := newBucketing(g, nil, padded(cost))
 	require.Equal(t, []string{"a", "b"}, k.symbols)
 	for a := 1; a <= 40; a++ {
 		for b := 1; b <= 40; b++ {

@@ -36,11 +36,11 @@ func (c deviceCompiler) CheckDevice(name string) (string, error) {
 }
 
 // Estimate is the chip's estimate of g's program in ms; the reference device has none.
-func (c deviceCompiler) Estimate(g *core.Graph, name string, cfg Config) (float64, bool, error) {
+func (c deviceCompiler) Estimate(g *core.Graph, name string, cfg Config, run []int) (float64, bool, error) {
 	if isReference(name) {
 		return 0, false, nil
 	}
-	return estimateWith(c.chips, g, name, cfg)
+	return estimateWith(c.chips, g, name, cfg, run)
 }
 
 func (c deviceCompiler) Compile(g *core.Graph, name string, cfg Config) (Program, error) {

@@ -410,15 +410,15 @@ func (s *Session) bucketingFor(g *core.Graph, syms []string, cons []core.Constra
 		return nil, err.Error()
 	}
 	cfg.dynamic = dynamicSizes(plan)
-	return newBucketing(g, plan, func(b core.Binding) (float64, error) {
-		if err := core.CheckConstraints(cons, b); err != nil {
+	return newBucketing(g, plan, func(bound, run core.Binding) (float64, error) {
+		if err := core.CheckConstraints(cons, bound); err != nil {
 			return 0, core.Errorf(core.ValueError, "symbols tied by the constraints cannot be bucketed apart (%v)", err)
 		}
-		pg, err := plan.Specialize(b)
+		pg, err := plan.Specialize(bound)
 		if err != nil {
 			return 0, err
 		}
-		ms, _, err := estimateWith(s.compiler, pg, device, cfg)
+		ms, _, err := estimateWith(s.compiler, pg, device, cfg, plan.SizesOf(run))
 		return ms, err
 	}), ""
 }

@@ -23,8 +23,8 @@ func (loweringCompiler) CheckDevice(name string) (string, error) {
 	return chip.Name, nil
 }
 
-func (loweringCompiler) Estimate(g *core.Graph, name string, cfg Config) (float64, bool, error) {
-	ms, err := estimateProgram(g, name, cfg)
+func (loweringCompiler) Estimate(g *core.Graph, name string, cfg Config, run []int) (float64, bool, error) {
+	ms, err := estimateProgram(g, name, cfg, run)
 	return ms, err == nil, err
 }
 
