@@ -12,14 +12,16 @@ Rows:
   simulated time and communication share (bytes: all-reduced bytes per rank).
 - pipeline parallelism over 4 chips (parallel_strategy="pipeline_parallel"), training
   31 tanh-linear layers (hidden 64, fp32, 16 rows a micro-batch) at m = 4, 8, 16
-  micro-batches for each schedule: simulated time, the bubble against the schedule's
-  (p-1)/m ((p-1)/(v m) interleaved, v = 2), the real timeline's idle share,
-  communication share and chip 0's peak activation bytes (bytes: one activation
-  transfer).
+  micro-batches for each schedule: simulated time, the bubble of the run (transfers
+  included) against the schedule's (p-1)/m ((p-1)/(v m) interleaved, v = 2), the
+  schedule's own bubble (transfers taken as instantaneous), the bubble with each send's
+  launch after its step (overlap_p2p_launch=False), the idle share, communication share
+  and chip 0's peak activation bytes (bytes: one activation transfer).
 
     python bench/distributed.py [--json] [--values-max BYTES] [--tp-tokens N] [--no-pipeline]
 """
 import argparse
+import dataclasses
 import json
 import os
 import sys
@@ -132,8 +134,11 @@ def pipeline_rows():
             ex.value_and_grad(lambda y, t: p.mean((y - t) ** 2.0), x, x)
             host = time.perf_counter() - t0
             r = ex.last_report
+            serial = p.compile(layers, config=dataclasses.replace(cfg, overlap_p2p_launch=False))
+            serial.value_and_grad(lambda y, t: p.mean((y - t) ** 2.0), x, x)
             rows.append({"case": f"pipeline {schedule} m={m}", "ranks": stages, "bytes": rows_per_micro * h * 4,
                          "sim_us": r.seconds * 1e6, "bubble": r.bubble, "theory": (stages - 1) / (v * m),
+                         "schedule_bubble": r.schedule_bubble, "bubble_launch_after_step": serial.last_report.bubble,
                          "idle_share": r.idle_share, "comm_share": r.comm_share,
                          "peak_activation_bytes": r.stages[0].peak_activation_bytes, "host_s": host})
     return rows
@@ -154,7 +159,8 @@ def main():
     for r in rows:
         extra = f"busbw {r['busbw_gbs']:7.1f} GB/s  {r['algorithm']}" if "busbw_gbs" in r else f"comm share {r['comm_share']:.2f}"
         if "bubble" in r:
-            extra += f"  bubble {r['bubble']:.3f} (theory {r['theory']:.3f})  idle {r['idle_share']:.3f}"
+            extra += (f"  bubble {r['bubble']:.3f} (theory {r['theory']:.3f}, schedule {r['schedule_bubble']:.3f}, "
+                      f"launch after step {r['bubble_launch_after_step']:.3f})  idle {r['idle_share']:.3f}")
         print(f"{r['case']:<28} ranks {r['ranks']}  sim {r['sim_us']:10.2f} us  {extra}  host {r['host_s']:.3f} s")
 
 

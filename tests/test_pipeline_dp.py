@@ -107,8 +107,32 @@ def test_bubble_is_the_schedules(schedule, m):
     ex.value_and_grad(mse, x, x)
     r = ex.last_report
     theory = 3 / (v * m)
+    # the bubble of the simulated run, transfers included (their launches run while
+    # the steps producing them compute; their latency and bytes stay on the path)
     assert abs(r.bubble - theory) < 0.02, (r.bubble, theory, [s.compute_s for s in r.stages])
-    assert r.exposed_comm_s > 0 and r.idle_bubble > r.bubble  # transfers cost time on top
+    assert abs(r.schedule_bubble - theory) < 0.02
+    assert r.exposed_comm_s > 0 and r.bubble > r.schedule_bubble  # transfers still cost time on top
+
+
+def test_sends_launch_while_their_step_computes():
+    # Two stages, one micro-batch, forward only: stage 1 starts when stage 0's output
+    # has arrived, the send's latency and bytes after stage 0's end; its launch under
+    # stage 0's compute, or after it when overlap_p2p_launch is off.
+    rng = np.random.default_rng(7)
+    _, layers = make_layers(rng, 2, 64)
+    x = rng.standard_normal((16, 64)).astype(np.float32)
+    send = D.collective_time("send", x.nbytes, D.Mesh((2,), ("pp",)), ranks=(0, 1))
+    starts = {}
+    for overlap in (True, False):
+        ex = p.compile(layers, config=pp_config(2, 1, "gpipe", overlap_p2p_launch=overlap))
+        ex.run(x)
+        first, second = ex.last_report.steps
+        assert first["end_s"] - first["start_s"] > send["launch_seconds"]  # a step long enough to hide the launch
+        starts[overlap] = second["start_s"] - first["end_s"]
+    assert starts[True] == pytest.approx(send["algorithm_seconds"], rel=1e-9)
+    assert starts[False] == pytest.approx(send["seconds"], rel=1e-9)
+    with pytest.raises(p.PyptoTypeError, match="overlap_p2p_launch"):
+        pp_config(2, 1, "gpipe", overlap_p2p_launch="yes")
 
 
 def test_1f1b_holds_fewer_activations_than_gpipe():

@@ -50,6 +50,7 @@ class DistributedConfig:
     virtual_stages: int = 2  # chunks per chip of the "interleaved_1f1b" schedule
     bucket_cap_mb: float = 25.0  # data-parallel gradient buckets (torch DDP's default)
     gradient_accumulation_steps: int = 1
+    overlap_p2p_launch: bool = True  # a pipeline's sends launch while the step producing them computes
 
     def __post_init__(self):
         op = "DistributedConfig"
@@ -69,6 +70,7 @@ class DistributedConfig:
         check.integer(self.num_microbatches, "num_microbatches", op, lo=1)
         check.integer(self.virtual_stages, "virtual_stages", op, lo=1)
         check.integer(self.gradient_accumulation_steps, "gradient_accumulation_steps", op, lo=1)
+        check.flag(self.overlap_p2p_launch, "overlap_p2p_launch", op)
         object.__setattr__(self, "bucket_cap_mb", check.number(self.bucket_cap_mb, "bucket_cap_mb", op, lo=0))
         if self.bucket_cap_mb <= 0:
             raise check.fail(op, "bucket_cap_mb", self.bucket_cap_mb, "a positive size in MB", PyptoValueError)

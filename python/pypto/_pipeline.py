@@ -50,10 +50,11 @@ class PipelineReport:
     """The simulated timeline of a pipeline run: ``seconds`` (the last step's end),
     ``stages`` (a StageReport per chip), ``steps`` (each step: chip, kind "F"/"B",
     chunk, micro-batch, start_s, end_s, after: the index of the step whose output it
-    takes), ``bubble`` (Megatron's bubble fraction t_pb / t_id: the time the schedule
-    adds to the ideal one, the busiest chip's compute, on the timeline replayed with
-    instantaneous transfers: (p-1)/m for gpipe and 1f1b, (p-1)/(v m) interleaved, for
-    balanced stages), ``exposed_comm_s`` (what the transfers add to the run),
+    takes), ``bubble`` (Megatron's bubble fraction t_pb / t_id: the time the run
+    adds to the ideal one, the busiest chip's compute, transfers included: (p-1)/m for
+    gpipe and 1f1b, (p-1)/(v m) interleaved, for balanced stages), ``schedule_bubble``
+    (the same on the timeline replayed with instantaneous transfers: the schedule's
+    alone), ``exposed_comm_s`` (what the transfers add to the run),
     ``idle_bubble`` (all idle over compute), ``idle_share`` (all idle over the chips'
     whole time) and ``comm_share`` (transfer time over the chips' whole time)."""
 
@@ -66,7 +67,17 @@ class PipelineReport:
 
     @property
     def bubble(self) -> float:
-        ideal = max(s.compute_s for s in self.stages)  # the busiest chip's work, run without a pause
+        """Megatron's bubble fraction t_pb / t_id on the simulated timeline, transfers
+        included: the run's time over the ideal one (the busiest chip's compute, run
+        without a pause), minus one."""
+        ideal = max(s.compute_s for s in self.stages)
+        return self.seconds / ideal - 1 if ideal else 0.0
+
+    @property
+    def schedule_bubble(self) -> float:
+        """The schedule's own bubble: the same steps replayed with instantaneous
+        transfers, over the busiest chip's compute, minus one."""
+        ideal = max(s.compute_s for s in self.stages)
         return self.schedule_seconds / ideal - 1 if ideal else 0.0
 
     @property
@@ -243,7 +254,7 @@ class PipelineExecutor:
                     held[s] -= act[c]
                 dst_chunk = c + 1 if kind == "F" else c - 1
                 if 0 <= dst_chunk < nch and out is not None:
-                    arrived[(kind, dst_chunk, j)] = self._send(out, s, dst_chunk % p, end, comm_free, report)
+                    arrived[(kind, dst_chunk, j)] = self._send(out, s, dst_chunk % p, start, end, comm_free, report)
                     made_by[(kind, dst_chunk, j)] = len(report.steps) - 1
                 elif kind == "F" and c == nch - 1:
                     outs[j] = out
@@ -260,17 +271,27 @@ class PipelineExecutor:
         self.last_report = report
         return outs
 
-    def _send(self, value, src: int, dst: int, ready: float, comm_free: list, report: PipelineReport):
+    def _send(self, value, src: int, dst: int, posted: float, ready: float, comm_free: list, report: PipelineReport):
         """Moves value from chip src to chip dst through the mesh (the bytes and their
-        time on src's communication stream); returns (value at dst, arrival time)."""
+        time on src's communication stream); returns (value at dst, arrival time).
+
+        The send is posted when the step that produces it starts (the schedule fixes
+        every transfer, so the runtime enqueues it with the step, waiting on the step's
+        completion event): with ``overlap_p2p_launch`` its launch runs on the
+        communication stream while the step computes, and only the transfer itself
+        (latency and bytes) follows the step's end; without it the launch follows too."""
         if src == dst:
             return value, ready
         flat = np.ascontiguousarray(value).reshape(-1)
         outs, t = run_collective(self.mesh, "send", (src, dst), [flat, np.zeros_like(flat)])
-        start = max(ready, comm_free[src])
-        comm_free[src] = start + t["seconds"]
+        if self.config.overlap_p2p_launch:
+            launched = max(posted, comm_free[src]) + t["launch_seconds"]
+            done = max(ready, launched) + t["algorithm_seconds"]
+        else:
+            done = max(ready, comm_free[src]) + t["seconds"]
+        comm_free[src] = done
         report.stages[src].send_s += t["seconds"]
-        return outs[1].reshape(value.shape), comm_free[src]
+        return outs[1].reshape(value.shape), done
 
     def _activation_bytes(self, chunk_layers, micro, train) -> list:
         if not train:
