@@ -201,3 +201,23 @@ def test_gradient_buckets_overlap_the_backward():
     assert len(r.buckets) == 6 and [b["layers"] for b in r.buckets] == [[5], [4], [3], [2], [1], [0]]
     assert r.seconds < r.compute_s + r.comm_s  # the buckets' all-reduces run under the backward
     assert r.overlap_s > 0.5 * (r.comm_s - r.collectives[-1]["seconds"])
+
+
+def test_gradient_accumulation_runs_on_the_device_and_takes_time():
+    # Each chunk's first backward starts the gradient sums; every later one adds to
+    # them in its own program, so its step is longer than the first by the additions
+    # (same shapes, same ops otherwise) and the sums are those of numpy.
+    rng = np.random.default_rng(8)
+    ws, layers = make_layers(rng, 4, 64)
+    x = rng.standard_normal((48, 64)).astype(np.float32)
+    t = rng.standard_normal((48, 64)).astype(np.float32)
+    ex = p.compile(layers, config=pp_config(2, 3, "1f1b"))
+    loss, g = ex.value_and_grad(mse, x, t)
+    steps = {(s["kind"], s["chunk"], s["microbatch"]): s["end_s"] - s["start_s"] for s in ex.last_report.steps}
+    for c in range(2):
+        assert steps[("B", c, 1)] > steps[("B", c, 0)] and steps[("B", c, 2)] == pytest.approx(steps[("B", c, 1)])
+    _, want_loss, want_g = numpy_value_and_grad(ws, x, t)
+    for gl, wl in zip(g, want_g):
+        for a, b in zip(gl, wl):
+            np.testing.assert_allclose(a.numpy(), b, rtol=1e-4, atol=1e-6)
+    assert float(loss.numpy()) == pytest.approx(want_loss, rel=1e-5)

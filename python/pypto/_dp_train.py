@@ -9,7 +9,9 @@ most ``bucket_cap_mb`` (in backward order, one dtype per bucket), and each bucke
 all-reduce is issued on the rank's communication stream (``async_op=True``) as soon as
 it is full, while the backward of the layers before it goes on computing. With
 ``gradient_accumulation_steps=k`` each rank splits its share into k micro-batches and
-only the last one's backward all-reduces (torch's ``no_sync`` for the others). The
+only the last one's backward all-reduces (torch's ``no_sync`` for the others); each
+backward after the first adds its gradients to the sums in its own program, so
+accumulating is charged to the rank's simulated time. The
 loss of each micro-batch is scaled by 1 / (ranks x k), so the summed gradients are
 those of the mean loss over the whole batch.
 """
@@ -137,7 +139,7 @@ class DataParallelTrainer:
         buckets, k, scale = self.buckets(layers), self.k, 1.0 / (self.d * self.k)
 
         def rank_fn(xs, ts):
-            acc = [[np.zeros(w.shape, np.float32) for w in layer.params] for layer in layers]
+            acc = [None] * len(layers)  # per layer: its gradients summed over the micro-batches so far
             loss = 0.0
             works = []
             for j, (xm, tm) in enumerate(zip(np.split(xs.numpy(), k), np.split(ts.numpy(), k))):
@@ -151,10 +153,9 @@ class DataParallelTrainer:
                 dy, pending = None, list(buckets)
                 done = set()
                 for i in reversed(range(len(layers))):
-                    dy, g = L.chunk_backward(saved[i], dy)
-                    for kk, gw in enumerate(g[0]):
-                        acc[i][kk] += gw
-                        done.add((i, kk))
+                    dy, g = L.chunk_backward(saved[i], dy, None if j == 0 else acc[i:i + 1])
+                    acc[i] = g[0]
+                    done.update((i, kk) for kk in range(len(g[0])))
                     while last_micro and pending and all(b in done for b in pending[0]):
                         bucket = pending.pop(0)
                         flat = np.concatenate([acc[a][b].reshape(-1) for a, b in bucket]).astype(layers[bucket[0][0]].params[bucket[0][1]].dtype)

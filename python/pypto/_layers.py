@@ -153,16 +153,26 @@ def _call(layer: Layer, x, params):
     return y
 
 
-def chunk_backward(saved: Saved, dy) -> tuple:
+def chunk_backward(saved: Saved, dy, acc=None) -> tuple:
     """The chunk's backward as one program: the cotangent of its input (None on the
     first chunk) and the gradient of every parameter (per layer), seeded with dy (host
-    array; None when the output is the loss)."""
+    array; None when the output is the loss).
+
+    ``acc`` (a list per layer of host arrays, or None) is the gradient accumulated over
+    the micro-batches before this one: each parameter's gradient is then added to it
+    in the same program (in float32 for floating parameters, as a float32 main-grad
+    buffer does), so accumulating is charged to the step's simulated time, and the
+    sums are returned."""
     wrt = ([saved.x] if saved.x is not None else []) + [w for ps in saved.params for w in ps]
     if not wrt:
         return None, [[] for _ in saved.params]
     seed = None if dy is None else from_numpy(dy)
     gs = _gradients(saved.out, wrt, seed, "pipeline backward")
     gs = [g if g is not None else from_numpy(np.zeros(tuple(t.shape), t.dtype.numpy)) for g, t in zip(gs, wrt)]
+    if acc is not None:
+        held = [a for layer_acc in acc for a in layer_acc]
+        at = len(gs) - len(held)
+        gs[at:] = [_accumulate(g, a) for g, a in zip(gs[at:], held)]
     host = realize_as_one(gs)
     dx = host.pop(0) if saved.x is not None else None
     per, at = [], 0
@@ -170,6 +180,13 @@ def chunk_backward(saved: Saved, dy) -> tuple:
         per.append(host[at:at + len(ps)])
         at += len(ps)
     return dx, per
+
+
+def _accumulate(g: Tensor, held: np.ndarray) -> Tensor:
+    """held + g on the device, in the accumulator's dtype (float32 for floating
+    gradients)."""
+    dt = "float32" if np.issubdtype(held.dtype, np.floating) else held.dtype
+    return cast(from_numpy(np.ascontiguousarray(held, dtype=dt)), dt) + cast(g, dt)
 
 
 def activation_bytes(layers: list, shape: tuple, dtype) -> tuple:

@@ -113,7 +113,8 @@ class PipelineExecutor:
     over ``num_microbatches`` micro-batches (x split along axis 0);
     ``value_and_grad(loss_fn, x, target)`` trains: forward and backward per micro-batch
     in the schedule's order, the gradients accumulated over the micro-batches (those of
-    the mean of the micro-batches' losses). ``last_report`` is the timeline."""
+    the mean of the micro-batches' losses; each backward adds its gradients to the
+    sums in its own program, so accumulating takes simulated time). ``last_report`` is the timeline."""
 
     def __init__(self, model, config):
         self.config = config
@@ -190,10 +191,10 @@ class PipelineExecutor:
         layers = L.with_params(self.layers, params, "PipelineExecutor.value_and_grad")
         micro = self._micro(x, "value_and_grad")
         targets = self._micro(target, "value_and_grad")
-        acc = [[np.zeros(w.shape, np.float64) for w in layer.params] for layer in layers]
+        acc = [None] * len(layers)  # per layer: its gradients summed over the micro-batches so far
         loss = self._simulate(layers, micro, (loss_fn, targets), acc)
         total = sum(float(np.asarray(v).reshape(-1)[0]) for v in loss.values())
-        grads = [[from_numpy(g.astype(w.dtype)) for g, w in zip(gs, layer.params)] for gs, layer in zip(acc, layers)]
+        grads = [[from_numpy(g.astype(w.dtype, copy=False)) for g, w in zip(gs, layer.params)] for gs, layer in zip(acc, layers)]
         return from_numpy(np.asarray(total, dtype=np.asarray(loss[0]).dtype)), grads
 
     def _simulate(self, layers, micro, loss, acc=None):
@@ -230,10 +231,9 @@ class PipelineExecutor:
                                                   loss=(ls[0], ls[1][j], 1.0 / m) if ls else None)
                     else:
                         sv, _ = saved.pop(("F", c, j))
-                        out, g = L.chunk_backward(sv, value)
-                        for gs, layer_acc in zip(g, acc[cuts[c][0]:cuts[c][1]]):
-                            for a, gw in zip(layer_acc, gs):
-                                a += gw
+                        a, b = cuts[c]
+                        sums = acc[a:b] if acc[a] is not None else None  # the chunk's first backward starts them
+                        out, acc[a:b] = L.chunk_backward(sv, value, sums)
                 end = start + t.seconds
                 st = report.stages[s]
                 st.idle_s += start - free[s]
