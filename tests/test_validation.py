@@ -301,7 +301,7 @@ TABLE = {
                           "pipeline_parallel_size": "count?", "data_parallel_size": "count?", "mesh_axis_names": "names?",
                           "num_microbatches": "count", "schedule": "choice", "preset": "chip", "backend": "choice",
                           "workers": "count?", "virtual_stages": "count", "bucket_cap_mb": "number",
-                          "gradient_accumulation_steps": "count"}),
+                          "gradient_accumulation_steps": "count", "overlap_p2p_launch": "flag"}),
 }  # fmt: skip
 
 #: Functions only usable inside a kernel being traced (test_kernel_only_arguments).
