@@ -22,9 +22,17 @@ _COMPILE_HINTS = [
 ]
 
 
-def _mask_values(mask, op: str, name: str = "mask") -> np.ndarray:
+_WRITE_HINTS = [
+    "write a number or one row where the mask alone selects: x[mask] = 0 compiles (it is p.where(mask, 0, x))",
+    "or give values of x's shape: x = p.where(mask, values, x)",
+    "or write a fixed number of positions: p.index_put(x, (rows,), values) with index tensors of a fixed size",
+]
+
+
+def _mask_values(mask, op: str, name: str = "mask", writes: bool = False) -> np.ndarray:
     """The mask's values as a numpy bool array (realising a pending p.Tensor); an error
-    when it is not bool, or has no values (a traced tensor inside p.compile)."""
+    when it is not bool, or has no values (a traced tensor inside p.compile). writes:
+    the mask says where to write (its positions are data), not a result's size."""
     if isinstance(mask, Tensor):
         if mask.dtype.name != "bool":
             raise DTypeError(f"{op}: {name} must be a bool tensor, got {mask.dtype.name}", location=user_location(),
@@ -34,12 +42,10 @@ def _mask_values(mask, op: str, name: str = "mask") -> np.ndarray:
         except PyptoValueError as e:
             if not _has_no_data(e):
                 raise
-            raise PyptoValueError(
-                f"{op}: the size of the result depends on the values of {name}, which a traced tensor inside "
-                "p.compile does not have",
-                location=user_location(),
-                suggestions=_COMPILE_HINTS,
-            ) from None
+            what = f"the positions written depend on the values of the boolean {name}" if writes else \
+                f"the size of the result depends on the values of {name}"  # fmt: skip
+            raise PyptoValueError(f"{op}: {what}, which a traced tensor inside p.compile does not have",
+                                  location=user_location(), suggestions=_WRITE_HINTS if writes else _COMPILE_HINTS) from None  # fmt: skip
     try:
         m = np.asarray(mask)
     except (TypeError, ValueError):

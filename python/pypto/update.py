@@ -24,51 +24,12 @@ from .tensor import Tensor, _lib, _pinned_handles, apply, as_tensor, from_numpy,
 __all__ = ["slice_update", "index_put", "scatter"]
 
 
-def _place(x: Tensor, positions: np.ndarray, values, op: str) -> Tensor:
-    """x with the elements where positions >= 0 replaced by the flattened values'
-    element positions names."""
-    values = as_tensor(values, op, "values")
-    if values.dtype != x.dtype:
-        values = values.astype(x.dtype)
-    mask = positions >= 0
-    if not mask.any():
-        return x
-    flat = reshape(values, -1)
-    picked = reshape(take(flat, from_numpy(np.where(mask, positions, 0).astype(np.int32).reshape(-1))), *x.shape)
-    return where(from_numpy(mask), picked, x)
-
-
-def _index_map(shape, key, value_shape, op: str) -> np.ndarray:
-    """An int array of x's shape: the flat position in the (broadcast) update of each
-    element key selects, -1 elsewhere; numpy's indexing decides what key selects."""
-    pos = np.full(shape, -1, dtype=np.int64)
-    try:
-        selected = pos[key].shape
-        src = np.broadcast_to(np.arange(int(np.prod(value_shape)), dtype=np.int64).reshape(value_shape), selected)
-        pos[key] = src
-    except IndexError as e:
-        raise PyptoIndexError(f"{op}: {e}", location=user_location()) from None
-    except ValueError as e:
-        raise ShapeError(f"{op}: a value of shape {list(value_shape)} does not fit the selection: {e}", location=user_location()) from None
-    return pos
-
-
-def _host_key(key, op: str):
-    """The key with p.Tensor index arrays turned into numpy (they are realised)."""
-    def conv(k):
-        if isinstance(k, Tensor):
-            return k.numpy()
-        return k
-
-    return tuple(conv(k) for k in key) if isinstance(key, tuple) else conv(key)
-
-
 def _block_of(shape, key):
     """For a basic key (ints, slices with step 1, Ellipsis), the block it selects as
     (starts, sizes) over every axis; None for any other key."""
     key = key if isinstance(key, tuple) else (key,)
     if any(not (k is Ellipsis or isinstance(k, (slice, int, np.integer))) or isinstance(k, bool) for k in key):
-        return None  # index arrays, masks, None: the index map
+        return None  # index arrays, masks, None: an index_put
     dots = [i for i, k in enumerate(key) if k is Ellipsis]
     if len(dots) > 1:
         return None
@@ -82,7 +43,7 @@ def _block_of(shape, key):
     for k, n in zip(key, shape):
         if isinstance(k, (int, np.integer)) and not isinstance(k, bool):
             if not -n <= int(k) < n:
-                return None  # numpy's IndexError, from the index map
+                return None  # the index_put path reports it
             starts.append(int(k) % n)
             sizes.append(1)
         elif isinstance(k, slice):
@@ -108,50 +69,206 @@ def _key_axes(parts, ndim):
     return out
 
 
+def _value_of(x: Tensor, value, op: str) -> Tensor:
+    """An assigned value as a p.Tensor of x's dtype."""
+    val = as_tensor(value if isinstance(value, (Tensor, np.ndarray)) else np.asarray(value, dtype=x.dtype.numpy), op, "value")
+    return val if val.dtype == x.dtype else val.astype(x.dtype)
+
+
 def setitem(x: Tensor, key, value) -> None:
-    """``x[key] = value`` (numpy's indexing: ints, slices, Ellipsis, None, integer and
-    boolean index arrays); x is rebound to the updated value. A key of ints and
-    slices with step 1 is one p.slice_update, and one of integer index arrays on the
-    leading axes (then full slices) one p.index_put: both are written in place in a
-    compiled program when x allows it, and index p.Tensors may change from run to run.
-    Other keys place the value through an index map."""
+    """``x[key] = value`` with numpy's indexing (ints, slices, Ellipsis, None, integer
+    and boolean index arrays); x is rebound to the updated value. A key of ints and
+    slices of step 1 is one p.slice_update; any other is one p.index_put (the selected
+    positions as index arrays, numpy's order of the selection kept): both are written
+    in place in a compiled program when x allows it, and index p.Tensors may change
+    from run to run. A lone boolean mask over x's leading axes with a value that fits
+    any number of selected elements (a number, or one row) is a p.where, which
+    compiles; other masks realise their positions (refused inside p.compile)."""
     if any(isinstance(d, int) is False for d in x.shape):
         raise PyptoValueError("x[key] = value needs a tensor of concrete shape", location=user_location(),
                               suggestions=["use p.slice_update with start positions"])
-    vshape = value.shape if isinstance(value, (Tensor, np.ndarray)) else np.shape(value)
     parts = key if isinstance(key, tuple) else (key,)
-    rows = _leading_index_arrays(parts, x.ndim)
-    if rows is not None:  # numpy's and index_put's rules agree: the indexed shape, then the rest of x
-        _rebind(x, index_put(x, rows, value if isinstance(value, (Tensor, np.ndarray)) else np.asarray(value, dtype=x.dtype.numpy)))
-        return
-    dynamic = {i: k for i, k in enumerate(parts) if isinstance(k, Tensor) and k.ndim == 0 and not k.dtype.is_floating
-               and k.dtype.name != "bool"}  # fmt: skip
-    host_key = tuple(0 if i in dynamic else k for i, k in enumerate(parts)) if dynamic else _host_key(key, "setitem")
-    block = _block_of(x.shape, host_key)
-    if dynamic and block is None:
-        raise PyptoIndexError("setitem: a 0-d tensor index (a position known when the program runs) combines only with ints "
-                              "and slices of step 1", location=user_location(),
-                              suggestions=["use p.slice_update, or p.index_put for index arrays"])  # fmt: skip
-    if block is not None and 0 not in block[1]:
-        starts, sizes = block
-        sel = tuple(np.empty(x.shape, np.bool_)[host_key].shape)
-        try:
-            np.broadcast_shapes(tuple(vshape), sel)
-        except ValueError as e:
-            raise ShapeError(f"setitem: a value of shape {list(vshape)} does not fit the selection: {e}", location=user_location()) from None
-        val = as_tensor(value if isinstance(value, (Tensor, np.ndarray)) else np.asarray(value, dtype=x.dtype.numpy), "setitem", "value")
-        if val.dtype != x.dtype:
-            val = val.astype(x.dtype)
-        val = reshape(broadcast_to(val, sel) if tuple(val.shape) != sel else val, *sizes)
-        axis_of = _key_axes(parts, x.ndim)
-        dyn_axes = {axis_of[i]: k for i, k in dynamic.items()}
-        axes = [a for a in range(x.ndim) if sizes[a] != x.shape[a] or a in dyn_axes]
-        new = slice_update(x, val, [dyn_axes.get(a, starts[a]) for a in axes], axes=axes) if axes else val
-    else:
-        positions = _index_map(x.shape, host_key, tuple(vshape), "setitem")
-        new = _place(x, positions, value if isinstance(value, (Tensor, np.ndarray)) else np.asarray(value, dtype=x.dtype.numpy), "setitem")
+    new = _masked_put(x, parts, value)
+    if new is None:
+        new = _basic_put(x, parts, value)
+    if new is None:
+        new = _advanced_put(x, parts, value, "setitem")
     if new is not x:
         _rebind(x, new)
+
+
+def _basic_put(x: Tensor, parts: tuple, value):
+    """x[key] = value for a key of ints, slices of step 1, Ellipsis and 0-d integer
+    tensors (positions known when the program runs) as one slice_update; None for any
+    other key."""
+    dynamic = {i: k for i, k in enumerate(parts) if isinstance(k, Tensor) and k.ndim == 0 and not k.dtype.is_floating
+               and k.dtype.name != "bool"}  # fmt: skip
+    block = _block_of(x.shape, tuple(0 if i in dynamic else k for i, k in enumerate(parts)))
+    if block is None or 0 in block[1]:
+        return None
+    starts, sizes = block
+    sel = tuple(n for n, k in zip(sizes, _expanded(parts, x.ndim)) if not _is_int_key(k))
+    vshape = value.shape if isinstance(value, (Tensor, np.ndarray)) else np.shape(value)
+    try:
+        np.broadcast_shapes(tuple(vshape), sel)
+        if len(vshape) > len(sel) and any(d != 1 for d in vshape[:len(vshape) - len(sel)]):
+            raise ValueError("the value has more dimensions than the selection")
+    except ValueError as e:
+        raise ShapeError(f"setitem: a value of shape {list(vshape)} does not fit the selection {list(sel)}: {e}",
+                         location=user_location()) from None  # fmt: skip
+    val = _value_of(x, value, "setitem")
+    val = reshape(broadcast_to(val, sel) if tuple(val.shape) != sel else val, *sizes)
+    axis_of = _key_axes(parts, x.ndim)
+    dyn_axes = {axis_of[i]: k for i, k in dynamic.items()}
+    axes = [a for a in range(x.ndim) if sizes[a] != x.shape[a] or a in dyn_axes]
+    return slice_update(x, val, [dyn_axes.get(a, starts[a]) for a in axes], axes=axes) if axes else val
+
+
+def _is_int_key(k) -> bool:
+    return (isinstance(k, (int, np.integer)) and not isinstance(k, (bool, np.bool_))) or (isinstance(k, Tensor) and k.ndim == 0)
+
+
+def _expanded(parts: tuple, ndim: int) -> tuple:
+    """A key with its Ellipsis (or, without one, the missing trailing axes) made full
+    slices, so that every axis of x has an entry (None entries kept)."""
+    used = sum(1 for k in parts if k is not None and k is not Ellipsis)
+    dots = [i for i, k in enumerate(parts) if k is Ellipsis]
+    if len(dots) > 1:
+        raise PyptoIndexError("setitem: an index can only have a single ellipsis ('...')", location=user_location())
+    if used > ndim:
+        raise PyptoIndexError(f"setitem: too many indices for a tensor of {ndim} dimensions: {used} were given", location=user_location())
+    fill = (slice(None),) * (ndim - used)
+    if dots:
+        return parts[:dots[0]] + fill + parts[dots[0] + 1:]
+    return parts + fill
+
+
+def _is_bool_key(k) -> bool:
+    if isinstance(k, Tensor):
+        return k.dtype.name == "bool"
+    if isinstance(k, (list, np.ndarray)):
+        return np.asarray(k).dtype == np.bool_
+    return False
+
+
+def _masked_put(x: Tensor, parts: tuple, value):
+    """x[mask] = value for a lone bool mask of x's leading axes and a value that fits
+    however many elements the mask selects (it broadcasts to one of them): p.where,
+    which needs no mask values and so compiles. None for any other key or value."""
+    if len(parts) != 1 or not _is_bool_key(parts[0]):
+        return None
+    mask = parts[0] if isinstance(parts[0], Tensor) else np.asarray(parts[0])
+    k, rest = mask.ndim, tuple(x.shape[mask.ndim:])
+    vshape = tuple(value.shape if isinstance(value, (Tensor, np.ndarray)) else np.shape(value))
+    if k == 0 or tuple(mask.shape) != tuple(x.shape[:k]) or len(vshape) > len(rest) + 1:
+        return None
+    try:
+        if np.broadcast_shapes(vshape, (1, *rest)) != (1, *rest):
+            return None
+    except ValueError:
+        return None
+    val = _value_of(x, value, "setitem")
+    if val.ndim > len(rest):
+        val = reshape(val, *val.shape[1:])
+    m = mask if isinstance(mask, Tensor) else from_numpy(mask)
+    if rest:
+        m = reshape(m, *m.shape, *([1] * len(rest)))
+    return where(m, val, x)
+
+
+def _advanced_put(x: Tensor, parts: tuple, value, op: str) -> Tensor:
+    """x[key] = value for any numpy key as one index_put over the axes up to the last
+    one the key does not take whole: each of them gets an index array (the key's
+    arrays and ints, a slice's positions), shaped so that together they broadcast to
+    the selection in numpy's order (the broadcast index shape where the advanced
+    indices stand when they are adjacent, else first; then the slices'), and the value
+    is broadcast to that selection. Bool masks are their nonzero() positions, which a
+    traced mask inside p.compile does not have: a clear error then."""
+    flat = []
+    for k in parts:
+        if isinstance(k, (bool, np.bool_)):
+            raise PyptoIndexError(f"{op}: a bool scalar index is not supported", location=user_location(),
+                                  suggestions=["write x[...] = value for True; False selects nothing"])  # fmt: skip
+        if _is_bool_key(k):
+            from .masking import _mask_values
+
+            flat.extend(np.nonzero(_mask_values(k, op, "mask", writes=True)))
+            continue
+        if isinstance(k, list):
+            k = np.asarray(k)
+        if isinstance(k, np.ndarray) and not np.issubdtype(k.dtype, np.integer):
+            raise check.fail(op, "index", k, "ints, slices, Ellipsis, None, or integer or boolean index arrays", PyptoIndexError)
+        if isinstance(k, Tensor) and k.dtype.is_floating:
+            raise check.fail(op, "index", k, "an integer or boolean p.Tensor", PyptoIndexError)
+        if not (k is None or k is Ellipsis or isinstance(k, (slice, np.ndarray, Tensor)) or _is_int_key(k)):
+            raise check.fail(op, "index", k, "ints, slices, Ellipsis, None, or integer or boolean index arrays", PyptoIndexError)
+        flat.append(k)
+    entries = _expanded(tuple(flat), x.ndim)
+    adv = [i for i, k in enumerate(entries) if not (k is None or isinstance(k, slice))]
+    shapes = [tuple(k.shape) if isinstance(k, (Tensor, np.ndarray)) else () for k in (entries[i] for i in adv)]
+    try:
+        b = tuple(np.broadcast_shapes(*shapes)) if shapes else ()
+    except ValueError:
+        raise PyptoIndexError(f"{op}: index arrays of shapes {[list(s) for s in shapes]} do not broadcast together",
+                              location=user_location()) from None  # fmt: skip
+    axis_entries = [k for k in entries if k is not None]  # one per axis of x
+    ranges = {}
+    for ax, k in enumerate(axis_entries):
+        if isinstance(k, slice):
+            if k.step is not None and check.int_or_none(k.step) == 0:
+                raise check.fail(op, "index", k, "a slice with a nonzero step", PyptoValueError)
+            ranges[ax] = range(*k.indices(x.shape[ax]))
+    depth = max([ax + 1 for ax, k in enumerate(axis_entries) if not (isinstance(k, slice) and ranges[ax] == range(x.shape[ax]))],
+                default=0)  # fmt: skip
+    together = not adv or adv[-1] - adv[0] + 1 == len(adv)
+    # numpy's selection (None entries are slices of one); D, the index arrays' shape, is
+    # it over the first depth axes without the None entries
+    sel, lead, at = [], [], {}
+    ax = 0
+    for i, k in enumerate(entries):
+        if together and adv and i == adv[0]:
+            at["b"] = len(lead)
+            sel.extend(b), lead.extend(b)
+        if k is None:
+            sel.append(1)
+        elif isinstance(k, slice):
+            if ax < depth:
+                at[ax] = len(lead)
+                lead.append(len(ranges[ax]))
+            sel.append(len(ranges[ax]))
+        if k is not None:
+            ax += 1
+    if adv and not together:
+        at = {a: p + len(b) for a, p in at.items()}
+        at["b"] = 0
+        sel, lead = [*b, *sel], [*b, *lead]
+    vshape = tuple(value.shape if isinstance(value, (Tensor, np.ndarray)) else np.shape(value))
+    try:
+        if np.broadcast_shapes(vshape, tuple(sel)) != tuple(sel):
+            raise ValueError(f"it broadcasts to {list(np.broadcast_shapes(vshape, tuple(sel)))}")
+    except ValueError as e:
+        raise ShapeError(f"{op}: a value of shape {list(vshape)} does not fit the selection {list(sel)}: {e}",
+                         location=user_location()) from None  # fmt: skip
+    if depth == 0 or 0 in sel:
+        return x if 0 in sel else _fit(value, x, tuple(x.shape), op, "value")
+    nb = len(b)
+    indices = []
+    for ax in range(depth):
+        k = axis_entries[ax]
+        if isinstance(k, slice):
+            pos = np.arange(ranges[ax].start, ranges[ax].stop, ranges[ax].step, dtype=np.int32)
+            indices.append(pos.reshape(len(pos), *([1] * (len(lead) - at[ax] - 1))))
+            continue
+        tail = [1] * (len(lead) - at["b"] - nb)
+        if isinstance(k, Tensor):
+            indices.append(reshape(k, *k.shape, *tail) if tail else k)
+        else:
+            indices.append(np.asarray(k).reshape((*np.shape(k), *tail)))
+    values = _fit(value, x, tuple(sel), op, "value")
+    target = tuple(lead) + tuple(x.shape[depth:])
+    if tuple(values.shape) != target:
+        values = reshape(values, *target)
+    return _put(x, indices, values, False, op)
 
 
 def _rebind(x: Tensor, new: Tensor) -> None:
@@ -160,30 +277,6 @@ def _rebind(x: Tensor, new: Tensor) -> None:
     x._type_info = None
     if old not in _pinned_handles:  # a traced function's input: its trace restores it
         _lib.free_handle(old)
-
-
-def _leading_index_arrays(parts, ndim: int):
-    """The index arrays of a key made of integer index arrays (p.Tensors of at least one
-    dimension, numpy arrays, lists) on the leading axes followed by nothing but full
-    slices and one Ellipsis: a p.index_put. None for any other key."""
-    arrays = []
-    for k in parts:
-        if isinstance(k, Tensor):
-            if k.ndim == 0 or k.dtype.is_floating or k.dtype.name == "bool":
-                return None
-        elif isinstance(k, (np.ndarray, list)):
-            a = np.asarray(k)
-            if a.ndim == 0 or not np.issubdtype(a.dtype, np.integer):
-                return None
-            k = a
-        else:
-            break
-        arrays.append(k)
-    rest = parts[len(arrays):]
-    full = all(k is Ellipsis or (isinstance(k, slice) and k == slice(None)) for k in rest)
-    if not arrays or not full or sum(k is Ellipsis for k in rest) > 1 or len(arrays) > ndim:
-        return None
-    return tuple(arrays)
 
 
 def slice_update(x, update, starts, axes=None) -> Tensor:
@@ -235,10 +328,11 @@ def slice_update(x, update, starts, axes=None) -> Tensor:
     return apply(op, inputs, {"axes": axes})
 
 
-def _int32_index(k, op: str, name: str, axis: int, n: int, wraps: bool = True):
+def _int32_index(k, op: str, name: str, axis: int, n: int, wraps: bool = True, on_host: bool = False):
     """An index argument as an int32 p.Tensor: p.Tensors are cast on the device (their
     values are checked when the program runs), host arrays are checked now against an
-    axis of size n ([-n, n) when negative indices wrap, else [0, n))."""
+    axis of size n ([-n, n) when negative indices wrap, else [0, n)) and kept as an
+    int32 numpy array when on_host is set."""
     if isinstance(k, Tensor):
         if k.dtype.is_floating or k.dtype.name == "bool":
             raise check.fail(op, name, k, "an integer p.Tensor or array", PyptoValueError)
@@ -253,7 +347,7 @@ def _int32_index(k, op: str, name: str, axis: int, n: int, wraps: bool = True):
             span = f"[-{n}, {n})" if wraps else f"[0, {n})"
             raise PyptoIndexError(f"{op}: {name} holds {int(a[bad].flat[0])}, outside axis {axis} of size {n}", location=user_location(),
                                   suggestions=[f"indices on this axis must lie in {span}"])  # fmt: skip
-    return from_numpy(a.astype(np.int32))
+    return a.astype(np.int32) if on_host else from_numpy(a.astype(np.int32))
 
 
 def _fit(values, x: Tensor, shape, op: str, name: str) -> Tensor:
@@ -280,7 +374,8 @@ def index_put(x, indices, values, accumulate: bool = False) -> Tensor:
     """torch's index_put: x with ``x[indices] = values`` for ``indices`` a tuple of
     integer index arrays (p.Tensors, numpy arrays or lists), one per leading axis of x,
     broadcast together; negative indices count from the end; boolean masks (host
-    arrays) select where they are true. ``values`` broadcast to the indexed shape.
+    arrays, or p.Tensors realised now: refused inside p.compile) select where they are
+    true. ``values`` broadcast to the indexed shape.
     Duplicate positions: the last write wins, or with ``accumulate`` every value adds
     (in index order). Inside p.compile the update is written in place when x is donated
     (or an intermediate nothing else reads): only the values move; index p.Tensors
@@ -294,7 +389,9 @@ def index_put(x, indices, values, accumulate: bool = False) -> Tensor:
     parts = []
     for k in indices:
         if isinstance(k, Tensor) and k.dtype.name == "bool":
-            k = k.numpy()  # a mask's positions are data: known once it is realised
+            from .masking import _mask_values
+
+            k = _mask_values(k, op, "indices", writes=True)  # a mask's positions are data: known once it is realised, never while tracing
         if not isinstance(k, Tensor):
             try:
                 k = np.asarray(k)
@@ -304,17 +401,25 @@ def index_put(x, indices, values, accumulate: bool = False) -> Tensor:
                 parts.extend(np.nonzero(k))
                 continue
         parts.append(k)
+    return _put(x, parts, values, accumulate, op)
+
+
+def _put(x: Tensor, parts: list, values, accumulate: bool, op: str) -> Tensor:
+    """The index_put op of x, integer index arrays (one per leading axis, host ones
+    checked against their axes now) and values broadcast to the indexed shape."""
     if len(parts) > x.ndim:
         raise PyptoIndexError(f"{op}: {len(parts)} index arrays for a tensor of {x.ndim} dimensions", location=user_location())
-    idx = [_int32_index(k, op, f"indices[{j}]", j, x.shape[j]) for j, k in enumerate(parts)]
+    idx = [_int32_index(k, op, f"indices[{j}]", j, x.shape[j], on_host=True) for j, k in enumerate(parts)]
     try:
         b = np.broadcast_shapes(*(tuple(i.shape) for i in idx))
     except ValueError:
         raise ShapeError(f"{op}: index arrays of shapes {[list(i.shape) for i in idx]} do not broadcast together",
                          location=user_location()) from None
-    idx = [i if tuple(i.shape) == b else broadcast_to(i, tuple(b)) for i in idx]
+    # host arrays are broadcast on the host (no device task for a constant's stretch)
+    idx = [from_numpy(np.ascontiguousarray(np.broadcast_to(i, b))) if isinstance(i, np.ndarray) else
+           i if tuple(i.shape) == b else broadcast_to(i, tuple(b)) for i in idx]  # fmt: skip
     values = _fit(values, x, tuple(b) + tuple(x.shape[len(idx):]), op, "values")
-    return apply(op, [x, values, *idx], {"accumulate": accumulate})
+    return apply("index_put", [x, values, *idx], {"accumulate": accumulate})
 
 
 def scatter(x, dim: int, index, src, reduce=None) -> Tensor:
