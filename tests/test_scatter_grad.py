@@ -22,6 +22,14 @@ def _check(got, want, dtype):
     np.testing.assert_allclose(got.numpy().astype(np.float32), want.to(torch.float32).numpy(), rtol=TOL[dtype], atol=TOL[dtype])
 
 
+def _inputs(case):
+    """x (float32 normals) and indices in [-n, n) (negatives and duplicates) for a case."""
+    shape, axis, ishape = case
+    n = shape[axis]
+    rng = np.random.default_rng(len(shape) * 7 + n + len(ishape))
+    return rng, n, rng.standard_normal(shape).astype(np.float32), rng.integers(-n, n, size=ishape)
+
+
 # x shape, axis, index shape (index_select: 1-d)
 SELECT = [((37, 5), 0, (23,)), ((4, 9, 3), 1, (13,)), ((3, 2, 70), -1, (5,)), ((1, 65), 0, (7,))]
 
@@ -30,10 +38,7 @@ SELECT = [((37, 5), 0, (23,)), ((4, 9, 3), 1, (13,)), ((3, 2, 70), -1, (5,)), ((
 @pytest.mark.parametrize("case", SELECT, ids=str)
 def test_index_select_gradient_matches_torch(case, dtype):
     shape, axis, ishape = case
-    n = shape[axis]
-    rng = np.random.default_rng(len(shape) * 7 + n)
-    x = rng.standard_normal(shape).astype(np.float32)
-    idx = rng.integers(-n, n, size=ishape)  # negatives and duplicates
+    rng, n, x, idx = _inputs(case)
     w = rng.standard_normal(tuple(ishape[0] if a == axis % len(shape) else s for a, s in enumerate(shape))).astype(np.float32)
 
     def f(x):
@@ -53,10 +58,7 @@ ALONG = [((5, 7), 1, (5, 11)), ((6, 4, 3), 0, (9, 4, 3)), ((3, 33, 2), -2, (3, 4
 @pytest.mark.parametrize("case", ALONG, ids=str)
 def test_take_along_axis_gradient_matches_torch(case, dtype):
     shape, axis, ishape = case
-    n = shape[axis]
-    rng = np.random.default_rng(len(shape) * 5 + n)
-    x = rng.standard_normal(shape).astype(np.float32)
-    idx = rng.integers(-n, n, size=ishape)
+    rng, n, x, idx = _inputs(case)
     out = np.take_along_axis(np.broadcast_to(x, np.broadcast_shapes(x.shape, tuple(1 if a == axis % len(shape) else s for a, s in enumerate(ishape)))),
                              idx, axis)  # fmt: skip
     w = rng.standard_normal(out.shape).astype(np.float32)
