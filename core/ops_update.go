@@ -18,7 +18,6 @@ func init() {
 	Register(&OpDef{Name: "slice_update", Arity: 2, MaxArity: Variadic, Attrs: []AttrSpec{{"axes", []int64{}}},
 		Doc:   "x with update written at the 0-d integer tensors starts (inputs 2...), one per axis in axes; other axes of update span x's; a start outside [0, n - size] is an error",
 		Infer: inferSliceUpdate, Eval: evalSliceUpdate})
-	concreteOnly["slice_update"] = true
 }
 
 // updateAxes checks the axes and start inputs of a slice_update or dynamic_slice:

@@ -20,8 +20,6 @@ func init() {
 	Register(&OpDef{Name: "scatter", Arity: 3, Attrs: []AttrSpec{{"dim", int64(0)}, {"reduce", "none"}},
 		Doc:   "x with x[..., index[p], ...] = src[p] along dim for every position p of index (torch's scatter; index in [0, n), at most src's size on every axis and x's off dim); duplicates: the last wins, or with reduce=\"add\" every one adds (scatter_add)",
 		Infer: inferScatter, Eval: evalScatter, VJP: vjpScatter})
-	concreteOnly["index_put"] = true
-	concreteOnly["scatter"] = true
 }
 
 func inferIndexPut(in []TensorType, attrs Attrs) (TensorType, *Error) {

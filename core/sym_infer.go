@@ -141,6 +141,11 @@ func (c *symCtx) need(a Dim, rel Relation, b Dim, why string) bool {
 		return false
 	}
 	a, b = simplifyConstraint(a, rel, b)
+	for _, k := range c.cons {
+		if k.Rel == rel && k.A.String() == a.String() && k.B.String() == b.String() {
+			return true // recorded already (one size checked against two others that must agree)
+		}
+	}
 	c.cons = append(c.cons, Constraint{A: a, B: b, Rel: rel, Op: c.op, Why: why})
 	return true
 }

@@ -16,12 +16,56 @@ import numpy as np
 
 from . import _validate as check
 from ._location import user_location
-from .errors import PyptoIndexError, PyptoValueError, ShapeError
+from .errors import PyptoIndexError, PyptoValueError, ShapeError, SymbolicShapeError
 from .ops import where
-from .shape_ops import broadcast_to, reshape, take
+from .shape_ops import broadcast_to, reshape
+from .symbolic import Dim
 from .tensor import Tensor, _lib, _pinned_handles, apply, as_tensor, from_numpy, host_array, is_scalar
 
 __all__ = ["slice_update", "index_put", "scatter"]
+
+
+def _same(a, b):
+    """Whether two sizes (ints or symbolic Dims) are equal: True, False, or None when
+    only the sizes a program runs with can say (the core's shape rules then record
+    that they must be)."""
+    try:
+        return bool(a == b)
+    except SymbolicShapeError:
+        return None
+
+
+def _same_shape(a, b) -> bool:
+    """Whether two shapes are certainly equal."""
+    return len(a) == len(b) and all(_same(x, y) is True for x, y in zip(a, b))
+
+
+def _broadcast(*shapes) -> tuple:
+    """numpy's broadcast of shapes whose sizes may be symbolic: a literal 1 stretches; a
+    symbolic size never does, and two that may differ must be equal when the program
+    runs (the core checks). A ValueError for sizes that certainly differ."""
+    out = []
+    for i in range(1, max((len(s) for s in shapes), default=0) + 1):
+        dims = [s[-i] for s in shapes if len(s) >= i and not (isinstance(s[-i], int) and s[-i] == 1)]
+        for d in dims[1:]:
+            if _same(dims[0], d) is False:
+                raise ValueError(f"sizes {dims[0]} and {d} on axis -{i} differ")
+        out.append(dims[0] if dims else 1)
+    return tuple(reversed(out))
+
+
+def _fits(vshape, shape) -> None:
+    """A ValueError unless a value of vshape can broadcast to shape (sizes that may
+    differ must be equal when the program runs: the core checks)."""
+    if len(vshape) > len(shape) and any(not (isinstance(d, int) and d == 1) for d in vshape[:len(vshape) - len(shape)]):
+        raise ValueError("the value has more dimensions than the selection")
+    for v, d in zip(reversed(vshape), reversed(shape)):
+        if not (isinstance(v, int) and v == 1) and _same(v, d) is False:
+            raise ValueError(f"size {v} does not stretch to {d}")
+
+
+def _empty(shape) -> bool:
+    return any(isinstance(d, int) and d == 0 for d in shape)
 
 
 def _block_of(shape, key):
@@ -41,6 +85,16 @@ def _block_of(shape, key):
     key = key + (slice(None),) * (len(shape) - len(key))
     starts, sizes = [], []
     for k, n in zip(key, shape):
+        if isinstance(n, Dim):  # a start the run checks; slices of step 1 from a start >= 0
+            if isinstance(k, (int, np.integer)) and not isinstance(k, bool) and int(k) >= 0:
+                starts.append(int(k)), sizes.append(1)
+                continue
+            if not isinstance(k, slice) or k.step not in (None, 1) or any(v is not None and (not isinstance(v, (int, np.integer)) or v < 0)
+                                                                            for v in (k.start, k.stop)):  # fmt: skip
+                return None
+            a = int(k.start or 0)
+            starts.append(a), sizes.append((n if k.stop is None else int(k.stop)) - a)
+            continue
         if isinstance(k, (int, np.integer)) and not isinstance(k, bool):
             if not -n <= int(k) < n:
                 return None  # the index_put path reports it
@@ -84,9 +138,6 @@ def setitem(x: Tensor, key, value) -> None:
     from run to run. A lone boolean mask over x's leading axes with a value that fits
     any number of selected elements (a number, or one row) is a p.where, which
     compiles; other masks realise their positions (refused inside p.compile)."""
-    if any(isinstance(d, int) is False for d in x.shape):
-        raise PyptoValueError("x[key] = value needs a tensor of concrete shape", location=user_location(),
-                              suggestions=["use p.slice_update with start positions"])
     parts = key if isinstance(key, tuple) else (key,)
     new = _masked_put(x, parts, value)
     if new is None:
@@ -104,23 +155,22 @@ def _basic_put(x: Tensor, parts: tuple, value):
     dynamic = {i: k for i, k in enumerate(parts) if isinstance(k, Tensor) and k.ndim == 0 and not k.dtype.is_floating
                and k.dtype.name != "bool"}  # fmt: skip
     block = _block_of(x.shape, tuple(0 if i in dynamic else k for i, k in enumerate(parts)))
-    if block is None or 0 in block[1]:
+    if block is None or _empty(block[1]):
         return None
     starts, sizes = block
     sel = tuple(n for n, k in zip(sizes, _expanded(parts, x.ndim)) if not _is_int_key(k))
     vshape = value.shape if isinstance(value, (Tensor, np.ndarray)) else np.shape(value)
     try:
-        np.broadcast_shapes(tuple(vshape), sel)
-        if len(vshape) > len(sel) and any(d != 1 for d in vshape[:len(vshape) - len(sel)]):
-            raise ValueError("the value has more dimensions than the selection")
+        _fits(tuple(vshape), sel)
     except ValueError as e:
         raise ShapeError(f"setitem: a value of shape {list(vshape)} does not fit the selection {list(sel)}: {e}",
                          location=user_location()) from None  # fmt: skip
     val = _value_of(x, value, "setitem")
-    val = reshape(broadcast_to(val, sel) if tuple(val.shape) != sel else val, *sizes)
+    val = broadcast_to(val, sel) if not _same_shape(val.shape, sel) else val
+    val = reshape(val, *sizes) if not _same_shape(val.shape, sizes) else val
     axis_of = _key_axes(parts, x.ndim)
     dyn_axes = {axis_of[i]: k for i, k in dynamic.items()}
-    axes = [a for a in range(x.ndim) if sizes[a] != x.shape[a] or a in dyn_axes]
+    axes = [a for a in range(x.ndim) if _same(sizes[a], x.shape[a]) is not True or a in dyn_axes]
     return slice_update(x, val, [dyn_axes.get(a, starts[a]) for a in axes], axes=axes) if axes else val
 
 
@@ -160,11 +210,10 @@ def _masked_put(x: Tensor, parts: tuple, value):
     mask = parts[0] if isinstance(parts[0], Tensor) else np.asarray(parts[0])
     k, rest = mask.ndim, tuple(x.shape[mask.ndim:])
     vshape = tuple(value.shape if isinstance(value, (Tensor, np.ndarray)) else np.shape(value))
-    if k == 0 or tuple(mask.shape) != tuple(x.shape[:k]) or len(vshape) > len(rest) + 1:
+    if k == 0 or not _same_shape(mask.shape, x.shape[:k]) or len(vshape) > len(rest) + 1:
         return None
     try:
-        if np.broadcast_shapes(vshape, (1, *rest)) != (1, *rest):
-            return None
+        _fits(vshape, (1, *rest))
     except ValueError:
         return None
     val = _value_of(x, value, "setitem")
@@ -207,19 +256,13 @@ def _advanced_put(x: Tensor, parts: tuple, value, op: str) -> Tensor:
     adv = [i for i, k in enumerate(entries) if not (k is None or isinstance(k, slice))]
     shapes = [tuple(k.shape) if isinstance(k, (Tensor, np.ndarray)) else () for k in (entries[i] for i in adv)]
     try:
-        b = tuple(np.broadcast_shapes(*shapes)) if shapes else ()
+        b = _broadcast(*shapes)
     except ValueError:
         raise PyptoIndexError(f"{op}: index arrays of shapes {[list(s) for s in shapes]} do not broadcast together",
                               location=user_location()) from None  # fmt: skip
     axis_entries = [k for k in entries if k is not None]  # one per axis of x
-    ranges = {}
-    for ax, k in enumerate(axis_entries):
-        if isinstance(k, slice):
-            if k.step is not None and check.int_or_none(k.step) == 0:
-                raise check.fail(op, "index", k, "a slice with a nonzero step", PyptoValueError)
-            ranges[ax] = range(*k.indices(x.shape[ax]))
-    depth = max([ax + 1 for ax, k in enumerate(axis_entries) if not (isinstance(k, slice) and ranges[ax] == range(x.shape[ax]))],
-                default=0)  # fmt: skip
+    ranges = {ax: _slice_positions(k, x.shape[ax], op) for ax, k in enumerate(axis_entries) if isinstance(k, slice)}
+    depth = max([ax + 1 for ax, k in enumerate(axis_entries) if not (isinstance(k, slice) and ranges[ax][1])], default=0)
     together = not adv or adv[-1] - adv[0] + 1 == len(adv)
     # numpy's selection (None entries are slices of one); D, the index arrays' shape, is
     # it over the first depth axes without the None entries
@@ -234,8 +277,8 @@ def _advanced_put(x: Tensor, parts: tuple, value, op: str) -> Tensor:
         elif isinstance(k, slice):
             if ax < depth:
                 at[ax] = len(lead)
-                lead.append(len(ranges[ax]))
-            sel.append(len(ranges[ax]))
+                lead.append(ranges[ax][0])
+            sel.append(ranges[ax][0])
         if k is not None:
             ax += 1
     if adv and not together:
@@ -244,20 +287,20 @@ def _advanced_put(x: Tensor, parts: tuple, value, op: str) -> Tensor:
         sel, lead = [*b, *sel], [*b, *lead]
     vshape = tuple(value.shape if isinstance(value, (Tensor, np.ndarray)) else np.shape(value))
     try:
-        if np.broadcast_shapes(vshape, tuple(sel)) != tuple(sel):
-            raise ValueError(f"it broadcasts to {list(np.broadcast_shapes(vshape, tuple(sel)))}")
+        _fits(vshape, tuple(sel))
     except ValueError as e:
         raise ShapeError(f"{op}: a value of shape {list(vshape)} does not fit the selection {list(sel)}: {e}",
                          location=user_location()) from None  # fmt: skip
-    if depth == 0 or 0 in sel:
-        return x if 0 in sel else _fit(value, x, tuple(x.shape), op, "value")
+    if depth == 0 or _empty(sel):
+        return x if _empty(sel) else _fit(value, x, tuple(x.shape), op, "value")
     nb = len(b)
     indices = []
     for ax in range(depth):
         k = axis_entries[ax]
         if isinstance(k, slice):
-            pos = np.arange(ranges[ax].start, ranges[ax].stop, ranges[ax].step, dtype=np.int32)
-            indices.append(pos.reshape(len(pos), *([1] * (len(lead) - at[ax] - 1))))
+            n, _, pos = ranges[ax]
+            tail = [1] * (len(lead) - at[ax] - 1)
+            indices.append(pos.reshape((n, *tail)) if isinstance(pos, np.ndarray) else reshape(pos, n, *tail) if tail else pos)
             continue
         tail = [1] * (len(lead) - at["b"] - nb)
         if isinstance(k, Tensor):
@@ -266,9 +309,28 @@ def _advanced_put(x: Tensor, parts: tuple, value, op: str) -> Tensor:
             indices.append(np.asarray(k).reshape((*np.shape(k), *tail)))
     values = _fit(value, x, tuple(sel), op, "value")
     target = tuple(lead) + tuple(x.shape[depth:])
-    if tuple(values.shape) != target:
+    if not _same_shape(values.shape, target):
         values = reshape(values, *target)
     return _put(x, indices, values, False, op)
+
+
+def _slice_positions(k: slice, n, op: str):
+    """A slice of an axis of size n (an int or a symbolic Dim) as (length, whether it is
+    the whole axis, its positions: an int32 array, or an iota on the device for the
+    whole of a symbolic axis)."""
+    if k.step is not None and check.int_or_none(k.step) == 0:
+        raise check.fail(op, "index", k, "a slice with a nonzero step", PyptoValueError)
+    if isinstance(n, Dim):
+        if k == slice(None) or k == slice(0, None) or k == slice(None, None, 1):
+            return n, True, apply("iota", [], {"shape": [n], "axis": 0})
+        if k.step in (None, 1) and all(isinstance(v, (int, np.integer)) and v >= 0 for v in (k.start or 0, k.stop)):
+            return max(int(k.stop) - int(k.start or 0), 0), False, np.arange(int(k.start or 0), int(k.stop), dtype=np.int32)
+        raise PyptoIndexError(f"{op}: the slice {k} of an axis of symbolic size {n} beside index arrays has no positions "
+                              "known while tracing", location=user_location(),
+                              suggestions=["take the axis whole, or give the slice non-negative int bounds",
+                                           "or compile with concrete shapes: p.compile(fn, dynamic=False)"])  # fmt: skip
+    r = range(*k.indices(n))
+    return len(r), r == range(n), np.arange(r.start, r.stop, r.step, dtype=np.int32)
 
 
 def _rebind(x: Tensor, new: Tensor) -> None:
@@ -305,10 +367,10 @@ def slice_update(x, update, starts, axes=None) -> Tensor:
     if len(axes) != len(starts):
         raise PyptoValueError(f"{op}: {len(starts)} starts for {len(axes)} axes", location=user_location())
     for ax in range(x.ndim):
-        if ax not in axes and update.shape[ax] != x.shape[ax]:
+        if ax not in axes and _same(update.shape[ax], x.shape[ax]) is False:
             raise ShapeError(f"{op}: update's axis {ax} has size {update.shape[ax]}, x's {x.shape[ax]}; give a start for it",
                              location=user_location())
-        if update.shape[ax] > x.shape[ax]:
+        if isinstance(update.shape[ax], int) and isinstance(x.shape[ax], int) and update.shape[ax] > x.shape[ax]:
             raise ShapeError(f"{op}: update {list(update.shape)} is larger than x {list(x.shape)} on axis {ax}", location=user_location())
     if update.dtype != x.dtype:
         update = update.astype(x.dtype)
@@ -320,7 +382,7 @@ def slice_update(x, update, starts, axes=None) -> Tensor:
             inputs.append(s if s.dtype.name in ("int32", "int8") else s.astype("int32"))
             continue
         hi = x.shape[ax] - update.shape[ax]
-        if not 0 <= int(s) <= hi:
+        if int(s) < 0 or (isinstance(hi, int) and int(s) > hi):  # a symbolic bound: checked when the program runs
             raise PyptoIndexError(f"{op}: start {int(s)} on axis {ax} puts the update of size {update.shape[ax]} outside "
                                   f"the axis of size {x.shape[ax]}", location=user_location(),
                                   suggestions=[f"starts on this axis must lie in [0, {hi}]"])  # fmt: skip
@@ -340,7 +402,7 @@ def _int32_index(k, op: str, name: str, axis: int, n: int, wraps: bool = True, o
     a = np.asarray(k)
     if not np.issubdtype(a.dtype, np.integer):
         raise check.fail(op, name, k, "an integer array (or p.Tensor)", PyptoValueError)
-    if a.size:
+    if a.size and not isinstance(n, Dim):  # along a symbolic axis the run checks them
         lo = -n if wraps else 0
         bad = (a < lo) | (a >= n)
         if bad.any():
@@ -360,9 +422,9 @@ def _fit(values, x: Tensor, shape, op: str, name: str) -> Tensor:
     v = as_tensor(values, op, name)
     if v.dtype != x.dtype:
         v = v.astype(x.dtype)
-    if tuple(v.shape) != tuple(shape):
+    if not _same_shape(v.shape, shape):
         try:
-            np.broadcast_shapes(tuple(v.shape), tuple(shape))
+            _fits(tuple(v.shape), tuple(shape))
         except ValueError:
             raise ShapeError(f"{op}: {name} of shape {list(v.shape)} do not broadcast to the indexed shape {list(shape)}",
                              location=user_location()) from None
@@ -411,13 +473,15 @@ def _put(x: Tensor, parts: list, values, accumulate: bool, op: str) -> Tensor:
         raise PyptoIndexError(f"{op}: {len(parts)} index arrays for a tensor of {x.ndim} dimensions", location=user_location())
     idx = [_int32_index(k, op, f"indices[{j}]", j, x.shape[j], on_host=True) for j, k in enumerate(parts)]
     try:
-        b = np.broadcast_shapes(*(tuple(i.shape) for i in idx))
+        b = _broadcast(*(tuple(i.shape) for i in idx))
     except ValueError:
         raise ShapeError(f"{op}: index arrays of shapes {[list(i.shape) for i in idx]} do not broadcast together",
                          location=user_location()) from None
     # host arrays are broadcast on the host (no device task for a constant's stretch)
-    idx = [from_numpy(np.ascontiguousarray(np.broadcast_to(i, b))) if isinstance(i, np.ndarray) else
-           i if tuple(i.shape) == b else broadcast_to(i, tuple(b)) for i in idx]  # fmt: skip
+    concrete = all(isinstance(d, int) for d in b)
+    idx = [from_numpy(np.ascontiguousarray(np.broadcast_to(i, b))) if isinstance(i, np.ndarray) and concrete else
+           from_numpy(i) if isinstance(i, np.ndarray) else i for i in idx]  # fmt: skip
+    idx = [i if _same_shape(i.shape, b) else broadcast_to(i, tuple(b)) for i in idx]
     values = _fit(values, x, tuple(b) + tuple(x.shape[len(idx):]), op, "values")
     return apply("index_put", [x, values, *idx], {"accumulate": accumulate})
 
