@@ -2,13 +2,15 @@ package core
 
 import "pypto/dtype"
 
-// conv2d_5hd is a convolution in the cube's own formats, made by the compiler from a
-// conv2d (lower/conv_cube.go): the activations in NC1HWC0 ("5HD": channels cut into
-// C1 groups of C0 = 16, each group an H x W image of C0-channel pixels, the padding
-// already applied), the weight as the fractal matrix [C1*KH*KW*C0, O] whose rows run
-// over (c1, kh, kw, c0), the order TIMG2COL writes a group's patches in, and the
-// result pixel-major [N, OH, OW, O] as the accumulator leaves the cube. An optional
-// float32 bias [O] is added in the accumulator and relu is applied by the fixpipe.
+// conv2d_5hd is a convolution in the cube's own way, made by the compiler from a
+// conv2d (lower/conv_cube.go): the activations stay in GM as NCHW or NHWC (attr
+// "layout") and the kernel's loads form the NC1HWC0 ("5HD") bands in L1 (channels cut
+// into groups of C0 = 16, each pixel's 16 channels one 32-byte row, the missing
+// channels of the last group zero), the padding ("pads": top, bottom, left, right) is
+// applied on chip by TIMG2COL, the weight is the fractal matrix [C1*KH*KW*C0, O] whose
+// rows run over (c1, kh, kw, c0), the order TIMG2COL writes a group's patches in, and
+// the result is written as NCHW or NHWC ("out_layout"). An optional float32 bias [O]
+// is added in the accumulator and relu is applied by the fixpipe.
 
 // ConvC0 is the channel group of the 5HD layout for 2-byte dtypes: 32 bytes, one
 // fractal row of the cube.
@@ -16,67 +18,119 @@ const ConvC0 = 16
 
 func init() {
 	Register(&OpDef{Name: "conv2d_5hd", Arity: 2, MaxArity: 3,
-		Attrs:  []AttrSpec{{"kernel", []int64{1, 1}}, {"stride", int64(1)}, {"relu", false}},
-		Doc:    "a conv2d in the cube's formats (made by the compiler): x [N, C1, Hp, Wp, C0] (5HD, padded), weight [C1*KH*KW*C0, O] (fractal), optional f32 bias [O]; result [N, OH, OW, O], relu applied when set",
+		Attrs: []AttrSpec{{"kernel", []int64{1, 1}}, {"stride", int64(1)}, {"pads", []int64{0, 0, 0, 0}}, {"relu", false},
+			{"layout", "NCHW"}, {"out_layout", "NCHW"}},
+		Doc:    "a conv2d as the cube runs it (made by the compiler): x [N, C, H, W] (layout NCHW) or [N, H, W, C] (NHWC), weight [C1*KH*KW*16, O] (fractal), optional f32 bias [O]; pads top, bottom, left, right; result NCHW or NHWC (out_layout), relu applied when set",
 		NoGrad: "formed by the compiler after differentiation (conv2d is differentiable)",
 		Infer:  inferConv5HD, Eval: evalConv5HD})
 	concreteOnly["conv2d_5hd"] = true
 }
 
-func inferConv5HD(in []TensorType, attrs Attrs) (TensorType, *Error) {
+// conv5HDGeom is a conv2d_5hd's sizes: batch, channels, input and output rows and
+// columns, output channels, kernel, stride and pads.
+type conv5HDGeom struct {
+	n, c, h, w, oh, ow, o, kh, kw, s int
+	pads                             []int
+	nhwc, outNHWC                    bool
+}
+
+// Conv5HDLayoutNHWC reports whether a conv2d_5hd's attrs name the NHWC layout for its
+// input (out false) or its result (out true).
+func Conv5HDLayoutNHWC(attrs Attrs, out bool) bool {
+	if out {
+		return attrs.Str("out_layout", "NCHW") == "NHWC"
+	}
+	return attrs.Str("layout", "NCHW") == "NHWC"
+}
+
+func conv5HDGeometry(in []TensorType, attrs Attrs) (conv5HDGeom, *Error) {
 	x, w := in[0], in[1]
-	k := attrs.Ints("kernel")
+	k, pads := attrs.Ints("kernel"), attrs.Ints("pads")
 	s := attrs.Int("stride", 1)
-	if len(k) != 2 || k[0] < 1 || k[1] < 1 || s < 1 {
-		return TensorType{}, Errorf(ValueError, "conv2d_5hd: kernel must be two positive ints and stride positive, got %v and %d", k, s)
+	g := conv5HDGeom{s: s, pads: pads, nhwc: Conv5HDLayoutNHWC(attrs, false), outNHWC: Conv5HDLayoutNHWC(attrs, true)}
+	for _, l := range []string{attrs.Str("layout", "NCHW"), attrs.Str("out_layout", "NCHW")} {
+		if l != "NCHW" && l != "NHWC" {
+			return g, Errorf(ValueError, "conv2d_5hd: layouts are NCHW or NHWC, got %q", l)
+		}
 	}
-	if len(x.Shape) != 5 || x.Shape[4] != ConvC0 || len(w.Shape) != 2 || x.DType != w.DType || x.DType.Size() != 2 {
-		return TensorType{}, Errorf(ShapeError, "conv2d_5hd: x must be [N, C1, H, W, %d] and weight [C1*KH*KW*%d, O] of one 2-byte float dtype, got %s and %s", ConvC0, ConvC0, x, w)
+	if len(k) != 2 || k[0] < 1 || k[1] < 1 || s < 1 || len(pads) != 4 || min(pads[0], pads[1], pads[2], pads[3]) < 0 {
+		return g, Errorf(ValueError, "conv2d_5hd: kernel must be two positive ints, stride positive and pads four non-negative ints, got %v, %d and %v", k, s, pads)
 	}
-	if w.Shape[0] != x.Shape[1]*k[0]*k[1]*ConvC0 {
-		return TensorType{}, Errorf(ShapeError, "conv2d_5hd: weight %s has %d rows, want C1*KH*KW*C0 = %d", w, w.Shape[0], x.Shape[1]*k[0]*k[1]*ConvC0)
+	if len(x.Shape) != 4 || len(w.Shape) != 2 || x.DType != w.DType || x.DType.Size() != 2 {
+		return g, Errorf(ShapeError, "conv2d_5hd: x must be 4-D and weight [C1*KH*KW*%d, O], of one 2-byte float dtype, got %s and %s", ConvC0, x, w)
 	}
-	o := w.Shape[1]
-	if len(in) == 3 && (len(in[2].Shape) != 1 || in[2].Shape[0] != o || in[2].DType != dtype.Float32) {
-		return TensorType{}, Errorf(ShapeError, "conv2d_5hd: bias must be float32 [%d], got %s", o, in[2])
+	g.n, g.c, g.h, g.w = x.Shape[0], x.Shape[1], x.Shape[2], x.Shape[3]
+	if g.nhwc {
+		g.c, g.h, g.w = x.Shape[3], x.Shape[1], x.Shape[2]
 	}
-	if x.Shape[2] < k[0] || x.Shape[3] < k[1] {
-		return TensorType{}, Errorf(ShapeError, "conv2d_5hd: the %dx%d kernel does not fit the %dx%d padded input", k[0], k[1], x.Shape[2], x.Shape[3])
+	g.kh, g.kw, g.o = k[0], k[1], w.Shape[1]
+	if c1 := (g.c + ConvC0 - 1) / ConvC0; w.Shape[0] != c1*g.kh*g.kw*ConvC0 {
+		return g, Errorf(ShapeError, "conv2d_5hd: weight %s has %d rows, want C1*KH*KW*C0 = %d", w, w.Shape[0], c1*g.kh*g.kw*ConvC0)
 	}
-	oh, ow := (x.Shape[2]-k[0])/s+1, (x.Shape[3]-k[1])/s+1
-	return TensorType{DType: x.DType, Shape: Shape{x.Shape[0], oh, ow, o}}, nil
+	if len(in) == 3 && (len(in[2].Shape) != 1 || in[2].Shape[0] != g.o || in[2].DType != dtype.Float32) {
+		return g, Errorf(ShapeError, "conv2d_5hd: bias must be float32 [%d], got %s", g.o, in[2])
+	}
+	hp, wp := g.h+pads[0]+pads[1], g.w+pads[2]+pads[3]
+	if hp < g.kh || wp < g.kw {
+		return g, Errorf(ShapeError, "conv2d_5hd: the %dx%d kernel does not fit the %dx%d padded input", g.kh, g.kw, hp, wp)
+	}
+	g.oh, g.ow = (hp-g.kh)/s+1, (wp-g.kw)/s+1
+	return g, nil
+}
+
+func inferConv5HD(in []TensorType, attrs Attrs) (TensorType, *Error) {
+	g, err := conv5HDGeometry(in, attrs)
+	if err != nil {
+		return TensorType{}, err
+	}
+	if g.outNHWC {
+		return TensorType{DType: in[0].DType, Shape: Shape{g.n, g.oh, g.ow, g.o}}, nil
+	}
+	return TensorType{DType: in[0].DType, Shape: Shape{g.n, g.o, g.oh, g.ow}}, nil
 }
 
 func evalConv5HD(in []*Array, attrs Attrs, out *Array) {
+	types := make([]TensorType, len(in))
+	for i, a := range in {
+		types[i] = a.Type
+	}
+	g, _ := conv5HDGeometry(types, attrs)
 	x, w := in[0], in[1]
-	k := attrs.Ints("kernel")
-	s := attrs.Int("stride", 1)
 	relu := attrs.Bool("relu", false)
-	n, c1, h, wd := x.Type.Shape[0], x.Type.Shape[1], x.Type.Shape[2], x.Type.Shape[3]
-	oh, ow, o := out.Type.Shape[1], out.Type.Shape[2], out.Type.Shape[3]
-	for b := range n {
-		for i := range oh {
-			for j := range ow {
-				for oc := range o {
+	xAt := func(b, ch, y, xx int) float64 {
+		if g.nhwc {
+			return x.Data[((b*g.h+y)*g.w+xx)*g.c+ch]
+		}
+		return x.Data[((b*g.c+ch)*g.h+y)*g.w+xx]
+	}
+	for b := range g.n {
+		for i := range g.oh {
+			for j := range g.ow {
+				for oc := range g.o {
 					acc := 0.0
 					if len(in) == 3 {
 						acc = in[2].Data[oc]
 					}
-					for g := range c1 {
-						for u := range k[0] {
-							for v := range k[1] {
-								px := (((b*c1+g)*h+i*s+u)*wd + j*s + v) * ConvC0
-								row := ((g*k[0]+u)*k[1] + v) * ConvC0
-								for ch := range ConvC0 {
-									acc += x.Data[px+ch] * w.Data[(row+ch)*o+oc]
+					for ch := range g.c {
+						for u := range g.kh {
+							for v := range g.kw {
+								y, xx := i*g.s-g.pads[0]+u, j*g.s-g.pads[2]+v
+								if y < 0 || y >= g.h || xx < 0 || xx >= g.w {
+									continue
 								}
+								row := ((ch/ConvC0*g.kh+u)*g.kw+v)*ConvC0 + ch%ConvC0
+								acc += xAt(b, ch, y, xx) * w.Data[row*g.o+oc]
 							}
 						}
 					}
 					if relu && !(acc > 0) && acc == acc {
 						acc = 0
 					}
-					out.Data[((b*oh+i)*ow+j)*o+oc] = roundTo(out, acc)
+					idx := ((b*g.o+oc)*g.oh+i)*g.ow + j
+					if g.outNHWC {
+						idx = ((b*g.oh+i)*g.ow+j)*g.o + oc
+					}
+					out.Data[idx] = roundTo(out, acc)
 				}
 			}
 		}

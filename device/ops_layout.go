@@ -131,29 +131,30 @@ func execReshape(c *coreSim, _ *execCtx, in *Instr) error {
 	return nil
 }
 
-// img2col is the geometry of a TIMG2COL: an h x w image of c channels per pixel, a
-// kh x kw kernel, stride s, padding p, and the oh x ow output positions.
-type img2col struct{ h, w, c, kh, kw, s, p, oh, ow int }
+// img2col is the geometry of a TIMG2COL: an h x w image of c channels per pixel
+// stored pixel-major, a kh x kw kernel, stride s, p columns of padding left and right,
+// pt rows above, and the oh x ow output positions.
+type img2col struct{ h, w, c, kh, kw, s, pl, pr, pt, oh, ow int }
 
 func img2colGeometry(in *Instr) (img2col, error) {
-	var v [5]int
+	var v [8]int
 	for i := range v {
 		x := in.Args[2+i].Imm
-		if x != float64(int(x)) || x < 0 || i < 4 && x < 1 || x > 1<<20 {
+		if x != float64(int(x)) || x < 0 || (i < 4 || i == 7) && x < 1 || x > 1<<20 {
 			return img2col{}, fmt.Errorf("img2col parameter %g is not a valid integer", x)
 		}
 		v[i] = int(x)
 	}
 	src := in.Args[1]
-	g := img2col{h: src.Rows, c: v[0], kh: v[1], kw: v[2], s: v[3], p: v[4]}
-	if src.Cols%g.c != 0 {
-		return g, fmt.Errorf("%d cols are not whole %d-channel pixels", src.Cols, g.c)
+	g := img2col{w: v[0], c: src.Cols, kh: v[1], kw: v[2], s: v[3], pl: v[4], pr: v[5], pt: v[6], oh: v[7]}
+	if src.Rows%g.w != 0 {
+		return g, fmt.Errorf("%d rows are not whole image rows of %d pixels", src.Rows, g.w)
 	}
-	g.w = src.Cols / g.c
-	if g.h+2*g.p < g.kh || g.w+2*g.p < g.kw {
-		return g, fmt.Errorf("a %dx%d kernel does not fit the padded %dx%d image", g.kh, g.kw, g.h+2*g.p, g.w+2*g.p)
+	g.h = src.Rows / g.w
+	if g.w+g.pl+g.pr < g.kw {
+		return g, fmt.Errorf("a %d-wide kernel does not fit the padded %d-pixel rows", g.kw, g.w+g.pl+g.pr)
 	}
-	g.oh, g.ow = (g.h+2*g.p-g.kh)/g.s+1, (g.w+2*g.p-g.kw)/g.s+1
+	g.ow = (g.w+g.pl+g.pr-g.kw)/g.s + 1
 	return g, nil
 }
 
@@ -177,12 +178,12 @@ func execImg2col(c *coreSim, _ *execCtx, in *Instr) error {
 		for ow := 0; ow < g.ow; ow++ {
 			for i := 0; i < g.kh; i++ {
 				for j := 0; j < g.kw; j++ {
-					y, x := oh*g.s-g.p+i, ow*g.s-g.p+j
+					y, x := oh*g.s-g.pt+i, ow*g.s-g.pl+j
 					if y < 0 || y >= g.h || x < 0 || x >= g.w {
 						continue
 					}
 					for ch := 0; ch < g.c; ch++ {
-						dst.set(oh*g.ow+ow, (i*g.kw+j)*g.c+ch, src.at(y, x*g.c+ch))
+						dst.set(oh*g.ow+ow, (i*g.kw+j)*g.c+ch, src.at(y*g.w+x, ch))
 					}
 				}
 			}

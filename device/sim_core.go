@@ -74,8 +74,8 @@ type movedWindow struct {
 	write             bool
 }
 
-// maxOperands bounds the operands of any instruction (TMATMUL_MX has five).
-const maxOperands = 8
+// maxOperands bounds the operands of any instruction (TIMG2COL has ten).
+const maxOperands = 10
 
 // semEntry is one pending SET_FLAG: when it becomes visible, where it was set, and
 // the knowledge it carries for the race checker.

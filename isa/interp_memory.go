@@ -252,12 +252,12 @@ func execImg2col(m *machine, in Instr) error {
 		for ow := 0; ow < g.ow; ow++ {
 			for i := 0; i < g.kh; i++ {
 				for j := 0; j < g.kw; j++ {
-					y, x := oh*g.s-g.p+i, ow*g.s-g.p+j
+					y, x := g.at(oh, ow, i, j)
 					if y < 0 || y >= g.h || x < 0 || x >= g.w {
 						continue
 					}
 					for ch := 0; ch < g.c; ch++ {
-						m.set(dst, oh*g.ow+ow, (i*g.kw+j)*g.c+ch, m.at(src, y, x*g.c+ch))
+						m.set(dst, oh*g.ow+ow, (i*g.kw+j)*g.c+ch, m.at(src, y*g.w+x, ch))
 					}
 				}
 			}

@@ -141,33 +141,37 @@ func checkImg2col(v *verifier, in Instr) string {
 	return ""
 }
 
-// img2col is the geometry of a TIMG2COL: an H x W image of C channels, a kh x kw
-// kernel, stride s and padding p, with output size oh x ow.
+// img2col is the geometry of a TIMG2COL: an H x W image of C channels stored
+// pixel-major (src[y*W+x, ch]), a kh x kw kernel, stride s, pl and pr columns of padding
+// left and right, pt rows above, and oh x ow output positions.
 type img2col struct {
-	h, w, c, kh, kw, s, p, oh, ow int
+	h, w, c, kh, kw, s, pl, pr, pt, oh, ow int
 }
 
 func (g img2col) outRows() int { return g.oh * g.ow }
 func (g img2col) outCols() int { return g.kh * g.kw * g.c }
 
+// at is the source pixel (y, x) of output row r, column ow and kernel tap (i, j).
+func (g img2col) at(r, ow, i, j int) (y, x int) { return r*g.s - g.pt + i, ow*g.s - g.pl + j }
+
 func img2colGeometry(in Instr, src TileDecl) (img2col, string) {
-	var vals [5]int
+	var vals [8]int
 	for i := range vals {
 		x, ok := intImm(in.Args[2+i].Imm, 1<<20)
-		if !ok || i < 4 && x < 1 {
-			return img2col{}, fmt.Sprintf("%s parameters C, kh, kw, s >= 1 and p >= 0 must be integers, got %v", in.Op, in.Args[2+i].Imm)
+		if !ok || (i < 4 || i == 7) && x < 1 {
+			return img2col{}, fmt.Sprintf("%s parameters W, kh, kw, s, oh >= 1 and pl, pr, pt >= 0 must be integers, got %v", in.Op, in.Args[2+i].Imm)
 		}
 		vals[i] = x
 	}
-	g := img2col{h: src.Rows, c: vals[0], kh: vals[1], kw: vals[2], s: vals[3], p: vals[4]}
-	if src.Cols%g.c != 0 {
-		return g, fmt.Sprintf("%s: %s has %d cols, not a whole number of %d-channel pixels", in.Op, tileRef(src), src.Cols, g.c)
+	g := img2col{w: vals[0], c: src.Cols, kh: vals[1], kw: vals[2], s: vals[3], pl: vals[4], pr: vals[5], pt: vals[6], oh: vals[7]}
+	if src.Rows%g.w != 0 {
+		return g, fmt.Sprintf("%s: %s has %d rows, not whole image rows of %d pixels", in.Op, tileRef(src), src.Rows, g.w)
 	}
-	g.w = src.Cols / g.c
-	if g.h+2*g.p < g.kh || g.w+2*g.p < g.kw {
-		return g, fmt.Sprintf("%s: a %dx%d kernel does not fit the padded %dx%d image", in.Op, g.kh, g.kw, g.h+2*g.p, g.w+2*g.p)
+	g.h = src.Rows / g.w
+	if g.w+g.pl+g.pr < g.kw {
+		return g, fmt.Sprintf("%s: a %d-wide kernel does not fit the padded %d-pixel rows", in.Op, g.kw, g.w+g.pl+g.pr)
 	}
-	g.oh, g.ow = (g.h+2*g.p-g.kh)/g.s+1, (g.w+2*g.p-g.kw)/g.s+1
+	g.ow = (g.w+g.pl+g.pr-g.kw)/g.s + 1
 	return g, ""
 }
 

@@ -287,7 +287,7 @@ var tilingDims = map[TileKind][3]string{
 	TileAttention:      {"[batch,l,s,e,ev]", "[br,hr,bc,copies]", "[batch,l/br,1]"},
 	TileKernel:         {"[blocks]", "[1]", "[blocks]"},
 	TileUpdate:         {"[outer,rows,cols]", "[tr,tc]", "[outer,rows/tr,cols/tc]"},
-	TileConv:           {"[n,oh,ow,o,c1,kh,kw,s,wp]", "[rb,tn]", "[o/tn,n,oh/rb]"},
+	TileConv:           {"[n,oh,ow,o,c1,kh,kw,s,h,w,pt,pl,pr]", "[rb,tn,gs]", "[o/tn,n,oh/rb]"},
 	TileScatter:        {"[outer,rows,cols]", "[tr,tc,writes]", "[outer,rows/tr,cols/tc]"},
 }
 

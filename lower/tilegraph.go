@@ -97,7 +97,7 @@ const (
 	// runs (slice_update, in place): tiles over the update's [outer, rows, cols].
 	TileUpdate
 	// TileConv is a cube convolution (conv2d_5hd): problem [n, oh, ow, o, c1, kh, kw,
-	// s, wp], tiles of rb output rows by tn output channels, grid [o/tn, n, oh/rb]
+	// s, h, w, pt, pl, pr], tiles of rb output rows by tn output channels, grid [o/tn, n, oh/rb]
 	// (see codegen_conv.go).
 	TileConv
 	// TileScatter scatters values into its result at positions index tensors give

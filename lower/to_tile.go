@@ -144,9 +144,7 @@ func chooseTiling(op *TileOp, tensors []GMTensor, opts Options) error {
 			op.Reason, err = fitEpilogue(chip, op, tensors)
 		}
 	case TileConv:
-		x := tensors[op.Inputs[0]].Type.Shape
-		k := op.Attrs.Ints("kernel")
-		p := convProblem{n: outT.Shape[0], oh: outT.Shape[1], ow: outT.Shape[2], o: outT.Shape[3], c1: x[1], kh: k[0], kw: k[1], s: op.Attrs.Int("stride", 1), wp: x[3]}
+		p := conv5HDProblem(tensors[op.Inputs[0]].Type, outT, op.Attrs)
 		op.Problem = p.list()
 		op.Tile, op.Reason, err = convTile(chip, p, outT.DType)
 	case TileAttention:

@@ -642,20 +642,22 @@ c, a, b = cube_case('tmov_fp', 'f16', ['tmatmul %acc, %la, %rb', 'tload %mfp, %f
                     extra_tiles=[('mfp', 'mat', 'f32', 1, Nn), ('sfp', 'scaling', 'f32', 1, Nn), ('v', 'vec', 'f16', M, Nn)], extra_params=[('fp', 'f32', Nn, fp)])
 c.want_tile('v', rnd(f64(rnd(a @ b, 'f32')) * f64(fp), 'f16')).want('out', rnd(a @ b, 'f32')).write()
 
-# img2col: a 5 x 4 image of 4 channels (f16), 3x3 kernel, stride 1, padding 1.
-H, W, CH = 5, 4, 4
-img = sample('f16', (H, W * CH))
+# img2col: a 5 x 4 image of 16 channels (f16) stored pixel-major, 3x3 kernel, stride 1,
+# one column of padding left and two right, two rows above, 4 rows of output positions.
+H, W, CH, PL, PR, PT, OH = 5, 4, 16, 1, 2, 2, 4
+OW = W + PL + PR - 3 + 1
+img = sample('f16', (H * W, CH))
 c = Case('timg2col', core='cube').param('img', 'f16', H * W * CH, img)
-c.tile('mi', 'mat', 'f16', H, W * CH).tile('col', 'left', 'f16', 32, 48)
-c.op(f'tload %mi, %img[0; {H}x{W * CH}; {W * CH},1]').op('timg2col %col, %mi, 4, 3, 3, 1, 1')
-w = np.zeros((32, 48), dtype=np.float32)
-for oh in range(H):
-    for ow in range(W):
+c.tile('mi', 'mat', 'f16', H * W, CH).tile('col', 'left', 'f16', 32, 160)
+c.op(f'tload %mi, %img[0; {H * W}x{CH}; {CH},1]').op(f'timg2col %col, %mi, {W}, 3, 3, 1, {PL}, {PR}, {PT}, {OH}')
+w = np.zeros((32, 160), dtype=np.float32)
+for oh in range(OH):
+    for ow in range(OW):
         for i in range(3):
             for j in range(3):
-                y, x = oh - 1 + i, ow - 1 + j
+                y, x = oh - PT + i, ow - PL + j
                 if 0 <= y < H and 0 <= x < W:
-                    w[oh * W + ow, (i * 3 + j) * CH:(i * 3 + j + 1) * CH] = img[y, x * CH:(x + 1) * CH]
+                    w[oh * OW + ow, (i * 3 + j) * CH:(i * 3 + j + 1) * CH] = img[y * W + x]
 c.want_tile('col', w).write()
 
 # The fixpipe's relu on the way out of Acc (tstore.relu), beside the plain store.
