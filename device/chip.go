@@ -241,6 +241,9 @@ func (c *Chip) Validate() error {
 				return bad(p.name+" (with an L2)", p.v)
 			}
 		}
+		if c.L2Ways > maxL2Ways {
+			return fmt.Errorf("device: chip %q: L2Ways is %d, more than the %d ways the simulator's L2 directory counts per set; use at most %d", c.Name, c.L2Ways, maxL2Ways, maxL2Ways)
+		}
 		if c.L2HitCycles < 0 || c.L2MissCycles < 0 {
 			return fmt.Errorf("device: chip %q: L2 latencies must not be negative, got %d / %d", c.Name, c.L2HitCycles, c.L2MissCycles)
 		}

@@ -24,13 +24,21 @@ import (
 // stamps keep counting, a task's first stamp is its base, and a line whose stamp is
 // older than the base is absent. Only the counts of the sets a task filled are reset.
 type l2Tags struct {
-	state  []lineState // per GM line
-	count  []uint32    // lines held per set
-	filled []int32     // the sets with a line, so release resets just those
-	clock  int64       // accesses so far, over every task that used the directory
-	base   int64       // this task's first stamp: earlier stamps are lines of earlier tasks
+	state []lineState // per GM line
+	// count is the lines each set holds, a byte per set (Chip.Validate keeps L2Ways
+	// at most maxL2Ways) so that the counts of a2's 24,576 sets fit a host's L1
+	// cache: a streaming transfer's lines fall in sets spread over all of them.
+	count  []uint8
+	filled []int32 // the sets with a line, so release resets just those
+	clock  int64   // accesses so far, over every task that used the directory
+	base   int64   // this task's first stamp: earlier stamps are lines of earlier tasks
 	ways   int
 	setDiv uint64 // the number of sets' reciprocal for setOf (fastMod)
+	// roomy says that no set has more GM lines than ways (the GM is within
+	// evictionFreeLines): nothing is ever evicted, so the sets' counts, which only
+	// tell when a set is full, are not kept. Streaming a GM that fits the L2 (most
+	// tasks') then costs a line's own state and nothing in a set.
+	roomy bool
 	// bySet lists the GM lines of each set, set s's in bySet[setStart[s]:setStart[s+1]],
 	// for the len(state) lines of GM (nil until a set first overflows).
 	bySet, setStart []int32
@@ -40,6 +48,9 @@ type l2Tags struct {
 // base: not in L2) and when its fill completes (task cycles; 0: filled when the task
 // began, or written by a store).
 type lineState struct{ used, fill int64 }
+
+// maxL2Ways is the most ways a set may have: l2Tags counts a set's lines in a byte.
+const maxL2Ways = 255
 
 // spareL2 keeps one directory through garbage collections (which empty idleL2), so
 // that tasks run one after another never allocate one again.
@@ -59,7 +70,7 @@ func takeL2(sets, ways, lines int) *l2Tags {
 		t = &l2Tags{}
 	}
 	if len(t.count) != sets || t.ways != ways {
-		t.count, t.ways, t.filled, t.bySet = make([]uint32, sets), ways, t.filled[:0], nil
+		t.count, t.ways, t.filled, t.bySet = make([]uint8, sets), ways, t.filled[:0], nil
 		t.setDiv = ^uint64(0)/uint64(sets) + 1
 	}
 	if len(t.state) != lines {
@@ -70,7 +81,32 @@ func takeL2(sets, ways, lines int) *l2Tags {
 	}
 	t.state = t.state[:lines]
 	t.base = t.clock + 1
+	t.roomy = lines <= evictionFreeLines(t)
 	return t
+}
+
+// evictionFree caches evictionFreeLines per directory shape (sets, ways).
+var evictionFree sync.Map // [2]int -> int
+
+// evictionFreeLines is the largest GM, in lines, in which no set of t's shape has
+// more lines than ways: lines 0 .. n-1 fill no set beyond its ways, line n would
+// (with the hash, a GM of about sets x ways lines; at most sets x ways).
+func evictionFreeLines(t *l2Tags) int {
+	key := [2]int{len(t.count), t.ways}
+	if n, ok := evictionFree.Load(key); ok {
+		return n.(int)
+	}
+	held := make([]int, len(t.count))
+	n := 0
+	for ; ; n++ {
+		s := t.setOf(n)
+		if held[s] == t.ways {
+			break
+		}
+		held[s]++
+	}
+	evictionFree.Store(key, n)
+	return n
 }
 
 // release empties the directory and hands it to later tasks; t must not be used again.
@@ -98,9 +134,39 @@ func (t *l2Tags) access(l int) (bool, int64) {
 		st.used = t.clock
 		return true, st.fill
 	}
-	t.insert(l)
+	if !t.roomy {
+		t.insert(l)
+	}
 	*st = lineState{used: t.clock}
 	return false, 0
+}
+
+// accessRun is access of the consecutive lines l0..l1 (inclusive) in order: it
+// appends the lines that were absent to missed and reports, of the present ones,
+// the latest fill. When write is set every line is marked filled (a store's data is
+// there). A transfer's lines are looked up here in one loop over consecutive state.
+func (t *l2Tags) accessRun(l0, l1 int, write bool, missed []int32) ([]int32, int64) {
+	var waitFill int64
+	clock, base := t.clock, t.base
+	for l := l0; l <= l1; l++ {
+		clock++
+		st := &t.state[l]
+		if st.used >= base {
+			st.used = clock
+			waitFill = max(waitFill, st.fill)
+			if write {
+				st.fill = 0
+			}
+			continue
+		}
+		if !t.roomy {
+			t.insert(l)
+		}
+		*st = lineState{used: clock}
+		missed = append(missed, int32(l))
+	}
+	t.clock = clock
+	return missed, waitFill
 }
 
 // insert takes a way of line l's set for l (absent), evicting the least recent line

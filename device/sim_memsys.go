@@ -100,18 +100,6 @@ func (m *memSystem) window(base int, o Operand, f func(lo, hi int)) {
 	}
 }
 
-// eachLine calls f with each L2 line of the byte range [lo, hi) and the bytes of the
-// range in it.
-func (m *memSystem) eachLine(lo, hi int, f func(line int, bytes int64)) {
-	lb := m.chip.L2LineBytes
-	for a := lo; a < hi; {
-		l := a / lb
-		e := min(hi, (l+1)*lb)
-		f(l, int64(e-a))
-		a = e
-	}
-}
-
 // transferTimes is a GM transfer's two times, relative to its start: the pipe is
 // occupied until occupy (the data moving through the core's port), and the transfer
 // completes at done (its last byte arrived: what a flag after it waits for).
@@ -134,24 +122,30 @@ func (m *memSystem) load(c *coreSim, base int, o Operand, now int64, prefetch bo
 	var waitFill int64
 	lat := int64(chip.L2HitCycles)
 	m.missed = m.missed[:0]
+	lb := chip.L2LineBytes
 	m.window(base, o, func(lo, hi int) {
-		m.eachLine(lo, hi, func(l int, n int64) {
-			hit, fill := m.l2.access(l)
-			if !hit && prefetch && c.prefetchLeft > 0 {
-				c.prefetchLeft -= int64(chip.L2LineBytes)
-				m.prefetched += int64(chip.L2LineBytes)
-				hit = true // a new line's fill time is 0: it was there when the task began
+		first := len(m.missed)
+		var fill int64
+		m.missed, fill = m.l2.accessRun(lo/lb, (hi-1)/lb, false, m.missed)
+		waitFill = max(waitFill, fill)
+		// The lines this run missed, less those the task's prefetch brought in (a
+		// new line's fill time is 0: it was there when the task began).
+		kept, runMiss := first, int64(0)
+		for _, l := range m.missed[first:] {
+			if prefetch && c.prefetchLeft > 0 {
+				c.prefetchLeft -= int64(lb)
+				m.prefetched += int64(lb)
+				continue
 			}
-			if hit {
-				hitB += n
-				m.hits++
-				waitFill = max(waitFill, fill)
-			} else {
-				missB += n
-				m.misses++
-				m.missed = append(m.missed, int32(l))
-			}
-		})
+			m.missed[kept] = l
+			kept++
+			runMiss += int64(min(hi, (int(l)+1)*lb) - max(lo, int(l)*lb))
+		}
+		m.missed = m.missed[:kept]
+		m.misses += int64(kept - first)
+		m.hits += int64((hi-1)/lb-lo/lb+1) - int64(kept-first)
+		missB += runMiss
+		hitB += int64(hi-lo) - runMiss
 	})
 	if missB > 0 {
 		lat = int64(chip.L2MissCycles)
@@ -177,10 +171,8 @@ func (m *memSystem) load(c *coreSim, base int, o Operand, now int64, prefetch bo
 func (m *memSystem) store(c *coreSim, base int, o Operand, now, d int64) transferTimes {
 	var bytes int64
 	m.window(base, o, func(lo, hi int) {
-		m.eachLine(lo, hi, func(l int, _ int64) {
-			m.l2.access(l)
-			m.l2.state[l].fill = 0 // written: the data is there
-		})
+		lb := m.chip.L2LineBytes
+		m.missed, _ = m.l2.accessRun(lo/lb, (hi-1)/lb, true, m.missed[:0])
 		bytes += int64(hi - lo)
 	})
 	if bytes == 0 {

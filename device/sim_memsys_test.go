@@ -339,7 +339,7 @@ func TestTransposedWindowMovesItsOwnBytes(t *testing.T) {
 	count := func(v isa.GMView) (lines, bytes int) {
 		m := newMemSystem(chip, 1<<22)
 		m.window(0, Operand{Kind: isa.KindGM, DType: dtype.Float16, GM: v}, func(lo, hi int) {
-			m.eachLine(lo, hi, func(int, int64) { lines++ })
+			lines += (hi-1)/chip.L2LineBytes - lo/chip.L2LineBytes + 1
 			bytes += hi - lo
 		})
 		return
@@ -352,6 +352,79 @@ func TestTransposedWindowMovesItsOwnBytes(t *testing.T) {
 	require.Equal(t, 64*2, elemB, "neither axis contiguous: element by element")
 	_, bcastB := count(isa.GMView{Rows: 8, Cols: 16, RowStride: 0, ColStride: 1})
 	require.Equal(t, 8*16*2, bcastB, "a broadcast row is read once per row")
+}
+
+// A run of lines looked up at once (accessRun) leaves the directory as the same lines
+// accessed one by one do, and reports the same misses and fills, through evictions.
+func TestAccessRunIsAccessLineByLine(t *testing.T) {
+	rng := rand.New(rand.NewPCG(13, 14))
+	const sets, ways, lines = 8, 4, 512
+	dir := func() *l2Tags {
+		return &l2Tags{state: make([]lineState, lines), count: make([]uint8, sets), ways: ways, base: 1, setDiv: ^uint64(0)/sets + 1}
+	}
+	run, one := dir(), dir()
+	for range 2000 {
+		l0 := rng.IntN(lines - 8)
+		l1 := l0 + rng.IntN(8)
+		write := rng.IntN(3) == 0
+		var missed []int32
+		var fill int64
+		for l := l0; l <= l1; l++ {
+			hit, f := one.access(l)
+			if hit {
+				fill = max(fill, f)
+			} else {
+				missed = append(missed, int32(l))
+			}
+			if write {
+				one.state[l].fill = 0
+			}
+		}
+		got, gotFill := run.accessRun(l0, l1, write, nil)
+		require.Equal(t, missed, got)
+		require.Equal(t, fill, gotFill)
+		for _, l := range missed {
+			f := rng.Int64N(1000) // the load's completion, as memSystem.load sets it
+			one.state[l].fill, run.state[l].fill = f, f
+		}
+		require.Equal(t, one.state, run.state)
+		require.Equal(t, one.count, run.count)
+		require.Equal(t, one.clock, run.clock)
+	}
+}
+
+// Up to evictionFreeLines no set holds more GM lines than ways, and one line more
+// overfills a set; a directory of such a GM keeps no set counts (roomy) and answers
+// as one that counts them.
+func TestRoomyDirectoryNeverEvicts(t *testing.T) {
+	const sets, ways = 16, 4
+	dir := func(lines int) *l2Tags {
+		return &l2Tags{state: make([]lineState, lines), count: make([]uint8, sets), ways: ways, base: 1, setDiv: ^uint64(0)/sets + 1}
+	}
+	n := evictionFreeLines(dir(0))
+	perSet := func(lines int) (most int) {
+		held := map[int]int{}
+		d := dir(lines)
+		for l := range lines {
+			held[d.setOf(l)]++
+			most = max(most, held[d.setOf(l)])
+		}
+		return most
+	}
+	require.Equal(t, ways, perSet(n))
+	require.Equal(t, ways+1, perSet(n+1))
+	require.LessOrEqual(t, n, sets*ways)
+	rng := rand.New(rand.NewPCG(15, 16))
+	roomy, counted := dir(n), dir(n)
+	roomy.roomy = true
+	for range 3000 {
+		l0 := rng.IntN(n - 4)
+		l1 := l0 + rng.IntN(4)
+		got, _ := roomy.accessRun(l0, l1, false, nil)
+		want, _ := counted.accessRun(l0, l1, false, nil)
+		require.Equal(t, want, got)
+	}
+	require.Nil(t, counted.bySet, "the counted directory evicted nothing either")
 }
 
 // fastMod is the remainder for every set count a chip may have, on the hash's full
