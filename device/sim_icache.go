@@ -65,6 +65,8 @@ type icache struct {
 	base     map[*MachineProgram]int64 // code address of each program the core ran
 	next     int64                     // where the next program's code goes
 	prog     *MachineProgram           // the program fetched from last
+	progBase int64                     // its code address
+	lastLine int64                     // the line fetched last, the first of its set (-1: none)
 	lastMiss int64                     // line address of the last miss (-2: none)
 	misses   int64
 	stalls   int64 // cycles issue waited for fetches
@@ -80,19 +82,24 @@ func (c *coreSim) fetch(m *MachineProgram, pc int) int64 {
 	if ic.sets == nil {
 		ic.sets = make([][]int64, max(1, ch.ICacheBytes/(ch.ICacheLineBytes*ch.ICacheWays)))
 		ic.base = map[*MachineProgram]int64{}
+		ic.prog, ic.lastLine = nil, -1
 	}
-	b, ok := ic.base[m]
 	if m != ic.prog {
-		ic.prog, ic.lastMiss = m, -2 // another program: its first line does not stream
+		b, ok := ic.base[m]
+		if !ok {
+			b = ic.next
+			ic.base[m] = b
+			size := int64(len(m.Instrs) * ch.InstrBytes)
+			line := int64(ch.ICacheLineBytes)
+			ic.next += (size + line - 1) / line * line
+		}
+		ic.prog, ic.progBase, ic.lastMiss = m, b, -2 // another program: its first line does not stream
 	}
-	if !ok {
-		b = ic.next
-		ic.base[m] = b
-		size := int64(len(m.Instrs) * ch.InstrBytes)
-		line := int64(ch.ICacheLineBytes)
-		ic.next += (size + line - 1) / line * line
+	line := (ic.progBase + int64(pc*ch.InstrBytes)) / int64(ch.ICacheLineBytes)
+	if line == ic.lastLine {
+		return 0 // still the most recent line of its set
 	}
-	line := (b + int64(pc*ch.InstrBytes)) / int64(ch.ICacheLineBytes)
+	ic.lastLine = line
 	set := &ic.sets[line%int64(len(ic.sets))]
 	for i, l := range *set {
 		if l == line {

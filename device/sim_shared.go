@@ -65,7 +65,7 @@ func runShared(sims []*coreSim, blocks []Block, cores int, balance bool, coreOf 
 	// The live cores by their next start (ties by core index): only the core that
 	// started an instruction (or took a block) has a new one, so a step costs a heap
 	// update, not a pass over every core.
-	ready := startHeap{at: make([]int64, len(states))}
+	ready := startHeap{e: make([]heapEntry, 0, len(states))}
 	schedule := func(ci int) error {
 		live, err := advance(ci)
 		if err == nil && live {
@@ -105,68 +105,86 @@ func runShared(sims []*coreSim, blocks []Block, cores int, balance bool, coreOf 
 		if best < 0 {
 			return nil
 		}
-		ready.pop()
 		s := &states[best]
 		s.cached = false
 		if err := s.r.start(s.di, s.st); err != nil {
 			return err
 		}
-		if err := schedule(best); err != nil {
+		live, err := advance(best)
+		if err != nil {
 			return err
+		}
+		if live {
+			ready.retime(s.r.t0 + s.st) // the core stays at the top or sinks
+		} else {
+			ready.pop()
 		}
 	}
 }
 
-// startHeap is a binary min-heap of core indices by their next start time (at, per
-// core), ties by index.
-type startHeap struct {
-	cores []int
-	at    []int64
+// startHeap is a binary min-heap of cores by their next start time, ties by core
+// index. An entry holds its time, so a comparison reads one slice.
+type startHeap struct{ e []heapEntry }
+
+type heapEntry struct {
+	at   int64
+	core int
 }
 
-func (h *startHeap) less(i, j int) bool {
-	a, b := h.cores[i], h.cores[j]
-	return h.at[a] < h.at[b] || (h.at[a] == h.at[b] && a < b)
+func (a heapEntry) before(b heapEntry) bool {
+	return a.at < b.at || (a.at == b.at && a.core < b.core)
 }
 
 func (h *startHeap) push(core int, at int64) {
-	h.at[core] = at
-	h.cores = append(h.cores, core)
-	for i := len(h.cores) - 1; i > 0; {
+	h.e = append(h.e, heapEntry{at, core})
+	for i := len(h.e) - 1; i > 0; {
 		p := (i - 1) / 2
-		if !h.less(i, p) {
+		if !h.e[i].before(h.e[p]) {
 			break
 		}
-		h.cores[i], h.cores[p] = h.cores[p], h.cores[i]
+		h.e[i], h.e[p] = h.e[p], h.e[i]
 		i = p
 	}
 }
 
 // min is the core that starts first and when, or -1 when the heap is empty.
 func (h *startHeap) min() (int, int64) {
-	if len(h.cores) == 0 {
+	if len(h.e) == 0 {
 		return -1, 0
 	}
-	return h.cores[0], h.at[h.cores[0]]
+	return h.e[0].core, h.e[0].at
 }
 
 // pop removes the core that starts first.
 func (h *startHeap) pop() {
-	n := len(h.cores) - 1
-	h.cores[0] = h.cores[n]
-	h.cores = h.cores[:n]
+	n := len(h.e) - 1
+	h.e[0] = h.e[n]
+	h.e = h.e[:n]
+	h.down()
+}
+
+// retime gives the core that starts first a new start time: one sift instead of a
+// pop and a push, for the core whose instruction just started.
+func (h *startHeap) retime(at int64) {
+	h.e[0].at = at
+	h.down()
+}
+
+// down sifts the first entry down to its place.
+func (h *startHeap) down() {
+	n := len(h.e)
 	for i := 0; ; {
 		l, s := 2*i+1, i
-		if l < n && h.less(l, s) {
+		if l < n && h.e[l].before(h.e[s]) {
 			s = l
 		}
-		if l+1 < n && h.less(l+1, s) {
+		if l+1 < n && h.e[l+1].before(h.e[s]) {
 			s = l + 1
 		}
 		if s == i {
 			return
 		}
-		h.cores[i], h.cores[s] = h.cores[s], h.cores[i]
+		h.e[i], h.e[s] = h.e[s], h.e[i]
 		i = s
 	}
 }
