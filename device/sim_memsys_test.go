@@ -331,6 +331,24 @@ func TestRaceReportedWithL2(t *testing.T) {
 	require.ErrorContains(t, err, "set_flag mte2, v")
 }
 
+// A timed run whose values are computed beside the timing loop (a task too large to
+// run in it) leaves the race check to that functional run: it reports the same race.
+func TestRaceReportedWhenValuesRunApart(t *testing.T) {
+	chip := preset(t, "a2")
+	m := compile(t, chip, loadReluStore())
+	dropFlags(m, isa.PipeMTE2, isa.PipeV)
+	saved := smallTaskInstrs
+	defer func() { smallTaskInstrs = saved }()
+	var msgs []string
+	for _, small := range []int{1 << 30, 0} {
+		smallTaskInstrs = small
+		_, err := RunTask(chip, make([]byte, 512), isa.Vector, []Block{{Prog: m, ParamAddrs: []int{0, 256}}}, RunOptions{})
+		require.ErrorContains(t, err, "race")
+		msgs = append(msgs, err.Error())
+	}
+	require.Equal(t, msgs[0], msgs[1], "in the timing loop and beside it")
+}
+
 // A transposed window (rows adjacent, columns strided) moves the bytes it holds: it
 // costs what the same elements cost read as rows, not the span of the gaps between them.
 func TestTransposedWindowMovesItsOwnBytes(t *testing.T) {
