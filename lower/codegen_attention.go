@@ -354,6 +354,9 @@ func (v *attentionVector) buildMask(m blockMask) int {
 func (v *attentionVector) block(step, kb, b, c, row0 int, m blockMask, cs chunkState, l int) {
 	a := v.a
 	st := v.s[step%len(v.s)]
+	if v.hasMask {
+		v.loadMask(kb, b, row0, m, l)
+	}
 	v.emit(isa.TPOP, isa.ModeNone, st, a.scoresQueue(c))
 	v.emit(isa.TFREE, isa.ModeNone, a.scoresQueue(c))
 	switch v.scaleBy {
@@ -363,22 +366,14 @@ func (v *attentionVector) block(step, kb, b, c, row0 int, m blockMask, cs chunkS
 		v.emit(isa.TROWEXPANDMUL, isa.ModeNone, st, st, v.scale)
 	}
 	if v.hasMask {
-		col0 := kb * a.bc
-		rows := max(0, min(a.hr, l-row0))
-		v.emit(isa.TLOAD, isa.ModeNone, v.maskRaw, isa.GMOp(v.view.window(b, min(row0, l), col0, rows, m.vc)))
 		switch {
+		case v.boolMask && v.fill != 0:
+			v.emit(isa.TSEL, isa.ModeNone, st, v.maskBits, st, v.fill)
 		case v.boolMask:
-			v.emit(isa.TCVT, isa.ModeNone, v.maskI8, v.maskRaw)
-			v.emit(isa.TCMPS, isa.CmpNE, v.maskBits, v.maskI8, 0.0)
-			if v.fill != 0 {
-				v.emit(isa.TSEL, isa.ModeNone, st, v.maskBits, st, v.fill)
-			} else {
-				v.emit(isa.TSELS, isa.ModeNone, st, v.maskBits, st, v.fillImm)
-			}
+			v.emit(isa.TSELS, isa.ModeNone, st, v.maskBits, st, v.fillImm)
 		case v.f32Mask:
 			v.emit(isa.TADD, isa.ModeNone, st, st, v.maskRaw)
 		default:
-			v.emit(isa.TCVT, isa.ModeNone, v.maskF32, v.maskRaw)
 			v.emit(isa.TADD, isa.ModeNone, st, st, v.maskF32)
 		}
 	}
@@ -400,6 +395,23 @@ func (v *attentionVector) block(step, kb, b, c, row0 int, m blockMask, cs chunkS
 	v.emit(isa.TADD, isa.ModeNone, cs.l, cs.l, v.lBlock)
 	v.emit(isa.TCVT, isa.ModeNone, v.p, st)
 	v.emit(isa.TPUSH, isa.ModeNone, a.probsQueue(v.h), v.p)
+}
+
+// loadMask loads the explicit mask's tile of key block kb for the rows from row0 and
+// converts it to what the scores need (bits for a bool mask, fp32 otherwise). It reads
+// nothing the cube computes, so it comes before the scores' pop: the load and the
+// conversion run while the vector core waits for the scores.
+func (v *attentionVector) loadMask(kb, b, row0 int, m blockMask, l int) {
+	a := v.a
+	rows := max(0, min(a.hr, l-row0))
+	v.emit(isa.TLOAD, isa.ModeNone, v.maskRaw, isa.GMOp(v.view.window(b, min(row0, l), kb*a.bc, rows, m.vc)))
+	switch {
+	case v.boolMask:
+		v.emit(isa.TCVT, isa.ModeNone, v.maskI8, v.maskRaw)
+		v.emit(isa.TCMPS, isa.CmpNE, v.maskBits, v.maskI8, 0.0)
+	case !v.f32Mask:
+		v.emit(isa.TCVT, isa.ModeNone, v.maskF32, v.maskRaw)
+	}
 }
 
 // absorb folds a chunk's product of key block kb into its accumulator: O = O*alpha + P V.
