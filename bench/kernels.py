@@ -5,7 +5,8 @@ Compiles each benchmark case (fp16 GEMMs 4096^3 and 6144^3, matmul + bias + relu
 softmax and layer norm over 8192x4096, attention [1, 32, 4096, 128] causal and not,
 a GPT-2-small-sized decoder stack over 1024 tokens, and conv2d + bias + relu at batch 8:
 the 3x3 and the expanding 1x1 of a ResNet-50 stage at 28x28 and a UNet block's 3x3 at
-64x64) for the a2 preset, runs it on
+64x64, and two chains of them: a UNet block and a ResNet-50 bottleneck with its residual
+add) for the a2 preset, runs it on
 the simulator with the timing model only (times never depend on values), and prints
 its simulated time beside the chip's roofline for it, through the Go helper
 cmd/pto-kernels (built with the repository's Go toolchain).
@@ -42,7 +43,9 @@ named by its CompileConfig field). Convolution rows add conv_kernel_cube_busy an
 conv_kernel_gm_bytes (the convolution's kernel alone, without the layout conversions
 around it: its GM bytes are to be read against compulsory_gm_bytes) and
 gemm_same_mkn_cube_busy (a GEMM of the convolution's m = N*OH*OW, k = C*KH*KW,
-n = O on the same chip), printed in a table of their own.
+n = O on the same chip), printed in a table of their own. The chains of convolutions
+(a UNet block, a ResNet-50 bottleneck) add chain_floor_gm_bytes: the compulsory bytes
+plus each activation passed between their kernels written once and read once.
 """
 import argparse
 import importlib.util
@@ -120,6 +123,12 @@ def main():
         for r in convs:
             print(f"{r['case']:<38} {r['conv_kernel_cube_busy']:>11.3f} {r['gemm_same_mkn_cube_busy']:>10.3f} "
                   f"{r['conv_kernel_gm_bytes'] / r['compulsory_gm_bytes']:>15.3f} {r['gm_bytes'] / r['compulsory_gm_bytes']:>16.3f}")
+    chains = [r for r in rows if "chain_floor_gm_bytes" in r]
+    if chains:
+        print(f"\n{'convolution chain':<38} {'program GM/comp':>16} {'chain floor/comp':>17} {'program GM/floor':>17}")
+        for r in chains:
+            print(f"{r['case']:<38} {r['gm_bytes'] / r['compulsory_gm_bytes']:>16.3f} "
+                  f"{r['chain_floor_gm_bytes'] / r['compulsory_gm_bytes']:>17.3f} {r['gm_bytes'] / r['chain_floor_gm_bytes']:>17.3f}")
     if demo:
         print(f"\n{'demo case':<38} {'runtime':>7} {'sim ms':>9} {'tokens/s':>12} {'tasks':>6} {'same values':>12}")
         for r in demo:

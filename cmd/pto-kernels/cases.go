@@ -22,6 +22,10 @@ type benchCase struct {
 	// pixels, C*KH*KW and output channels): the row also gives the convolution
 	// kernel's own cube busy and GM bytes, and the cube busy of that GEMM.
 	conv *[3]int
+	// between, for a chain of convolutions, is the bytes of the activations passed
+	// between its kernels: the row's chain_floor_gm_bytes counts each written once and
+	// read once beside the compulsory bytes.
+	between int64
 }
 
 func benchCases() []benchCase {
@@ -40,6 +44,10 @@ func benchCases() []benchCase {
 		convCase("conv_resnet50_3x3_b8_128x28x28", 8, 128, 28, 128, 3),
 		convCase("conv_resnet50_1x1_b8_128x28x28_to512", 8, 128, 28, 512, 1),
 		convCase("conv_unet_3x3_b8_64x64x64", 8, 64, 64, 64, 3),
+		// Chains: a UNet block (two 3x3 + relu at 64x64, 64 channels) and a ResNet-50
+		// conv3_x bottleneck (1x1 512 -> 128, 3x3, 1x1 -> 512, the residual add, relu).
+		{name: "conv_unet_block_b8_64x64x64", build: unetBlock, between: 8 * 64 * 64 * 64 * 2},
+		{name: "conv_resnet50_bottleneck_b8_512x28x28", build: bottleneck, between: 2*8*128*28*28*2 + 8*512*28*28*2},
 	}
 }
 
@@ -81,6 +89,28 @@ func convCase(name string, n, c, hw, o, k int) benchCase {
 		b.Output(b.op("relu", nil, y))
 	}
 	return benchCase{name: name, build: build, conv: &[3]int{n * hw * hw, c * k * k, o}}
+}
+
+// convRelu is relu(conv2d(x, w, b)) with "same" padding for a k x k kernel of o
+// output channels over the c channels of x; the parameters are named after i.
+func convRelu(b *graphBuilder, x core.Value, i, c, o, k int, relu bool) core.Value {
+	pad := int64(k / 2)
+	y := b.op("conv2d", core.Attrs{"pads": []int64{pad, pad, pad, pad}}, x, b.param(fmt.Sprintf("w%d", i), o, c, k, k), b.param(fmt.Sprintf("b%d", i), o))
+	if relu {
+		y = b.op("relu", nil, y)
+	}
+	return y
+}
+
+func unetBlock(b *graphBuilder) {
+	x := b.param("x", 8, 64, 64, 64)
+	b.Output(convRelu(b, convRelu(b, x, 0, 64, 64, 3, true), 1, 64, 64, 3, true))
+}
+
+func bottleneck(b *graphBuilder) {
+	x := b.param("x", 8, 512, 28, 28)
+	y := convRelu(b, convRelu(b, convRelu(b, x, 0, 512, 128, 1, true), 1, 128, 128, 3, true), 2, 128, 512, 1, false)
+	b.Output(b.op("relu", nil, b.op("add", nil, y, x)))
 }
 
 func rowOp(name string) func(b *graphBuilder) {

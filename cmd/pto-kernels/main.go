@@ -53,7 +53,10 @@ type row struct {
 	// GEMM of the same m, k, n on the same chip.
 	ConvCubeBusy float64 `json:"conv_kernel_cube_busy,omitempty"`
 	ConvGMBytes  int64   `json:"conv_kernel_gm_bytes,omitempty"`
-	GemmCubeBusy float64 `json:"gemm_same_mkn_cube_busy,omitempty"`
+	// For a chain of convolutions: the compulsory bytes plus each activation passed
+	// between its kernels written once and read once.
+	ChainFloorGMBytes int64   `json:"chain_floor_gm_bytes,omitempty"`
+	GemmCubeBusy      float64 `json:"gemm_same_mkn_cube_busy,omitempty"`
 }
 
 func main() {

@@ -57,6 +57,9 @@ func measure(chip *device.Chip, c benchCase) (rows []row, err error) {
 	for _, o := range g.Outputs {
 		r.CompulsoryGMBytes += int64(g.Type(o).Bytes())
 	}
+	if c.between > 0 {
+		r.ChainFloorGMBytes = r.CompulsoryGMBytes + 2*c.between
+	}
 	r.RooflineMs, r.Bound = roofline(chip, g, r.CompulsoryGMBytes)
 	runtimes := []namedRuntime{{"off", lower.Runtime{}}}
 	if c.runtimes {
