@@ -56,6 +56,17 @@ import sys
 from gocmd import ROOT, run_json
 
 
+def ratio_table(rows, key, title, columns):
+    """Prints the rows that have key as a table of title and the named columns (each a
+    function of the row, printed with three decimals)."""
+    rows = [r for r in rows if key in r]
+    if not rows:
+        return
+    print(f"\n{title:<38} " + " ".join(f"{name:>17}" for name in columns))
+    for r in rows:
+        print(f"{r['case']:<38} " + " ".join(f"{f(r):>17.3f}" for f in columns.values()))
+
+
 def demo_rows(device, batch, seq, layers):
     """The demo's model run with the runtime's features off and on: its simulated
     tokens per second each way."""
@@ -117,18 +128,13 @@ def main():
               f"{r['instrs_per_core']:>7}")
         if "cached_compile_ms" in r:
             print(f"{'':<38} cached compile {r['cached_compile_ms']:.4f} ms")
-    convs = [r for r in rows if "gemm_same_mkn_cube_busy" in r]
-    if convs:
-        print(f"\n{'convolution':<38} {'kernel cube':>11} {'GEMM cube':>10} {'kernel GM/comp':>15} {'program GM/comp':>16}")
-        for r in convs:
-            print(f"{r['case']:<38} {r['conv_kernel_cube_busy']:>11.3f} {r['gemm_same_mkn_cube_busy']:>10.3f} "
-                  f"{r['conv_kernel_gm_bytes'] / r['compulsory_gm_bytes']:>15.3f} {r['gm_bytes'] / r['compulsory_gm_bytes']:>16.3f}")
-    chains = [r for r in rows if "chain_floor_gm_bytes" in r]
-    if chains:
-        print(f"\n{'convolution chain':<38} {'program GM/comp':>16} {'chain floor/comp':>17} {'program GM/floor':>17}")
-        for r in chains:
-            print(f"{r['case']:<38} {r['gm_bytes'] / r['compulsory_gm_bytes']:>16.3f} "
-                  f"{r['chain_floor_gm_bytes'] / r['compulsory_gm_bytes']:>17.3f} {r['gm_bytes'] / r['chain_floor_gm_bytes']:>17.3f}")
+    comp = lambda r, key: r[key] / r["compulsory_gm_bytes"]
+    ratio_table(rows, "gemm_same_mkn_cube_busy", "convolution", {
+        "kernel cube": lambda r: r["conv_kernel_cube_busy"], "GEMM cube": lambda r: r["gemm_same_mkn_cube_busy"],
+        "kernel GM/comp": lambda r: comp(r, "conv_kernel_gm_bytes"), "program GM/comp": lambda r: comp(r, "gm_bytes")})
+    ratio_table(rows, "chain_floor_gm_bytes", "convolution chain", {
+        "program GM/comp": lambda r: comp(r, "gm_bytes"), "chain floor/comp": lambda r: comp(r, "chain_floor_gm_bytes"),
+        "program GM/floor": lambda r: r["gm_bytes"] / r["chain_floor_gm_bytes"]})
     if demo:
         print(f"\n{'demo case':<38} {'runtime':>7} {'sim ms':>9} {'tokens/s':>12} {'tasks':>6} {'same values':>12}")
         for r in demo:
