@@ -152,7 +152,7 @@ def test_1f1b_holds_fewer_activations_than_gpipe():
 
 def test_pipeline_errors_say_what_to_change():
     with pytest.raises(p.PyptoTypeError, match="list of layers"):
-        p.compile(lambda x: x, config=pp_config(2, 2, "1f1b"))
+        p.compile(42, config=pp_config(2, 2, "1f1b"))
     with pytest.raises(p.PyptoValueError, match="multiple of 4"):
         p.compile([tanh_layer] * 8, config=pp_config(4, 6, "interleaved_1f1b"))
     with pytest.raises(p.PyptoValueError, match="cannot fill 4"):
@@ -221,3 +221,129 @@ def test_gradient_accumulation_runs_on_the_device_and_takes_time():
         for a, b in zip(gl, wl):
             np.testing.assert_allclose(a.numpy(), b, rtol=1e-4, atol=1e-6)
     assert float(loss.numpy()) == pytest.approx(want_loss, rel=1e-5)
+
+
+# --- a traced model: cut where one value alone crosses --------------------------------
+
+
+def test_a_traced_model_is_cut_into_layers_and_trains_as_the_layered_one():
+    rng = np.random.default_rng(9)
+    ws, _ = make_layers(rng, 6, 16)
+
+    def model(x):
+        for w, b in ws:
+            x = tanh_layer(x, w, b)
+        return x
+
+    x = rng.standard_normal((16, 16)).astype(np.float32)
+    t = rng.standard_normal((16, 16)).astype(np.float32)
+    ex = p.compile(model, config=pp_config(4, 4, "1f1b"))
+    want_y, want_loss, want_g = numpy_value_and_grad(ws, x, t)
+    np.testing.assert_allclose(ex.run(x).numpy(), want_y, rtol=1e-5, atol=1e-5)
+    # every op of the chain is a place to cut (matmul, bias add, tanh); the weights are
+    # the parameters, in the order the model reads them
+    assert len(ex.layers) == 18 and [len(layer.params) for layer in ex.layers] == [1, 1, 0] * 6
+    assert [a.shape for a in ex.parameters] == [(16, 16), (16,)] * 6 and ex.parameter_names[0].startswith("%c0 (")
+    loss, g = ex.value_and_grad(mse, x, t)
+    assert float(loss.numpy()) == pytest.approx(want_loss, rel=1e-5)
+    for got, want in zip(g, [a for wl in want_g for a in wl]):
+        np.testing.assert_allclose(got.numpy(), want, rtol=1e-4, atol=1e-6)
+    # params= replaces them: one SGD step's parameters give the numpy loss of that step
+    new = [w - 0.5 * gw.numpy() for w, gw in zip(ex.parameters, g)]
+    loss2, _ = ex.value_and_grad(mse, x, t, params=new)
+    _, want2, _ = numpy_value_and_grad([(new[2 * i], new[2 * i + 1]) for i in range(6)], x, t)
+    assert float(loss2.numpy()) == pytest.approx(want2, rel=1e-5)
+    with pytest.raises(p.PyptoValueError, match="12 parameters"):
+        ex.value_and_grad(mse, x, t, params=new[:3])
+
+
+def residual_model(blocks):
+    """Residual blocks x + tanh(...tanh(x @ a0)... @ ak), one list of weights a block."""
+
+    def model(x):
+        for ws in blocks:
+            u = x
+            for w in ws:
+                u = p.tanh(p.matmul(u, w))
+            x = x + u
+        return x
+
+    return model
+
+
+def residual_numpy(blocks, x, t):
+    """residual_model's output, mean squared error and gradients (a list per block) by
+    hand in float64."""
+    acts, inner = [x.astype(np.float64)], []
+    for ws in blocks:
+        us = [acts[-1]]
+        for w in ws:
+            us.append(np.tanh(us[-1] @ w))
+        inner.append(us)
+        acts.append(acts[-1] + us[-1])
+    d = 2 * (acts[-1] - t) / acts[-1].size
+    grads = [None] * len(blocks)
+    for i in reversed(range(len(blocks))):
+        du, us, gs = d, inner[i], []
+        for j in reversed(range(len(blocks[i]))):
+            dz = du * (1 - us[j + 1] ** 2)
+            gs.insert(0, us[j].T @ dz)
+            du = dz @ blocks[i][j].T
+        grads[i] = gs
+        d = d + du
+    return acts[-1], ((acts[-1] - t) ** 2).mean(), grads
+
+
+def test_residual_blocks_are_cut_at_their_adds_and_balanced_by_the_device():
+    # Inside a residual block the stream and the branch are both live: the only places
+    # to cut are after the adds, so each block is one layer. The second block's branch
+    # is six products deep, the others' one: the device's timing of each layer moves
+    # the cut towards it.
+    rng = np.random.default_rng(10)
+    h = 32
+    blocks = [[(rng.standard_normal((h, h)) / 6).astype(np.float32) for _ in range(depth)] for depth in (1, 6, 1, 1, 1, 1)]
+    x = rng.standard_normal((64, h)).astype(np.float32)
+    t = rng.standard_normal((64, h)).astype(np.float32)
+    graph = p.Graph(residual_model(blocks), inputs=[((16, h), "float32")])  # one micro-batch
+    ex = p.compile(graph, config=pp_config(2, 4, "1f1b"))
+    want_y, want_loss, want_g = residual_numpy(blocks, x, t)
+    np.testing.assert_allclose(ex.run(x).numpy(), want_y, rtol=1e-5, atol=1e-5)
+    assert [len(layer.params) for layer in ex.layers] == [1, 6, 1, 1, 1, 1]
+    loss, g = ex.value_and_grad(mse, x, t)
+    assert float(loss.numpy()) == pytest.approx(want_loss, rel=1e-5)
+    for got, want in zip(g, [a for wl in want_g for a in wl]):
+        np.testing.assert_allclose(got.numpy(), want, rtol=1e-4, atol=1e-6)
+    costs = ex.layer_costs(x, mse, t)
+    assert costs[1] > 2 * max(costs[2:-1])
+    cut = ex.last_report.stages[1].layers[0][0]
+    best = min(range(1, 6), key=lambda k: max(sum(costs[:k]), sum(costs[k:])))
+    assert cut == best and cut < 3  # not the middle: the deep block weighs more
+    with pytest.raises(p.PyptoValueError, match="traced for inputs"):
+        ex.run(np.ones((32, h), np.float32))  # micro-batches of 8 rows, the graph's are 16
+
+
+def test_a_tied_weight_is_one_parameter_with_the_summed_gradient():
+    rng = np.random.default_rng(11)
+    h = 16
+    w = (rng.standard_normal((h, h)) / 6).astype(np.float32)
+    x = rng.standard_normal((16, h)).astype(np.float32)
+    t = rng.standard_normal((16, h)).astype(np.float32)
+    ex = p.compile(residual_model([[p.from_numpy(w)]] * 4), config=pp_config(2, 2, "gpipe"))  # one tensor, read 4 times
+    loss, g = ex.value_and_grad(mse, x, t)
+    _, want_loss, want_g = residual_numpy([[w]] * 4, x, t)
+    assert len(g) == len(ex.parameters) == 1 and float(loss.numpy()) == pytest.approx(want_loss, rel=1e-5)
+    np.testing.assert_allclose(g[0].numpy(), sum(wg[0] for wg in want_g), rtol=1e-4, atol=1e-6)
+
+
+def test_traced_pipeline_errors_say_what_to_change():
+    w = np.eye(4, dtype=np.float32)
+    x = np.ones((8, 4), np.float32)
+    with pytest.raises(p.PyptoValueError, match="computes nothing"):
+        p.compile(lambda x: x, config=pp_config(2, 2, "1f1b")).run(x)
+    with pytest.raises(p.PyptoValueError, match="one input and returns one"):
+        p.compile(lambda x: (p.matmul(x, w), x + 1.0), config=pp_config(2, 2, "1f1b")).run(x)
+    one_place = p.compile(lambda x: p.matmul(x, w) + p.tanh(x), config=pp_config(4, 2, "1f1b"))
+    with pytest.raises(p.PyptoValueError, match="cannot fill 4 pipeline chunks"):
+        one_place.run(x)
+    with pytest.raises(p.PyptoValueError, match="run it first"):
+        p.compile(lambda x: p.tanh(x), config=pp_config(2, 2, "1f1b")).parameters

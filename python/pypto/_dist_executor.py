@@ -31,7 +31,8 @@ class DistributedConfig:
     ``pip install 'pypto[distributed]'``). Today ``parallel_strategy="data_parallel"``
     runs: every rank runs the model on its part of the batch; "model_parallel" and
     "hybrid" run the tensor-parallel pass (_tp_plan.py, docs/distributed.md "Tensor
-    parallel"). With a model given as a list of layers, "pipeline_parallel" runs its
+    parallel"). With a model given as a list of layers (or, for "pipeline_parallel",
+    a traced function or p.Graph cut into layers), "pipeline_parallel" runs its
     stages over micro-batches in ``schedule``'s order (_pipeline.py; ``virtual_stages``
     chunks per chip for "interleaved_1f1b") and "data_parallel" trains with gradient
     buckets of ``bucket_cap_mb`` and ``gradient_accumulation_steps`` (_dp_train.py)."""
@@ -101,7 +102,13 @@ class DistributedConfig:
 
 
 def distributed_executor(fn, config: DistributedConfig):
-    """The executor of a parallel strategy (p.compile with a DistributedConfig)."""
+    """The executor of a parallel strategy (p.compile with a DistributedConfig). The
+    pipeline cuts a p.Graph's own trace; the other strategies trace its function per
+    input signature."""
+    from .graph import Graph
+
+    if isinstance(fn, Graph) and config.parallel_strategy != "pipeline_parallel":
+        fn = fn._fn
     if config.parallel_strategy in ("model_parallel", "hybrid"):
         from ._tp_executor import TensorParallelExecutor
 

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from . import _layers as L
+from . import _pipeline_trace as PT
 from . import _validate as check
 from ._collectives import _host, run_collective
 from ._location import user_location
@@ -108,17 +109,26 @@ class PipelineReport:
 
 class PipelineExecutor:
     """What p.compile returns for ``parallel_strategy="pipeline_parallel"``: the layers
-    of ``model`` cut into ``pipeline_parallel_size * v`` chunks (v = ``virtual_stages``
+    of ``model`` (a list of layers, or a function of one tensor or a p.Graph, traced on
+    one micro-batch and cut into layers where one value alone crosses:
+    _pipeline_trace.py; ``layers`` then holds them, with their captured weights as
+    parameters) cut into ``pipeline_parallel_size * v`` chunks (v = ``virtual_stages``
     for "interleaved_1f1b", else 1), chunk c on chip c % p. ``run(x)`` is the forward
     over ``num_microbatches`` micro-batches (x split along axis 0);
     ``value_and_grad(loss_fn, x, target)`` trains: forward and backward per micro-batch
     in the schedule's order, the gradients accumulated over the micro-batches (those of
     the mean of the micro-batches' losses; each backward adds its gradients to the
-    sums in its own program, so accumulating takes simulated time). ``last_report`` is the timeline."""
+    sums in its own program, so accumulating takes simulated time). ``last_report``
+    is the timeline."""
 
     def __init__(self, model, config):
         self.config = config
-        self.layers = L.parse_layers(model, "p.compile (pipeline_parallel)")
+        op = "p.compile (pipeline_parallel)"
+        if isinstance(model, (list, tuple)):
+            self.layers, self._traced = L.parse_layers(model, op), None
+        else:  # traced per micro-batch signature at the first run, then cut where one value alone crosses
+            self.layers, self._traced = None, PT.check_model(model, op)
+        self._traced_layers = {}
         self.mesh = config.mesh()
         self.p = config.pipeline_parallel_size or self.mesh.size
         if self.p != self.mesh.size:
@@ -133,13 +143,51 @@ class PipelineExecutor:
                 f"p.compile: the interleaved 1F1B schedule runs micro-batches in groups of the {self.p} stages, so "
                 f"num_microbatches ({self.m}) must be a multiple of {self.p}", location=user_location(),
                 suggestions=[f"num_microbatches={self.m + (-self.m) % self.p}", 'or schedule="1f1b"'])
-        if len(self.layers) < self.p * self.v:
-            raise PyptoValueError(
-                f"p.compile: {len(self.layers)} layers cannot fill {self.p * self.v} pipeline chunks "
-                f"({self.p} stages x {self.v} per stage)", location=user_location(),
-                suggestions=["give more layers, or fewer stages (pipeline_parallel_size) or virtual_stages"])
+        if self.layers is not None:
+            self._check_fill(self.layers)
         self._cuts = {}
         self.last_report = None
+
+    @property
+    def parameters(self) -> list:
+        """A traced model's parameters (host arrays: its floating captured tensors, in
+        p.Graph's order) as the last run traced them; a layered model's, per layer."""
+        if self._traced is None:
+            return [list(layer.params) for layer in self.layers]
+        if self.layers is None:
+            raise PyptoValueError("PipelineExecutor.parameters: the model is traced at its first run; run it first",
+                                  location=user_location())
+        return list(self.layers.values)
+
+    @property
+    def parameter_names(self) -> list:
+        """p.Graph's names of a traced model's parameters, with where the model reads
+        each first."""
+        self.parameters  # noqa: B018 (the same error before the first run)
+        return list(self.layers.names) if self._traced is not None else [[layer.name] * len(layer.params) for layer in self.layers]
+
+    def _check_fill(self, layers):
+        if len(layers) < self.p * self.v:
+            traced = "" if self._traced is None else (
+                " (the places in the traced graph where one value alone passes from one op to the rest: "
+                + ", ".join(layer.name for layer in layers) + ")")
+            raise PyptoValueError(
+                f"p.compile: {len(layers)} layers cannot fill {self.p * self.v} pipeline chunks "
+                f"({self.p} stages x {self.v} per stage){traced}", location=user_location(),
+                suggestions=["give more layers, or fewer stages (pipeline_parallel_size) or virtual_stages"])
+
+    def _layers(self, micro: np.ndarray) -> list:
+        """The layers for micro-batches like micro: the given list, or the traced
+        model's cut for that signature (also left in ``self.layers``)."""
+        if self._traced is None:
+            return self.layers
+        key = (micro.shape, str(micro.dtype))
+        if key not in self._traced_layers:
+            layers = PT.trace_layers(self._traced, micro.shape, micro.dtype, "p.compile (pipeline_parallel)")
+            self._check_fill(layers)
+            self._traced_layers[key] = layers
+        self.layers = self._traced_layers[key]
+        return self.layers
 
     # --- the cut ---------------------------------------------------------------------
 
@@ -149,8 +197,8 @@ class PipelineExecutor:
         forward (and backward when training) on one micro-batch."""
         key = (micro.shape, str(micro.dtype), train)
         if key not in self._cuts:
-            n = self.p * self.v
-            costs = [1.0] * len(self.layers) if len(self.layers) == n else layer_costs(self.layers, micro, train, loss)
+            n, layers = self.p * self.v, self._layers(micro)
+            costs = [1.0] * len(layers) if len(layers) == n else layer_costs(layers, micro, train, loss)
             self._cuts[key] = (L.balanced_cuts(costs, n), costs)
         return self._cuts[key][0]
 
@@ -161,7 +209,7 @@ class PipelineExecutor:
         micro = self._micro(x, "layer_costs")[0]
         train = loss_fn is not None
         loss = (loss_fn, self._micro(target, "layer_costs")[0]) if train else None
-        return layer_costs(self.layers, micro, train, loss)
+        return layer_costs(self._layers(micro), micro, train, loss)
 
     # --- running ---------------------------------------------------------------------
 
@@ -178,23 +226,36 @@ class PipelineExecutor:
         """The forward of every micro-batch of x through the pipeline; the outputs
         joined along axis 0 (a p.Tensor)."""
         micro = self._micro(x, "run")
-        outs = self._simulate(self.layers, micro, None)
+        outs = self._simulate(self._layers(micro[0]), micro, None)
         return from_numpy(np.concatenate([outs[j] for j in range(self.m)]))
 
     def value_and_grad(self, loss_fn, x, target, params=None):
         """Trains one step's worth: returns (loss, grads), the loss the mean of
         ``loss_fn(y, target)`` over the micro-batches (a p.Tensor) and grads a list per
         layer of its parameters' gradients (p.Tensors), accumulated over the
-        micro-batches. ``params`` (a list per layer) replaces the layers' parameters."""
+        micro-batches. ``params`` (a list per layer) replaces the layers' parameters.
+        For a traced model grads and params are one list over the model's parameters
+        (its floating captures in p.Graph's order: ``parameters`` and
+        ``parameter_names`` after the first run)."""
         if not callable(loss_fn):
             raise check.fail("PipelineExecutor.value_and_grad", "loss_fn", loss_fn, "a function loss_fn(y, target)")
-        layers = L.with_params(self.layers, params, "PipelineExecutor.value_and_grad")
+        op = "PipelineExecutor.value_and_grad"
         micro = self._micro(x, "value_and_grad")
+        base = self._layers(micro[0])
+        traced = self._traced is not None
+        if traced and params is not None:
+            params = base.per_layer(params, op)
+        layers = L.with_params(base, params, op)
         targets = self._micro(target, "value_and_grad")
         acc = [None] * len(layers)  # per layer: its gradients summed over the micro-batches so far
         loss = self._simulate(layers, micro, (loss_fn, targets), acc)
         total = sum(float(np.asarray(v).reshape(-1)[0]) for v in loss.values())
+        if traced:
+            acc = [base.per_capture(acc)]
+            layers = [L.Layer(None, base.values, "")]
         grads = [[from_numpy(g.astype(w.dtype, copy=False)) for g, w in zip(gs, layer.params)] for gs, layer in zip(acc, layers)]
+        if traced:
+            grads = grads[0]
         return from_numpy(np.asarray(total, dtype=np.asarray(loss[0]).dtype)), grads
 
     def _simulate(self, layers, micro, loss, acc=None):
@@ -306,7 +367,8 @@ class PipelineExecutor:
         return self._cuts[key]
 
     def __repr__(self) -> str:
-        return f"PipelineExecutor({len(self.layers)} layers, {self.p} stages, {self.config.schedule}, m={self.m})"
+        what = "a traced model" if self.layers is None else f"{len(self.layers)} layers"
+        return f"PipelineExecutor({what}, {self.p} stages, {self.config.schedule}, m={self.m})"
 
 
 def _replay_without_transfers(steps: list, p: int):

@@ -86,8 +86,8 @@ def compile(fn, config=None, *, inputs=None, dynamic=None, memory_pool=None, pro
                                  "(config=p.CompileConfig(...), profile_config=p.ProfileConfig(...))", location=user_location())  # fmt: skip
         config, profile_config = None, config
     if isinstance(config, DistributedConfig):
-        if not callable(fn) and not isinstance(fn, (list, tuple)):
-            raise check.fail("p.compile", "fn", fn, "a function, or a list of layers (pipeline and data-parallel training)")
+        if not callable(fn) and not isinstance(fn, (list, tuple, Graph)):
+            raise check.fail("p.compile", "fn", fn, "a function, a p.Graph, or a list of layers (pipeline and data-parallel training)")
         return distributed_executor(fn, config)
     return Executor(fn, config, inputs=inputs, dynamic=dynamic, memory_pool=memory_pool, profile_config=profile_config,
                     donate_argnums=donate_argnums, _op="p.compile")  # fmt: skip
