@@ -2,6 +2,7 @@ package core
 
 import (
 	"fmt"
+	"math"
 	"slices"
 
 	"pypto/dtype"
@@ -15,9 +16,11 @@ import (
 //   - positions along padded axes stay apart in elementwise ops, transposes, matmuls
 //     that contract another axis, reductions and normalisations over other axes, and
 //     reshapes that keep the padded axes as a leading prefix;
-//   - a softmax over a padded last axis (attention's keys) gets an additive mask (0 at
-//     valid positions, -inf past n) before it, so that its padded probabilities are
-//     exactly 0 and its valid ones the same values;
+//   - a softmax over a padded last axis (attention's keys) reads -inf past n (a select
+//     by a mask, true at valid positions, before it), so that its padded probabilities
+//     are exactly 0 and its valid ones the same values whatever the padding computed
+//     there (a program whose kernels compute only the valid rows leaves the bytes past
+//     them unwritten: a sum with -inf could be NaN there, a select is not);
 //   - a matmul contracting such probabilities with an operand along the padded axis
 //     (attention's P V) reads that operand with its padded rows set to 0, so that the
 //     products added for them are exact zeros whatever the padding computed there.
@@ -31,12 +34,12 @@ type PadPlan struct {
 	g       *Graph
 	symbols map[string]bool
 	order   []string // the symbols, in the order of the sizes param
-	// masked: softmax node -> index in Masks of the mask added to its input.
+	// masked: softmax node -> index in Masks of the mask that selects its input.
 	masked map[int]int
 	// zeroed: matmul node -> (operand index, index in Keeps of the rows kept).
 	zeroed map[int][2]int
-	Masks  []PadMask // additive: 0 for a valid key, -inf for a padded one
-	Keeps  []PadMask // bool: true for a valid row
+	Masks  []PadMask // of softmax inputs: true for a valid key (else -inf)
+	Keeps  []PadMask // of matmul operands: true for a valid row (else 0)
 }
 
 // PadMask is an extra param of a padded program: every axis 1 but Axis, which is the
@@ -163,7 +166,7 @@ func (p *PadPlan) check(i int, n *Node, probs map[int]bool) string {
 		if !p.bare(d) {
 			return fmt.Sprintf("it normalises the axis %s, not a symbol alone", d)
 		}
-		p.masked[i] = p.mask(&p.Masks, PadMask{Symbol: d.String(), Axis: len(t.Shape) - 1, Rank: len(t.Shape), DType: t.DType})
+		p.masked[i] = p.mask(&p.Masks, PadMask{Symbol: d.String(), Axis: len(t.Shape) - 1, Rank: len(t.Shape), DType: dtype.Bool})
 		probs[i] = true
 	case reduceLike[n.Op]:
 		t := in(0)
@@ -219,7 +222,7 @@ func (p *PadPlan) mask(list *[]PadMask, m PadMask) int {
 }
 
 // Params are the types of the extra params a padded program reads after g's own, in
-// order: the additive masks (in their scores' dtype), the rows kept, then the sizes.
+// order: the softmax masks, the rows kept, then the sizes.
 func (p *PadPlan) Params() []TensorType {
 	var out []TensorType
 	for _, m := range p.Masks {
@@ -299,7 +302,21 @@ func (p *PadPlan) NeedsMasks() bool { return len(p.Masks)+len(p.Keeps) > 0 }
 // of the plan as extra params after g's, applied where the plan says.
 func (p *PadPlan) Specialize(b Binding) (*Graph, error) {
 	var maskVals, keepVals []Value
-	zeros := map[dtype.DType]Value{}
+	fills := map[[2]string]Value{} // (dtype, value) -> the scalar a select fills in
+	// sel is where(keep, x, fill): fill past the valid positions, whatever x holds there.
+	sel := func(out *Builder, keep, x Value, fill float64, loc Location) (Value, error) {
+		dt := out.Type(x).DType
+		key := [2]string{dt.String(), fmt.Sprint(fill)}
+		c, ok := fills[key]
+		if !ok {
+			v, err := out.Op("full", nil, Attrs{"value": fill, "dtype": dt.String(), "shape": []int64{}}, loc)
+			if err != nil {
+				return 0, err
+			}
+			c, fills[key] = v, v
+		}
+		return out.Op("where", []Value{keep, x, c}, nil, loc)
+	}
 	return specializeWith(p.g, b, specializeHooks{
 		params: func(out *Builder) {
 			for k, m := range p.Masks {
@@ -312,23 +329,14 @@ func (p *PadPlan) Specialize(b Binding) (*Graph, error) {
 		},
 		inputs: func(out *Builder, i int, ins []Value, loc Location) ([]Value, error) {
 			if k, ok := p.masked[i]; ok {
-				v, err := out.Op("add", []Value{ins[0], maskVals[k]}, nil, loc)
+				v, err := sel(out, maskVals[k], ins[0], math.Inf(-1), loc)
 				if err != nil {
 					return nil, err
 				}
 				ins[0] = v
 			}
 			if z, ok := p.zeroed[i]; ok {
-				dt := out.Type(ins[z[0]]).DType
-				zero, ok := zeros[dt]
-				if !ok {
-					v, err := out.Op("full", nil, Attrs{"value": 0.0, "dtype": dt.String(), "shape": []int64{}}, loc)
-					if err != nil {
-						return nil, err
-					}
-					zero, zeros[dt] = v, v
-				}
-				v, err := out.Op("where", []Value{keepVals[z[1]], ins[z[0]], zero}, nil, loc)
+				v, err := sel(out, keepVals[z[1]], ins[z[0]], 0, loc)
 				if err != nil {
 					return nil, err
 				}

@@ -168,15 +168,39 @@ func emitDynamicMatmul(e *emitter, tg *TileGraph, op *TileOp, b, nb, parts int, 
 	if ceilDiv(op.NumTiles(), nb) > 1 { // a block runs tiles one after another
 		stages = evenStages(stages, t.tk)
 	}
+	vks := validK(e, op, stages)
 	l.each(nil, func(d dynTile) {
 		aoff, boff := d.offset(e, "aoff", aRow, 0), d.offset(e, "boff", 0, bCol)
-		for _, sg := range stages {
-			aw := cut(av.window(0, 0, sg.p0, rows, sg.vk), aoff, d.vr, 0)
-			bw := cut(bv.window(0, sg.p0, 0, sg.vk, cols), boff, 0, d.vc)
+		for i, sg := range stages {
+			aw := cut(av.window(0, 0, sg.p0, rows, sg.vk), aoff, d.vr, vks[i])
+			bw := cut(bv.window(0, sg.p0, 0, sg.vk, cols), boff, vks[i], d.vc)
 			st.run(aw, bw, sg.vk, sg.p0 == 0, 0)
 		}
 		store(st.acc, d)
 	})
+}
+
+// validK is, per K stage, the register holding how deep the stage is valid when the
+// op cuts its K at the run's size (DynamicRows.CutK): min(vk, max(0, kvalid - p0)),
+// computed once before the tile loop; all zero (no register) otherwise. A stage past
+// the valid K loads nothing and multiplies zeros, as the padded program's zeros there
+// add nothing.
+func validK(e *emitter, op *TileOp, stages []kStage) []isa.RegRef {
+	out := make([]isa.RegRef, len(stages))
+	if !op.Dynamic.CutK {
+		return out
+	}
+	reg, imm := isa.RegOp, func(v int) isa.Operand { return isa.ImmOp(float64(v)) }
+	kv := e.reg("k_valid")
+	e.emit(isa.SLD, reg(kv), isa.GMOp(isa.GMView{Param: e.params[op.Dynamic.Sizes], Offset: op.Dynamic.KIndex, Rows: 1, Cols: 1, RowStride: 1, ColStride: 1}))
+	for i, sg := range stages {
+		r := e.reg(fmt.Sprintf("vk%d", i))
+		e.emit(isa.SSUB, reg(r), reg(kv), imm(sg.p0))
+		e.emit(isa.SMAX, reg(r), reg(r), imm(0))
+		e.emit(isa.SMIN, reg(r), reg(r), imm(sg.vk))
+		out[i] = isa.UseReg(r)
+	}
+	return out
 }
 
 // kStage is one L1 load of K: vk deep from p0.

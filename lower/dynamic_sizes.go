@@ -30,6 +30,10 @@ type DynamicSizes struct {
 	// valid, the others padding), or -1 for an axis valid whole. Params past its end
 	// are valid whole.
 	Extents [][]int
+	// Masks are the graph params (by position) that are bool masks, true exactly at
+	// the valid positions of the axis to which Extents give a symbol: the padded
+	// program's selects before a softmax over keys and of a contracted operand.
+	Masks []int
 }
 
 // String is the sizes' part of a compile-cache key.
@@ -37,7 +41,7 @@ func (d *DynamicSizes) String() string {
 	if d == nil {
 		return ""
 	}
-	return fmt.Sprintf("param=%d;symbols=%v;extents=%v", d.Param, d.Symbols, d.Extents)
+	return fmt.Sprintf("param=%d;symbols=%v;extents=%v;masks=%v", d.Param, d.Symbols, d.Extents, d.Masks)
 }
 
 // DynamicRows makes a tile op compute only the first rows of its output, as many as
@@ -45,6 +49,12 @@ func (d *DynamicSizes) String() string {
 type DynamicRows struct {
 	Sizes int `json:"sizes"`
 	Index int `json:"index"`
+	// CutK says that a matmul's K (the axis it contracts) is valid up to element
+	// KIndex of Sizes: the windows of its K stages stop there, the rest of each tile
+	// zero-filled, so that the positions past it (which the padded program makes
+	// exact zeros of, core.PlanPadding) are never read.
+	CutK   bool `json:"cut_k,omitempty"`
+	KIndex int  `json:"k_index,omitempty"`
 }
 
 // checkDynamicRows says what is wrong with op's dynamic rows ("" when nothing is): a
@@ -60,8 +70,15 @@ func checkDynamicRows(tensors []GMTensor, op *TileOp) string {
 	if d.Sizes < 0 || d.Sizes >= len(tensors) || tensors[d.Sizes].Role != RoleInput || tensors[d.Sizes].Type.DType != dtype.Int32 {
 		return fmt.Sprintf("the sizes of dynamic rows must be an int32 input tensor, not t%d", d.Sizes)
 	}
-	if n := tensors[d.Sizes].Type.Shape.NumElements(); d.Index < 0 || d.Index >= n {
+	n := tensors[d.Sizes].Type.Shape.NumElements()
+	if d.Index < 0 || d.Index >= n {
 		return fmt.Sprintf("dynamic rows read element %d of t%d, which has %d", d.Index, d.Sizes, n)
+	}
+	if d.CutK && (d.KIndex < 0 || d.KIndex >= n) {
+		return fmt.Sprintf("a dynamic K reads element %d of t%d, which has %d", d.KIndex, d.Sizes, n)
+	}
+	if d.CutK && op.Kind == TileRows {
+		return "a row kernel has no K to cut"
 	}
 	return ""
 }
@@ -116,12 +133,16 @@ func runDynamicSizes(c *compilation) error {
 			chosen[i] = dynamicRowsKernel(tg, op, ext)
 		}
 	}
-	for keepPadded(tg, chosen) {
+	masks := maskSymbols(tg, d, ext)
+	for keepPadded(tg, chosen, ext, masks) {
 	}
 	for i, op := range tg.Ops {
 		op.Dynamic = nil
 		if chosen[i] >= 0 {
 			op.Dynamic = &DynamicRows{Sizes: sizes, Index: chosen[i]}
+			if s := contractedSymbol(tg, op, ext); s >= 0 {
+				op.Dynamic.CutK, op.Dynamic.KIndex = true, s
+			}
 		}
 	}
 	return nil
@@ -133,11 +154,14 @@ func runDynamicSizes(c *compilation) error {
 // it only makes more dirt at padded positions, which nothing valid reads. Where an op
 // combines the positions along an axis (a matmul's K, the row a row kernel reduces,
 // attention's keys), padded positions must hold what the padded program computes (the
-// plan's masks make them harmless only then), so no dirt may reach it.
+// plan's masks make them harmless only then), so no dirt may reach it, unless the op
+// never reads it: a dynamic matmul cuts its K at the run's size (contractedSymbol),
+// and a row kernel may select past the run's size along its row by a mask before it
+// combines the row (rowDirt).
 
-// keepPadded finds the kernels whose dirt reaches an axis that some op combines, and
-// makes them padded (chosen -1); it reports whether it changed any.
-func keepPadded(tg *TileGraph, chosen []int) bool {
+// keepPadded finds the kernels whose dirt reaches an axis that some op combines and
+// reads, and makes them padded (chosen -1); it reports whether it changed any.
+func keepPadded(tg *TileGraph, chosen []int, ext []extents, masks map[int]int) bool {
 	dirt := make([][]map[int]bool, len(tg.Tensors)) // tensor, axis -> the dynamic ops whose dirt it may hold
 	done := make([]bool, len(tg.Tensors))
 	producer := producers(tg)
@@ -182,6 +206,14 @@ func keepPadded(tg *TileGraph, chosen []int) bool {
 				for ax, d := range of(in) {
 					if len(d) == 0 {
 						continue
+					}
+					if followed && flows[k][ax].combined {
+						if sym, out, ok := unreadDirt(tg, op, chosen[i] >= 0, k, ax, ext, masks); ok && dirtOf(d, chosen, sym) {
+							if out {
+								add(len(x.Type.Shape)-1, d)
+							}
+							continue
+						}
 					}
 					if !followed || flows[k][ax].combined {
 						for s := range d { // combined: the dirt's sources stay padded
@@ -450,9 +482,10 @@ func inferExtents(tg *TileGraph, d *DynamicSizes) []extents {
 }
 
 // aliasAxes maps each axis of a tensor of shape from to the axis of an alias of shape
-// to that walks it (-1: none, for axes of size 1): a contiguous reshape (view nil)
-// that only adds or drops axes of size 1, or a strided view whose axes each walk a
-// whole axis of the tensor (the same stride and size) from its first element; ok is
+// to that walks it whole (-1: none, for axes of size 1 and axes the alias slices or
+// does not walk): a contiguous reshape (view nil) that only adds or drops axes of size
+// 1, or a strided view whose axes each walk a range of an axis of the tensor (the same
+// stride; a column slice of a fused projection's output walks its rows whole); ok is
 // false for any other alias.
 func aliasAxes(from core.Shape, view *affineMap, to core.Shape) (m []int, ok bool) {
 	m = make([]int, len(from))
@@ -482,18 +515,32 @@ func aliasAxes(from core.Shape, view *affineMap, to core.Shape) (m []int, ok boo
 		}
 		return m, true
 	}
-	if view.offset != 0 {
+	strides := from.Strides()
+	start := make([]int, len(from)) // the view's first element, per axis
+	rem := view.offset
+	for j, n := range from {
+		if n > 1 {
+			start[j], rem = rem/strides[j], rem%strides[j]
+			if start[j] >= n {
+				return nil, false
+			}
+		}
+	}
+	if rem != 0 {
 		return nil, false
 	}
-	strides := from.Strides()
+	used := make([]bool, len(from))
 	for ax, n := range to {
 		if n == 1 || view.strides[ax] == 0 {
 			continue
 		}
 		found := false
 		for j := range from {
-			if m[j] < 0 && strides[j] == view.strides[ax] && from[j] == n {
-				m[j], found = ax, true
+			if !used[j] && from[j] > 1 && strides[j] == view.strides[ax] && start[j]+n <= from[j] {
+				used[j], found = true, true
+				if start[j] == 0 && n == from[j] {
+					m[j] = ax
+				}
 				break
 			}
 		}
@@ -502,4 +549,140 @@ func aliasAxes(from core.Shape, view *affineMap, to core.Shape) (m []int, ok boo
 		}
 	}
 	return m, true
+}
+
+// dirtOf reports whether every dynamic source of dirt d leaves it past the run's size
+// of symbol sym (any symbol for sym -1).
+func dirtOf(d map[int]bool, chosen []int, sym int) bool {
+	for src := range d {
+		if chosen[src] >= 0 && sym >= 0 && chosen[src] != sym {
+			return false
+		}
+	}
+	return true
+}
+
+// unreadDirt says whether op combines axis ax of its input k without reading the
+// dirt past the run's size of symbol sym along it (-1: of any symbol): ok false when
+// it reads it. For a row kernel's row, out says whether the dirt reaches its output's
+// row. dynamic is whether op itself computes only its valid rows.
+func unreadDirt(tg *TileGraph, op *TileOp, dynamic bool, k, ax int, ext []extents, masks map[int]int) (sym int, out, ok bool) {
+	switch op.Kind {
+	case TileMatmul, TileMatmulEpilogue:
+		if s := contractedSymbol(tg, op, ext); dynamic && s >= 0 && ax == contractedAxis(tg, op, k) {
+			return s, false, true
+		}
+	case TileRows:
+		if ax == len(tg.Tensors[op.Inputs[k]].Type.Shape)-1 {
+			return rowDirt(tg, op, k, masks)
+		}
+	}
+	return -1, false, false
+}
+
+// contractedAxis is the axis of matmul input k (0: A, 1: B) that the matmul contracts.
+func contractedAxis(tg *TileGraph, op *TileOp, k int) int {
+	r := len(tg.Tensors[op.Inputs[k]].Type.Shape)
+	switch {
+	case k == 0 && op.Attrs.Bool("transpose_a", false), k == 1 && !op.Attrs.Bool("transpose_b", false):
+		return r - 2
+	case k <= 1:
+		return r - 1
+	}
+	return -1
+}
+
+// contractedSymbol is the symbol whose run value is the valid extent of the K a
+// matmul contracts (from its operands' extents), or -1 when K is valid whole or the
+// operands disagree.
+func contractedSymbol(tg *TileGraph, op *TileOp, ext []extents) int {
+	if op.Kind != TileMatmul && op.Kind != TileMatmulEpilogue || op.Grid[3] != 1 {
+		return -1
+	}
+	sym := -1
+	for k := range 2 {
+		x := ext[op.Inputs[k]]
+		if !x.known {
+			return -1
+		}
+		if s := x.axes[contractedAxis(tg, op, k)]; s >= 0 {
+			if sym >= 0 && s != sym {
+				return -1
+			}
+			sym = s
+		}
+	}
+	return sym
+}
+
+// maskSymbols maps each mask param (DynamicSizes.Masks) whose last axis has a symbol
+// to that symbol: a mask that a row kernel may select its row by.
+func maskSymbols(tg *TileGraph, d *DynamicSizes, ext []extents) map[int]int {
+	out := map[int]int{}
+	for _, p := range d.Masks {
+		if p < 0 || p >= len(tg.Params) {
+			continue
+		}
+		t := tg.Params[p]
+		if x := ext[t]; x.known && len(x.axes) > 0 && x.axes[len(x.axes)-1] >= 0 && tg.Tensors[t].Type.DType == dtype.Bool {
+			out[t] = x.axes[len(x.axes)-1]
+		}
+	}
+	return out
+}
+
+// rowDirt follows dirt along the row (the last axis) of input k of a row kernel
+// through its body: elementwise steps keep it in its positions, a select by a mask of
+// the row's symbol (masks: tensor -> symbol; the mask false past the run's size)
+// replaces it, and a reduction over the row, or a reshape of it, would read it (ok
+// false). sym is the masks' symbol (-1: none selected), out whether dirt reaches the
+// output.
+func rowDirt(tg *TileGraph, op *TileOp, k int, masks map[int]int) (sym int, out, ok bool) {
+	p, err := rowsPlanOf(op.Attrs)
+	if err != nil || k >= len(p.body.Params) {
+		return -1, false, false
+	}
+	body := p.body
+	input := map[core.Value]int{} // body param -> op input
+	for i, v := range body.Params {
+		input[v] = op.Inputs[i]
+	}
+	maskOf := func(v core.Value) (int, bool) {
+		t, isParam := input[v]
+		if !isParam {
+			return -1, false
+		}
+		if a := tg.Tensors[t].Alias; a > 0 && tg.Tensors[t].View == nil { // a reshape of the mask
+			src := tg.Tensors[a-1].Type.Shape
+			if sh := tg.Tensors[t].Type.Shape; len(sh) > 0 && len(src) > 0 && sh[len(sh)-1] == src[len(src)-1] {
+				t = a - 1
+			}
+		}
+		s, isMask := masks[t]
+		return s, isMask
+	}
+	dirty := map[core.Value]bool{body.Params[k]: true}
+	sym = -1
+	for i, n := range body.Nodes {
+		reads := false
+		for _, x := range n.Inputs {
+			reads = reads || dirty[x]
+		}
+		if !reads {
+			continue
+		}
+		if n.Op == "where" && !dirty[n.Inputs[0]] && !dirty[n.Inputs[2]] {
+			s, isMask := maskOf(n.Inputs[0])
+			if !isMask || sym >= 0 && s != sym {
+				return -1, false, false
+			}
+			sym = s // the select's result is clean past the run's size
+			continue
+		}
+		if n.Op == "reshape" || rowReduction(body, n) || !rowElementwise(n) {
+			return -1, false, false
+		}
+		dirty[core.Value(i)] = true
+	}
+	return sym, dirty[body.Outputs[0]], true
 }

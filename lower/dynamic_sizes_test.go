@@ -2,6 +2,7 @@ package lower
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -173,8 +174,8 @@ func TestPaddedReadersKeepTheirProducersPadded(t *testing.T) {
 	assert.Equal(t, []string{"matmul:false", "cumsum:false", "add:false", "matmul:true"}, kinds)
 }
 
-// Aliases are followed when they add or drop axes of size 1 or walk whole axes of
-// their source; merging a padded axis with another, or a view of part of one, is not.
+// Aliases are followed when they add or drop axes of size 1 or walk ranges of axes of
+// their source (an axis walked whole maps to the alias's); merging axes is not.
 func TestAliasAxesFollowWholeAxes(t *testing.T) {
 	m, ok := aliasAxes(core.Shape{1, 8, 4}, nil, core.Shape{8, 4})
 	require.True(t, ok)
@@ -185,8 +186,16 @@ func TestAliasAxesFollowWholeAxes(t *testing.T) {
 	m, ok = aliasAxes(core.Shape{8, 4}, &affineMap{strides: []int{1, 4}}, core.Shape{4, 8})
 	require.True(t, ok)
 	assert.Equal(t, []int{1, 0}, m)
-	_, ok = aliasAxes(core.Shape{8, 4}, &affineMap{offset: 8, strides: []int{4, 1}}, core.Shape{6, 4})
-	assert.False(t, ok, "rows 2.. of the rows")
+	// Rows 2.. of the rows: the columns are walked whole, the rows are not.
+	m, ok = aliasAxes(core.Shape{8, 4}, &affineMap{offset: 8, strides: []int{4, 1}}, core.Shape{6, 4})
+	require.True(t, ok)
+	assert.Equal(t, []int{-1, 1}, m)
+	// Columns 4..8 of [3, 12] (a fused projection's second part) walk its rows whole.
+	m, ok = aliasAxes(core.Shape{3, 12}, &affineMap{offset: 4, strides: []int{12, 1}}, core.Shape{3, 4})
+	require.True(t, ok)
+	assert.Equal(t, []int{0, -1}, m)
+	_, ok = aliasAxes(core.Shape{3, 12}, &affineMap{offset: 10, strides: []int{12, 1}}, core.Shape{3, 4})
+	assert.False(t, ok, "columns past the tensor's")
 }
 
 // The dynamic line of the tile graph's text form reads back; a bad index is an error
@@ -266,4 +275,97 @@ func TestEstimatesFollowTheRunRows(t *testing.T) {
 	few, _ := exe.EstimatedMsAt([]int{16})
 	assert.Equal(t, whole, atBound)
 	assert.Less(t, few, atBound)
+}
+
+// attentionGraph is a padded program's attention over u rows (as core.PlanPadding
+// makes it): softmax(where(mask, q k^T, -inf)) where(keep, v, 0), q, k and v
+// projections of x, whose rows are valid up to the run's size; mask and keep are true
+// at the valid keys and rows.
+func attentionGraph(t *testing.T, u, e int) (*core.Graph, *DynamicSizes) {
+	bl := core.NewBuilder("attention")
+	f16 := func(s ...int) core.TensorType { return core.TensorType{DType: dtype.Float16, Shape: s} }
+	x := bl.Param("x", f16(u, e))
+	wq, wk, wv := bl.Param("wq", f16(e, e)), bl.Param("wk", f16(e, e)), bl.Param("wv", f16(e, e))
+	mask := bl.Param("mask", core.TensorType{DType: dtype.Bool, Shape: core.Shape{1, u}})
+	keep := bl.Param("keep", core.TensorType{DType: dtype.Bool, Shape: core.Shape{u, 1}})
+	bl.Param("sizes", core.TensorType{DType: dtype.Int32, Shape: core.Shape{1}})
+	op := func(name string, attrs core.Attrs, in ...core.Value) core.Value {
+		v, err := bl.Op(name, in, attrs, core.Location{})
+		require.NoError(t, err)
+		return v
+	}
+	full := func(v float64) core.Value {
+		return op("full", core.Attrs{"value": v, "dtype": "float16", "shape": []int64{}})
+	}
+	q, k, v := op("matmul", nil, x, wq), op("matmul", nil, x, wk), op("matmul", nil, x, wv)
+	scores := op("matmul", core.Attrs{"transpose_b": true}, q, k)
+	probs := op("softmax", core.Attrs{"axis": int64(-1)}, op("where", nil, mask, scores, full(math.Inf(-1))))
+	bl.Output(op("matmul", nil, probs, op("where", nil, keep, v, full(0))))
+	return bl.Graph(), &DynamicSizes{Param: 6, Symbols: []string{"s"},
+		Extents: [][]int{{0, -1}, {-1, -1}, {-1, -1}, {-1, -1}, {-1, 0}, {0, -1}, {-1}}, Masks: []int{4, 5}}
+}
+
+// With the keys' softmax selected by a mask and the values' matmul cutting its K at
+// the run's size, the key and value projections follow the run's rows too: every
+// matmul and the softmax are dynamic, and the valid rows have the bits of the padded program even when
+// the input's padded rows hold NaN (which no dynamic kernel reads, and which the
+// selects keep out of the padded program's sums).
+func TestDynamicAttentionFollowsTheRunsKeys(t *testing.T) {
+	const u, e = 160, 64
+	chip := preset(t, "a2")
+	g, dyn := attentionGraph(t, u, e)
+	// Unfused: attention kernels (flash_attention) do not follow the run's size yet.
+	off := map[string]bool{"fuse-attention": true}
+	padded, err := Compile(g, Options{Chip: chip, Verify: true, Disabled: off})
+	require.NoError(t, err)
+	exe, err := Compile(g, Options{Chip: chip, Verify: true, Dynamic: dyn, Disabled: off})
+	require.NoError(t, err)
+	cut := 0
+	for _, op := range exe.Exec().Blocks.Tiles.Ops {
+		if op.Kind == TileElementwise { // the values' select: elementwise kernels stay padded
+			continue
+		}
+		require.NotNil(t, op.Dynamic, "op %s (%s) stays padded", op.Op, op.Kind)
+		if op.Dynamic.CutK {
+			cut++
+		}
+	}
+	assert.Equal(t, 1, cut, "the values' matmul cuts its K")
+	for _, rows := range []int{1, 17, u / 2, u} {
+		rng := rand.New(rand.NewPCG(7, uint64(rows)))
+		var in, dirty [][]byte
+		for i, p := range g.Params {
+			typ := g.Type(p)
+			switch i {
+			case 4, 5: // the masks
+				buf := make([]byte, typ.Bytes())
+				for j := range rows {
+					buf[j] = 1
+				}
+				in = append(in, buf)
+			case 6:
+				in = append(in, dtype.Encode(dtype.Int32, []float64{float64(rows)}))
+			default:
+				a := randomArray(rng, typ)
+				if i == 0 {
+					for j := rows * e; j < len(a.Data); j++ {
+						a.Data[j] = 0
+					}
+				}
+				in = append(in, a.Bytes())
+			}
+		}
+		dirty = append(dirty, in...)
+		x := core.ArrayFromBytes(g.Type(g.Params[0]), in[0])
+		for j := rows * e; j < len(x.Data); j++ {
+			x.Data[j] = math.NaN()
+		}
+		dirty[0] = x.Bytes()
+		want, ps, err := padded.Run(in)
+		require.NoError(t, err)
+		got, st, err := exe.Run(dirty)
+		require.NoError(t, err)
+		require.Equal(t, want[0][:rows*e*2], got[0][:rows*e*2], "rows %d", rows)
+		t.Logf("rows %d: %d cycles, padded %d", rows, st.Cycles, ps.Cycles) // launch-bound at this size
+	}
 }

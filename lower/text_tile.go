@@ -28,7 +28,8 @@ import (
 // attributes (as core prints them), then its tiling: kind, core kind, problem size,
 // tile shape and grid. The optional reason says why the tiling was chosen; the optional
 // dynamic line, that the op computes only the rows of its output that element i of
-// tensor tN counts when the program runs (TileOp.Dynamic). An op's
+// tensor tN counts when the program runs (TileOp.Dynamic), and with k=tN[j] that it
+// contracts only the first K positions element j counts. An op's
 // Node is the value of its output tensor and is not written separately; Locations are
 // not part of the text, as in the Tensor Graph text.
 
@@ -64,7 +65,11 @@ func (g *TileGraph) Format() string {
 			fmt.Fprintf(&b, "    reason=%s\n", strconv.Quote(op.Reason))
 		}
 		if d := op.Dynamic; d != nil {
-			fmt.Fprintf(&b, "    dynamic rows=t%d[%d]\n", d.Sizes, d.Index)
+			fmt.Fprintf(&b, "    dynamic rows=t%d[%d]", d.Sizes, d.Index)
+			if d.CutK {
+				fmt.Fprintf(&b, " k=t%d[%d]", d.Sizes, d.KIndex)
+			}
+			b.WriteString("\n")
 		}
 	}
 	fmt.Fprintf(&b, "  return %s\n}\n", tensorList(g.Outputs))
@@ -267,6 +272,18 @@ func (tp *tileParser) op() {
 			tp.fail(at, "expected one index of the sizes tensor, found %d", len(idx))
 		}
 		op.Dynamic = &DynamicRows{Sizes: sizes.id, Index: idx[0]}
+		if isWord(tp.peek(), "k") {
+			tp.key("k", " after the dynamic rows")
+			at := tp.peek()
+			if ks := tp.tensorRef("sizes tensor"); ks.id != sizes.id {
+				tp.fail(at, "the dynamic K must be read from the rows' sizes tensor t%d, not t%d", sizes.id, ks.id)
+			}
+			kIdx := tp.intList("size index")
+			if len(kIdx) != 1 {
+				tp.fail(at, "expected one index of the sizes tensor, found %d", len(kIdx))
+			}
+			op.Dynamic.CutK, op.Dynamic.KIndex = true, kIdx[0]
+		}
 		if msg := checkDynamicRows(tp.g.Tensors, op); msg != "" {
 			tp.fail(at, "%s", msg)
 		}

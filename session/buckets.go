@@ -2,13 +2,12 @@ package session
 
 import (
 	"fmt"
-	"math"
+	"slices"
 	"sort"
 	"sync"
 
 	"pypto/core"
 	"pypto/device"
-	"pypto/dtype"
 	"pypto/lower"
 )
 
@@ -314,21 +313,11 @@ func leadingBox(data []byte, from, to core.TensorType) []byte {
 }
 
 // padParams are the plan's extra params for a run binding b on the program of bound
-// u: the masks, and the run's sizes.
+// u: the masks (true at the run's valid positions), and the run's sizes.
 func padParams(plan *core.PadPlan, b, u core.Binding) [][]byte {
 	var out [][]byte
-	for _, m := range plan.Masks {
-		t := m.Type().Substitute(u)
-		buf := make([]byte, t.Bytes())
-		ninf := dtype.Encode(m.DType, []float64{math.Inf(-1)})
-		for i := b[m.Symbol]; i < u[m.Symbol]; i++ {
-			copy(buf[i*len(ninf):], ninf)
-		}
-		out = append(out, buf)
-	}
-	for _, m := range plan.Keeps {
-		t := m.Type().Substitute(u)
-		buf := make([]byte, t.Bytes())
+	for _, m := range append(slices.Clone(plan.Masks), plan.Keeps...) {
+		buf := make([]byte, m.Type().Substitute(u).Bytes())
 		for i := 0; i < b[m.Symbol]; i++ {
 			buf[i] = 1
 		}
@@ -340,7 +329,11 @@ func padParams(plan *core.PadPlan, b, u core.Binding) [][]byte {
 // dynamicSizes tells the compiler which sizes of the plan's padded programs are the
 // run's (lower.DynamicSizes).
 func dynamicSizes(plan *core.PadPlan) *lower.DynamicSizes {
-	return &lower.DynamicSizes{Param: plan.SizesParam(), Symbols: plan.Symbols(), Extents: plan.Extents()}
+	var masks []int // the plan's masks come after the graph's params
+	for i := range len(plan.Masks) + len(plan.Keeps) {
+		masks = append(masks, plan.SizesParam()-len(plan.Masks)-len(plan.Keeps)+i)
+	}
+	return &lower.DynamicSizes{Param: plan.SizesParam(), Symbols: plan.Symbols(), Extents: plan.Extents(), Masks: masks}
 }
 
 // bucketName names the program of bound u in reports: "seq_len<=128".
