@@ -69,11 +69,13 @@ def test_repr_of_traced_and_symbolic_tensors():
     assert seen == ["pypto.Tensor(shape=[2], dtype=float32, traced)"]
 
 
-def test_boolean_masks_select_and_other_mask_indices_are_refused():
+def test_boolean_masks_select_and_bool_scalar_indices_are_refused():
     x = p.from_numpy(np.array([[0.5, 1.5], [2.5, -1.0]], np.float32))
     for mask in (x > 1, np.array([[True, False], [False, True]])):
         np.testing.assert_array_equal(x[mask].numpy(), x.numpy()[np.asarray(mask)])
-    for key in (True, (np.array([True, False]), 0)):
+    key = (np.array([True, False]), 0)  # a mask beside other indices: numpy's advanced indexing
+    np.testing.assert_array_equal(x[key].numpy(), x.numpy()[key])
+    for key in (True,):
         with pytest.raises(p.PyptoTypeError, match="boolean mask combined with other indices") as e:
             x[key]
         info = e.value.get_detailed_info()

@@ -225,14 +225,14 @@ def _masked_put(x: Tensor, parts: tuple, value):
     return where(m, val, x)
 
 
-def _advanced_put(x: Tensor, parts: tuple, value, op: str) -> Tensor:
-    """x[key] = value for any numpy key as one index_put over the axes up to the last
-    one the key does not take whole: each of them gets an index array (the key's
-    arrays and ints, a slice's positions), shaped so that together they broadcast to
-    the selection in numpy's order (the broadcast index shape where the advanced
-    indices stand when they are adjacent, else first; then the slices'), and the value
-    is broadcast to that selection. Bool masks are their nonzero() positions, which a
-    traced mask inside p.compile does not have: a clear error then."""
+def _key_plan(x: Tensor, parts: tuple, op: str):
+    """A numpy key as index arrays over x's first depth axes (up to the last one the key
+    does not take whole): the key's arrays and ints, a slice's positions, shaped so
+    that together they broadcast to lead, numpy's selection over those axes (the
+    broadcast index shape where the advanced indices stand when they are adjacent,
+    else first; then the slices'). Returns (indices, sel, lead, depth) with sel the
+    whole selection's shape (None entries as 1s). Bool masks are their nonzero()
+    positions, which a traced mask inside p.compile does not have: a clear error."""
     flat = []
     for k in parts:
         if isinstance(k, (bool, np.bool_)):
@@ -241,7 +241,7 @@ def _advanced_put(x: Tensor, parts: tuple, value, op: str) -> Tensor:
         if _is_bool_key(k):
             from .masking import _mask_values
 
-            flat.extend(np.nonzero(_mask_values(k, op, "mask", writes=True)))
+            flat.extend(np.nonzero(_mask_values(k, op, "mask", writes=op != "getitem")))
             continue
         if isinstance(k, list):
             k = np.asarray(k)
@@ -285,14 +285,6 @@ def _advanced_put(x: Tensor, parts: tuple, value, op: str) -> Tensor:
         at = {a: p + len(b) for a, p in at.items()}
         at["b"] = 0
         sel, lead = [*b, *sel], [*b, *lead]
-    vshape = tuple(value.shape if isinstance(value, (Tensor, np.ndarray)) else np.shape(value))
-    try:
-        _fits(vshape, tuple(sel))
-    except ValueError as e:
-        raise ShapeError(f"{op}: a value of shape {list(vshape)} does not fit the selection {list(sel)}: {e}",
-                         location=user_location()) from None  # fmt: skip
-    if depth == 0 or _empty(sel):
-        return x if _empty(sel) else _fit(value, x, tuple(x.shape), op, "value")
     nb = len(b)
     indices = []
     for ax in range(depth):
@@ -307,11 +299,61 @@ def _advanced_put(x: Tensor, parts: tuple, value, op: str) -> Tensor:
             indices.append(reshape(k, *k.shape, *tail) if tail else k)
         else:
             indices.append(np.asarray(k).reshape((*np.shape(k), *tail)))
+    return indices, tuple(sel), tuple(lead), depth
+
+
+def _advanced_put(x: Tensor, parts: tuple, value, op: str) -> Tensor:
+    """x[key] = value for any numpy key as one index_put over the key plan's axes, the
+    value broadcast to the selection."""
+    indices, sel, lead, depth = _key_plan(x, parts, op)
+    vshape = tuple(value.shape if isinstance(value, (Tensor, np.ndarray)) else np.shape(value))
+    try:
+        _fits(vshape, tuple(sel))
+    except ValueError as e:
+        raise ShapeError(f"{op}: a value of shape {list(vshape)} does not fit the selection {list(sel)}: {e}",
+                         location=user_location()) from None  # fmt: skip
+    if depth == 0 or _empty(sel):
+        return x if _empty(sel) else _fit(value, x, tuple(x.shape), op, "value")
     values = _fit(value, x, tuple(sel), op, "value")
     target = tuple(lead) + tuple(x.shape[depth:])
     if not _same_shape(values.shape, target):
         values = reshape(values, *target)
     return _put(x, indices, values, False, op)
+
+
+def advanced_getitem(x: Tensor, key) -> Tensor:
+    """``x[key]`` for keys of several index arrays, or a mask beside other indices
+    (numpy's advanced indexing): the selected rows of x over the key plan's axes, one
+    index_select of x with those axes flattened at the rows' positions (computed on the
+    host: index tensors are realised, so inside p.compile they are refused)."""
+    parts = key if isinstance(key, tuple) else (key,)
+    if any(isinstance(d, Dim) for d in x.shape):
+        raise PyptoIndexError("getitem: several index arrays into a tensor of symbolic shape are not supported",
+                              location=user_location(), suggestions=["index one axis at a time, or use p.take_along_axis"])  # fmt: skip
+    host = []
+    for k in parts:
+        if isinstance(k, Tensor) and k.dtype.name != "bool" and not k.dtype.is_floating:
+            try:
+                k = k.numpy()
+            except PyptoValueError as e:
+                if "no data" not in e.message:
+                    raise
+                raise PyptoIndexError("getitem: several index tensors (or one beside a mask) inside p.compile: their positions "
+                                      "combine on the host, which a traced tensor has no values for", location=user_location(),
+                                      suggestions=["index one axis at a time: x[:, i][j] or p.index_select",
+                                                   "or p.take_along_axis with indices of x's rank"]) from None  # fmt: skip
+        host.append(k)
+    indices, sel, lead, depth = _key_plan(x, tuple(host), "getitem")
+    if _empty(sel):
+        return apply("full", [], {"value": 0.0, "dtype": x.dtype.name, "shape": list(sel)})
+    strides = np.cumprod((list(x.shape[1:depth]) + [1])[::-1])[::-1]
+    rows = np.zeros(lead, dtype=np.int64)
+    for j, i in enumerate(indices):
+        i = _int32_index(i, "getitem", f"index {j}", j, x.shape[j], on_host=True).astype(np.int64)
+        rows = rows + np.where(i < 0, i + x.shape[j], i) * int(strides[j])
+    flat = reshape(x, int(np.prod(x.shape[:depth])), *x.shape[depth:])
+    picked = apply("index_select", [flat, from_numpy(rows.reshape(-1).astype(np.int32))], {"axis": 0})
+    return reshape(picked, *sel)
 
 
 def _slice_positions(k: slice, n, op: str):
