@@ -51,7 +51,7 @@ def _rmatmul_op(self, o):
 
 # Operators whose ops live above p.Tensor (tensor.py imports none of the op modules).
 Tensor.__matmul__, Tensor.__rmatmul__ = _matmul_op, _rmatmul_op
-Tensor.__getitem__ = shape_ops.getitem
+Tensor.__getitem__ = update.getitem
 Tensor.__setitem__ = update.setitem
 
 

@@ -261,7 +261,7 @@ def _index_array(k) -> Tensor:
 def getitem(x, key) -> Tensor:
     """numpy's indexing: ints, slices (with steps, negative too), None, Ellipsis, plus
     one integer array (a list, numpy array or int tensor) on one axis (an
-    index_select), or several, or a mask beside other indices (advanced_getitem)."""
+    index_select); ``x[key]`` takes keys of several arrays too (update.getitem)."""
     x = _t(x, "getitem")
     if not isinstance(key, tuple):
         key = (key,)
@@ -269,11 +269,6 @@ def getitem(x, key) -> Tensor:
         from .masking import boolean_index
 
         return boolean_index(x, key[0])
-    arrays = [k for k in key if isinstance(k, (list, np.ndarray)) or (isinstance(k, Tensor) and k.ndim > 0)]
-    if len(arrays) > 1 or (arrays and any(_is_mask(k) and not isinstance(k, (bool, np.bool_)) for k in arrays)):
-        from .update import advanced_getitem
-
-        return advanced_getitem(x, key)
     for k in key:
         if _is_mask(k):
             raise PyptoTypeError(
@@ -324,7 +319,10 @@ def getitem(x, key) -> Tensor:
                 raise PyptoIndexError(f"index {i} is out of bounds for axis {dim} with size {size}", location=user_location())
             i %= size
             starts.append(i), stops.append(i + 1), steps.append(1)
-        elif isinstance(k, (list, np.ndarray, Tensor)):  # the only one: several go to advanced_getitem
+        elif isinstance(k, (list, np.ndarray, Tensor)):
+            if array_at is not None:
+                raise PyptoTypeError("getitem takes one integer array; x[key] takes several", location=user_location(),
+                                     suggestions=["write x[key]"])  # fmt: skip
             idx = k if isinstance(k, Tensor) else _index_array(k)
             if idx.dtype.is_floating:
                 raise PyptoTypeError(f"array indices must be integers, got {idx.dtype.name}", location=user_location())

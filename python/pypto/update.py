@@ -19,6 +19,7 @@ from ._location import user_location
 from .errors import PyptoIndexError, PyptoValueError, ShapeError, SymbolicShapeError
 from .ops import where
 from .shape_ops import broadcast_to, reshape
+from .shape_ops import getitem as shape_getitem
 from .symbolic import Dim
 from .tensor import Tensor, _lib, _pinned_handles, apply, as_tensor, from_numpy, host_array, is_scalar
 
@@ -319,6 +320,16 @@ def _advanced_put(x: Tensor, parts: tuple, value, op: str) -> Tensor:
     if not _same_shape(values.shape, target):
         values = reshape(values, *target)
     return _put(x, indices, values, False, op)
+
+
+def getitem(x: Tensor, key) -> Tensor:
+    """``x[key]``: keys of several index arrays, or a mask beside other indices, are
+    numpy's advanced indexing (advanced_getitem); the rest is shape_ops.getitem."""
+    parts = key if isinstance(key, tuple) else (key,)
+    arrays = [k for k in parts if isinstance(k, (list, np.ndarray)) or (isinstance(k, Tensor) and k.ndim > 0)]
+    if len(arrays) > 1 or (arrays and len(parts) > 1 and any(_is_bool_key(k) for k in arrays)):
+        return advanced_getitem(x, key)
+    return shape_getitem(x, key)
 
 
 def advanced_getitem(x: Tensor, key) -> Tensor:
