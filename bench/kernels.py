@@ -45,7 +45,8 @@ around it: its GM bytes are to be read against compulsory_gm_bytes) and
 gemm_same_mkn_cube_busy (a GEMM of the convolution's m = N*OH*OW, k = C*KH*KW,
 n = O on the same chip), printed in a table of their own. The chains of convolutions
 (a UNet block, a ResNet-50 bottleneck) add chain_floor_gm_bytes: the compulsory bytes
-plus each activation passed between their kernels written once and read once.
+plus each activation passed between their kernels written once and read once (and the
+bottleneck's input read once more, as the residual its last convolution's kernel adds).
 """
 import argparse
 import importlib.util

@@ -136,3 +136,55 @@ func evalConv5HD(in []*Array, attrs Attrs, out *Array) {
 		}
 	}
 }
+
+// fused_conv2d_5hd is a conv2d_5hd and the elementwise epilogue the compiler runs in
+// the same kernel (a residual add, an activation, a cast, or a fused chain of them),
+// as fused_matmul is for a matmul: inputs x, the fractal weight, the bias when attr
+// "bias" is set, then the epilogue's other operands; the body's first param is the
+// convolution's result. The reference interpreter runs it as the convolution followed
+// by the body, so its meaning is exactly the unfused ops'.
+func init() {
+	Register(&OpDef{Name: "fused_conv2d_5hd", Arity: 2, MaxArity: Variadic,
+		Attrs: []AttrSpec{{"kernel", []int64{1, 1}}, {"stride", int64(1)}, {"pads", []int64{0, 0, 0, 0}}, {"relu", false},
+			{"layout", "NCHW"}, {"out_layout", "NCHW"}, {"bias", false}, {"body", ""}},
+		Doc:    "conv2d_5hd(x, weight[, bias]) followed by an epilogue fused into its kernel by the compiler: the body graph (text form) applied to the convolution's result and the other inputs",
+		NoGrad: "formed by the compiler after differentiation (conv2d is differentiable)",
+		Infer:  inferFusedConv5HD, Eval: evalFusedConv5HD})
+	concreteOnly["fused_conv2d_5hd"] = true
+}
+
+// FusedConvOperands is the number of a fused_conv2d_5hd's inputs that are the
+// convolution's (x, weight and the bias when it has one); the rest are the epilogue's.
+func FusedConvOperands(attrs Attrs) int {
+	if attrs.Bool("bias", false) {
+		return 3
+	}
+	return 2
+}
+
+func inferFusedConv5HD(in []TensorType, attrs Attrs) (TensorType, *Error) {
+	k := FusedConvOperands(attrs)
+	if len(in) < k {
+		return TensorType{}, Errorf(ValueError, "fused_conv2d_5hd: want at least %d inputs, got %d", k, len(in))
+	}
+	conv, err := inferConv5HD(in[:k], attrs)
+	if err != nil {
+		return TensorType{}, err
+	}
+	return inferFused(append([]TensorType{conv}, in[k:]...), attrs)
+}
+
+func evalFusedConv5HD(in []*Array, attrs Attrs, out *Array) {
+	k := FusedConvOperands(attrs)
+	types := make([]TensorType, k)
+	for i := range types {
+		types[i] = in[i].Type
+	}
+	t, err := inferConv5HD(types, attrs)
+	if err != nil {
+		panic(err)
+	}
+	conv := NewArray(t)
+	evalConv5HD(in[:k], attrs, conv)
+	evalFused(append([]*Array{conv}, in[k:]...), attrs, out)
+}

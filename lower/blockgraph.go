@@ -79,7 +79,7 @@ func dealTiles(tensors []GMTensor, op *TileOp, nb int) [][]int {
 		return matmulBlocks(op, nb)
 	case TileAttention:
 		return attentionBlocks(op, nb)
-	case TileConv:
+	case TileConv, TileConvEpilogue:
 		return convBlocks(op, nb)
 	}
 	blocks := make([][]int, nb)

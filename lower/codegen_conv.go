@@ -81,9 +81,10 @@ func (p convProblem) band(r0, vr int) (lo, hi, pt int) {
 // columns of every group beside two input bands; tn is at most the bias table's.
 // Among the shapes that fit it takes the one with the most MACs per operand element
 // moved into L0 (pix*tn / (pix+tn), the cube's arithmetic intensity), tn evened out
-// over the channel tiles, ties to the larger tn. It fails when not even one output
-// row fits.
-func convTile(chip *device.Chip, p convProblem, dt dtype.DType) ([]int, string, error) {
+// over the channel tiles, ties to the larger tn. An epilogue on the vector cores
+// (fused_conv2d_5hd) needs epi bytes of a vector core's UB per element of the tile,
+// which bounds pixels by channels too. It fails when not even one output row fits.
+func convTile(chip *device.Chip, p convProblem, dt dtype.DType, epi int) ([]int, string, error) {
 	size := dt.Size()
 	gs := 1
 	if p.kh*p.kw == 1 {
@@ -114,7 +115,7 @@ func convTile(chip *device.Chip, p convProblem, dt dtype.DType) ([]int, string, 
 		band := 2 * p.inRows(rb) * p.w * gs * core.ConvC0 * size
 		for t := 16; t <= tnMax; t += 16 {
 			tn := roundUp(ceilDiv(p.o, ceilDiv(p.o, t)), 16)
-			if p.c1*p.kc()*tn*size+band+tn*4 > chip.Capacity(isa.Mat) || 2*pix*tn*4 > chip.Capacity(isa.Acc) {
+			if p.c1*p.kc()*tn*size+band+tn*4 > chip.Capacity(isa.Mat) || 2*pix*tn*4 > chip.Capacity(isa.Acc) || pix*tn*epi > chip.Capacity(isa.Vec) {
 				continue
 			}
 			useful := float64(rb*p.ow) * float64(min(tn, p.o))
@@ -124,9 +125,12 @@ func convTile(chip *device.Chip, p convProblem, dt dtype.DType) ([]int, string, 
 		}
 	}
 	if best == nil {
-		return nil, "", fmt.Errorf("16 output channels of the %d x %d weight do not fit L1 (%d bytes) beside two input bands, or one output row's accumulators L0C", p.c1*p.kc(), p.o, chip.Capacity(isa.Mat))
+		return nil, "", fmt.Errorf("16 output channels of the %d x %d weight do not fit L1 (%d bytes) beside two input bands, or one output row's accumulators L0C or its epilogue a vector core's UB", p.c1*p.kc(), p.o, chip.Capacity(isa.Mat))
 	}
 	reason := fmt.Sprintf("%d output rows of %d pixels (L0A holds %d pixels of K %d twice), %d of %d output channels (weight columns resident in L1), %d channel groups a step: the most MACs per element moved into L0", best[0], p.ow, pixA, ks, best[1], p.o, gs)
+	if epi > 0 {
+		reason += fmt.Sprintf("; the epilogue's %d bytes an element fit a vector core's UB", epi)
+	}
 	return best, reason, nil
 }
 
@@ -144,8 +148,31 @@ func convGrid(p convProblem, tile []int) []int {
 }
 
 // emitConv generates one block of a conv2d_5hd: the tiles in order, each the loop over
-// channel groups described above, then its store.
+// channel groups described above, then its store (the fixpipe's relu when set).
 func emitConv(e *emitter, tg *TileGraph, op *TileOp, tiles []int) {
+	mode := isa.ModeNone
+	if op.Attrs.Bool("relu", false) {
+		mode = isa.StoreRelu
+	}
+	emitConvCube(e, tg, op, tiles, func(acc int, out isa.GMView, _ int) {
+		e.prog.Body = append(e.prog.Body, isa.Instr{Op: isa.TSTORE, Mode: mode, Args: e.operands([]isa.Operand{isa.GMOp(out), isa.TileOp(acc)})})
+	})
+}
+
+// convOutView is the GM window of the output tile of vr rows of pixels from row r0
+// by vc channels from j0 of image b: NHWC rows of channels, or NCHW with each
+// channel's OH*OW plane a column.
+func convOutView(p convProblem, attrs core.Attrs, param, b, r0, j0, vr, vc int) isa.GMView {
+	if core.Conv5HDLayoutNHWC(attrs, true) {
+		return isa.GMView{Param: param, Offset: (b*p.oh+r0)*p.ow*p.o + j0, Rows: vr * p.ow, Cols: vc, RowStride: p.o, ColStride: 1}
+	}
+	return isa.GMView{Param: param, Offset: (b*p.o+j0)*p.oh*p.ow + r0*p.ow, Rows: vr * p.ow, Cols: vc, RowStride: 1, ColStride: p.oh * p.ow}
+}
+
+// emitConvCube generates the cube's part of a block of a convolution: per tile the
+// loop over channel groups into an accumulator, then store(acc, the tile's output
+// window, the tile's position in the block).
+func emitConvCube(e *emitter, tg *TileGraph, op *TileOp, tiles []int, store func(acc int, out isa.GMView, seq int)) {
 	p := convProblemOf(op.Problem)
 	rb, tn, gs := op.Tile[0], op.Tile[1], op.Tile[2]
 	x := tg.Tensors[op.Inputs[0]].Type
@@ -154,8 +181,7 @@ func emitConv(e *emitter, tg *TileGraph, op *TileOp, tiles []int) {
 	kc := p.kc()
 	ks := gs * kc // a step's K: gs channel groups (gs > 1 only for a 1x1 kernel)
 	pix := roundUp(rb*p.ow, 16)
-	bias := len(op.Inputs) == 3
-	relu := op.Attrs.Bool("relu", false)
+	bias := convHasBias(op)
 	// The input's strides in elements: a pixel's, a channel's and an image's.
 	ch := x.Shape[1]
 	pixStride, chStride := 1, p.h*p.w
@@ -176,14 +202,11 @@ func emitConv(e *emitter, tg *TileGraph, op *TileOp, tiles []int) {
 		bt = e.tile("bias_bt", isa.Bias, dtype.Float32, 1, tn)
 	}
 	xp, wp, outp := e.params[op.Inputs[0]], e.params[op.Inputs[1]], e.params[op.Output]
-	grid := op.Grid
 	ni0 := -1
 	step := 0
 	for seq, t := range tiles {
-		bi, b, ni := t%grid[2], t/grid[2]%grid[1], t/(grid[2]*grid[1])
-		j0, r0 := ni*tn, bi*rb
-		vc, vr := min(tn, p.o-j0), min(rb, p.oh-r0)
-		if ni != ni0 { // the weight columns of this channel tile, for every group
+		b, r0, j0, vr, vc := convTileAt(p, op, t)
+		if ni := j0 / tn; ni != ni0 { // the weight columns of this channel tile, for every group
 			ni0 = ni
 			e.emit(isa.TLOAD, isa.TileOp(wMat), isa.GMOp(isa.GMView{Param: wp, Offset: j0, Rows: p.c1 * kc, Cols: vc, RowStride: p.o, ColStride: 1}))
 			if bias {
@@ -210,17 +233,26 @@ func emitConv(e *emitter, tg *TileGraph, op *TileOp, tiles []int) {
 				e.emit(isa.TMATMUL, isa.TileOp(a), isa.TileOp(aL0[l]), isa.TileOp(bL0[l]))
 			}
 		}
-		// NHWC: rows of O channels; NCHW: each channel's OH*OW plane a column.
-		out := isa.GMView{Param: outp, Offset: (b*p.oh+r0)*p.ow*p.o + j0, Rows: vr * p.ow, Cols: vc, RowStride: p.o, ColStride: 1}
-		if !core.Conv5HDLayoutNHWC(op.Attrs, true) {
-			out = isa.GMView{Param: outp, Offset: (b*p.o+j0)*p.oh*p.ow + r0*p.ow, Rows: vr * p.ow, Cols: vc, RowStride: 1, ColStride: p.oh * p.ow}
-		}
-		mode := isa.ModeNone
-		if relu {
-			mode = isa.StoreRelu
-		}
-		e.prog.Body = append(e.prog.Body, isa.Instr{Op: isa.TSTORE, Mode: mode, Args: e.operands([]isa.Operand{isa.GMOp(out), isa.TileOp(a)})})
+		store(a, convOutView(p, op.Attrs, outp, b, r0, j0, vr, vc), seq)
 	}
+}
+
+// convTileAt is tile t of a convolution: its image b, its first output row r0 and
+// channel j0, and its valid rows and channels.
+func convTileAt(p convProblem, op *TileOp, t int) (b, r0, j0, vr, vc int) {
+	rb, tn, grid := op.Tile[0], op.Tile[1], op.Grid
+	bi, ni := t%grid[2], t/(grid[2]*grid[1])
+	b, j0, r0 = t/grid[2]%grid[1], ni*tn, bi*rb
+	return b, r0, j0, min(rb, p.oh-r0), min(tn, p.o-j0)
+}
+
+// convHasBias reports whether a convolution tile op has a bias input: conv2d_5hd's
+// third input, or fused_conv2d_5hd's when its attribute says so.
+func convHasBias(op *TileOp) bool {
+	if op.Kind == TileConvEpilogue {
+		return op.Attrs.Bool("bias", false)
+	}
+	return len(op.Inputs) == 3
 }
 
 // convBlocks cuts the tiles into nb contiguous runs in (channel tile, image, row band)
@@ -238,4 +270,6 @@ func convBlocks(op *TileOp, nb int) [][]int {
 
 func init() {
 	lowerings["conv2d_5hd"] = lowering{kind: TileConv, core: isa.Cube}
+	lowerings["fused_conv2d_5hd"] = lowering{kind: TileConvEpilogue, core: isa.Cube}
+	groupEmitters[TileConvEpilogue] = emitConvEpilogue
 }

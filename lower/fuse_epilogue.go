@@ -86,8 +86,20 @@ func runFuseEpilogue(c *compilation) error {
 // epilogueBody is consumer u of matmul m as a body graph whose param x0 is the
 // product and whose other params are u's other inputs (extras), in order.
 func epilogueBody(g *core.Graph, m, u core.Value) (string, []core.Value, error) {
+	return epilogueBodyOf(g, m, u, nil)
+}
+
+// epilogueBodyOf is epilogueBody whose body reads first(x0) where u reads m (first
+// adds the steps it needs to the body's builder; nil reads x0 itself).
+func epilogueBodyOf(g *core.Graph, m, u core.Value, first func(*core.Builder, core.Value) (core.Value, error)) (string, []core.Value, error) {
 	body := core.NewBuilder("epilogue")
 	prod := body.Param("x0", g.Type(m))
+	if first != nil {
+		var err error
+		if prod, err = first(body, prod); err != nil {
+			return "", nil, err
+		}
+	}
 	params := map[core.Value]core.Value{m: prod}
 	var extras []core.Value
 	param := func(x core.Value) core.Value {

@@ -63,6 +63,8 @@ func (l lowering) instructions(op string) []isa.Opcode {
 		return attentionInstructions
 	case TileConv:
 		return []isa.Opcode{isa.TLOAD, isa.TMOV, isa.TIMG2COL, isa.TEXTRACT, isa.TMATMUL, isa.TMATMUL_ACC, isa.TMATMUL_BIAS, isa.TSTORE}
+	case TileConvEpilogue:
+		return []isa.Opcode{isa.TLOAD, isa.TMOV, isa.TIMG2COL, isa.TEXTRACT, isa.TMATMUL, isa.TMATMUL_ACC, isa.TMATMUL_BIAS, isa.TPUSH, isa.TPOP, isa.TFREE, isa.TCVT, isa.TSTORE}
 	case TileScan:
 		return []isa.Opcode{isa.TLOAD, isa.TCVT, isa.TADD, isa.TEXPANDS, isa.TSTORE}
 	case TileSort:

@@ -58,6 +58,7 @@ var passTable = []Pass{
 	{Name: "fuse-rows", MinLevel: O2, Reassociates: true, Produces: LevelTensor, After: []string{"split-reductions", "sort-last-axis", "expand-pad", "expand-arg-reductions", "dce", "split-constants"}, Run: runFuseRows},
 	{Name: "fuse-elementwise", MinLevel: O2, Produces: LevelTensor, After: []string{"split-reductions", "sort-last-axis", "expand-pad", "expand-arg-reductions", "dce", "fuse-rows"}, Run: runFuseElementwise},
 	{Name: "fuse-epilogue", MinLevel: O2, Produces: LevelTensor, After: []string{"fuse-elementwise"}, Run: runFuseEpilogue},
+	{Name: "fuse-conv-epilogue", MinLevel: O2, Produces: LevelTensor, After: []string{"fuse-elementwise", "conv-to-cube"}, Run: runFuseConvEpilogue},
 	{Name: "bind-constants", Required: true, Produces: LevelTensor, After: []string{"dce"}, Run: runBindConstants},
 	{Name: "fold-attention-transpose", MinLevel: O2, Produces: LevelTensor, After: []string{"fuse-attention"}, Run: runFoldAttentionTranspose},
 	{Name: "fold-views", MinLevel: O2, Produces: LevelTensor, After: []string{"fuse-epilogue"}, Run: runFoldViews},

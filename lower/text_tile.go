@@ -306,6 +306,7 @@ var tilingDims = map[TileKind][3]string{
 	TileUpdate:         {"[outer,rows,cols]", "[tr,tc]", "[outer,rows/tr,cols/tc]"},
 	TileConv:           {"[n,oh,ow,o,c1,kh,kw,s,h,w,pt,pl,pr]", "[rb,tn,gs]", "[o/tn,n,oh/rb]"},
 	TileScatter:        {"[outer,rows,cols]", "[tr,tc,writes]", "[outer,rows/tr,cols/tc]"},
+	TileConvEpilogue:   {"[n,oh,ow,o,c1,kh,kw,s,h,w,pt,pl,pr]", "[rb,tn,gs]", "[o/tn,n,oh/rb]"},
 }
 
 // tilingLen is the count of numbers dims names ("[a,b] or [c,d]": the alternatives

@@ -104,6 +104,10 @@ const (
 	// (index_put, scatter, in place): tiles over its iteration space's [outer, rows,
 	// cols] (see lowering_scatter.go).
 	TileScatter
+	// TileConvEpilogue is a cube convolution whose output tiles pass through an
+	// elementwise epilogue on the vector cores of the same AI core (fused_conv2d_5hd,
+	// a mixed task): tiles as TileConv.
+	TileConvEpilogue
 )
 
 // writesInPlace reports whether tile ops of kind k write into bytes another op
@@ -111,7 +115,7 @@ const (
 func writesInPlace(k TileKind) bool { return k == TileUpdate || k == TileScatter }
 
 // tileKindNames spell the kinds in the text forms, indexed by TileKind.
-var tileKindNames = []string{"matmul", "elementwise", "reduce", "scan", "sort", "matmul_epilogue", "rows", "attention", "kernel", "update", "conv", "scatter"}
+var tileKindNames = []string{"matmul", "elementwise", "reduce", "scan", "sort", "matmul_epilogue", "rows", "attention", "kernel", "update", "conv", "scatter", "conv_epilogue"}
 
 func (k TileKind) String() string { return tileKindNames[k] }
 
@@ -266,7 +270,7 @@ func tileGrid(kind TileKind, problem, tile []int) []int {
 		return []int{problem[0], ceilDiv(problem[1], tile[0]), ceilDiv(problem[2], tile[1])}
 	case TileKernel: // problem [blocks], tile [1]
 		return []int{problem[0]}
-	case TileConv:
+	case TileConv, TileConvEpilogue:
 		return convGrid(convProblemOf(problem), tile)
 	case TileAttention: // problem [batch, l, s, e, ev], tile [br, hr, bc, copies]
 		return []int{problem[0], ceilDiv(problem[1], tile[0]), 1}

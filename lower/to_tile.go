@@ -143,10 +143,11 @@ func chooseTiling(op *TileOp, tensors []GMTensor, opts Options) error {
 		if err == nil && op.Kind == TileMatmulEpilogue {
 			op.Reason, err = fitEpilogue(chip, op, tensors)
 		}
-	case TileConv:
-		p := conv5HDProblem(tensors[op.Inputs[0]].Type, outT, op.Attrs)
+	case TileConv, TileConvEpilogue:
+		x := tensors[op.Inputs[0]].Type
+		p := conv5HDProblem(x, outT, op.Attrs)
 		op.Problem = p.list()
-		op.Tile, op.Reason, err = convTile(chip, p, outT.DType)
+		op.Tile, op.Reason, err = convTile(chip, p, x.DType, convEpilogueBytes(op, tensors))
 	case TileAttention:
 		op.Problem = attentionProblem(tensors[op.Inputs[0]].Type, tensors[op.Inputs[1]].Type, attentionOutType(op, tensors))
 		op.Tile, op.Reason, err = attentionTile(chip, op, tensors)

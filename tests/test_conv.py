@@ -276,3 +276,29 @@ def test_conv_batch_norm_relu_block_is_one_cube_kernel():
     dump = f.dump()
     assert dump.count("conv2d_5hd") >= 1 and "tstore.relu" in dump
     assert [c["to"] for c in f.info()["layout_conversions"]] == ["fractal [C1*KH*KW*C0, O]"]
+
+
+def test_residual_add_and_relu_join_the_cube_convolution():
+    """ResNet's relu(batch_norm(conv(x)) + identity) in fp16 on a2: the residual add and
+    the relu run in the convolution's kernel (fused_conv2d_5hd, its vector cores adding
+    the residual to each accumulator tile), with the same bytes as the program whose
+    add and relu are a kernel of their own and fewer tasks; the values match torch."""
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((2, 32, 9, 9)).astype(np.float16)
+    w = (rng.standard_normal((32, 32, 3, 3)) / 17).astype(np.float16)
+    m, g, b = (rng.standard_normal(32).astype(np.float16) for _ in range(3))
+    v = rng.uniform(0.5, 2, 32).astype(np.float16)
+
+    def block(x, w, m, v, g, b):
+        return p.relu(p.batch_norm(p.conv2d(x, w, padding=1), m, v, g, b) + x)
+
+    fused = p.compile(block)
+    unfused = p.compile(block, p.CompileConfig(disable_passes=("fuse-conv-epilogue",)))
+    got = fused(x, w, m, v, g, b).numpy()
+    ref = unfused(x, w, m, v, g, b).numpy()
+    assert "fused_conv2d_5hd" in fused.dump() and "fused_conv2d_5hd" not in unfused.dump()
+    assert fused.stats()["tasks"] == unfused.stats()["tasks"] - 1
+    np.testing.assert_array_equal(got.view(np.uint16), ref.view(np.uint16))
+    t = [torch.tensor(a.astype(np.float64)) for a in (x, w, m, v, g, b)]
+    want = F.relu(F.batch_norm(F.conv2d(t[0], t[1], padding=1), t[2], t[3], t[4], t[5]) + t[0]).numpy()
+    np.testing.assert_allclose(got.astype(np.float64), want, rtol=1e-2, atol=1e-2 * np.abs(want).max())

@@ -58,7 +58,7 @@ func measure(chip *device.Chip, c benchCase) (rows []row, err error) {
 		r.CompulsoryGMBytes += int64(g.Type(o).Bytes())
 	}
 	if c.between > 0 {
-		r.ChainFloorGMBytes = r.CompulsoryGMBytes + 2*c.between
+		r.ChainFloorGMBytes = r.CompulsoryGMBytes + 2*c.between + c.reread
 	}
 	r.RooflineMs, r.Bound = roofline(chip, g, r.CompulsoryGMBytes)
 	runtimes := []namedRuntime{{"off", lower.Runtime{}}}
@@ -101,7 +101,7 @@ func measure(chip *device.Chip, c benchCase) (rows []row, err error) {
 func convFigures(chip *device.Chip, exe *lower.Executable, st *lower.RunStats, mkn *[3]int, r *row) error {
 	ops := exe.Exec().Blocks.Tiles.Ops
 	for i, t := range exe.Exec().Tasks {
-		if op := ops[t.Kernel].Op; op == "conv2d_5hd" || op == "fused_matmul" || op == "matmul" {
+		if op := ops[t.Kernel].Op; op == "conv2d_5hd" || op == "fused_conv2d_5hd" || op == "fused_matmul" || op == "matmul" {
 			ts := st.Tasks[i].Stats
 			r.ConvCubeBusy = float64(ts.PipeBusy[isa.PipeM]) / (float64(ts.Cycles) * float64(chip.CubeCores))
 			r.ConvGMBytes = ts.FootprintRead + ts.FootprintWritten

@@ -1,0 +1,198 @@
+package lower
+
+import (
+	"fmt"
+
+	"pypto/core"
+	"pypto/dtype"
+	"pypto/isa"
+)
+
+// Convolution epilogues: a cube convolution (conv2d_5hd) whose one reader is
+// elementwise over its result (a residual add and the activation after it, a cast, or
+// a fused chain of them) runs as one mixed kernel, as a matmul's epilogue does
+// (fuse_epilogue.go): the cube core pushes each output tile's accumulator through a
+// queue to a vector core of the same AI core, which pops it rounded to the
+// convolution's dtype (as the fixpipe store would round it), runs the epilogue with
+// the other operands loaded through the same windows of their GM tensors, and stores
+// the result. The convolution's result never makes a round trip through GM, and the
+// rounding steps are the unfused program's, so the bytes are the same.
+
+// runFuseConvEpilogue rewrites every such conv2d_5hd and its reader into a
+// fused_conv2d_5hd.
+func runFuseConvEpilogue(c *compilation) error {
+	g := c.graph
+	users := g.Users()
+	isOut := g.OutputSet()
+	type pair struct {
+		conv   core.Value
+		body   string
+		extras []core.Value
+	}
+	plan := map[core.Value]pair{} // reader -> its convolution and epilogue
+	folded := map[core.Value]bool{}
+	for i, n := range g.Nodes {
+		v := core.Value(i)
+		if n.Op != "conv2d_5hd" || isOut[v] || len(users[i]) != 1 || c.chip == nil {
+			continue
+		}
+		u := users[i][0]
+		un := g.Nodes[u]
+		if _, taken := plan[u]; taken || !(fusable(un) || un.Op == "fused") || !g.Type(u).Shape.Equal(n.Type.Shape) {
+			continue
+		}
+		var first func(*core.Builder, core.Value) (core.Value, error)
+		if n.Attrs.Bool("relu", false) { // the fixpipe's relu, now the epilogue's first step
+			first = func(b *core.Builder, x core.Value) (core.Value, error) {
+				return b.Op("relu", []core.Value{x}, nil, core.Location{})
+			}
+		}
+		body, extras, err := epilogueBodyOf(g, v, u, first)
+		if err != nil {
+			return err
+		}
+		if !convEpilogueFits(c, g, n, u, body, extras) {
+			continue
+		}
+		plan[u] = pair{conv: v, body: body, extras: extras}
+		folded[v] = true
+	}
+	if len(plan) == 0 {
+		return nil
+	}
+	ng, err := rewriteGraph(g, func(b *core.Builder, v core.Value, n *core.Node, _ []core.Value, val func(core.Value) core.Value) (core.Value, bool, error) {
+		if folded[v] {
+			return -1, true, nil // built inside its reader's fused_conv2d_5hd
+		}
+		p, ok := plan[v]
+		if !ok {
+			return -1, false, nil
+		}
+		cn := g.Nodes[p.conv]
+		var args []core.Value
+		for _, x := range cn.Inputs {
+			args = append(args, val(x))
+		}
+		for _, x := range p.extras {
+			args = append(args, val(x))
+		}
+		attrs := core.Attrs{}
+		for k, a := range cn.Attrs {
+			attrs[k] = a
+		}
+		attrs["relu"], attrs["bias"], attrs["body"] = false, len(cn.Inputs) == 3, p.body
+		r, err := b.Op("fused_conv2d_5hd", args, attrs, n.Loc)
+		return r, true, err
+	})
+	if err != nil {
+		return err
+	}
+	c.graph = ng
+	return nil
+}
+
+// convEpilogueFits reports whether convolution n's epilogue (reader u, as body with
+// extras) can run on the vector cores: every extra operand has the convolution's
+// shape (it is read through the output tile's own window), no step depends on an
+// element's position (the tile's rows are pixels, not the result's last axes), and a
+// tile of the kernel fits with the epilogue's part in a vector core's UB.
+func convEpilogueFits(c *compilation, g *core.Graph, n *core.Node, u core.Value, body string, extras []core.Value) bool {
+	for _, x := range extras {
+		if !g.Type(x).Shape.Equal(n.Type.Shape) {
+			return false
+		}
+	}
+	bg, err := core.FusedBody(core.Attrs{"body": body})
+	if err != nil {
+		return false
+	}
+	for _, bn := range bg.Nodes {
+		if positionalOps[bn.Op] {
+			return false
+		}
+	}
+	ins := []dtype.DType{n.Type.DType}
+	for _, x := range extras {
+		ins = append(ins, g.Type(x).DType)
+	}
+	epi, err := epilogueBytes(core.Attrs{"body": body}, ins, g.Type(u).DType)
+	if err != nil {
+		return false
+	}
+	x := g.Type(n.Inputs[0])
+	_, _, err = convTile(c.chip, conv5HDProblem(x, n.Type, n.Attrs), x.DType, epi)
+	return err == nil
+}
+
+// convEpilogueBytes is the UB a fused_conv2d_5hd's epilogue needs per element of its
+// tile (0 for a conv2d_5hd).
+func convEpilogueBytes(op *TileOp, tensors []GMTensor) int {
+	if op.Kind != TileConvEpilogue {
+		return 0
+	}
+	body, err := core.FusedBody(op.Attrs)
+	if err != nil {
+		return 0 // verified before
+	}
+	ins := []dtype.DType{body.Type(body.Params[0]).DType}
+	for _, t := range op.Inputs[core.FusedConvOperands(op.Attrs):] {
+		ins = append(ins, tensors[t].Type.DType)
+	}
+	n, err := epilogueBytes(op.Attrs, ins, tensors[op.Output].Type.DType)
+	if err != nil {
+		return 0
+	}
+	return n
+}
+
+// emitConvEpilogue generates one block of a fused_conv2d_5hd: the cube program
+// computes the block's tiles as a conv2d_5hd does and pushes the tile at position seq
+// to queue seq mod V; vector core v pops queue v, runs the epilogue on the tile and
+// stores it.
+func emitConvEpilogue(g *groupEmitter, tg *TileGraph, op *TileOp, tiles []int) {
+	nv := len(g.vec)
+	emitConvCube(g.cube, tg, op, tiles, func(acc int, _ isa.GMView, seq int) {
+		g.cube.emit(isa.TPUSH, isa.ImmOp(float64(seq%nv)), isa.TileOp(acc))
+	})
+	for v, e := range g.vec {
+		emitConvEpilogueVector(e, tg, op, tiles, v, nv)
+	}
+}
+
+// emitConvEpilogueVector is vector core v's part of a fused_conv2d_5hd block. The
+// other operands' loads come before the pop, so they run while the cube computes the
+// tile; tiles are single-buffered, as a matmul epilogue's.
+func emitConvEpilogueVector(e *emitter, tg *TileGraph, op *TileOp, tiles []int, v, nv int) {
+	body, err := core.FusedBody(op.Attrs)
+	if err != nil {
+		panic(fmt.Sprintf("fused_conv2d_5hd with a bad body reached code generation: %v", err)) // verified before
+	}
+	p := convProblemOf(op.Problem)
+	rb, tn := op.Tile[0], op.Tile[1]
+	pix := roundUp(rb*p.ow, 16)
+	out := tg.Tensors[op.Output].Type
+	prod := e.tile("prod", isa.Vec, body.Type(body.Params[0]).DType, pix, tn)
+	extraIns := op.Inputs[core.FusedConvOperands(op.Attrs):]
+	extras := make([]int, len(extraIns))
+	for i, t := range extraIns {
+		extras[i] = e.tile(fmt.Sprintf("in%d", i+1), isa.Vec, tg.Tensors[t].Type.DType, pix, tn)
+	}
+	res := e.tile("out", isa.Vec, out.DType, pix, tn)
+	vb := &vecBody{e: e, attrs: op.Attrs, tr: pix, tc: tn, space: out.Shape}
+	q := isa.ImmOp(float64(v))
+	for seq, t := range tiles {
+		if seq%nv != v {
+			continue
+		}
+		b, r0, j0, vr, vc := convTileAt(p, op, t)
+		srcs := []int{prod}
+		for i, x := range extraIns {
+			srcs = append(srcs, loadWindow(e, 0, extras[i], convOutView(p, op.Attrs, e.params[x], b, r0, j0, vr, vc)))
+		}
+		e.emit(isa.TPOP, isa.TileOp(prod), q)
+		vb.vr, vb.vc = vr*p.ow, vc
+		fusedBody(vb, res, srcs)
+		e.emit(isa.TFREE, q)
+		e.emit(isa.TSTORE, isa.GMOp(convOutView(p, op.Attrs, e.params[op.Output], b, r0, j0, vr, vc)), isa.TileOp(res))
+	}
+}
