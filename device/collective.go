@@ -192,6 +192,11 @@ func (m *Mesh) checkCollective(c *Collective, inputs [][]byte) error {
 	if c.Kind == "reduce_scatter" && p > 0 && c.Count%p != 0 {
 		return fmt.Errorf("reduce_scatter: %d elements do not split evenly over %d ranks; give each rank a multiple of %d elements", c.Count, p, p)
 	}
+	if c.Kind == "all_to_all" && c.Algorithm == "hd" {
+		// HCCL's all-to-all is one step on a full mesh or pairwise; there is no
+		// halving-doubling one, and running pairwise under that name would mislabel it.
+		return fmt.Errorf("all_to_all has no halving-doubling algorithm; use mesh (full-mesh tiers), ring (pairwise) or auto")
+	}
 	if c.Kind == "all_to_all" && p > 0 && c.Count%p != 0 {
 		return fmt.Errorf("all_to_all: %d elements do not split evenly over %d ranks; give each rank a multiple of %d elements", c.Count, p, p)
 	}

@@ -48,6 +48,10 @@ func formula(kind, algo string, p int, n, a, b, g float64) float64 {
 		return (fp - 1) * (a + n*b)
 	case "broadcast/hd":
 		return math.Ceil(lg) * (a + n*b)
+	case "all_to_all/mesh":
+		return a + n/fp*b
+	case "all_to_all/ring": // pairwise: one peer a step
+		return (fp - 1) * (a + n/fp*b)
 	}
 	panic(kind + "/" + algo)
 }
@@ -67,9 +71,9 @@ func TestCollectiveTimesFollowTheFormulas(t *testing.T) {
 	l := m.Tiers[0].Link
 	a, b, g := l.LatencySeconds, l.Beta(), reduceGamma(chip)
 	for _, p := range []int{2, 3, 4, 5, 8} {
-		for _, kind := range []string{"all_reduce", "reduce_scatter", "all_gather", "broadcast"} {
+		for _, kind := range []string{"all_reduce", "reduce_scatter", "all_gather", "broadcast", "all_to_all"} {
 			for _, algo := range []string{"mesh", "ring", "hd"} {
-				if algo == "hd" && !isPow2(p) && kind != "all_reduce" && kind != "broadcast" {
+				if algo == "hd" && (kind == "all_to_all" || !isPow2(p) && kind != "all_reduce" && kind != "broadcast") {
 					continue
 				}
 				for n := 1 << 10; n <= 1<<30; n <<= 2 {
@@ -194,7 +198,14 @@ func TestCollectiveValuesOnEveryShape(t *testing.T) {
 					require.Equal(t, vals[i][:6], got[gi*6:gi*6+6])
 				}
 			}
-			out = run("all_to_all", n, bufs)
+			if algo == "hd" { // no halving-doubling all-to-all: it says so, and runs pairwise under ring
+				_, _, err := m.RunCollective(Collective{Kind: "all_to_all", Algorithm: algo, DType: dtype.Int32, Count: n, Ranks: tc.ranks}, bufs)
+				require.ErrorContains(t, err, "no halving-doubling")
+				out, _, err = m.RunCollective(Collective{Kind: "all_to_all", Algorithm: "ring", DType: dtype.Int32, Count: n, Ranks: tc.ranks}, bufs)
+				require.NoError(t, err)
+			} else {
+				out = run("all_to_all", n, bufs)
+			}
 			for dst := range p {
 				got := decodeInt32(out[dst])
 				gd := groupIndex(tc.ranks, tc.ranks[dst])

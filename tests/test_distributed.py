@@ -32,14 +32,20 @@ def formula(kind, algo, q, n, a, b, g):
         ("broadcast", "mesh"): 2 * a + 2 / q * n * b,
         ("broadcast", "ring"): (q - 1) * (a + n * b),
         ("broadcast", "hd"): math.ceil(lg) * (a + n * b),
+        ("all_to_all", "mesh"): a + n / q * b,
+        ("all_to_all", "ring"): (q - 1) * (a + n / q * b),  # pairwise: one peer a step
     }
     return table[(kind, algo)]
 
 
-@pytest.mark.parametrize("kind", ["all_reduce", "reduce_scatter", "all_gather", "broadcast"])
+@pytest.mark.parametrize("kind", ["all_reduce", "reduce_scatter", "all_gather", "broadcast", "all_to_all"])
 @pytest.mark.parametrize("algo", ["mesh", "ring", "hd"])
 def test_collective_time_is_the_formula_from_1kb_to_1gb(kind, algo):
     mesh = D.Mesh((8,), ("x",))
+    if (kind, algo) == ("all_to_all", "hd"):  # HCCL has no halving-doubling all-to-all
+        with pytest.raises(p.PyptoValueError):
+            D.collective_time(kind, 1 << 10, mesh, algorithm=algo)
+        return
     tier = mesh.info["tiers"][0]
     a = tier["latency_seconds"]
     b = 1 / (tier["bytes_per_second"] * tier["efficiency"])
@@ -114,6 +120,20 @@ def test_all_reduce_values_follow_the_algorithm_order(dt, algo, emulate):
         np.testing.assert_array_equal(got[r].view(np.uint8), want.view(np.uint8))
     # The orders differ: at least one algorithm pair disagrees in some bit on these data.
     assert not np.array_equal(emulate_mesh(xs), emulate_ring(xs)) or not np.array_equal(emulate_mesh(xs), emulate_hd(xs))
+
+
+@pytest.mark.parametrize("dt", [np.float32, np.float16])
+@pytest.mark.parametrize("algo,emulate", [("mesh", emulate_mesh), ("ring", emulate_ring), ("hd", emulate_hd)])
+def test_reduce_scatter_values_follow_the_algorithm_order(dt, algo, emulate):
+    # Rank k ends with chunk k of the sum, added in the order the algorithm's steps
+    # bring the chunk there (ring: chunk k ends its way around at rank k).
+    mesh = D.Mesh((8,), ("x",))
+    rng = np.random.default_rng(11)
+    xs = [(rng.standard_normal(64) * 10 ** rng.uniform(-3, 3, 64)).astype(dt) for _ in range(8)]
+    f = p.shard_map(lambda x: D.reduce_scatter(x, algorithm=algo), mesh, in_specs=(D.P("x"),), out_specs=D.P("x"))
+    got = f(np.concatenate(xs)).numpy()
+    assert got.shape == (64,)
+    np.testing.assert_array_equal(got.view(np.uint8), emulate(xs).view(np.uint8))
 
 
 def test_hierarchical_all_reduce_across_servers():
@@ -240,7 +260,8 @@ def test_async_all_reduce_overlaps_compute():
 
 # The rendezvous reports a disagreement at once (no timeout to wait out); the bound
 # on how long a failing run takes covers starting the rank threads and their own work,
-# generously, for a loaded machine. A hang would run into _run_within's limit.
+# generously, for a loaded machine (the error itself arrives within a second of the
+# event that makes it certain). A hang would run into _run_within's limit.
 TOOK = 5.0
 
 
@@ -251,7 +272,7 @@ def _run_within(f, seconds=30.0):
         try:
             out["value"] = f()
         except BaseException as e:  # noqa: BLE001
-            out["error"] = e
+            out["error"], out["at"] = e, time.perf_counter()
 
     t0 = time.perf_counter()
     th = threading.Thread(target=target, daemon=True)
@@ -263,10 +284,13 @@ def _run_within(f, seconds=30.0):
 
 def test_a_rank_that_skips_a_collective_is_named():
     mesh = D.Mesh((4,), ("x",))
+    returned = {}
 
     def fn(s):
         if D.rank() != 2:
             s = D.all_reduce(s)
+        else:
+            returned["at"] = time.perf_counter()
         return s
 
     out, took = _run_within(lambda: p.shard_map(fn, mesh, (D.P("x"),), D.P("x"))(np.ones((4, 2), np.float32)))
@@ -274,6 +298,8 @@ def test_a_rank_that_skips_a_collective_is_named():
     assert isinstance(e, D.CollectiveError)
     assert "rank 2 returned without calling all_reduce" in str(e) and "test_distributed.py" in str(e)
     assert took < TOOK
+    # Within a second of the skip becoming certain (the rank's return): no timeout is waited out.
+    assert out["at"] - returned["at"] < 1.0
 
 
 def test_ranks_that_disagree_on_shape_or_order_are_named():
@@ -285,6 +311,16 @@ def test_ranks_that_disagree_on_shape_or_order_are_named():
     out, took = _run_within(lambda: p.shard_map(bad_shape, mesh, (D.P("x"),), D.P("x"))(np.ones((2, 2), np.float32)))
     e = out["error"]
     assert isinstance(e, D.CollectiveError) and "ranks 0 and 1 disagree" in str(e) and "shape=(1, 2)" in str(e)
+    assert "test_distributed.py" in str(e) and "bad_shape" in str(e)
+    assert took < TOOK
+
+    def bad_dtype(s):
+        return D.all_gather(s if D.rank() == 0 else p.cast(s, "float16"), axis=1)
+
+    out, took = _run_within(lambda: p.shard_map(bad_dtype, mesh, (D.P("x"),), D.P("x"))(np.ones((2, 2), np.float32)))
+    e = out["error"]
+    assert isinstance(e, D.CollectiveError) and "ranks 0 and 1 disagree" in str(e) and "all_gather" in str(e)
+    assert "dtype=float32" in str(e) and "dtype=float16" in str(e) and "bad_dtype" in str(e)
     assert took < TOOK
 
     mesh4 = D.Mesh((2, 2), ("a", "b"))
