@@ -6,7 +6,8 @@ Rows:
   1 KB to 1 GB: simulated time, algorithm and bus bandwidth (busbw = algbw x the
   collective's factor: 2(p-1)/p for all-reduce, (p-1)/p for the others, NCCL's
   convention). Messages up to --values-max bytes also move real data through the Go core
-  (host_s is that run's wall time); larger ones are timed without data (host_s 0).
+  (host_s is that run's wall time); larger ones are timed without data (host_s null:
+  nothing ran, eight ranks of a 1 GB message being 8 GB of host memory per buffer).
 - tensor parallelism of a GPT-2-medium block (hidden 1024, 16 heads, 128 tokens, fp16) on
   1, 2, 4 and 8 chips, sharded by the automatic pass (parallel_strategy="model_parallel"):
   simulated time and communication share (bytes: all-reduced bytes per rank).
@@ -42,7 +43,7 @@ def collective_rows(values_max):
     for kind in ("all_reduce", "all_gather", "reduce_scatter", "all_to_all"):
         n = 1 << 10
         while n <= 1 << 30:
-            host_s = 0.0
+            host_s = None
             if n <= values_max:
                 elems = n // 4
                 x = np.random.default_rng(0).standard_normal((8, elems if kind != "all_gather" else elems // 8)).astype(np.float32)
@@ -161,7 +162,8 @@ def main():
         if "bubble" in r:
             extra += (f"  bubble {r['bubble']:.3f} (theory {r['theory']:.3f}, schedule {r['schedule_bubble']:.3f}, "
                       f"launch after step {r['bubble_launch_after_step']:.3f})  idle {r['idle_share']:.3f}")
-        print(f"{r['case']:<28} ranks {r['ranks']}  sim {r['sim_us']:10.2f} us  {extra}  host {r['host_s']:.3f} s")
+        host = "timed without data" if r["host_s"] is None else f"{r['host_s']:.3f} s"
+        print(f"{r['case']:<28} ranks {r['ranks']}  sim {r['sim_us']:10.2f} us  {extra}  host {host}")
 
 
 if __name__ == "__main__":

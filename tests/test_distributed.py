@@ -393,8 +393,9 @@ def test_distributed_example_matches_one_chip_and_its_bubble_is_gpipes():
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     res = mod.main(["--seq", "16", "--hidden", "64", "--heads", "4", "--microbatches", "4"])
-    for key in ("tp1", "tp2", "tp4", "hybrid", "pipeline"):
+    for key in ("tp1", "tp2", "tp4", "guide", "hybrid", "pipeline"):
         assert res[key]["max_err"] < 2e-2, (key, res[key])
+    assert res["guide"]["outputs"] == 4 and res["guide"]["tp"] == 4 and 0 < res["guide"]["comm_share"] < 1
     assert res["tp1"]["comm_share"] == 0 < res["tp2"]["comm_share"]
     pl = res["pipeline"]
     assert abs(pl["bubble"] - pl["theory"]) < 0.05, pl

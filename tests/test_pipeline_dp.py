@@ -157,6 +157,11 @@ def test_pipeline_errors_say_what_to_change():
         p.compile([tanh_layer] * 8, config=pp_config(4, 6, "interleaved_1f1b"))
     with pytest.raises(p.PyptoValueError, match="cannot fill 4"):
         p.compile([p.tanh] * 3, config=pp_config(4, 4, "1f1b"))
+    with pytest.raises(p.PyptoValueError, match="local backend only"):  # not silently local
+        p.compile([p.tanh] * 4, config=pp_config(4, 4, "1f1b", backend="ray"))
+    with pytest.raises(p.PyptoValueError, match="one stage per chip"):
+        p.compile([p.tanh] * 4, config=p.DistributedConfig(parallel_strategy="pipeline_parallel", device_mesh=[2, 2],
+                                                           pipeline_parallel_size=2, data_parallel_size=2))
     ex = p.compile([p.tanh] * 4, config=pp_config(4, 4, "1f1b"))
     with pytest.raises(p.PyptoValueError, match="4 equal micro-batches"):
         ex.run(np.ones((6, 2), np.float32))

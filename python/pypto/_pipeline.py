@@ -135,7 +135,18 @@ class PipelineExecutor:
             raise PyptoValueError(
                 f"p.compile: pipeline_parallel_size {self.p} on a mesh of {self.mesh.size} ranks: pipeline_parallel "
                 "runs one stage per chip", location=user_location(),
-                suggestions=[f"use device_mesh=[{self.p}]", 'or parallel_strategy="hybrid" for pipelines of data- or tensor-parallel groups'])
+                suggestions=[f"use device_mesh=[{self.p}] and pipeline_parallel_size={self.p}",
+                             "pipelines whose stages are data- or tensor-parallel groups are not built: write them with "
+                             "p.shard_map and p.distributed's send / recv and collectives"])
+        if config.backend != "local":
+            # The schedule's steps and the timeline run in one host thread (the steps'
+            # order is the schedule's, not a rendezvous of rank threads), so there is
+            # nothing for Ray workers to run; refusing beats running locally unasked.
+            raise PyptoValueError(
+                f"p.compile: pipeline_parallel runs on the local backend only, not backend={config.backend!r}",
+                location=user_location(),
+                suggestions=['use backend="local" (the default)',
+                             'or write the stages with p.shard_map(..., backend="ray") and p.distributed.send / recv'])
         self.v = config.virtual_stages if config.schedule == "interleaved_1f1b" else 1
         self.m = config.num_microbatches
         if config.schedule == "interleaved_1f1b" and self.m % self.p:
