@@ -55,6 +55,10 @@ func TestConvResidualFusesIntoKernel(t *testing.T) {
 				require.NoError(t, err)
 				ops := taskOps(fused)
 				require.Equal(t, 1, count(ops, "fused_conv2d_5hd"), "%v", ops)
+				tg := fused.Exec().Blocks.Tiles
+				back, err := ParseTileGraph(tg.Format())
+				require.NoError(t, err, "the tile graph's text form parses back")
+				require.Equal(t, tg.Format(), back.Format())
 				for _, o := range ops { // besides it, only the weight's and the bias's conversions
 					require.Contains(t, []string{"fused_conv2d_5hd", "full", "concat", "transpose", "cast"}, o, "%v", ops)
 				}
