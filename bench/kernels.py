@@ -5,8 +5,8 @@ Compiles each benchmark case (fp16 GEMMs 4096^3 and 6144^3, matmul + bias + relu
 softmax and layer norm over 8192x4096, attention [1, 32, 4096, 128] causal and not,
 a GPT-2-small-sized decoder stack over 1024 tokens, and conv2d + bias + relu at batch 8:
 the 3x3 and the expanding 1x1 of a ResNet-50 stage at 28x28 and a UNet block's 3x3 at
-64x64, and two chains of them: a UNet block and a ResNet-50 bottleneck with its residual
-add) for the a2 preset, runs it on
+64x64, that 1x1 with a residual add before its relu, and two chains of them: a UNet block
+and a ResNet-50 bottleneck with its residual add) for the a2 preset, runs it on
 the simulator with the timing model only (times never depend on values), and prints
 its simulated time beside the chip's roofline for it, through the Go helper
 cmd/pto-kernels (built with the repository's Go toolchain).
@@ -63,9 +63,9 @@ def ratio_table(rows, key, title, columns):
     rows = [r for r in rows if key in r]
     if not rows:
         return
-    print(f"\n{title:<38} " + " ".join(f"{name:>17}" for name in columns))
+    print(f"\n{title:<40} " + " ".join(f"{name:>17}" for name in columns))
     for r in rows:
-        print(f"{r['case']:<38} " + " ".join(f"{f(r):>17.3f}" for f in columns.values()))
+        print(f"{r['case']:<40} " + " ".join(f"{f(r):>17.3f}" for f in columns.values()))
 
 
 def demo_rows(device, batch, seq, layers):
@@ -120,15 +120,15 @@ def main():
         print()
         return
     if rows:
-        print(f"{'case':<38} {'runtime':>16} {'sim ms':>9} {'roof ms':>9} {'frac':>6} {'bound':>7} {'cube':>6} "
+        print(f"{'case':<40} {'runtime':>16} {'sim ms':>9} {'roof ms':>9} {'frac':>6} {'bound':>7} {'cube':>6} "
               f"{'GM/comp':>8} {'compile ms':>11} {'tasks':>6} {'instrs':>7}")
     for r in rows:
         ratio = r["gm_bytes"] / r["compulsory_gm_bytes"]
-        print(f"{r['case']:<38} {r.get('runtime', 'off'):>16} {r['sim_ms']:>9.4f} {r['roofline_ms']:>9.4f} {r['roofline_frac']:>6.3f} "
+        print(f"{r['case']:<40} {r.get('runtime', 'off'):>16} {r['sim_ms']:>9.4f} {r['roofline_ms']:>9.4f} {r['roofline_frac']:>6.3f} "
               f"{r['bound']:>7} {r['cube_busy']:>6.3f} {ratio:>8.2f} {r['compile_ms']:>11.1f} {r['tasks']:>6} "
               f"{r['instrs_per_core']:>7}")
         if "cached_compile_ms" in r:
-            print(f"{'':<38} cached compile {r['cached_compile_ms']:.4f} ms")
+            print(f"{'':<40} cached compile {r['cached_compile_ms']:.4f} ms")
     comp = lambda r, key: r[key] / r["compulsory_gm_bytes"]
     ratio_table(rows, "gemm_same_mkn_cube_busy", "convolution", {
         "kernel cube": lambda r: r["conv_kernel_cube_busy"], "GEMM cube": lambda r: r["gemm_same_mkn_cube_busy"],

@@ -45,6 +45,9 @@ func benchCases() []benchCase {
 		convCase("conv_resnet50_3x3_b8_128x28x28", 8, 128, 28, 128, 3),
 		convCase("conv_resnet50_1x1_b8_128x28x28_to512", 8, 128, 28, 512, 1),
 		convCase("conv_unet_3x3_b8_64x64x64", 8, 64, 64, 64, 3),
+		// The bottleneck's last 1x1 (128 -> 512) with its residual add and the relu
+		// after it, which join the convolution's kernel.
+		convResidualCase("conv_resnet50_1x1_res_b8_128x28x28_to512", 8, 128, 28, 512, 1),
 		// Chains: a UNet block (two 3x3 + relu at 64x64, 64 channels) and a ResNet-50
 		// conv3_x bottleneck (1x1 512 -> 128, 3x3, 1x1 -> 512, the residual add, relu:
 		// the add and relu join the last convolution's kernel, which reads the block's
@@ -90,6 +93,17 @@ func convCase(name string, n, c, hw, o, k int) benchCase {
 	build := func(b *graphBuilder) {
 		y := b.op("conv2d", core.Attrs{"pads": []int64{pad, pad, pad, pad}}, b.param("x", n, c, hw, hw), b.param("w", o, c, k, k), b.param("b", o))
 		b.Output(b.op("relu", nil, y))
+	}
+	return benchCase{name: name, build: build, conv: &[3]int{n * hw * hw, c * k * k, o}}
+}
+
+// convResidualCase is relu(conv2d(x, w, b) + r), r of the convolution's shape, with
+// the sizes of convCase.
+func convResidualCase(name string, n, c, hw, o, k int) benchCase {
+	pad := int64(k / 2)
+	build := func(b *graphBuilder) {
+		y := b.op("conv2d", core.Attrs{"pads": []int64{pad, pad, pad, pad}}, b.param("x", n, c, hw, hw), b.param("w", o, c, k, k), b.param("b", o))
+		b.Output(b.op("relu", nil, b.op("add", nil, y, b.param("r", n, o, hw, hw))))
 	}
 	return benchCase{name: name, build: build, conv: &[3]int{n * hw * hw, c * k * k, o}}
 }
