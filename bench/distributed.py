@@ -17,7 +17,8 @@ Rows:
   included) against the schedule's (p-1)/m ((p-1)/(v m) interleaved, v = 2), the
   schedule's own bubble (transfers taken as instantaneous), the bubble with each send's
   launch after its step (overlap_p2p_launch=False), the idle share, communication share
-  and chip 0's peak activation bytes (bytes: one activation transfer).
+  and chip 0's peak activation bytes and its whole memory (weights, gradient sums and
+  activations; bytes: one activation transfer).
 
     python bench/distributed.py [--json] [--values-max BYTES] [--tp-tokens N] [--no-pipeline]
 """
@@ -141,7 +142,8 @@ def pipeline_rows():
                          "sim_us": r.seconds * 1e6, "bubble": r.bubble, "theory": (stages - 1) / (v * m),
                          "schedule_bubble": r.schedule_bubble, "bubble_launch_after_step": serial.last_report.bubble,
                          "idle_share": r.idle_share, "comm_share": r.comm_share,
-                         "peak_activation_bytes": r.stages[0].peak_activation_bytes, "host_s": host})
+                         "peak_activation_bytes": r.stages[0].peak_activation_bytes,
+                         "memory_bytes": r.stages[0].memory_bytes, "host_s": host})
     return rows
 
 

@@ -8,7 +8,7 @@ the same blocks trained through parallel_strategy="pipeline_parallel" with the 1
 schedule (forward and backward per micro-batch, gradients accumulated). Each result is
 checked against a single-chip reference (numpy float32; the gradients against the
 single-chip p.value_and_grad); the script prints simulated time, communication share,
-the pipelines' bubbles and 1F1B's activation memory against GPipe's.
+the pipelines' bubbles, and the memory per stage (1F1B's activations against GPipe's).
 
     python examples/distributed.py [--seq N] [--hidden N] [--heads N] [--microbatches M]
 """
@@ -237,21 +237,25 @@ def main(argv=None):
     targets = rng.standard_normal(micro.shape).astype(np.float16)
     want_loss, want_g = one_chip_value_and_grad(micro, targets, blocks, heads)
     want_g = [g.numpy().astype(np.float32) for g in want_g]
-    peaks = {}
+    peaks, mems = {}, {}
     for schedule in ("1f1b", "gpipe"):
         loss, grads, r = train_pipeline(micro, targets, blocks, heads, schedule)
         flat = [g.numpy().astype(np.float32) for gs in grads for g in gs]
         gerr = max(float(np.abs(a - b).max() / (np.abs(b).max() + 1e-6)) for a, b in zip(flat, want_g))
         lerr = abs(float(loss.numpy()) - float(want_loss.numpy()))
         peaks[schedule] = r.peak_activation_bytes
+        mems[schedule] = r.memory_bytes
         results[f"train_{schedule}"] = {"seconds": r.seconds, "bubble": r.bubble, "theory": (stages - 1) / m,
                                         "comm_share": r.comm_share, "idle_share": r.idle_share, "loss_err": lerr,
-                                        "grad_rel_err": gerr, "peak_activation_bytes": r.peak_activation_bytes}
+                                        "grad_rel_err": gerr, "peak_activation_bytes": r.peak_activation_bytes,
+                                        "memory_bytes": r.memory_bytes}
         print(f"  training, {stages} stages x {m} micro-batches ({schedule}, pipeline_parallel): {r.seconds * 1e6:8.1f} us "
               f"simulated, communication {r.comm_share:5.1%}, bubble {r.bubble:5.1%} ((p-1)/m = {(stages - 1) / m:5.1%}; "
               f"idle share with the transfers {r.idle_share:5.1%}), loss |err| {lerr:.3g}, gradients max rel err {gerr:.3g}")
     print("    peak activation KiB per stage: " + ", ".join(
         f"{s} {[round(b / 1024) for b in peaks[s]]}" for s in ("1f1b", "gpipe")))
+    print("    memory KiB per stage (weights + gradient sums + peak activations): " + ", ".join(
+        f"{s} {[round(b / 1024) for b in mems[s]]}" for s in ("1f1b", "gpipe")))
     return results
 
 

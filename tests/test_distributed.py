@@ -408,6 +408,7 @@ def test_distributed_example_matches_one_chip_and_its_bubble_is_gpipes():
         assert 0 < r["bubble"] <= r["theory"] + 0.02 and 0 < r["comm_share"] < 0.1
     assert f1["peak_activation_bytes"][0] == gp["peak_activation_bytes"][0]
     assert all(a < b for a, b in zip(f1["peak_activation_bytes"][1:], gp["peak_activation_bytes"][1:]))
+    assert all(m > a for m, a in zip(f1["memory_bytes"], f1["peak_activation_bytes"]))  # weights and gradients too
 
 
 def test_data_parallel_compile_runs_every_rank_on_its_batch():

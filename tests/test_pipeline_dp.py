@@ -137,7 +137,7 @@ def test_sends_launch_while_their_step_computes():
 
 def test_1f1b_holds_fewer_activations_than_gpipe():
     rng = np.random.default_rng(4)
-    _, layers = make_layers(rng, 8, 32)
+    ws, layers = make_layers(rng, 8, 32)
     x = rng.standard_normal((64, 32)).astype(np.float32)
     peaks = {}
     for schedule in ("gpipe", "1f1b"):
@@ -148,6 +148,14 @@ def test_1f1b_holds_fewer_activations_than_gpipe():
         assert g.peak_in_flight == 8 and f.peak_in_flight == 4 - s
         assert f.peak_activation_bytes < g.peak_activation_bytes
         assert g.peak_activation_bytes == 8 * (g.peak_activation_bytes // 8)
+    # Memory per stage: its layers' weights, their float32 gradient sums, the activations.
+    for st in peaks["1f1b"]:
+        held = sum(w.nbytes + b.nbytes for a, z in st.layers for w, b in ws[a:z])
+        assert st.param_bytes == held > 0 and st.grad_bytes == held
+        assert st.memory_bytes == st.param_bytes + st.grad_bytes + st.peak_activation_bytes
+    ex.run(x)  # forward only: no gradients held
+    assert all(st.grad_bytes == 0 and st.param_bytes > 0 for st in ex.last_report.stages)
+    assert ex.last_report.memory_bytes == [st.param_bytes + st.peak_activation_bytes for st in ex.last_report.stages]
 
 
 def test_pipeline_errors_say_what_to_change():
@@ -338,6 +346,8 @@ def test_a_tied_weight_is_one_parameter_with_the_summed_gradient():
     _, want_loss, want_g = residual_numpy([[w]] * 4, x, t)
     assert len(g) == len(ex.parameters) == 1 and float(loss.numpy()) == pytest.approx(want_loss, rel=1e-5)
     np.testing.assert_allclose(g[0].numpy(), sum(wg[0] for wg in want_g), rtol=1e-4, atol=1e-6)
+    # each of the two chips holds the tied weight once, however many of its layers read it
+    assert [st.param_bytes for st in ex.last_report.stages] == [w.nbytes, w.nbytes]
 
 
 def test_traced_pipeline_errors_say_what_to_change():

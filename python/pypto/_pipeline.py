@@ -32,9 +32,11 @@ from .tensor import from_numpy
 class StageReport:
     """One chip of the pipeline: its chunks (``layers``: (start, stop) layer ranges),
     simulated ``compute_s``, ``idle_s`` (standing between steps and at either end) and
-    ``send_s`` (its transfers), and ``peak_activation_bytes`` (the activations of the
-    micro-batches in flight at once: forward done, backward not yet, at most
-    ``peak_in_flight`` of them)."""
+    ``send_s`` (its transfers), and its memory: ``param_bytes`` (the weights of its
+    chunks), ``grad_bytes`` (the gradient sums its backward keeps, when training) and
+    ``peak_activation_bytes`` (the activations of the micro-batches in flight at once:
+    forward done, backward not yet, at most ``peak_in_flight`` of them);
+    ``memory_bytes`` is their total."""
 
     chip: int
     layers: list
@@ -44,6 +46,13 @@ class StageReport:
     peak_activation_bytes: int = 0
     peak_in_flight: int = 0
     schedule_idle_s: float = 0.0  # idle on the timeline replayed with instantaneous transfers
+    param_bytes: int = 0
+    grad_bytes: int = 0
+
+    @property
+    def memory_bytes(self) -> int:
+        """What the stage holds at its peak: weights, gradient sums and activations."""
+        return self.param_bytes + self.grad_bytes + self.peak_activation_bytes
 
 
 @dataclass
@@ -105,6 +114,11 @@ class PipelineReport:
     @property
     def peak_activation_bytes(self) -> list:
         return [s.peak_activation_bytes for s in self.stages]
+
+    @property
+    def memory_bytes(self) -> list:
+        """Per chip: weights + gradient sums + peak activations (StageReport.memory_bytes)."""
+        return [s.memory_bytes for s in self.stages]
 
 
 class PipelineExecutor:
@@ -337,6 +351,11 @@ class PipelineExecutor:
         report.seconds = max(free)
         for s, st in enumerate(report.stages):
             st.idle_s += report.seconds - free[s]
+            chunks = range(s, nch, p)
+            # a weight two of the chip's layers read (a tied one) is held once
+            st.param_bytes = _distinct_bytes(w for c in chunks for layer in chunk_layers[c] for w in layer.params)
+            if acc is not None:
+                st.grad_bytes = _distinct_bytes(g for c in chunks for gs in acc[cuts[c][0]:cuts[c][1]] if gs for g in gs)
         report.schedule_seconds, idle = _replay_without_transfers(report.steps, p)
         for st, i in zip(report.stages, idle):
             st.schedule_idle_s = i
@@ -380,6 +399,15 @@ class PipelineExecutor:
     def __repr__(self) -> str:
         what = "a traced model" if self.layers is None else f"{len(self.layers)} layers"
         return f"PipelineExecutor({what}, {self.p} stages, {self.config.schedule}, m={self.m})"
+
+
+def _distinct_bytes(arrays) -> int:
+    seen, total = set(), 0
+    for a in arrays:
+        if id(a) not in seen:
+            seen.add(id(a))
+            total += int(np.asarray(a).nbytes)
+    return total
 
 
 def _replay_without_transfers(steps: list, p: int):
