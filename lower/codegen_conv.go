@@ -82,9 +82,10 @@ func (p convProblem) band(r0, vr int) (lo, hi, pt int) {
 // Among the shapes that fit it takes the one with the most MACs per operand element
 // moved into L0 (pix*tn / (pix+tn), the cube's arithmetic intensity), tn evened out
 // over the channel tiles, ties to the larger tn. An epilogue on the vector cores
-// (fused_conv2d_5hd) needs epi bytes of a vector core's UB per element of the tile,
-// which bounds pixels by channels too. It fails when not even one output row fits.
-func convTile(chip *device.Chip, p convProblem, dt dtype.DType, epi int) ([]int, string, error) {
+// (fused_conv2d_5hd) needs epi.bytes of a vector core's UB per element of the tile,
+// which bounds pixels by channels too, and tn a multiple of its steps' column
+// alignment. It fails when not even one output row fits.
+func convTile(chip *device.Chip, p convProblem, dt dtype.DType, epi convEpilogue) ([]int, string, error) {
 	size := dt.Size()
 	gs := 1
 	if p.kh*p.kw == 1 {
@@ -113,9 +114,10 @@ func convTile(chip *device.Chip, p convProblem, dt dtype.DType, epi int) ([]int,
 	for rb := 1; rb <= p.oh && roundUp(rb*p.ow, 16) <= pixMax; rb++ {
 		pix := roundUp(rb*p.ow, 16)
 		band := 2 * p.inRows(rb) * p.w * gs * core.ConvC0 * size
-		for t := 16; t <= tnMax; t += 16 {
-			tn := roundUp(ceilDiv(p.o, ceilDiv(p.o, t)), 16)
-			if p.c1*p.kc()*tn*size+band+tn*4 > chip.Capacity(isa.Mat) || 2*pix*tn*4 > chip.Capacity(isa.Acc) || pix*tn*epi > chip.Capacity(isa.Vec) {
+		step := max(16, epi.colAlign)
+		for t := step; t <= tnMax; t += step {
+			tn := roundUp(ceilDiv(p.o, ceilDiv(p.o, t)), step)
+			if p.c1*p.kc()*tn*size+band+tn*4 > chip.Capacity(isa.Mat) || 2*pix*tn*4 > chip.Capacity(isa.Acc) || pix*tn*epi.bytes > chip.Capacity(isa.Vec) {
 				continue
 			}
 			useful := float64(rb*p.ow) * float64(min(tn, p.o))
@@ -128,8 +130,8 @@ func convTile(chip *device.Chip, p convProblem, dt dtype.DType, epi int) ([]int,
 		return nil, "", fmt.Errorf("16 output channels of the %d x %d weight do not fit L1 (%d bytes) beside two input bands, or one output row's accumulators L0C or its epilogue a vector core's UB", p.c1*p.kc(), p.o, chip.Capacity(isa.Mat))
 	}
 	reason := fmt.Sprintf("%d output rows of %d pixels (L0A holds %d pixels of K %d twice), %d of %d output channels (weight columns resident in L1), %d channel groups a step: the most MACs per element moved into L0", best[0], p.ow, pixA, ks, best[1], p.o, gs)
-	if epi > 0 {
-		reason += fmt.Sprintf("; the epilogue's %d bytes an element fit a vector core's UB", epi)
+	if epi.bytes > 0 {
+		reason += fmt.Sprintf("; the epilogue's %d bytes an element fit a vector core's UB", epi.bytes)
 	}
 	return best, reason, nil
 }

@@ -109,7 +109,7 @@ func cubeConvFits(c *compilation, g *core.Graph, n *core.Node) bool {
 // convolution of x by w with attrs.
 func convKernelFits(c *compilation, x, w core.TensorType, attrs core.Attrs) bool {
 	p := newConvProblem(x.Shape[0], x.Shape[1], x.Shape[2], x.Shape[3], w.Shape[0], w.Shape[2], w.Shape[3], attrs.Ints("stride")[0], attrs.Ints("pads"))
-	_, _, err := convTile(c.chip, p, x.DType, 0)
+	_, _, err := convTile(c.chip, p, x.DType, convEpilogue{})
 	return err == nil
 }
 

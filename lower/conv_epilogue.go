@@ -115,7 +115,7 @@ func convEpilogueFits(c *compilation, g *core.Graph, n *core.Node, u core.Value,
 	for _, x := range extras {
 		ins = append(ins, g.Type(x).DType)
 	}
-	epi, err := epilogueBytes(core.Attrs{"body": body}, ins, g.Type(u).DType)
+	epi, err := convEpilogueOf(core.Attrs{"body": body}, ins, g.Type(u).DType)
 	if err != nil {
 		return false
 	}
@@ -124,25 +124,38 @@ func convEpilogueFits(c *compilation, g *core.Graph, n *core.Node, u core.Value,
 	return err == nil
 }
 
-// convEpilogueBytes is the UB a fused_conv2d_5hd's epilogue needs per element of its
-// tile (0 for a conv2d_5hd).
-func convEpilogueBytes(op *TileOp, tensors []GMTensor) int {
+// convEpilogue is what an epilogue asks of a convolution's tile: the bytes of a vector
+// core's UB per element and the column alignment of its steps (a packed mask's); zero
+// for none.
+type convEpilogue struct{ bytes, colAlign int }
+
+// convEpilogueOf is the convEpilogue of the body in attrs, whose params have the
+// dtypes ins, with result dtype out.
+func convEpilogueOf(attrs core.Attrs, ins []dtype.DType, out dtype.DType) (convEpilogue, error) {
+	n, err := epilogueBytes(attrs, ins, out)
+	if err != nil {
+		return convEpilogue{}, err
+	}
+	align, _ := fusedShape(attrs)
+	return convEpilogue{bytes: n, colAlign: align}, nil
+}
+
+// convEpilogueFor is a tile op's convEpilogue: a fused_conv2d_5hd's, zero for a
+// conv2d_5hd.
+func convEpilogueFor(op *TileOp, tensors []GMTensor) convEpilogue {
 	if op.Kind != TileConvEpilogue {
-		return 0
+		return convEpilogue{}
 	}
 	body, err := core.FusedBody(op.Attrs)
 	if err != nil {
-		return 0 // verified before
+		return convEpilogue{} // verified before
 	}
 	ins := []dtype.DType{body.Type(body.Params[0]).DType}
 	for _, t := range op.Inputs[core.FusedConvOperands(op.Attrs):] {
 		ins = append(ins, tensors[t].Type.DType)
 	}
-	n, err := epilogueBytes(op.Attrs, ins, tensors[op.Output].Type.DType)
-	if err != nil {
-		return 0
-	}
-	return n
+	epi, _ := convEpilogueOf(op.Attrs, ins, tensors[op.Output].Type.DType)
+	return epi
 }
 
 // emitConvEpilogue generates one block of a fused_conv2d_5hd: the cube program

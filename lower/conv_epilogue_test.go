@@ -116,3 +116,64 @@ func footprint(st *RunStats) int64 {
 	}
 	return n
 }
+
+// Activations after a convolution join its kernel as its epilogue when their steps fit
+// a vector core's UB at a tile the kernel allows (sigmoid; silu, the convolution's
+// result read twice inside the epilogue; gelu's tanh form), with the same bytes as the
+// unfused program; tanh and the erf gelu, whose steps need 256-column tiles (a packed
+// mask) beside scratch for several intermediates, keep a kernel of their own and still
+// compile (a tile narrower than their alignment once broke the vector program).
+func TestConvActivationEpilogues(t *testing.T) {
+	acts := []struct {
+		name  string
+		fuses bool
+		build func(bl *core.Builder, y core.Value) (core.Value, error)
+	}{
+		{"sigmoid", true, func(bl *core.Builder, y core.Value) (core.Value, error) {
+			return bl.Op("sigmoid", []core.Value{y}, nil, core.Location{})
+		}},
+		{"silu", true, func(bl *core.Builder, y core.Value) (core.Value, error) {
+			s, err := bl.Op("sigmoid", []core.Value{y}, nil, core.Location{})
+			if err != nil {
+				return -1, err
+			}
+			return bl.Op("mul", []core.Value{y, s}, nil, core.Location{})
+		}},
+		{"tanh", false, func(bl *core.Builder, y core.Value) (core.Value, error) {
+			return bl.Op("tanh", []core.Value{y}, nil, core.Location{})
+		}},
+		{"gelu_tanh", true, func(bl *core.Builder, y core.Value) (core.Value, error) {
+			return bl.Op("gelu", []core.Value{y}, core.Attrs{"approximate": "tanh"}, core.Location{})
+		}},
+		{"gelu", false, func(bl *core.Builder, y core.Value) (core.Value, error) {
+			return bl.Op("gelu", []core.Value{y}, nil, core.Location{})
+		}},
+	}
+	for _, chip := range presets(t) {
+		for _, a := range acts {
+			t.Run(chip.Name+"/"+a.name, func(t *testing.T) {
+				bl := core.NewBuilder("act")
+				f16 := func(s ...int) core.TensorType { return core.TensorType{DType: dtype.Float16, Shape: core.Shape(s)} }
+				y, err := bl.Op("conv2d", []core.Value{bl.Param("x", f16(2, 16, 9, 9)), bl.Param("w", f16(24, 16, 3, 3)), bl.Param("b", f16(24))},
+					core.Attrs{"pads": []int64{1, 1, 1, 1}}, core.Location{})
+				require.NoError(t, err)
+				z, err := a.build(bl, y)
+				require.NoError(t, err)
+				bl.Output(z)
+				g := bl.Graph()
+				fused, err := Compile(g, Options{Chip: chip, Verify: true})
+				require.NoError(t, err)
+				require.Equal(t, a.fuses, count(taskOps(fused), "fused_conv2d_5hd") == 1, "%v", taskOps(fused))
+				unfused, err := Compile(g, Options{Chip: chip, Verify: true, Disabled: map[string]bool{"fuse-conv-epilogue": true}})
+				require.NoError(t, err)
+				_, raw := randomInputs(g)
+				got, _, err := fused.Run(raw)
+				require.NoError(t, err)
+				want, _, err := unfused.Run(raw)
+				require.NoError(t, err)
+				require.Equal(t, want, got)
+				compileAndCompare(t, chip, g, 16*9)
+			})
+		}
+	}
+}

@@ -147,7 +147,7 @@ func chooseTiling(op *TileOp, tensors []GMTensor, opts Options) error {
 		x := tensors[op.Inputs[0]].Type
 		p := conv5HDProblem(x, outT, op.Attrs)
 		op.Problem = p.list()
-		op.Tile, op.Reason, err = convTile(chip, p, x.DType, convEpilogueBytes(op, tensors))
+		op.Tile, op.Reason, err = convTile(chip, p, x.DType, convEpilogueFor(op, tensors))
 	case TileAttention:
 		op.Problem = attentionProblem(tensors[op.Inputs[0]].Type, tensors[op.Inputs[1]].Type, attentionOutType(op, tensors))
 		op.Tile, op.Reason, err = attentionTile(chip, op, tensors)
