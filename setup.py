@@ -84,7 +84,12 @@ def build_library(dest_dir):
             if "C compiler" in msg or ("gcc" in msg and "not found" in msg):
                 hint = "\nA C compiler is needed for cgo: install gcc (e.g. `apt-get install gcc`)."
             raise GoBuildError("building PyPTO's Go core failed ({}):\n{}{}".format(" ".join(cmd), msg, hint))
-        shutil.copyfile(out, os.path.join(dest_dir, LIB_NAME))  # not the generated C header
+        # Copied beside the destination, then renamed over it (not the generated C
+        # header): a process that has the old library mapped keeps its file, where
+        # writing into it in place would crash that process (SIGBUS) on its next page.
+        staged = os.path.join(dest_dir, "." + LIB_NAME + ".new")
+        shutil.copyfile(out, staged)
+        os.replace(staged, os.path.join(dest_dir, LIB_NAME))
 
 
 class BuildGo(build_ext):
