@@ -47,6 +47,9 @@ n = O on the same chip), printed in a table of their own. The chains of convolut
 (a UNet block, a ResNet-50 bottleneck) add chain_floor_gm_bytes: the compulsory bytes
 plus each activation passed between their kernels written once and read once (and the
 bottleneck's input read once more, as the residual its last convolution's kernel adds).
+A convolution's weight and bias are weights (lower.Options.Weights, what a compiled
+model's captured tensors are): the program converts them in its first run and the rows
+are the runs after it; first_run_sim_ms and first_run_gm_bytes are the first run's.
 """
 import argparse
 import importlib.util
@@ -132,7 +135,8 @@ def main():
     comp = lambda r, key: r[key] / r["compulsory_gm_bytes"]
     ratio_table(rows, "gemm_same_mkn_cube_busy", "convolution", {
         "kernel cube": lambda r: r["conv_kernel_cube_busy"], "GEMM cube": lambda r: r["gemm_same_mkn_cube_busy"],
-        "kernel GM/comp": lambda r: comp(r, "conv_kernel_gm_bytes"), "program GM/comp": lambda r: comp(r, "gm_bytes")})
+        "kernel GM/comp": lambda r: comp(r, "conv_kernel_gm_bytes"), "program GM/comp": lambda r: comp(r, "gm_bytes"),
+        "1st run GM/comp": lambda r: comp(r, "first_run_gm_bytes") if "first_run_gm_bytes" in r else float("nan")})
     ratio_table(rows, "chain_floor_gm_bytes", "convolution chain", {
         "program GM/comp": lambda r: comp(r, "gm_bytes"), "chain floor/comp": lambda r: comp(r, "chain_floor_gm_bytes"),
         "program GM/floor": lambda r: r["gm_bytes"] / r["chain_floor_gm_bytes"]})

@@ -44,6 +44,11 @@ type Options struct {
 	// overwrite: a slice_update of a donated input writes in place (lowering_update.go)
 	// and the result comes back in the input's buffer.
 	Donate []int
+	// Weights lists the graph params (by position) whose bytes the caller passes
+	// unchanged to every run (a model's weights): the ops that compute from them alone
+	// run once and their results are kept for the runs with the same weight bytes
+	// (prepare_weights.go). Constants the compiler binds are weights too.
+	Weights []int
 	// Runtime is the runtime's scheduling features the program's runs use.
 	Runtime Runtime
 	// Visualize keeps what Executable.Visualization shows: the Tensor Graph the tile
@@ -71,6 +76,7 @@ type Executable struct {
 	// runBindConstants).
 	constants [][]byte
 	images    gmImages // GM images of finished runs, for the next ones
+	weights   weightCache
 	runtime   Runtime
 	// lowered and passes are kept with Options.Visualize (see visualize.go).
 	lowered *core.Graph
@@ -124,6 +130,9 @@ type TaskRun struct {
 	Core  isa.CoreKind
 	Stats *device.TaskStats
 	Slot  device.TaskSlot // where and when the dispatcher ran it
+	// Prepared marks a weight-prep task the run skipped, its results kept from an
+	// earlier run with the same weights (prepare_weights.go); its Stats are zero.
+	Prepared bool
 }
 
 // RunStats summarises a run on the simulated device.
@@ -141,7 +150,13 @@ type RunStats struct {
 	KernelCycles  int64
 	KernelSeconds float64 // KernelCycles at the chip's clock
 	Tasks         []TaskRun
+	// Skipped counts the tasks the run did not execute: weight preparation whose
+	// results an earlier run kept (TaskRun.Prepared).
+	Skipped int
 }
+
+// Ran is the number of tasks the run executed.
+func (s *RunStats) Ran() int { return len(s.Tasks) - s.Skipped }
 
 // Run executes the program. inputs holds one contiguous little-endian buffer per graph
 // param; the results are one buffer per graph output.
@@ -198,10 +213,12 @@ func (e *Executable) run(pool GMAllocator, inputs [][]byte, opts device.RunOptio
 		}
 		copy(gm[e.exec.Buffers[t].Offset:], inputs[i])
 	}
-	stats, err = e.runTasks(gm, opts, rt)
+	skip, keep := e.prepare(gm, inputs, opts.NoValues)
+	stats, err = e.runTasks(gm, opts, rt, skip)
 	if err != nil {
 		return nil, nil, err
 	}
+	keep()
 	for _, t := range tg.Outputs {
 		n := tg.Tensors[t].Type.Bytes()
 		off := e.exec.Buffers[t].Offset

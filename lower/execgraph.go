@@ -51,6 +51,14 @@ type ExecGraph struct {
 	// WorkspaceBytes is the part of GMBytes used by intermediates after reuse;
 	// WorkspaceNoReuse is what they would need without reuse (reported in dumps).
 	WorkspaceBytes, WorkspaceNoReuse int
+	// PreparedBytes is the part of GMBytes holding the results of weight preparation
+	// that other tasks read (prepare_weights.go), each in a buffer of its own.
+	PreparedBytes int
+}
+
+// WeightPrep reports whether task t computes from weights alone (TileOp.WeightPrep).
+func (g *ExecGraph) WeightPrep(t *Task) bool {
+	return g.Blocks.Tiles.Ops[g.Blocks.Kernels[t.Kernel].Op].WeightPrep
 }
 
 // Verify checks task order, argument bindings, that tensors share buffer bytes only when
@@ -70,11 +78,15 @@ func (g *ExecGraph) Verify(chip *device.Chip) error {
 		}
 	}
 	order := newTaskOrder(g)
+	prepared := map[int]bool{}
+	for _, t := range preparedTensors(tg) {
+		prepared[t] = true
+	}
 	for i := range g.Buffers {
 		for j := i + 1; j < len(g.Buffers); j++ {
 			ri, rj := root(tg.Tensors, i), root(tg.Tensors, j)
 			packed := ownsBytesOf(tg.Tensors, i, j) || ownsBytesOf(tg.Tensors, j, i)
-			if ri != rj && !packed && overlaps(g.Buffers[i], g.Buffers[j]) && (tg.Tensors[ri].Role != RoleTemp || tg.Tensors[rj].Role != RoleTemp || !order.apart(ri, rj)) {
+			if ri != rj && !packed && overlaps(g.Buffers[i], g.Buffers[j]) && (tg.Tensors[ri].Role != RoleTemp || tg.Tensors[rj].Role != RoleTemp || prepared[ri] || prepared[rj] || !order.apart(ri, rj)) {
 				return fmt.Errorf("execgraph: t%d and t%d share GM bytes while both may be in use (no dependency orders one's tasks before the other's)", i, j)
 			}
 		}
@@ -116,13 +128,18 @@ type interval struct{ first, last int }
 
 func (a interval) overlaps(b interval) bool { return a.first <= b.last && b.first <= a.last }
 
-// liveRanges gives each tensor the tasks from its producer to its last reader.
+// liveRanges gives each tensor the tasks from its producer to its last reader; inputs,
+// outputs and prepared weights span the whole run.
 func liveRanges(g *ExecGraph) []interval {
 	tg := g.Blocks.Tiles
 	n := len(g.Tasks)
 	live := make([]interval, len(tg.Tensors))
+	prepared := map[int]bool{}
+	for _, t := range preparedTensors(tg) {
+		prepared[t] = true
+	}
 	for i, t := range tg.Tensors {
-		if t.Role == RoleTemp {
+		if t.Role == RoleTemp && !prepared[i] {
 			live[i] = interval{n, -1}
 		} else {
 			live[i] = interval{-1, n}
@@ -130,7 +147,7 @@ func liveRanges(g *ExecGraph) []interval {
 	}
 	for ti, task := range g.Tasks {
 		for _, a := range task.Args {
-			if r := root(tg.Tensors, a); tg.Tensors[r].Role == RoleTemp {
+			if r := root(tg.Tensors, a); tg.Tensors[r].Role == RoleTemp && !prepared[r] {
 				live[r].first = min(live[r].first, ti)
 				live[r].last = max(live[r].last, ti)
 			}

@@ -65,7 +65,7 @@ func TestMatmulEpilogueIsOneExactKernel(t *testing.T) {
 				b, sb, err := plain.Run(raw)
 				require.NoError(t, err)
 				require.Equal(t, b[0], a[0])
-				assert.Less(t, footprintBytes(sa), footprintBytes(sb), "the product never goes through GM")
+				assert.Less(t, footprint(sa), footprint(sb), "the product never goes through GM")
 				compileAndCompare(t, chip, g, c.k)
 			})
 		}
@@ -99,14 +99,6 @@ func TestMixedTaskTextRoundTrip(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, text, back.Format(true))
 	require.NoError(t, back.Verify(presets(t)[1]))
-}
-
-func footprintBytes(s *RunStats) int64 {
-	var n int64
-	for _, tr := range s.Tasks {
-		n += tr.Stats.FootprintRead + tr.Stats.FootprintWritten
-	}
-	return n
 }
 
 // The sum of two products (an accumulation over K tiles) fuses one matmul with the add

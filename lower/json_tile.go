@@ -15,6 +15,8 @@ type TileTensorJSON struct {
 	Bytes int    `json:"bytes"`
 	Alias int    `json:"alias"` // the tensor whose bytes it views, or -1
 	View  bool   `json:"view,omitempty"`
+	// Weight marks an input with the same bytes in every run (prepare_weights.go).
+	Weight bool `json:"weight,omitempty"`
 }
 
 // TileOpJSON is one tile op: a tensor op over a grid of output tiles.
@@ -33,7 +35,9 @@ type TileOpJSON struct {
 	Tiles   int               `json:"tiles"`
 	Reason  string            `json:"reason,omitempty"`
 	Dynamic *DynamicRows      `json:"dynamic,omitempty"`
-	Loc     core.Location     `json:"loc"`
+	// WeightPrep marks an op computed from weights alone, which runs once.
+	WeightPrep bool          `json:"weight_prep,omitempty"`
+	Loc        core.Location `json:"loc"`
 }
 
 // TileGraphJSON is a tile graph in its JSON form.
@@ -50,7 +54,7 @@ func (g *TileGraph) ExportJSON() TileGraphJSON {
 	out := TileGraphJSON{Name: g.Name, Params: ints(g.Params), Outputs: ints(g.Outputs), Tensors: []TileTensorJSON{}, Ops: []TileOpJSON{}}
 	for i, t := range g.Tensors {
 		out.Tensors = append(out.Tensors, TileTensorJSON{ID: i, Value: int(t.Value), Type: t.Type.String(),
-			Role: t.Role.String(), Bytes: t.Type.Bytes(), Alias: t.Alias - 1, View: t.View != nil})
+			Role: t.Role.String(), Bytes: t.Type.Bytes(), Alias: t.Alias - 1, View: t.View != nil, Weight: t.Weight})
 	}
 	for i, op := range g.Ops {
 		if op == nil {
@@ -58,7 +62,8 @@ func (g *TileGraph) ExportJSON() TileGraphJSON {
 		}
 		out.Ops = append(out.Ops, TileOpJSON{ID: i, Node: int(op.Node), Op: op.Op, Kind: op.Kind.String(),
 			Core: op.Core.String(), Inputs: ints(op.Inputs), Output: op.Output, Attrs: op.Attrs.Strings(),
-			Problem: ints(op.Problem), Tile: ints(op.Tile), Grid: ints(op.Grid), Tiles: op.NumTiles(), Reason: op.Reason, Dynamic: op.Dynamic, Loc: op.Loc})
+			Problem: ints(op.Problem), Tile: ints(op.Tile), Grid: ints(op.Grid), Tiles: op.NumTiles(), Reason: op.Reason, Dynamic: op.Dynamic,
+			WeightPrep: op.WeightPrep, Loc: op.Loc})
 	}
 	return out
 }

@@ -20,12 +20,15 @@ type MemoryPlan struct {
 	// reader has run; WorkspaceNoReuseBytes is what they would take without reuse.
 	WorkspaceBytes        int `json:"workspace_bytes"`
 	WorkspaceNoReuseBytes int `json:"workspace_no_reuse_bytes"`
-	PeakBytes             int `json:"peak_bytes"` // all of it: the device memory a run needs
+	// PreparedBytes holds the results of weight preparation (layout conversions and
+	// casts of weights) that runs keep between them (prepare_weights.go).
+	PreparedBytes int `json:"prepared_bytes"`
+	PeakBytes     int `json:"peak_bytes"` // all of it: the device memory a run needs
 }
 
 // MemoryPlan reports the plan of g.
 func (g *ExecGraph) MemoryPlan() MemoryPlan {
-	m := MemoryPlan{WorkspaceBytes: g.WorkspaceBytes, WorkspaceNoReuseBytes: g.WorkspaceNoReuse, PeakBytes: g.GMBytes}
+	m := MemoryPlan{WorkspaceBytes: g.WorkspaceBytes, WorkspaceNoReuseBytes: g.WorkspaceNoReuse, PreparedBytes: g.PreparedBytes, PeakBytes: g.GMBytes}
 	tg := g.Blocks.Tiles
 	for i, t := range tg.Tensors {
 		if t.Alias != 0 {
@@ -42,8 +45,12 @@ func (g *ExecGraph) MemoryPlan() MemoryPlan {
 }
 
 func (m MemoryPlan) String() string {
-	return fmt.Sprintf("peak %d bytes: inputs %d, constants %d, outputs %d, workspace %d (%d without reuse)",
+	s := fmt.Sprintf("peak %d bytes: inputs %d, constants %d, outputs %d, workspace %d (%d without reuse)",
 		m.PeakBytes, m.InputBytes, m.ConstantBytes, m.OutputBytes, m.WorkspaceBytes, m.WorkspaceNoReuseBytes)
+	if m.PreparedBytes > 0 {
+		s += fmt.Sprintf(", prepared weights %d", m.PreparedBytes)
+	}
+	return s
 }
 
 // checkDeviceSizes refuses a graph with a value larger than the chip's device memory

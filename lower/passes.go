@@ -65,6 +65,7 @@ var passTable = []Pass{
 	{Name: "tile", Required: true, Produces: LevelTile, After: []string{"split-reductions"}, Run: runTile},
 	{Name: "search-tiles", MinLevel: O1, Produces: LevelTile, After: []string{"tile"}, Run: runSearchTiles},
 	{Name: "dynamic-sizes", MinLevel: O1, Produces: LevelTile, After: []string{"search-tiles"}, Run: runDynamicSizes},
+	{Name: "prepare-weights", MinLevel: O1, Produces: LevelTile, After: []string{"dynamic-sizes"}, Run: runPrepareWeights},
 	{Name: "assign-cores", Required: true, Produces: LevelBlock, After: []string{"tile"}, Run: runAssignCores},
 	{Name: "plan-exec", Required: true, Produces: LevelExec, After: []string{"assign-cores"}, Run: runPlanExec},
 	{Name: "check-memory-pool", Required: true, Produces: LevelExec, After: []string{"plan-exec"}, Run: runCheckMemoryPool},

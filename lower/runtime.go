@@ -36,13 +36,33 @@ func (r Runtime) All() Runtime { return Runtime{true, true, true, true, true} }
 
 // runTasks runs the program's tasks through the dispatcher with the runtime's
 // features, in the dispatcher's order (which respects every hazard, so the values
-// are those of graph order), and sums them into stats.
-func (e *Executable) runTasks(gm []byte, opts device.RunOptions, rt Runtime) (*RunStats, error) {
+// are those of graph order), and sums them into stats. Tasks marked in skip (weight
+// preparation an earlier run did) are left out of the schedule.
+func (e *Executable) runTasks(gm []byte, opts device.RunOptions, rt Runtime, skip []bool) (*RunStats, error) {
 	chip := e.chip
 	hz := e.exec.Hazards()
-	dts := make([]device.DispatchTask, len(e.exec.Tasks))
+	stats := &RunStats{Tasks: make([]TaskRun, len(e.exec.Tasks))}
+	var ran []int // exec task of each scheduled task
+	at := make([]int, len(e.exec.Tasks))
 	for k, task := range e.exec.Tasks {
-		dt := device.DispatchTask{Deps: hz[k]}
+		if skip != nil && skip[k] {
+			at[k] = -1
+			stats.Tasks[k] = TaskRun{Name: task.Name, Core: task.Core, Stats: &device.TaskStats{}, Prepared: true}
+			stats.Skipped++
+			continue
+		}
+		at[k] = len(ran)
+		ran = append(ran, k)
+	}
+	dts := make([]device.DispatchTask, len(ran))
+	for j, k := range ran {
+		task := e.exec.Tasks[k]
+		dt := device.DispatchTask{}
+		for _, d := range hz[k] {
+			if at[d] >= 0 { // a skipped task's results are in GM before the run
+				dt.Deps = append(dt.Deps, at[d])
+			}
+		}
 		switch {
 		case task.Vectors > 0:
 			dt.Kind, dt.Cores = device.OnAICore, min(chip.CubeCores, len(task.Programs)/task.GroupSize())
@@ -52,13 +72,13 @@ func (e *Executable) runTasks(gm []byte, opts device.RunOptions, rt Runtime) (*R
 			dt.Kind, dt.Cores = device.OnCube, min(chip.CubeCores, len(task.Programs))
 		}
 		dt.Cores = max(1, dt.Cores)
-		dts[k] = dt
+		dts[j] = dt
 	}
-	stats := &RunStats{Tasks: make([]TaskRun, len(e.exec.Tasks))}
-	prog := progress.Start("run", len(e.exec.Tasks))
+	prog := progress.Start("run", len(ran))
 	defer prog.End()
 	started := 0
-	run := func(k int, slot device.TaskSlot) (*device.TaskStats, error) {
+	run := func(j int, slot device.TaskSlot) (*device.TaskStats, error) {
+		k := ran[j]
 		task := e.exec.Tasks[k]
 		prog.Step(started, task.Name)
 		started++
@@ -96,8 +116,8 @@ func (e *Executable) runTasks(gm []byte, opts device.RunOptions, rt Runtime) (*R
 		}
 		return nil, core.Errorf(core.InternalError, "%v", err)
 	}
-	for k := range stats.Tasks {
-		stats.Tasks[k].Slot = sched.Tasks[k]
+	for j, k := range ran {
+		stats.Tasks[k].Slot = sched.Tasks[j]
 	}
 	stats.Cycles = sched.Cycles
 	stats.Seconds = float64(stats.Cycles) / chip.ClockHz

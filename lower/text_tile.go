@@ -19,6 +19,7 @@ import (
 //	    kind=matmul core=cube problem=[17,65,33] tile=[32,80,48] grid=[1,1]
 //	    reason="largest of base [128,256,64] halved until ..."
 //	    dynamic rows=t3[0]
+//	    weight_prep
 //	  return (t2)
 //	}
 //
@@ -29,7 +30,9 @@ import (
 // tile shape and grid. The optional reason says why the tiling was chosen; the optional
 // dynamic line, that the op computes only the rows of its output that element i of
 // tensor tN counts when the program runs (TileOp.Dynamic), and with k=tN[j] that it
-// contracts only the first K positions element j counts. An op's
+// contracts only the first K positions element j counts; weight_prep, that the op
+// computes from weights alone (an input tensor's "weight" after its value) and runs
+// once (prepare_weights.go). An op's
 // Node is the value of its output tensor and is not written separately; Locations are
 // not part of the text, as in the Tensor Graph text.
 
@@ -39,6 +42,9 @@ func (g *TileGraph) Format() string {
 	fmt.Fprintf(&b, "tilegraph %s {\n", quoteName(g.Name))
 	for i, t := range g.Tensors {
 		fmt.Fprintf(&b, "  tensor t%d: %s %s %%%d", i, t.Type, t.Role, t.Value)
+		if t.Weight {
+			b.WriteString(" weight")
+		}
 		if len(t.Pieces) > 0 {
 			fmt.Fprintf(&b, " pieces %s", tensorList(t.Pieces))
 		} else if t.Alias != 0 {
@@ -70,6 +76,9 @@ func (g *TileGraph) Format() string {
 				fmt.Fprintf(&b, " k=t%d[%d]", d.Sizes, d.KIndex)
 			}
 			b.WriteString("\n")
+		}
+		if op.WeightPrep {
+			b.WriteString("    weight_prep\n")
 		}
 	}
 	fmt.Fprintf(&b, "  return %s\n}\n", tensorList(g.Outputs))
@@ -148,7 +157,7 @@ func (p *textParser) tileGraph() *TileGraph {
 	return tp.g
 }
 
-// tensor := 'tensor' tN ':' type role '%' value ['alias' tM ['view' 'offset=' int 'strides=' ints] | 'pieces' '(' tM {',' tM} ')']
+// tensor := 'tensor' tN ':' type role '%' value ['weight'] ['alias' tM ['view' 'offset=' int 'strides=' ints] | 'pieces' '(' tM {',' tM} ')']
 func (tp *tileParser) tensor() {
 	tp.next()
 	tp.numberedAs("t", len(tp.g.Tensors), "tensor")
@@ -158,6 +167,13 @@ func (tp *tileParser) tensor() {
 	tp.expectPunct("%", " before the Tensor Graph value the tensor holds")
 	v := tp.integer("Tensor Graph value")
 	t := GMTensor{Value: core.Value(v), Type: typ, Role: role}
+	if at := tp.peek(); isWord(at, "weight") {
+		tp.next()
+		if role != RoleInput {
+			tp.fail(at, "t%d is a %s tensor; only inputs are weights", len(tp.g.Tensors), role)
+		}
+		t.Weight = true
+	}
 	if isWord(tp.peek(), "pieces") {
 		at := tp.next()
 		for _, r := range tp.tensorRefs("packed inputs") {
@@ -233,7 +249,7 @@ func (tp *tileParser) tensorRefs(what string) []tensorRef {
 
 // op := opN ':' tN '=' name '(' [tN {',' tN}] ')' [attrs] tiling ['reason' '=' string]
 //
-//	['dynamic' 'rows' '=' tN '[' int ']']
+//	['dynamic' 'rows' '=' tN '[' int ']'] ['weight_prep']
 func (tp *tileParser) op() {
 	i := len(tp.g.Ops)
 	tp.numberedAs("op", i, "op")
@@ -287,6 +303,10 @@ func (tp *tileParser) op() {
 		if msg := checkDynamicRows(tp.g.Tensors, op); msg != "" {
 			tp.fail(at, "%s", msg)
 		}
+	}
+	if isWord(tp.peek(), "weight_prep") {
+		tp.next()
+		op.WeightPrep = true
 	}
 	tp.g.Ops = append(tp.g.Ops, op)
 }

@@ -38,6 +38,9 @@ type GMTensor struct {
 	// Pieces, on a packed tensor (pack_inputs.go), are the inputs it concatenates
 	// along its first axis, placed one after another in GM; Alias names the first.
 	Pieces []int
+	// Weight marks an input whose bytes are the same in every run (a model's weights,
+	// a folded constant): ops that read only weights run once (prepare_weights.go).
+	Weight bool
 }
 
 // paramTensor is the tensor a kernel binds for input t: t, or the owner of a strided
@@ -136,6 +139,9 @@ type TileOp struct {
 	// Dynamic, when set, makes the op compute only the valid rows of its output, their
 	// count read when the program runs (dynamic_sizes.go).
 	Dynamic *DynamicRows
+	// WeightPrep marks an op that computes from weights alone: a run skips it when an
+	// earlier run left its result for the same weights (prepare_weights.go).
+	WeightPrep bool
 }
 
 // NumTiles is the number of output tiles (grid points) of the op.
@@ -212,6 +218,9 @@ func (g *TileGraph) Verify() error {
 		if msg := checkDynamicRows(g.Tensors, op); msg != "" {
 			return fmt.Errorf("tilegraph: op%d (%s): %s", i, op.Op, msg)
 		}
+	}
+	if err := verifyWeightPrep(g); err != nil {
+		return err
 	}
 	for _, o := range g.Outputs {
 		if o < 0 || o >= len(g.Tensors) || !produced[root(g.Tensors, o)] {

@@ -107,7 +107,7 @@ func emitBlocks(tg *TileGraph, blocks []block, budget codeLimits) error {
 }
 
 // planMemory places inputs and outputs in buffers of their own (packed inputs one after
-// another, placeInputs) and packs intermediates
+// another, placeInputs), then the prepared weights (preparedTensors), and packs intermediates
 // into a workspace, reusing the bytes of a tensor once every task that uses it is
 // ordered, through the dependencies, before the tasks of the tensor that takes them
 // (taskOrder: safe when independent tasks run at once), first fit by offset over
@@ -116,9 +116,19 @@ func planMemory(eg *ExecGraph) {
 	tg := eg.Blocks.Tiles
 	eg.Buffers = make([]Buffer, len(tg.Tensors))
 	off := placeInputs(eg)
+	// Prepared weights are written before any task by the runs that skip their
+	// preparation, so each keeps its bytes for the whole run, like an input.
+	prepared := map[int]bool{}
+	for _, t := range preparedTensors(tg) {
+		prepared[t] = true
+		bytes := roundUp(tg.Tensors[t].Type.Bytes(), gmAlign)
+		eg.Buffers[t] = Buffer{Offset: off, Bytes: bytes}
+		eg.PreparedBytes += bytes
+		off += bytes
+	}
 	var temps []int
 	for i, t := range tg.Tensors {
-		if t.Alias == 0 && t.Role == RoleTemp {
+		if t.Alias == 0 && t.Role == RoleTemp && !prepared[i] {
 			temps = append(temps, i)
 			eg.WorkspaceNoReuse += roundUp(t.Type.Bytes(), gmAlign)
 		}

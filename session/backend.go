@@ -71,7 +71,10 @@ type Stats struct {
 	// without the tasks' launch and end; KernelSeconds is it at the chip clock.
 	KernelCycles  int64   `json:"kernel_cycles"`
 	KernelSeconds float64 `json:"kernel_seconds"`
-	Tasks         int     `json:"tasks"`
+	Tasks         int     `json:"tasks"` // the tasks the run executed
+	// PreparedTasks counts the tasks the run skipped: weight preparation (layout
+	// conversions, casts of captured tensors) an earlier run did for the same bytes.
+	PreparedTasks int `json:"prepared_tasks"`
 	// Memory is the device memory plan of the program that ran (nil on the reference
 	// device, which has none).
 	Memory *lower.MemoryPlan `json:"memory,omitempty"`

@@ -36,6 +36,9 @@ type Config struct {
 	// dynamic names the sizes a bucket's program reads when it runs
 	// (lower.Options.Dynamic); the executor sets it for the programs of its buckets.
 	dynamic *lower.DynamicSizes
+	// weights lists the params (by position) the executor binds to the data its trace
+	// captured, the same bytes every run (lower.Options.Weights).
+	weights []int
 }
 
 // configJSON is Config as Python sends it, the level as a number (absent: the default).
@@ -100,8 +103,8 @@ func (c Config) Key() string {
 	off := slices.Clone(c.DisabledPasses)
 	slices.Sort(off)
 	rt := c.Runtime
-	return fmt.Sprintf("opt=%s;off=%s;pool=%d;det=%t;steps=%d;rt=%t%t%t%t%t;viz=%t;donate=%v;dynamic=%s", c.OptLevel, strings.Join(slices.Compact(off), ","), c.MemoryPoolBytes, c.Deterministic, c.MaxSteps,
-		rt.ConcurrentTasks, rt.OverlapLaunch, rt.PrefetchL2, rt.BalanceBlocks, rt.EarlyStart, c.Visualize, c.Donate, c.dynamic)
+	return fmt.Sprintf("opt=%s;off=%s;pool=%d;det=%t;steps=%d;rt=%t%t%t%t%t;viz=%t;donate=%v;dynamic=%s;weights=%v", c.OptLevel, strings.Join(slices.Compact(off), ","), c.MemoryPoolBytes, c.Deterministic, c.MaxSteps,
+		rt.ConcurrentTasks, rt.OverlapLaunch, rt.PrefetchL2, rt.BalanceBlocks, rt.EarlyStart, c.Visualize, c.Donate, c.dynamic, c.weights)
 }
 
 func decodeStrict(text string, v any) error {
@@ -112,7 +115,7 @@ func decodeStrict(text string, v any) error {
 
 // options are the lowering options the config asks for (the caller adds the chip).
 func (c Config) options() lower.Options {
-	o := lower.Options{OptLevel: c.OptLevel, MemoryPoolBytes: c.MemoryPoolBytes, Deterministic: c.Deterministic, Runtime: c.Runtime, Visualize: c.Visualize, Donate: c.Donate, Dynamic: c.dynamic}
+	o := lower.Options{OptLevel: c.OptLevel, MemoryPoolBytes: c.MemoryPoolBytes, Deterministic: c.Deterministic, Runtime: c.Runtime, Visualize: c.Visualize, Donate: c.Donate, Dynamic: c.dynamic, Weights: c.weights}
 	if len(c.DisabledPasses) > 0 {
 		o.Disabled = map[string]bool{}
 		for _, p := range c.DisabledPasses {

@@ -74,6 +74,10 @@ func (s *Session) CompileTrace(tr *Trace, cfg Config, pool *MemoryPool) (*Execut
 	if cfg.Device != "" {
 		device = cfg.Device
 	}
+	cfg.weights = nil
+	for i := range tr.bound { // the captured tensors follow the inputs
+		cfg.weights = append(cfg.weights, len(tr.inputs)+i)
+	}
 	ex := &Executor{Trace: tr, s: s, device: device, cfg: cfg, pool: pool, specs: newSpecializations(maxSpecializations)}
 	if tr.graph == nil {
 		return ex, nil

@@ -173,7 +173,20 @@ func (p loweredProgram) RunProfiled(pool *MemoryPool, inputs [][]byte, stop <-ch
 	plain := *st // the run's statistics without the traces, for Stats.Detail
 	plain.Tasks = make([]lower.TaskRun, len(st.Tasks))
 	chip := p.exe.Chip()
+	at := make([]int, len(st.Tasks)) // each task's place in the profile, -1 if skipped
 	for i, t := range st.Tasks {
+		if t.Prepared { // skipped: an earlier run prepared its weights
+			plain.Tasks[i], at[i] = t, -1
+			continue
+		}
+		at[i] = len(prof.Tasks)
+		info := infos[i]
+		info.Deps = []int{}
+		for _, d := range infos[i].Deps {
+			if at[d] >= 0 {
+				info.Deps = append(info.Deps, at[d])
+			}
+		}
 		ts := t.Stats
 		// A task's own times count from its dispatch, its cores starting
 		// DispatchCycles later: on the run's timeline that is the dispatcher's
@@ -184,7 +197,7 @@ func (p loweredProgram) RunProfiled(pool *MemoryPool, inputs [][]byte, stop <-ch
 		chipCore := func(kind isa.CoreKind, local int) int {
 			return device.ChipCore(units, ts.Mixed, kind, local, prof.Chip.perAI())
 		}
-		prof.Tasks = append(prof.Tasks, ProfiledTask{TaskInfo: infos[i], Start: start, Stats: ts, ChipCores: units, Info: taskFigures{
+		prof.Tasks = append(prof.Tasks, ProfiledTask{TaskInfo: info, Start: start, Stats: ts, ChipCores: units, Info: taskFigures{
 			ts.Cycles, ts.KernelCycles, ts.StartCycles, ts.EndCycles, ts.CoreCycles, ts.ActiveCores, ts.Blocks, ts.PipeBusy,
 			ts.GMBytesRead, ts.GMBytesWritten, ts.FootprintRead, ts.FootprintWritten, ts.Instructions, ts.L2Hits, ts.L2Misses,
 			ts.ICacheMisses, ts.FetchStallCycles, ts.HighWater}, Cores: coreBusy(ts.Trace, chipCore)})
@@ -194,7 +207,7 @@ func (p loweredProgram) RunProfiled(pool *MemoryPool, inputs [][]byte, stop <-ch
 	}
 	m := p.exe.MemoryPlan()
 	return outs, Stats{Cycles: st.Cycles, Seconds: st.Seconds, KernelCycles: st.KernelCycles,
-		KernelSeconds: st.KernelSeconds, Tasks: len(st.Tasks), Memory: &m, Detail: &plain}, prof, nil
+		KernelSeconds: st.KernelSeconds, Tasks: st.Ran(), PreparedTasks: st.Skipped, Memory: &m, Detail: &plain}, prof, nil
 }
 
 // WriteTrace writes the profiled run as Chrome trace JSON (device.WriteRunTrace).

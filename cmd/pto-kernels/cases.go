@@ -59,7 +59,17 @@ func benchCases() []benchCase {
 
 // graphBuilder wraps core.Builder, panicking on errors: the cases are fixed programs,
 // so an error is a bug in this command (reported by measure).
-type graphBuilder struct{ *core.Builder }
+type graphBuilder struct {
+	*core.Builder
+	weights []int // the params that are weights (the same bytes every run)
+}
+
+// weight is a param holding a weight: the program prepares what reads only weights
+// once (lower.Options.Weights), as a model's captured tensors are.
+func (b *graphBuilder) weight(name string, shape ...int) core.Value {
+	b.weights = append(b.weights, len(b.Graph().Params))
+	return b.param(name, shape...)
+}
 
 func (b *graphBuilder) param(name string, shape ...int) core.Value {
 	return b.Param(name, core.TensorType{DType: dtype.Float16, Shape: core.Shape(shape)})
@@ -91,7 +101,7 @@ func matmulBiasRelu(n int) func(b *graphBuilder) {
 func convCase(name string, n, c, hw, o, k int) benchCase {
 	pad := int64(k / 2)
 	build := func(b *graphBuilder) {
-		y := b.op("conv2d", core.Attrs{"pads": []int64{pad, pad, pad, pad}}, b.param("x", n, c, hw, hw), b.param("w", o, c, k, k), b.param("b", o))
+		y := b.op("conv2d", core.Attrs{"pads": []int64{pad, pad, pad, pad}}, b.param("x", n, c, hw, hw), b.weight("w", o, c, k, k), b.weight("b", o))
 		b.Output(b.op("relu", nil, y))
 	}
 	return benchCase{name: name, build: build, conv: &[3]int{n * hw * hw, c * k * k, o}}
@@ -102,7 +112,7 @@ func convCase(name string, n, c, hw, o, k int) benchCase {
 func convResidualCase(name string, n, c, hw, o, k int) benchCase {
 	pad := int64(k / 2)
 	build := func(b *graphBuilder) {
-		y := b.op("conv2d", core.Attrs{"pads": []int64{pad, pad, pad, pad}}, b.param("x", n, c, hw, hw), b.param("w", o, c, k, k), b.param("b", o))
+		y := b.op("conv2d", core.Attrs{"pads": []int64{pad, pad, pad, pad}}, b.param("x", n, c, hw, hw), b.weight("w", o, c, k, k), b.weight("b", o))
 		b.Output(b.op("relu", nil, b.op("add", nil, y, b.param("r", n, o, hw, hw))))
 	}
 	return benchCase{name: name, build: build, conv: &[3]int{n * hw * hw, c * k * k, o}}
@@ -112,7 +122,7 @@ func convResidualCase(name string, n, c, hw, o, k int) benchCase {
 // output channels over the c channels of x; the parameters are named after i.
 func convRelu(b *graphBuilder, x core.Value, i, c, o, k int, relu bool) core.Value {
 	pad := int64(k / 2)
-	y := b.op("conv2d", core.Attrs{"pads": []int64{pad, pad, pad, pad}}, x, b.param(fmt.Sprintf("w%d", i), o, c, k, k), b.param(fmt.Sprintf("b%d", i), o))
+	y := b.op("conv2d", core.Attrs{"pads": []int64{pad, pad, pad, pad}}, x, b.weight(fmt.Sprintf("w%d", i), o, c, k, k), b.weight(fmt.Sprintf("b%d", i), o))
 	if relu {
 		y = b.op("relu", nil, y)
 	}

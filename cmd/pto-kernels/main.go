@@ -55,8 +55,13 @@ type row struct {
 	ConvGMBytes  int64   `json:"conv_kernel_gm_bytes,omitempty"`
 	// For a chain of convolutions: the compulsory bytes plus each activation passed
 	// between its kernels written once and read once.
-	ChainFloorGMBytes int64   `json:"chain_floor_gm_bytes,omitempty"`
-	GemmCubeBusy      float64 `json:"gemm_same_mkn_cube_busy,omitempty"`
+	ChainFloorGMBytes int64 `json:"chain_floor_gm_bytes,omitempty"`
+	// For a program that prepares its weights (convolutions: the weight's conversion to
+	// the fractal layout), the first run's simulated time and GM bytes; the row's other
+	// figures are the runs after it, which skip the preparation.
+	FirstRunSimMs   float64 `json:"first_run_sim_ms,omitempty"`
+	FirstRunGMBytes int64   `json:"first_run_gm_bytes,omitempty"`
+	GemmCubeBusy    float64 `json:"gemm_same_mkn_cube_busy,omitempty"`
 }
 
 func main() {

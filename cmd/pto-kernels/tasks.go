@@ -15,7 +15,7 @@ import (
 // kernel cycles) and the first perTaskRows tasks one by one: their op, tile, blocks,
 // cycles, kernel cycles, cube busy and where the dispatcher placed them (-tasks).
 func printTasks(chip *device.Chip, c benchCase, perTaskRows int) error {
-	b := &graphBuilder{core.NewBuilder(c.name)}
+	b := &graphBuilder{Builder: core.NewBuilder(c.name)}
 	c.build(b)
 	g := b.Graph()
 	exe, err := lower.Compile(g, lower.Options{Chip: chip, Disabled: disabled})

@@ -474,7 +474,8 @@ class Executor:
         """What was compiled for the last run (before any run, the first trace): "device",
         "opt_level", "disable_passes", "memory_pool_bytes" (0: no limit), and "memory",
         the device memory plan in bytes ({"input_bytes", "constant_bytes", "output_bytes",
-        "workspace_bytes", "workspace_no_reuse_bytes", "peak_bytes"}; None before a
+        "workspace_bytes", "workspace_no_reuse_bytes", "prepared_bytes" (the captured
+        tensors' prepared forms, kept between runs), "peak_bytes"}; None before a
         symbolic trace has run, and on the "reference" device), and
         "layout_conversions", the layout conversions the program keeps (each {"from",
         "to", "shape", "bytes", "where"}: exact round trips such as ND -> NZ -> ND are
@@ -499,7 +500,9 @@ class Executor:
         """Full statistics of the last run as a dict (None before the first run): "cycles"
         and "seconds" (simulated time, tasks one after another), "kernel_cycles" and
         "kernel_seconds" (the part the kernels ran, first to last instruction, without each
-        task's launch and end), "tasks", "memory" (the memory plan of the program that ran,
+        task's launch and end), "tasks" (the tasks that ran), "prepared_tasks" (the tasks
+        skipped because an earlier run prepared the captured tensors they convert: see
+        "Weight preparation" in docs/api.md), "memory" (the memory plan of the program that ran,
         see info()), "program" (for a symbolic trace, the program chosen: its bucket,
         "batch<=1,seq_len<=128", or with per_size_programs the sizes, "seq_len=100") and
         "detail" (every task's statistics)."""
