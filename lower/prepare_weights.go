@@ -52,6 +52,10 @@ func markWeightPrep(tg *TileGraph) {
 	for i, t := range tg.Tensors {
 		fromWeights[i] = t.Weight
 	}
+	// Bytes that an op writes in place (an update, a scatter into a zeroed gradient,
+	// a user's kernel storing into its params) change during the run: what computes
+	// them is not preparation, whatever it reads.
+	written := writtenInPlace(tg)
 	for i := 0; i < len(tg.Ops); {
 		j := i + 1 // ops[i:j] write one tensor: a concat's parts
 		for j < len(tg.Ops) && continuesPartialWrite(tg.Ops, j) {
@@ -60,7 +64,8 @@ func markWeightPrep(tg *TileGraph) {
 		ok := true
 		for _, op := range tg.Ops[i:j] {
 			out := tg.Tensors[op.Output]
-			ok = ok && op.Kind != TileKernel && !writesInPlace(op.Kind) && op.Dynamic == nil && out.Role == RoleTemp && out.Alias == 0
+			ok = ok && op.Kind != TileKernel && !writesInPlace(op.Kind) && op.Dynamic == nil && out.Role == RoleTemp && out.Alias == 0 &&
+				!written[op.Output]
 			for _, in := range op.Inputs {
 				ok = ok && fromWeights[root(tg.Tensors, in)]
 			}
@@ -71,6 +76,22 @@ func markWeightPrep(tg *TileGraph) {
 		fromWeights[tg.Ops[i].Output] = ok
 		i = j
 	}
+}
+
+// writtenInPlace marks the owner tensors whose bytes an op writes in place.
+func writtenInPlace(tg *TileGraph) []bool {
+	w := make([]bool, len(tg.Tensors))
+	for _, op := range tg.Ops {
+		switch {
+		case writesInPlace(op.Kind):
+			w[root(tg.Tensors, op.Output)] = true
+		case op.Kind == TileKernel:
+			for _, in := range op.Inputs {
+				w[root(tg.Tensors, in)] = true
+			}
+		}
+	}
+	return w
 }
 
 // preparedTensors lists the owner tensors that weight-prep ops write and other ops
@@ -99,8 +120,10 @@ func preparedTensors(tg *TileGraph) []int {
 }
 
 // verifyWeightPrep checks the marks: a weight is an input, and a weight-prep op reads
-// only weights and the results of earlier weight-prep ops and writes a temporary.
+// only weights and the results of earlier weight-prep ops and writes a temporary that
+// no op writes in place.
 func verifyWeightPrep(g *TileGraph) error {
+	written := writtenInPlace(g)
 	fromWeights := make([]bool, len(g.Tensors))
 	for i, t := range g.Tensors {
 		if t.Weight && t.Role != RoleInput {
@@ -117,7 +140,7 @@ func verifyWeightPrep(g *TileGraph) error {
 				return fmt.Errorf("tilegraph: op%d (%s) prepares weights but reads t%d, which is neither a weight nor prepared from weights", i, op.Op, in)
 			}
 		}
-		if out := g.Tensors[op.Output]; out.Role != RoleTemp || out.Alias != 0 || op.Kind == TileKernel || writesInPlace(op.Kind) {
+		if out := g.Tensors[op.Output]; out.Role != RoleTemp || out.Alias != 0 || op.Kind == TileKernel || writesInPlace(op.Kind) || written[op.Output] {
 			return fmt.Errorf("tilegraph: op%d (%s) prepares weights but does not write a whole temporary of its own", i, op.Op)
 		}
 		fromWeights[op.Output] = true

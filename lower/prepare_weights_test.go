@@ -6,7 +6,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"pypto/core"
 	"pypto/device"
+	"pypto/dtype"
 )
 
 // With the convolution's weight and bias marked as weights, their conversions (the
@@ -99,4 +101,36 @@ func TestPreparedWeightsOptions(t *testing.T) {
 	require.ErrorContains(t, err, "Weights names param 4, but the graph has 4 params")
 	_, err = Compile(g, Options{Chip: chip, Weights: []int{1}, Donate: []int{1}})
 	require.ErrorContains(t, err, "both a weight")
+}
+
+// A tensor computed from nothing but written in place later (a zeroed buffer a
+// slice_update fills, as a gradient accumulator is) changes during the run, so it is
+// not prepared: every run starts from its zeros again.
+func TestWrittenInPlaceIsNotPrepared(t *testing.T) {
+	b := core.NewBuilder("fill")
+	row := b.Param("row", core.TensorType{DType: dtype.Float32, Shape: core.Shape{1, 8}})
+	pos := b.Param("pos", core.TensorType{DType: dtype.Int32, Shape: core.Shape{}})
+	zeros, err := b.Op("full", nil, core.Attrs{"shape": []int64{4, 8}, "value": 0.0, "dtype": "float32"}, core.Location{})
+	require.NoError(t, err)
+	upd, err := b.Op("slice_update", []core.Value{zeros, row, pos}, core.Attrs{"axes": []int64{0}}, core.Location{})
+	require.NoError(t, err)
+	out, err := b.Op("exp", []core.Value{upd}, nil, core.Location{}) // the buffer is an intermediate
+	require.NoError(t, err)
+	b.Output(out)
+	g := b.Graph()
+	exe, err := Compile(g, Options{Chip: presets(t)[1], Verify: true})
+	require.NoError(t, err)
+	for _, tk := range exe.Exec().Tasks {
+		require.False(t, exe.Exec().WeightPrep(tk), "task %s", tk.Name)
+	}
+	ins, raw := randomInputs(g)
+	for _, p := range []int{0, 2, 3} {
+		raw[1] = int32Bytes(p)
+		ins[1] = core.ArrayFromBytes(g.Type(g.Params[1]), raw[1])
+		want, err := core.Interpret(g, ins)
+		require.NoError(t, err)
+		got, _, err := exe.Run(raw)
+		require.NoError(t, err)
+		require.Equal(t, want[0].Bytes(), got[0], "pos %d: only this run's row is set", p)
+	}
 }

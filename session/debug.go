@@ -167,7 +167,9 @@ func (d *Debugger) Step() (node int, paused bool, err error) {
 		return -1, false, withLoc(err, n.Loc)
 	}
 	b.Output(out)
-	prog, err := d.ex.s.compileOn(b.Graph(), d.ex.device, d.ex.cfg)
+	cfg := d.ex.cfg
+	cfg.weights = nil // the node's graph has params of its own
+	prog, err := d.ex.s.compileOn(b.Graph(), d.ex.device, cfg)
 	if err != nil {
 		return -1, false, withLoc(err, n.Loc)
 	}

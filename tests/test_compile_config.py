@@ -70,6 +70,7 @@ def test_memory_plan_is_reported_and_the_pool_enforced():
         "output_bytes": 16384,
         "workspace_bytes": 32768,
         "workspace_no_reuse_bytes": 32768,
+        "prepared_bytes": 0,
         "peak_bytes": 65536,
     }
     assert f.stats()["memory"] == m
