@@ -195,6 +195,7 @@ type RunReport struct {
 	KernelCycles  int64             `json:"kernel_cycles"`
 	KernelSeconds float64           `json:"kernel_seconds"`
 	Tasks         int               `json:"tasks"`
+	PreparedTasks int               `json:"prepared_tasks"` // skipped: weights prepared by an earlier run
 	Memory        *lower.MemoryPlan `json:"memory"`
 	// HostSeconds is the wall time of the whole call on the host: binding, compiling
 	// when the run needed a new program, waiting for the pool, simulating, copying.
@@ -319,7 +320,7 @@ func (e *Executor) run(inputs []*Tensor, profile bool) ([]*Tensor, RunReport, *P
 			return nil, rep, nil, err
 		}
 		rep = RunReport{Program: e.programName(chosen), Cycles: st.Cycles, Seconds: st.Seconds, KernelCycles: st.KernelCycles,
-			KernelSeconds: st.KernelSeconds, Tasks: st.Tasks, Memory: st.Memory, Simulated: true}
+			KernelSeconds: st.KernelSeconds, Tasks: st.Tasks, PreparedTasks: st.PreparedTasks, Memory: st.Memory, Simulated: true}
 		st.Program = chosen
 		e.mu.Lock()
 		e.last, e.hasLast = st, true

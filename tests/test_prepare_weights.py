@@ -75,3 +75,19 @@ def test_disabling_the_pass_converts_every_run():
     got = f.run(x).numpy()
     assert f.stats()["prepared_tasks"] == 0
     np.testing.assert_array_equal(got, np.full((1, 16, 4, 4), 8, np.float16))
+
+
+def test_executor_in_a_pool_reports_the_skipped_preparation():
+    rng = np.random.default_rng(3)
+    wn = (rng.standard_normal((32, 16, 3, 3)) * 0.1).astype(np.float16)
+    bn = rng.standard_normal(32).astype(np.float16)
+    w, b = p.from_numpy(wn), p.from_numpy(bn)
+    ex = p.Executor(lambda x: p.relu(p.conv2d(x, w, b, padding=1)), memory_pool=p.MemoryPool(size=16 * 1024 * 1024))
+    x = rng.standard_normal((2, 16, 7, 7)).astype(np.float16)
+    first = ex.run(x).numpy()
+    r1 = ex.last_run()
+    second = ex.run(x).numpy()
+    r2 = ex.last_run()
+    assert r1.prepared_tasks == 0 and r2.prepared_tasks > 0 and r2.tasks == r1.tasks - r2.prepared_tasks
+    np.testing.assert_array_equal(first, second)
+    np.testing.assert_allclose(second.astype(np.float32), _relu_conv(x, wn, bn), rtol=2e-2, atol=2e-2)

@@ -608,7 +608,9 @@ class RunReport:
       symbolic trace the bucket of sizes it serves, ``"f[batch<=4,seq<=128]"``, or
       the binding it was specialised for, ``"f[batch=2,seq=128]"``);
     - ``simulated_seconds`` / ``simulated_ms`` and ``cycles``: simulated device time
-      (``kernel_cycles``: the kernels' part, without launches); ``tasks``;
+      (``kernel_cycles``: the kernels' part, without launches); ``tasks`` (those that
+      ran) and ``prepared_tasks`` (those skipped because an earlier run prepared the
+      captured weights they convert);
     - ``host_seconds`` / ``host_ms``: wall time of the call on the host (compiling a
       new program when the run needed one, waiting for the pool, simulating);
     - ``peak_bytes`` and ``memory``: the program's device memory plan (``info()``);
@@ -618,14 +620,15 @@ class RunReport:
       or a constant).
     """
 
-    __slots__ = ("program", "cycles", "simulated_seconds", "kernel_cycles", "tasks", "host_seconds", "memory", "pool",
-                 "device", "simulated")  # fmt: skip
+    __slots__ = ("program", "cycles", "simulated_seconds", "kernel_cycles", "tasks", "prepared_tasks", "host_seconds",
+                 "memory", "pool", "device", "simulated")  # fmt: skip
 
     @classmethod
     def _from_json(cls, d: dict, device: str) -> "RunReport":
         r = cls.__new__(cls)
         r.program, r.cycles, r.simulated_seconds = d["program"], d["cycles"], d["seconds"]
         r.kernel_cycles, r.tasks, r.host_seconds = d["kernel_cycles"], d["tasks"], d["host_seconds"]
+        r.prepared_tasks = d["prepared_tasks"]
         r.memory, r.pool, r.device, r.simulated = d["memory"], d["pool"], device, d["simulated"]
         return r
 
