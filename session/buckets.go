@@ -90,8 +90,15 @@ func newBucketing(g *core.Graph, plan *core.PadPlan, estimate func(bound, run co
 // padding of all symbols together is what a run pays, so the tolerance holds for the
 // whole box of sizes a program serves, not for each symbol alone.
 func (k *bucketing) bucket(b core.Binding) (core.Binding, error) {
+	u, _, err := k.bucketRange(b)
+	return u, err
+}
+
+// bucketRange is bucket, also returning the bucket's low ends: the smallest value of
+// each symbol a run of its program has.
+func (k *bucketing) bucketRange(b core.Binding) (core.Binding, core.Binding, error) {
 	if k.disabled() != "" {
-		return nil, nil
+		return nil, nil, nil
 	}
 	hi, lo := core.Binding{}, core.Binding{}
 	for s, v := range b {
@@ -105,15 +112,15 @@ func (k *bucketing) bucket(b core.Binding) (core.Binding, error) {
 	for _, s := range k.symbols {
 		u, low, err := k.boundFor(s, b[s], hi, lo)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if u == 0 {
-			return nil, nil
+			return nil, nil, nil
 		}
 		out[s] = u
 		hi[s], lo[s] = u, low
 	}
-	return out, nil
+	return out, lo, nil
 }
 
 // disabled says why the executor no longer uses buckets ("" while it does).
@@ -328,13 +335,17 @@ func padParams(plan *core.PadPlan, b, u core.Binding) [][]byte {
 }
 
 // dynamicSizes tells the compiler which sizes of the plan's padded programs are the
-// run's (lower.DynamicSizes).
-func dynamicSizes(plan *core.PadPlan) *lower.DynamicSizes {
+// run's (lower.DynamicSizes), and the least run the program serves (nil: unknown).
+func dynamicSizes(plan *core.PadPlan, least core.Binding) *lower.DynamicSizes {
 	var masks []int // the plan's masks come after the graph's params
 	for i := range len(plan.Masks) + len(plan.Keeps) {
 		masks = append(masks, plan.SizesParam()-len(plan.Masks)-len(plan.Keeps)+i)
 	}
-	return &lower.DynamicSizes{Param: plan.SizesParam(), Symbols: plan.Symbols(), Extents: plan.Extents(), Masks: masks}
+	d := &lower.DynamicSizes{Param: plan.SizesParam(), Symbols: plan.Symbols(), Extents: plan.Extents(), Masks: masks}
+	if least != nil {
+		d.Least = plan.SizesOf(least)
+	}
+	return d
 }
 
 // bucketName names the program of bound u in reports: "seq_len<=128".
