@@ -286,14 +286,19 @@ def test_source_line_breakpoints_in_a_mixed_cube_vector_kernel():
     np.testing.assert_array_equal(dbg.tile(left), a[i : i + 64, 0:64])  # its first K step
     np.testing.assert_array_equal(dbg.tile(right), b[0:64, 0:64])
     assert flags_seen and all(set(f) == {"src", "dst", "id", "pending"} and f["pending"] >= 1 for f in flags_seen)
-    # The vector part: block 3's epilogue of its first tile, on the vector core that pops it.
     dbg.clear()
+    np.testing.assert_allclose(dbg.finish().numpy().astype(np.float32), want, rtol=2e-3, atol=2e-3)
+    # The vector part: block 3's epilogue of its first tile, on the vector core that pops
+    # it, in a run of its own (block 3 runs on while block 2 is stopped, so a breakpoint
+    # set then may find it past its first tile).
+    dbg, (a, b, bias), want, path, cube_line, vec_line = _mixed_kernel_debugger(grid, m)
     dbg.break_at_instruction(line=vec_line, block=3)
     stop = dbg.continue_()
     assert (stop.file, stop.line, stop.block) == (path, vec_line, 3) and "_v" in stop.program, stop
     assert stop.instr.split()[1] == "tmaxs"
     (src,) = re.search(r"tmaxs \w+@vec\S*, (\w+)@vec", stop.instr).groups()
-    i, j, _ = _first_tile(3, grid, m)
+    i, j, t = _first_tile(3, grid, m)
+    assert t % 2 == int(re.search(r"_v(\d)$", stop.program).group(1))  # tile t goes to vector core t % 2
     y = a[i : i + 64].astype(np.float32) @ b[:, j : j + 64].astype(np.float32) + bias[:, j : j + 64].astype(np.float32)
     np.testing.assert_allclose(dbg.tile(src), y, rtol=1e-5, atol=1e-5)  # the popped accumulator plus the bias
     dbg.clear()
