@@ -34,10 +34,6 @@ type DynamicSizes struct {
 	// the valid positions of the axis to which Extents give a symbol: the padded
 	// program's selects before a softmax over keys and of a contracted operand.
 	Masks []int
-	// Least is, per symbol, the smallest value a run of the program gives it (the
-	// bucket's low end; 0 or missing: unknown). Matmuls that follow a symbol's rows
-	// take the tile that serves the whole range best (dynamic_retile.go).
-	Least []int
 }
 
 // String is the sizes' part of a compile-cache key.
@@ -45,7 +41,7 @@ func (d *DynamicSizes) String() string {
 	if d == nil {
 		return ""
 	}
-	return fmt.Sprintf("param=%d;symbols=%v;extents=%v;masks=%v;least=%v", d.Param, d.Symbols, d.Extents, d.Masks, d.Least)
+	return fmt.Sprintf("param=%d;symbols=%v;extents=%v;masks=%v", d.Param, d.Symbols, d.Extents, d.Masks)
 }
 
 // DynamicRows makes a tile op compute only the first rows of its output, as many as
@@ -140,22 +136,13 @@ func runDynamicSizes(c *compilation) error {
 	masks := maskSymbols(tg, d, ext)
 	for keepPadded(tg, chosen, ext, masks) {
 	}
-	searched := !c.opts.Disabled["search-tiles"]
-	est := newEstimator(c.chip)
 	for i, op := range tg.Ops {
 		op.Dynamic = nil
-		if chosen[i] < 0 {
-			continue
-		}
-		if s := chosen[i]; searched && s < len(d.Least) {
-			keep := func(p *TileOp) bool { return dynamicRowsOf(tg, p, ext, vectors) == s }
-			if err := retileForRange(est, tg, op, d.Least[s], c.chip.Cores(op.Core), keep); err != nil {
-				return core.Errorf(core.CompileError, "%s: tile search for a range of rows: %v", op.Op, err).WithLoc(op.Loc)
+		if chosen[i] >= 0 {
+			op.Dynamic = &DynamicRows{Sizes: sizes, Index: chosen[i]}
+			if s := contractedSymbol(tg, op, ext); s >= 0 {
+				op.Dynamic.CutK, op.Dynamic.KIndex = true, s
 			}
-		}
-		op.Dynamic = &DynamicRows{Sizes: sizes, Index: chosen[i]}
-		if s := contractedSymbol(tg, op, ext); s >= 0 {
-			op.Dynamic.CutK, op.Dynamic.KIndex = true, s
 		}
 	}
 	return nil

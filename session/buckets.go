@@ -41,12 +41,11 @@ import (
 // bucketTolerance is how much slower than the program of a bucket's low end its bound's
 // program may be estimated: assumed, below the 10% a bucketed run may cost over a
 // program for its exact size, to leave room for the estimate's error (which does not
-// see the cost of the dynamic kernels' own loops, nor that they cannot keep A in L1).
-// On the guide's block (a2, bench/dynamic.py --step 128), with the dynamic matmuls'
-// tiles chosen for the bucket's range (lower/dynamic_retile.go): 3% gave 16 programs
-// and a worst run 10.9% over its exact size's program, 2.5% 18 and 9.6%; before the
-// range tiles 3% gave 22 and 8.9%.
-const bucketTolerance = 0.025
+// see the cost of the dynamic kernels' own loops). On the guide's block (a2,
+// bench/dynamic.py --step 128) 5% gave 18 programs and a worst run 11.1% over its
+// exact size's program, 3% 25 and 7.1%; with every projection following the run and
+// exact-size programs that keep A resident in L1, 3% gives 22 and 8.9%.
+const bucketTolerance = 0.03
 
 // bucketTile is the step of the candidates past the powers of two: assumed, a multiple
 // of the cube's 16 rows that keeps the padding of large sizes within a few per cent.
@@ -91,15 +90,8 @@ func newBucketing(g *core.Graph, plan *core.PadPlan, estimate func(bound, run co
 // padding of all symbols together is what a run pays, so the tolerance holds for the
 // whole box of sizes a program serves, not for each symbol alone.
 func (k *bucketing) bucket(b core.Binding) (core.Binding, error) {
-	u, _, err := k.bucketRange(b)
-	return u, err
-}
-
-// bucketRange is bucket, also returning the bucket's low ends: the smallest value of
-// each symbol a run of its program has.
-func (k *bucketing) bucketRange(b core.Binding) (core.Binding, core.Binding, error) {
 	if k.disabled() != "" {
-		return nil, nil, nil
+		return nil, nil
 	}
 	hi, lo := core.Binding{}, core.Binding{}
 	for s, v := range b {
@@ -113,15 +105,15 @@ func (k *bucketing) bucketRange(b core.Binding) (core.Binding, core.Binding, err
 	for _, s := range k.symbols {
 		u, low, err := k.boundFor(s, b[s], hi, lo)
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 		if u == 0 {
-			return nil, nil, nil
+			return nil, nil
 		}
 		out[s] = u
 		hi[s], lo[s] = u, low
 	}
-	return out, lo, nil
+	return out, nil
 }
 
 // disabled says why the executor no longer uses buckets ("" while it does).
@@ -336,17 +328,13 @@ func padParams(plan *core.PadPlan, b, u core.Binding) [][]byte {
 }
 
 // dynamicSizes tells the compiler which sizes of the plan's padded programs are the
-// run's (lower.DynamicSizes), and the least run the program serves (nil: unknown).
-func dynamicSizes(plan *core.PadPlan, least core.Binding) *lower.DynamicSizes {
+// run's (lower.DynamicSizes).
+func dynamicSizes(plan *core.PadPlan) *lower.DynamicSizes {
 	var masks []int // the plan's masks come after the graph's params
 	for i := range len(plan.Masks) + len(plan.Keeps) {
 		masks = append(masks, plan.SizesParam()-len(plan.Masks)-len(plan.Keeps)+i)
 	}
-	d := &lower.DynamicSizes{Param: plan.SizesParam(), Symbols: plan.Symbols(), Extents: plan.Extents(), Masks: masks}
-	if least != nil {
-		d.Least = plan.SizesOf(least)
-	}
-	return d
+	return &lower.DynamicSizes{Param: plan.SizesParam(), Symbols: plan.Symbols(), Extents: plan.Extents(), Masks: masks}
 }
 
 // bucketName names the program of bound u in reports: "seq_len<=128".

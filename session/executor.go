@@ -279,9 +279,8 @@ func (e *Executor) run(inputs []*Tensor, profile bool) ([]*Tensor, RunReport, *P
 		if err := core.CheckConstraints(e.cons, binding); err != nil {
 			return nil, rep, nil, err
 		}
-		var least core.Binding
 		if e.buckets != nil {
-			if bound, least, err = e.buckets.bucketRange(binding); err != nil {
+			if bound, err = e.buckets.bucket(binding); err != nil {
 				return nil, rep, nil, err
 			}
 			// Bounds that break a constraint (two symbols that must be equal
@@ -291,7 +290,7 @@ func (e *Executor) run(inputs []*Tensor, profile bool) ([]*Tensor, RunReport, *P
 			}
 		}
 		if bound != nil {
-			if prog, err = e.specializeBucket(bound, least); err != nil {
+			if prog, err = e.specializeBucket(bound); err != nil {
 				return nil, rep, nil, err
 			}
 			chosen = bucketName(bound)
@@ -379,9 +378,9 @@ func checkInput(i int, got, want core.TensorType) error {
 	return nil
 }
 
-// specializeBucket returns the program of the bucket whose bounds are u and low ends
-// least, compiling it once: the graph padded to u with the masks of its padding plan.
-func (e *Executor) specializeBucket(u, least core.Binding) (Program, error) {
+// specializeBucket returns the program of the bucket whose bounds are u, compiling it
+// once: the graph padded to u with the masks of its padding plan.
+func (e *Executor) specializeBucket(u core.Binding) (Program, error) {
 	sp := e.specs.get(u)
 	sp.once.Do(func() {
 		g, err := e.buckets.plan.Specialize(u)
@@ -390,7 +389,7 @@ func (e *Executor) specializeBucket(u, least core.Binding) (Program, error) {
 			return
 		}
 		cfg := e.cfg
-		cfg.dynamic = dynamicSizes(e.buckets.plan, least)
+		cfg.dynamic = dynamicSizes(e.buckets.plan)
 		sp.prog, sp.err = e.s.compileOn(g, e.device, cfg)
 	})
 	if sp.err != nil {
@@ -415,6 +414,7 @@ func (s *Session) bucketingFor(g *core.Graph, syms []string, cons []core.Constra
 	if err != nil {
 		return nil, err.Error()
 	}
+	cfg.dynamic = dynamicSizes(plan)
 	return newBucketing(g, plan, func(bound, run core.Binding) (float64, error) {
 		if err := core.CheckConstraints(cons, bound); err != nil {
 			return 0, core.Errorf(core.ValueError, "symbols tied by the constraints cannot be bucketed apart (%v)", err)
@@ -423,9 +423,6 @@ func (s *Session) bucketingFor(g *core.Graph, syms []string, cons []core.Constra
 		if err != nil {
 			return 0, err
 		}
-		// The run is the bucket's smallest: its program's tiles serve it and the bound.
-		cfg := cfg
-		cfg.dynamic = dynamicSizes(plan, run)
 		ms, _, err := estimateWith(s.compiler, pg, device, cfg, plan.SizesOf(run))
 		return ms, err
 	}), ""
