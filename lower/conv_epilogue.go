@@ -24,82 +24,35 @@ func runFuseConvEpilogue(c *compilation) error {
 	if c.chip == nil {
 		return nil // tiles are sized for a chip's buffers
 	}
-	g := c.graph
-	users := g.Users()
-	isOut := g.OutputSet()
-	type pair struct {
-		conv   core.Value
-		body   string
-		extras []core.Value
-	}
-	plan := map[core.Value]pair{} // reader -> its convolution and epilogue
-	folded := map[core.Value]bool{}
-	for i, n := range g.Nodes {
-		v := core.Value(i)
-		if n.Op != "conv2d_5hd" || isOut[v] || len(users[i]) != 1 {
-			continue
-		}
-		u := users[i][0]
-		un := g.Nodes[u]
-		if _, taken := plan[u]; taken || !(fusable(un) || un.Op == "fused") || !g.Type(u).Shape.Equal(n.Type.Shape) {
-			continue
-		}
-		var first func(*core.Builder, core.Value) (core.Value, error)
-		if n.Attrs.Bool("relu", false) { // the fixpipe's relu, now the epilogue's first step
-			first = func(b *core.Builder, x core.Value) (core.Value, error) {
+	return fuseEpilogues(c, epilogueFusion{
+		producer: "conv2d_5hd",
+		first: func(n *core.Node) func(*core.Builder, core.Value) (core.Value, error) {
+			if !n.Attrs.Bool("relu", false) {
+				return nil
+			}
+			return func(b *core.Builder, x core.Value) (core.Value, error) { // the fixpipe's relu, now the epilogue's first step
 				return b.Op("relu", []core.Value{x}, nil, core.Location{})
 			}
-		}
-		body, extras, err := epilogueBodyOf(g, v, u, first)
-		if err != nil {
-			return err
-		}
-		if !convEpilogueFits(c, g, n, u, body, extras) {
-			continue
-		}
-		plan[u] = pair{conv: v, body: body, extras: extras}
-		folded[v] = true
-	}
-	if len(plan) == 0 {
-		return nil
-	}
-	ng, err := rewriteGraph(g, func(b *core.Builder, v core.Value, n *core.Node, _ []core.Value, val func(core.Value) core.Value) (core.Value, bool, error) {
-		if folded[v] {
-			return -1, true, nil // built inside its reader's fused_conv2d_5hd
-		}
-		p, ok := plan[v]
-		if !ok {
-			return -1, false, nil
-		}
-		cn := g.Nodes[p.conv]
-		var args []core.Value
-		for _, x := range cn.Inputs {
-			args = append(args, val(x))
-		}
-		for _, x := range p.extras {
-			args = append(args, val(x))
-		}
-		attrs := core.Attrs{}
-		for k, a := range cn.Attrs {
-			attrs[k] = a
-		}
-		attrs["relu"], attrs["bias"], attrs["body"] = false, len(cn.Inputs) == 3, p.body
-		r, err := b.Op("fused_conv2d_5hd", args, attrs, n.Loc)
-		return r, true, err
+		},
+		fits: convEpilogueFits,
+		build: func(cn *core.Node, body string) (string, core.Attrs) {
+			attrs := core.Attrs{}
+			for k, a := range cn.Attrs {
+				attrs[k] = a
+			}
+			attrs["relu"], attrs["bias"], attrs["body"] = false, len(cn.Inputs) == 3, body
+			return "fused_conv2d_5hd", attrs
+		},
 	})
-	if err != nil {
-		return err
-	}
-	c.graph = ng
-	return nil
 }
 
-// convEpilogueFits reports whether convolution n's epilogue (reader u, as body with
+// convEpilogueFits reports whether convolution v's epilogue (reader u, as body with
 // extras) can run on the vector cores: every extra operand has the convolution's
 // shape (it is read through the output tile's own window), no step depends on an
 // element's position (the tile's rows are pixels, not the result's last axes), and a
 // tile of the kernel fits with the epilogue's part in a vector core's UB.
-func convEpilogueFits(c *compilation, g *core.Graph, n *core.Node, u core.Value, body string, extras []core.Value) bool {
+func convEpilogueFits(c *compilation, g *core.Graph, v, u core.Value, body string, extras []core.Value) bool {
+	n := g.Nodes[v]
 	for _, x := range extras {
 		if !g.Type(x).Shape.Equal(n.Type.Shape) {
 			return false

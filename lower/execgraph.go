@@ -78,10 +78,7 @@ func (g *ExecGraph) Verify(chip *device.Chip) error {
 		}
 	}
 	order := newTaskOrder(g)
-	prepared := map[int]bool{}
-	for _, t := range preparedTensors(tg) {
-		prepared[t] = true
-	}
+	prepared := preparedMask(tg)
 	for i := range g.Buffers {
 		for j := i + 1; j < len(g.Buffers); j++ {
 			ri, rj := root(tg.Tensors, i), root(tg.Tensors, j)
@@ -134,10 +131,7 @@ func liveRanges(g *ExecGraph) []interval {
 	tg := g.Blocks.Tiles
 	n := len(g.Tasks)
 	live := make([]interval, len(tg.Tensors))
-	prepared := map[int]bool{}
-	for _, t := range preparedTensors(tg) {
-		prepared[t] = true
-	}
+	prepared := preparedMask(tg)
 	for i, t := range tg.Tensors {
 		if t.Role == RoleTemp && !prepared[i] {
 			live[i] = interval{n, -1}

@@ -19,19 +19,52 @@ import (
 
 // runFuseEpilogue rewrites every such matmul and consumer into a fused_matmul.
 func runFuseEpilogue(c *compilation) error {
+	return fuseEpilogues(c, epilogueFusion{
+		producer: "matmul",
+		fits:     epilogueFits,
+		build: func(mn *core.Node, body string) (string, core.Attrs) {
+			attrs := core.TileAttrs(mn.Attrs) // the matmul's tile, when given, is the fused kernel's
+			if attrs == nil {
+				attrs = core.Attrs{}
+			}
+			attrs["transpose_a"], attrs["transpose_b"], attrs["body"] = mn.Attrs.Bool("transpose_a", false), mn.Attrs.Bool("transpose_b", false), body
+			return "fused_matmul", attrs
+		},
+	})
+}
+
+// epilogueFusion is what fuseEpilogues needs of one kind of producer.
+type epilogueFusion struct {
+	producer string // the op whose one elementwise reader becomes its epilogue
+	// first, when not nil, gives the step the epilogue applies to the product before
+	// the reader's (a convolution's own relu), or nil for none.
+	first func(n *core.Node) func(*core.Builder, core.Value) (core.Value, error)
+	// fits reports whether producer m's epilogue (reader u as body with extras) runs
+	// on the vector cores.
+	fits func(c *compilation, g *core.Graph, m, u core.Value, body string, extras []core.Value) bool
+	// build names the fused op and its attributes, from the producer and the body; its
+	// inputs are the producer's followed by the extras.
+	build func(n *core.Node, body string) (string, core.Attrs)
+}
+
+// fuseEpilogues rewrites every f.producer node read by exactly one elementwise node
+// of its shape (not a graph output) into one fused op that computes both: the product
+// goes from the cube to the vector cores through the AI core's queues, never through
+// a GM tensor.
+func fuseEpilogues(c *compilation, f epilogueFusion) error {
 	g := c.graph
 	users := g.Users()
 	isOut := g.OutputSet()
 	type pair struct {
-		mm     core.Value
-		body   string
-		extras []core.Value
+		producer core.Value
+		body     string
+		extras   []core.Value
 	}
-	plan := map[core.Value]pair{} // consumer -> its matmul and epilogue
+	plan := map[core.Value]pair{} // reader -> its producer and epilogue
 	folded := map[core.Value]bool{}
 	for i, n := range g.Nodes {
 		m := core.Value(i)
-		if n.Op != "matmul" || isOut[m] || len(users[i]) != 1 {
+		if n.Op != f.producer || isOut[m] || len(users[i]) != 1 {
 			continue
 		}
 		u := users[i][0]
@@ -42,14 +75,18 @@ func runFuseEpilogue(c *compilation) error {
 		if !(fusable(un) || un.Op == "fused") || !g.Type(u).Shape.Equal(n.Type.Shape) {
 			continue
 		}
-		body, extras, err := epilogueBody(g, m, u)
+		var first func(*core.Builder, core.Value) (core.Value, error)
+		if f.first != nil {
+			first = f.first(n)
+		}
+		body, extras, err := epilogueBody(g, m, u, first)
 		if err != nil {
 			return err
 		}
-		if !epilogueFits(c, g, m, u, body, extras) {
+		if !f.fits(c, g, m, u, body, extras) {
 			continue
 		}
-		plan[u] = pair{mm: m, body: body, extras: extras}
+		plan[u] = pair{producer: m, body: body, extras: extras}
 		folded[m] = true
 	}
 	if len(plan) == 0 {
@@ -57,23 +94,19 @@ func runFuseEpilogue(c *compilation) error {
 	}
 	ng, err := rewriteGraph(g, func(b *core.Builder, v core.Value, n *core.Node, _ []core.Value, val func(core.Value) core.Value) (core.Value, bool, error) {
 		if folded[v] {
-			return -1, true, nil // built inside its consumer's fused_matmul
+			return -1, true, nil // built inside its reader's fused op
 		}
 		p, ok := plan[v]
 		if !ok {
 			return -1, false, nil
 		}
-		mn := g.Nodes[p.mm]
-		args := []core.Value{val(mn.Inputs[0]), val(mn.Inputs[1])}
-		for _, x := range p.extras {
+		pn := g.Nodes[p.producer]
+		var args []core.Value
+		for _, x := range append(append([]core.Value(nil), pn.Inputs...), p.extras...) {
 			args = append(args, val(x))
 		}
-		attrs := core.TileAttrs(mn.Attrs) // the matmul's tile, when given, is the fused kernel's
-		if attrs == nil {
-			attrs = core.Attrs{}
-		}
-		attrs["transpose_a"], attrs["transpose_b"], attrs["body"] = mn.Attrs.Bool("transpose_a", false), mn.Attrs.Bool("transpose_b", false), p.body
-		r, err := b.Op("fused_matmul", args, attrs, n.Loc)
+		op, attrs := f.build(pn, p.body)
+		r, err := b.Op(op, args, attrs, n.Loc)
 		return r, true, err
 	})
 	if err != nil {
@@ -83,15 +116,11 @@ func runFuseEpilogue(c *compilation) error {
 	return nil
 }
 
-// epilogueBody is consumer u of matmul m as a body graph whose param x0 is the
-// product and whose other params are u's other inputs (extras), in order.
-func epilogueBody(g *core.Graph, m, u core.Value) (string, []core.Value, error) {
-	return epilogueBodyOf(g, m, u, nil)
-}
-
-// epilogueBodyOf is epilogueBody whose body reads first(x0) where u reads m (first
-// adds the steps it needs to the body's builder; nil reads x0 itself).
-func epilogueBodyOf(g *core.Graph, m, u core.Value, first func(*core.Builder, core.Value) (core.Value, error)) (string, []core.Value, error) {
+// epilogueBody is consumer u of producer m (a matmul, a convolution) as a body graph
+// whose param x0 is the product and whose other params are u's other inputs (extras),
+// in order. With first, the body reads first(x0) where u reads m (first adds the steps
+// it needs to the body's builder: a convolution's relu); nil reads x0 itself.
+func epilogueBody(g *core.Graph, m, u core.Value, first func(*core.Builder, core.Value) (core.Value, error)) (string, []core.Value, error) {
 	body := core.NewBuilder("epilogue")
 	prod := body.Param("x0", g.Type(m))
 	if first != nil {

@@ -63,9 +63,7 @@ func markWeightPrep(tg *TileGraph) {
 		}
 		ok := true
 		for _, op := range tg.Ops[i:j] {
-			out := tg.Tensors[op.Output]
-			ok = ok && op.Kind != TileKernel && !writesInPlace(op.Kind) && op.Dynamic == nil && out.Role == RoleTemp && out.Alias == 0 &&
-				!written[op.Output]
+			ok = ok && mayPrepare(tg, op, written)
 			for _, in := range op.Inputs {
 				ok = ok && fromWeights[root(tg.Tensors, in)]
 			}
@@ -76,6 +74,15 @@ func markWeightPrep(tg *TileGraph) {
 		fromWeights[tg.Ops[i].Output] = ok
 		i = j
 	}
+}
+
+// mayPrepare reports whether op, when it reads only weights, is preparation: it writes
+// a whole temporary of its own (not a graph output, not an update in place, not a
+// user's kernel, which may store into any param) that no op writes in place, and does
+// not read its sizes at run time. written is writtenInPlace(tg).
+func mayPrepare(tg *TileGraph, op *TileOp, written []bool) bool {
+	out := tg.Tensors[op.Output]
+	return op.Kind != TileKernel && !writesInPlace(op.Kind) && op.Dynamic == nil && out.Role == RoleTemp && out.Alias == 0 && !written[op.Output]
 }
 
 // writtenInPlace marks the owner tensors whose bytes an op writes in place.
@@ -119,6 +126,15 @@ func preparedTensors(tg *TileGraph) []int {
 	return out
 }
 
+// preparedMask marks the tensors preparedTensors lists.
+func preparedMask(tg *TileGraph) []bool {
+	m := make([]bool, len(tg.Tensors))
+	for _, t := range preparedTensors(tg) {
+		m[t] = true
+	}
+	return m
+}
+
 // verifyWeightPrep checks the marks: a weight is an input, and a weight-prep op reads
 // only weights and the results of earlier weight-prep ops and writes a temporary that
 // no op writes in place.
@@ -140,8 +156,8 @@ func verifyWeightPrep(g *TileGraph) error {
 				return fmt.Errorf("tilegraph: op%d (%s) prepares weights but reads t%d, which is neither a weight nor prepared from weights", i, op.Op, in)
 			}
 		}
-		if out := g.Tensors[op.Output]; out.Role != RoleTemp || out.Alias != 0 || op.Kind == TileKernel || writesInPlace(op.Kind) || written[op.Output] {
-			return fmt.Errorf("tilegraph: op%d (%s) prepares weights but does not write a whole temporary of its own", i, op.Op)
+		if !mayPrepare(g, op, written) {
+			return fmt.Errorf("tilegraph: op%d (%s) prepares weights but does not write a whole temporary of its own that nothing writes in place", i, op.Op)
 		}
 		fromWeights[op.Output] = true
 	}

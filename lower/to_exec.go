@@ -118,9 +118,8 @@ func planMemory(eg *ExecGraph) {
 	off := placeInputs(eg)
 	// Prepared weights are written before any task by the runs that skip their
 	// preparation, so each keeps its bytes for the whole run, like an input.
-	prepared := map[int]bool{}
+	prepared := preparedMask(tg)
 	for _, t := range preparedTensors(tg) {
-		prepared[t] = true
 		bytes := roundUp(tg.Tensors[t].Type.Bytes(), gmAlign)
 		eg.Buffers[t] = Buffer{Offset: off, Bytes: bytes}
 		eg.PreparedBytes += bytes

@@ -42,12 +42,12 @@ func (c *weightCache) init(e *Executable) {
 		c.seed = maphash.MakeSeed()
 		tg := e.exec.Blocks.Tiles
 		c.skip = make([]bool, len(e.exec.Tasks))
-		any := false
+		prep := false
 		for k, t := range e.exec.Tasks {
 			c.skip[k] = e.exec.WeightPrep(t)
-			any = any || c.skip[k]
+			prep = prep || c.skip[k]
 		}
-		if !any {
+		if !prep {
 			c.skip = nil
 			return
 		}
@@ -76,11 +76,7 @@ func (c *weightCache) key(inputs [][]byte) uint64 {
 	var h maphash.Hash
 	h.SetSeed(c.seed)
 	for _, i := range c.sources {
-		var n [8]byte
-		for b := range n {
-			n[b] = byte(len(inputs[i]) >> (8 * b))
-		}
-		h.Write(n[:])
+		maphash.WriteComparable(&h, len(inputs[i]))
 		h.Write(inputs[i])
 	}
 	return h.Sum64()

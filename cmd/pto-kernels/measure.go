@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"slices"
 	"time"
 
 	"pypto/core"
@@ -72,11 +73,9 @@ func measure(chip *device.Chip, c benchCase) (rows []row, err error) {
 	// after it, which move only what a run must, and the first run's figures are kept
 	// beside them.
 	var first *lower.RunStats
-	for _, t := range exe.Exec().Tasks {
-		if exe.Exec().WeightPrep(t) && first == nil {
-			if _, first, err = exe.RunRuntime(inputs, device.RunOptions{NoValues: true}, lower.Runtime{}); err != nil {
-				return nil, err
-			}
+	if slices.ContainsFunc(exe.Exec().Tasks, exe.Exec().WeightPrep) {
+		if _, first, err = exe.RunRuntime(inputs, device.RunOptions{NoValues: true}, lower.Runtime{}); err != nil {
+			return nil, err
 		}
 	}
 	for _, nr := range runtimes {
