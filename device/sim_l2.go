@@ -35,19 +35,47 @@ type l2Tags struct {
 	ways   int
 	setDiv uint64 // the number of sets' reciprocal for setOf (fastMod)
 	// roomy says that no set has more GM lines than ways (the GM is within
-	// evictionFreeLines): nothing is ever evicted, so the sets' counts, which only
-	// tell when a set is full, are not kept. Streaming a GM that fits the L2 (most
-	// tasks') then costs a line's own state and nothing in a set.
-	roomy bool
+	// evictionFreeLines): nothing is ever evicted, so neither the sets' counts nor
+	// the lines' recency matter, and whether a line is present is a bit of present.
+	// Streaming a GM that fits the L2 (most tasks') then costs a bit and a fill per
+	// line, 64 lines a word.
+	roomy   bool
+	present []uint64 // roomy: bit l%64 of word l/64 is line l (cleared per task)
+	// ends is the completion of each load of the task that missed lines (fillOf):
+	// a missed line's fill names its load, whose end is known once the load's
+	// bytes are booked, after its lines were looked up.
+	ends []int64
 	// bySet lists the GM lines of each set, set s's in bySet[setStart[s]:setStart[s+1]],
 	// for the len(state) lines of GM (nil until a set first overflows).
 	bySet, setStart []int32
 }
 
 // lineState is a GM line in the directory: the stamp of its last use (older than
-// base: not in L2) and when its fill completes (task cycles; 0: filled when the task
-// began, or written by a store).
+// base: not in L2; unused in a roomy directory) and when its fill completes: task
+// cycles (0: filled when the task began, or written by a store) or, negative, ^k for
+// the k-th load of ends.
 type lineState struct{ used, fill int64 }
+
+// lineRange is the lines first..last (inclusive).
+type lineRange struct{ first, last int32 }
+
+// fillOf is the task cycle at which a line whose fill is f is filled.
+func (t *l2Tags) fillOf(f int64) int64 {
+	if f < 0 {
+		return t.ends[^f]
+	}
+	return f
+}
+
+// newLoad names a load about to look its lines up: the fill its missed lines
+// get. Its end is 0 until setEnd (a line the load itself brought in is there for it).
+func (t *l2Tags) newLoad() int64 {
+	t.ends = append(t.ends, 0)
+	return ^int64(len(t.ends) - 1)
+}
+
+// setEnd records when load id (newLoad) completes: its missed lines are filled then.
+func (t *l2Tags) setEnd(id, end int64) { t.ends[^id] = end }
 
 // maxL2Ways is the most ways a set may have: l2Tags counts a set's lines in a byte.
 const maxL2Ways = 255
@@ -82,6 +110,11 @@ func takeL2(sets, ways, lines int) *l2Tags {
 	t.state = t.state[:lines]
 	t.base = t.clock + 1
 	t.roomy = lines <= evictionFreeLines(t)
+	if t.roomy {
+		t.present = grow(t.present, (lines+63)/64)
+		clear(t.present)
+	}
+	t.ends = t.ends[:0]
 	return t
 }
 
@@ -128,45 +161,84 @@ func (t *l2Tags) release() {
 // least recent line when the set is full) if it was absent. It reports whether the
 // line was present and, if so, when its fill completes.
 func (t *l2Tags) access(l int) (bool, int64) {
-	t.clock++
-	st := &t.state[l]
-	if st.used >= t.base {
-		st.used = t.clock
-		return true, st.fill
-	}
-	if !t.roomy {
-		t.insert(l)
-	}
-	*st = lineState{used: t.clock}
-	return false, 0
+	missed, fill := t.accessRun(l, l, false, 0, nil)
+	return len(missed) == 0, fill
 }
 
-// accessRun is access of the consecutive lines l0..l1 (inclusive) in order: it
-// appends the lines that were absent to missed and reports, of the present ones,
-// the latest fill. When write is set every line is marked filled (a store's data is
+// accessRun looks up the consecutive lines l0..l1 (inclusive) in order, as accesses
+// of one line each: it appends the runs of lines that were absent to missed, gives
+// them fill (a load's, newLoad; 0 for a store) and reports, of the present ones, the
+// latest fill. When write is set every line is marked filled (a store's data is
 // there). A transfer's lines are looked up here in one loop over consecutive state.
-func (t *l2Tags) accessRun(l0, l1 int, write bool, missed []int32) ([]int32, int64) {
+func (t *l2Tags) accessRun(l0, l1 int, write bool, fill int64, missed []lineRange) ([]lineRange, int64) {
+	if t.roomy {
+		return t.accessRoomy(l0, l1, write, fill, missed)
+	}
 	var waitFill int64
+	floor := len(missed)
 	clock, base := t.clock, t.base
 	for l := l0; l <= l1; l++ {
 		clock++
 		st := &t.state[l]
 		if st.used >= base {
 			st.used = clock
-			waitFill = max(waitFill, st.fill)
+			waitFill = max(waitFill, t.fillOf(st.fill))
 			if write {
 				st.fill = 0
 			}
 			continue
 		}
-		if !t.roomy {
-			t.insert(l)
-		}
-		*st = lineState{used: clock}
-		missed = append(missed, int32(l))
+		t.insert(l)
+		*st = lineState{used: clock, fill: fill}
+		missed = addLines(missed, floor, l, l)
 	}
 	t.clock = clock
 	return missed, waitFill
+}
+
+// accessRoomy is accessRun in a roomy directory: the present bits of 64 lines at a
+// time, the fills of just the lines that hit or were filled.
+func (t *l2Tags) accessRoomy(l0, l1 int, write bool, fill int64, missed []lineRange) ([]lineRange, int64) {
+	var waitFill int64
+	floor := len(missed)
+	for w := l0 / 64; w <= l1/64; w++ {
+		lo, hi := max(l0, 64*w), min(l1, 64*w+63)
+		mask := (^uint64(0) >> (63 - (hi - lo))) << (lo % 64)
+		hit := t.present[w] & mask
+		t.present[w] |= mask
+		for b := hit; b != 0; b &= b - 1 {
+			st := &t.state[64*w+bits.TrailingZeros64(b)]
+			waitFill = max(waitFill, t.fillOf(st.fill))
+			if write {
+				st.fill = 0
+			}
+		}
+		if miss := mask &^ hit; miss == mask {
+			for l := lo; l <= hi; l++ {
+				t.state[l].fill = fill
+			}
+			missed = addLines(missed, floor, lo, hi)
+		} else {
+			for b := miss; b != 0; b &= b - 1 {
+				l := 64*w + bits.TrailingZeros64(b)
+				t.state[l].fill = fill
+				missed = addLines(missed, floor, l, l)
+			}
+		}
+	}
+	t.clock += int64(l1 - l0 + 1)
+	return missed, waitFill
+}
+
+// addLines appends lines lo..hi to the runs of missed lines, extending the last run
+// when they follow it and it is one of this lookup's (from floor on: a transfer's
+// runs of bytes keep runs of lines of their own).
+func addLines(missed []lineRange, floor, lo, hi int) []lineRange {
+	if n := len(missed); n > floor && int(missed[n-1].last) == lo-1 {
+		missed[n-1].last = int32(hi)
+		return missed
+	}
+	return append(missed, lineRange{int32(lo), int32(hi)})
 }
 
 // insert takes a way of line l's set for l (absent), evicting the least recent line

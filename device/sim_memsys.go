@@ -18,9 +18,10 @@ type memSystem struct {
 	l2    *l2Tags // the L2's directory (sim_l2.go)
 	lines int     // lines in GM
 	cal   calendar
-	ports map[*coreSim]*corePorts
-	// missed lists the lines the load being simulated missed, reused by every load.
-	missed []int32
+	ports []corePorts // by core index
+	// missed lists the runs of lines the transfer being simulated missed, reused by
+	// every transfer.
+	missed []lineRange
 
 	hits, misses int64
 	// prefetched counts the bytes of the lines the cores' first loads found
@@ -37,7 +38,7 @@ func newMemSystem(chip *Chip, gmBytes int) *memSystem {
 	ways := max(1, chip.L2Ways)
 	sets := max(1, chip.L2Bytes/(chip.L2LineBytes*ways))
 	lines := (gmBytes + chip.L2LineBytes - 1) / chip.L2LineBytes
-	m := &memSystem{chip: chip, lines: lines, l2: takeL2(sets, ways, lines), ports: map[*coreSim]*corePorts{}}
+	m := &memSystem{chip: chip, lines: lines, l2: takeL2(sets, ways, lines)}
 	m.cal = calendar{l2: int64(chip.L2TotalBytesPerCycle), hbm: int64(chip.HBMBytesPerCycle), origin: int64(chip.StartCycles())}
 	return m
 }
@@ -49,12 +50,10 @@ func (m *memSystem) release() {
 }
 
 func (m *memSystem) portsOf(c *coreSim) *corePorts {
-	p := m.ports[c]
-	if p == nil {
-		p = &corePorts{}
-		m.ports[c] = p
+	if c.index >= len(m.ports) {
+		m.ports = append(m.ports, make([]corePorts, c.index+1-len(m.ports))...)
 	}
-	return p
+	return &m.ports[c.index]
 }
 
 // touch accesses line l in L2 (l2Tags.access) and reports whether it was present.
@@ -70,7 +69,8 @@ func (m *memSystem) setOf(l int) int { return m.l2.setOf(l) }
 // view o (param at GM byte base) touches, run by run. A run is a contiguous stretch of
 // the window: a row when columns are adjacent, a column when rows are (a transposed
 // view, which the DMA reads as the rows of the stored matrix), else one element; so a
-// transposed window moves the bytes it holds, not the gaps between them. Bytes
+// transposed window moves the bytes it holds, not the gaps between them. Adjacent
+// rows of whole lines are one run, which looks up the same lines. Bytes
 // outside GM are skipped: the run-time checks report such windows.
 func (m *memSystem) window(base int, o Operand, f func(lo, hi int)) {
 	v := o.GM
@@ -81,6 +81,8 @@ func (m *memSystem) window(base int, o Operand, f func(lo, hi int)) {
 	runs, runStride, runLen := v.Rows, v.RowStride, ((v.Cols-1)*v.ColStride+1)*es // rows
 	perElement := false
 	switch {
+	case v.ColStride == 1 && v.RowStride == v.Cols && lineAligned(base+v.Offset*es, v.Cols*es, m.chip.L2LineBytes):
+		runs, runLen = 1, v.Rows*v.Cols*es // adjacent rows of whole lines: one run
 	case v.ColStride <= 1 || v.Cols == 1:
 	case v.RowStride == 1 || v.Rows == 1:
 		runs, runStride, runLen = v.Cols, v.ColStride, ((v.Rows-1)*v.RowStride+1)*es // columns
@@ -99,6 +101,9 @@ func (m *memSystem) window(base int, o Operand, f func(lo, hi int)) {
 		}
 	}
 }
+
+// lineAligned reports whether rows of rowBytes from byte at on are whole lines of lb.
+func lineAligned(at, rowBytes, lb int) bool { return lb > 0 && at%lb == 0 && rowBytes%lb == 0 }
 
 // transferTimes is a GM transfer's two times, relative to its start: the pipe is
 // occupied until occupy (the data moving through the core's port), and the transfer
@@ -121,29 +126,24 @@ func (m *memSystem) load(c *coreSim, base int, o Operand, now int64, prefetch bo
 	var hitB, missB int64
 	var waitFill int64
 	lat := int64(chip.L2HitCycles)
-	m.missed = m.missed[:0]
 	lb := chip.L2LineBytes
+	id := m.l2.newLoad()
+	m.missed = m.missed[:0]
 	m.window(base, o, func(lo, hi int) {
 		first := len(m.missed)
 		var fill int64
-		m.missed, fill = m.l2.accessRun(lo/lb, (hi-1)/lb, false, m.missed)
+		m.missed, fill = m.l2.accessRun(lo/lb, (hi-1)/lb, false, id, m.missed)
 		waitFill = max(waitFill, fill)
-		// The lines this run missed, less those the task's prefetch brought in (a
-		// new line's fill time is 0: it was there when the task began).
-		kept, runMiss := first, int64(0)
-		for _, l := range m.missed[first:] {
-			if prefetch && c.prefetchLeft > 0 {
-				c.prefetchLeft -= int64(lb)
-				m.prefetched += int64(lb)
-				continue
-			}
-			m.missed[kept] = l
-			kept++
-			runMiss += int64(min(hi, (int(l)+1)*lb) - max(lo, int(l)*lb))
+		if prefetch {
+			m.missed = m.takePrefetched(c, m.missed, first)
 		}
-		m.missed = m.missed[:kept]
-		m.misses += int64(kept - first)
-		m.hits += int64((hi-1)/lb-lo/lb+1) - int64(kept-first)
+		var missLines, runMiss int64
+		for _, r := range m.missed[first:] {
+			missLines += int64(r.last-r.first) + 1
+			runMiss += int64(min(hi, (int(r.last)+1)*lb) - max(lo, int(r.first)*lb))
+		}
+		m.misses += missLines
+		m.hits += int64((hi-1)/lb-lo/lb+1) - missLines
 		missB += runMiss
 		hitB += int64(hi-lo) - runMiss
 	})
@@ -154,12 +154,34 @@ func (m *memSystem) load(c *coreSim, base int, o Operand, now int64, prefetch bo
 	from := max(now+lat, p.read)
 	end := m.cal.reserve(now, from, hitB, missB, chip.L2ReadBytesPerCycle, chip.L2ReadBytesPerCycle)
 	p.read = end
-	for _, l := range m.missed {
-		m.l2.state[l].fill = end
-	}
+	m.l2.setEnd(id, end)
 	// Lines filled by another core's load arrive with that fill and then at port speed.
 	done := max(end, waitFill+int64(chip.L2LineBytes/max(1, chip.L2ReadBytesPerCycle)))
 	return transferTimes{occupy: max(1, end-from), done: max(1, done-now)}
+}
+
+// takePrefetched takes out of the runs of missed lines from first on those that core c's
+// share of the task's prefetch brought in, first lines first: they were filled
+// before the task's first instruction (fill 0) and are not fetched again.
+func (m *memSystem) takePrefetched(c *coreSim, missed []lineRange, first int) []lineRange {
+	lb := int64(m.chip.L2LineBytes)
+	kept := first
+	for _, r := range missed[first:] {
+		if c.prefetchLeft > 0 {
+			n := min(int64(r.last-r.first)+1, (c.prefetchLeft+lb-1)/lb) // lines prefetched
+			c.prefetchLeft -= n * lb
+			m.prefetched += n * lb
+			for l := r.first; l < r.first+int32(n); l++ {
+				m.l2.state[l].fill = 0
+			}
+			if r.first += int32(n); r.first > r.last {
+				continue
+			}
+		}
+		missed[kept] = r
+		kept++
+	}
+	return missed[:kept]
 }
 
 // store is a TSTORE of view o issued at now by core c whose pipe's own formula takes
@@ -172,7 +194,7 @@ func (m *memSystem) store(c *coreSim, base int, o Operand, now, d int64) transfe
 	var bytes int64
 	m.window(base, o, func(lo, hi int) {
 		lb := m.chip.L2LineBytes
-		m.missed, _ = m.l2.accessRun(lo/lb, (hi-1)/lb, true, m.missed[:0])
+		m.missed, _ = m.l2.accessRun(lo/lb, (hi-1)/lb, true, 0, m.missed[:0])
 		bytes += int64(hi - lo)
 	})
 	if bytes == 0 {

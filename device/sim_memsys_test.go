@@ -372,38 +372,51 @@ func TestTransposedWindowMovesItsOwnBytes(t *testing.T) {
 	require.Equal(t, 8*16*2, bcastB, "a broadcast row is read once per row")
 }
 
+// rangeLines expands runs of lines.
+func rangeLines(rs []lineRange) []int32 {
+	var out []int32
+	for _, r := range rs {
+		for l := r.first; l <= r.last; l++ {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
 // A run of lines looked up at once (accessRun) leaves the directory as the same lines
-// accessed one by one do, and reports the same misses and fills, through evictions.
+// accessed one by one do, and reports the same misses and fills, through evictions;
+// a missed line's fill is its load's end once that is set.
 func TestAccessRunIsAccessLineByLine(t *testing.T) {
 	rng := rand.New(rand.NewPCG(13, 14))
-	const sets, ways, lines = 8, 4, 512
+	const sets, ways, n = 8, 4, 512
 	dir := func() *l2Tags {
-		return &l2Tags{state: make([]lineState, lines), count: make([]uint8, sets), ways: ways, base: 1, setDiv: ^uint64(0)/sets + 1}
+		return &l2Tags{state: make([]lineState, n), count: make([]uint8, sets), ways: ways, base: 1, setDiv: ^uint64(0)/sets + 1}
 	}
 	run, one := dir(), dir()
 	for range 2000 {
-		l0 := rng.IntN(lines - 8)
+		l0 := rng.IntN(n - 8)
 		l1 := l0 + rng.IntN(8)
 		write := rng.IntN(3) == 0
-		var missed []int32
-		var fill int64
-		for l := l0; l <= l1; l++ {
-			hit, f := one.access(l)
-			if hit {
-				fill = max(fill, f)
-			} else {
-				missed = append(missed, int32(l))
-			}
-			if write {
-				one.state[l].fill = 0
-			}
+		var fill, idRun, idOne int64
+		if !write {
+			idRun, idOne = run.newLoad(), one.newLoad()
 		}
-		got, gotFill := run.accessRun(l0, l1, write, nil)
-		require.Equal(t, missed, got)
+		var missed []int32
+		for l := l0; l <= l1; l++ {
+			ms, f := one.accessRun(l, l, write, idOne, nil)
+			fill = max(fill, f)
+			missed = append(missed, rangeLines(ms)...)
+		}
+		got, gotFill := run.accessRun(l0, l1, write, idRun, nil)
+		require.Equal(t, missed, rangeLines(got))
 		require.Equal(t, fill, gotFill)
-		for _, l := range missed {
-			f := rng.Int64N(1000) // the load's completion, as memSystem.load sets it
-			one.state[l].fill, run.state[l].fill = f, f
+		if !write {
+			end := rng.Int64N(1000) // the load's completion, as memSystem.load sets it
+			run.setEnd(idRun, end)
+			one.setEnd(idOne, end)
+			for _, l := range missed {
+				require.Equal(t, end, run.fillOf(run.state[l].fill))
+			}
 		}
 		require.Equal(t, one.state, run.state)
 		require.Equal(t, one.count, run.count)
@@ -412,8 +425,9 @@ func TestAccessRunIsAccessLineByLine(t *testing.T) {
 }
 
 // Up to evictionFreeLines no set holds more GM lines than ways, and one line more
-// overfills a set; a directory of such a GM keeps no set counts (roomy) and answers
-// as one that counts them.
+// overfills a set; a directory of such a GM keeps only a bit per line (roomy) and
+// answers as one that counts its sets and stamps its lines: the same misses, in runs,
+// and the same fills, whatever the runs' alignment to the bitmap's words.
 func TestRoomyDirectoryNeverEvicts(t *testing.T) {
 	const sets, ways = 16, 4
 	dir := func(lines int) *l2Tags {
@@ -434,13 +448,27 @@ func TestRoomyDirectoryNeverEvicts(t *testing.T) {
 	require.LessOrEqual(t, n, sets*ways)
 	rng := rand.New(rand.NewPCG(15, 16))
 	roomy, counted := dir(n), dir(n)
-	roomy.roomy = true
+	roomy.roomy, roomy.present = true, make([]uint64, (n+63)/64)
 	for range 3000 {
 		l0 := rng.IntN(n - 4)
-		l1 := l0 + rng.IntN(4)
-		got, _ := roomy.accessRun(l0, l1, false, nil)
-		want, _ := counted.accessRun(l0, l1, false, nil)
+		l1 := min(n-1, l0+rng.IntN(4)+rng.IntN(2)*rng.IntN(70))
+		write := rng.IntN(4) == 0
+		var idR, idC int64
+		if !write {
+			idR, idC = roomy.newLoad(), counted.newLoad()
+		}
+		got, gotFill := roomy.accessRun(l0, l1, write, idR, nil)
+		want, wantFill := counted.accessRun(l0, l1, write, idC, nil)
 		require.Equal(t, want, got)
+		require.Equal(t, wantFill, gotFill)
+		if !write {
+			end := rng.Int64N(1000)
+			roomy.setEnd(idR, end)
+			counted.setEnd(idC, end)
+		}
+		for l := range n {
+			require.Equal(t, counted.fillOf(counted.state[l].fill), roomy.fillOf(roomy.state[l].fill), "line %d", l)
+		}
 	}
 	require.Nil(t, counted.bySet, "the counted directory evicted nothing either")
 }
