@@ -14,6 +14,10 @@ type calendar struct {
 	origin int64
 	base   int64 // bucket number of used[0]
 	used   []bucket
+	// hbmFull is a bucket number before which every bucket's HBM bytes are used up: a
+	// transfer of missed bytes alone moves nothing there, so it starts looking at
+	// hbmFull (streaming cores keep the HBM full for many buckets ahead).
+	hbmFull int64
 }
 
 type bucket struct{ l2, hbm int64 }
@@ -30,7 +34,11 @@ func (c *calendar) reserve(now, from, hit, miss int64, port, missPort int) int64
 	now, from = now-c.origin, from-c.origin
 	c.trim(now)
 	t := max(0, from)
+	if hit == 0 && c.hbm > 0 {
+		t = max(t, c.hbmFull*bucketCycles)
+	}
 	p, mp := int64(max(1, port)), int64(max(1, missPort))
+	defer c.advanceFull()
 	for hit > 0 || miss > 0 {
 		b := t / bucketCycles
 		cyc := (b+1)*bucketCycles - t
@@ -67,6 +75,17 @@ func (c *calendar) reserve(now, from, hit, miss int64, port, missPort int) int64
 		t = (b + 1) * bucketCycles
 	}
 	return c.origin + t
+}
+
+// advanceFull moves hbmFull past the buckets whose HBM bytes are used up.
+func (c *calendar) advanceFull() {
+	if c.hbm <= 0 {
+		return
+	}
+	c.hbmFull = max(c.hbmFull, c.base)
+	for i := c.hbmFull - c.base; i < int64(len(c.used)) && c.used[i].hbm >= c.hbm*bucketCycles; i++ {
+		c.hbmFull++
+	}
 }
 
 // at is the bucket of number b, appending empty ones as needed.
