@@ -125,6 +125,7 @@ type blockRun struct {
 	sc      scalarUnit
 	dyn     []dynInstr // issued instructions from dynBase on (started ones are dropped)
 	dynBase int
+	dynHigh int // the most entries dyn has held since the core's runs were released
 	issued  int // instructions issued to pipes so far (the next one's index)
 	races   raceChecker
 	queues  [numPipes][]int // issue indices, per pipe, from its oldest unstarted one
@@ -164,7 +165,7 @@ var blockRuns sync.Pool // of *blockRun
 func releaseRuns(sims []*coreSim) {
 	for _, c := range sims {
 		if r := c.lastRun; r != nil {
-			clear(r.dyn[:cap(r.dyn)]) // what they point to is the task's
+			clear(r.dyn[:r.dynHigh]) // what they point to is the task's
 			for p := range r.races.hist {
 				clear(r.races.hist[p][:cap(r.races.hist[p])])
 			}
@@ -232,11 +233,12 @@ func newBlockRun(c *coreSim, bi int, blk *Block, q *queueSet) *blockRun {
 	*r = blockRun{c: c, bi: bi, blk: blk, m: m, info: info, t0: c.start + c.cycles + int64(c.chip.PrologueCycles),
 		flags: old.flags, spans: old.spans, spare: old.spare}
 	r.sems = &r.flags
+	r.races.off = info.raceFree.Load()
 	r.flags.reset(info)
 	r.x = execCtx{m: m, blk: blk, queues: q, run: r}
 	r.sc = scalarUnit{regs: grow(old.sc.regs, len(m.Regs)), loops: old.sc.loops[:0]}
 	clear(r.sc.regs)
-	r.dyn = old.dyn[:0]
+	r.dyn, r.dynHigh = old.dyn[:0], old.dynHigh
 	for p := range numPipes {
 		r.queues[p], r.inflight[p], r.races.hist[p] = old.queues[p][:0], old.inflight[p][:0], old.races.hist[p][:0]
 	}
@@ -271,8 +273,12 @@ func (r *blockRun) finished() bool { return r.sc.pc >= len(r.m.Instrs) && r.done
 
 // enqueue issues a pipe instruction at the scalar unit's current time.
 func (r *blockRun) enqueue(pc int, in *Instr) {
-	acc := r.info.access(pc)
-	if !r.info.static[pc] {
+	var acc accessSet
+	switch {
+	case r.races.off:
+	case r.info.static[pc]:
+		acc = r.info.access(pc)
+	default:
 		acc = r.spans.accesses(in)
 	}
 	d := dynInstr{pc: pc, in: in, issue: r.sc.t, acc: acc, sSeen: r.races.issued[isa.PipeS]}
@@ -282,6 +288,7 @@ func (r *blockRun) enqueue(pc int, in *Instr) {
 	}
 	r.queues[in.Pipe] = append(r.queues[in.Pipe], r.issued)
 	r.dyn = append(r.dyn, d)
+	r.dynHigh = max(r.dynHigh, len(r.dyn))
 	r.issued++
 }
 
@@ -448,6 +455,9 @@ func (r *blockRun) finish() error {
 	if len(leaked) > 0 {
 		sort.Ints(leaked)
 		return r.fail(leaked[0], "set_flag is never consumed by a wait_flag (%d unconsumed set(s) at block end)", len(leaked))
+	}
+	if !r.races.off && !r.c.opts.Functional && r.info.replayable {
+		r.info.raceFree.Store(true) // the checker saw every instruction start
 	}
 	return nil
 }

@@ -3,6 +3,7 @@ package device
 import (
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"pypto/isa"
 )
@@ -18,13 +19,20 @@ type progInfo struct {
 	// is moved or sized by a register (resolve leaves it as it is).
 	static []bool
 	acc    []accessSet
+	// hash is the program's contents when this was read (programHash); replayable
+	// says that the program's path and operands do not depend on values (no SLD, no
+	// queue), so one run shows what every run of it accesses; raceFree that a block
+	// of it has run to its end with the race checker finding nothing (program_cache.go).
+	hash       uint64
+	replayable bool
+	raceFree   atomic.Bool
 }
 
 // newProgInfo reads m; the access sets only when withAccess (a functional run checks
 // no races). The sets' spans share one slice.
 func newProgInfo(m *MachineProgram, withAccess bool) *progInfo {
 	n := len(m.Instrs)
-	p := &progInfo{flagSlot: make([]int32, n), static: make([]bool, n)}
+	p := &progInfo{flagSlot: make([]int32, n), static: make([]bool, n), replayable: true}
 	var scratch accessSet
 	var spans []span
 	var ends [][2]int32 // per pc with access sets: where its reads and its writes end in spans
@@ -35,6 +43,10 @@ func newProgInfo(m *MachineProgram, withAccess bool) *progInfo {
 	for pc := range m.Instrs {
 		in := &m.Instrs[pc]
 		p.flagSlot[pc] = -1
+		switch in.Op {
+		case isa.SLD, isa.TPUSH, isa.TPOP, isa.TFREE:
+			p.replayable = false
+		}
 		if in.Op == isa.SET_FLAG || in.Op == isa.WAIT_FLAG {
 			// A program uses a few pipe pairs and ids: a search beats a map.
 			k := flagKeyOf(in)
@@ -102,24 +114,24 @@ func movedByRegister(in *Instr) bool {
 	return false
 }
 
-// progInfos is a task's progInfo of each program, made when a block of the program
+// progInfos is a task's progInfo of each program, found when a block of the program
 // first starts (cores of a functional run start blocks in parallel goroutines).
 type progInfos struct {
-	mu         sync.Mutex
-	m          map[*MachineProgram]*progInfo
-	noAccesses bool // a functional task's: no access sets
+	mu sync.Mutex
+	m  map[*MachineProgram]*progInfo
 }
 
-// of returns m's progInfo; a core outside a task (infos nil) makes its own.
+// of returns m's progInfo (cachedProgInfo), once per task; a core outside a task
+// (infos nil) asks for it at every block.
 func (infos *progInfos) of(m *MachineProgram) *progInfo {
 	if infos == nil {
-		return newProgInfo(m, true)
+		return cachedProgInfo(m)
 	}
 	infos.mu.Lock()
 	defer infos.mu.Unlock()
 	p := infos.m[m]
 	if p == nil {
-		p = newProgInfo(m, !infos.noAccesses)
+		p = cachedProgInfo(m)
 		if infos.m == nil {
 			infos.m = map[*MachineProgram]*progInfo{}
 		}

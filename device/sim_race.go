@@ -32,6 +32,9 @@ type raceEntry struct {
 }
 
 type raceChecker struct {
+	// off skips the checks of a program already found race-free (program_cache.go):
+	// instructions are still numbered, nothing else is kept.
+	off      bool
 	known    [numPipes]vclock
 	issued   [numPipes]int         // instructions issued per pipe so far
 	accessed [numPipes]bool        // whether the pipe has issued an instruction that touches memory
@@ -50,7 +53,7 @@ const maxHistory = 1 << 16
 func (r *raceChecker) issue(p isa.Pipe, order, pc int, acc accessSet) int {
 	seq := r.issued[p]
 	r.issued[p]++
-	if !acc.empty() {
+	if !r.off && !acc.empty() {
 		r.hist[p] = append(r.hist[p], raceEntry{seq: seq, order: order, pc: pc, acc: acc})
 		r.accessed[p] = true
 	}
@@ -59,6 +62,9 @@ func (r *raceChecker) issue(p isa.Pipe, order, pc int, acc accessSet) int {
 
 // barrier records a TSYNC all: everything issued so far is complete for every pipe.
 func (r *raceChecker) barrier() {
+	if r.off {
+		return
+	}
 	for p := range r.known {
 		for q := range r.known[p] {
 			r.known[p][q] = max(r.known[p][q], r.issued[q])
@@ -72,19 +78,29 @@ func (r *raceChecker) barrier() {
 // snapshot is the knowledge a SET_FLAG at sequence number seq of pipe p carries:
 // everything p knew, and every earlier instruction of p itself.
 func (r *raceChecker) snapshot(p isa.Pipe, seq int) vclock {
+	if r.off {
+		return vclock{}
+	}
 	s := r.known[p]
 	s[p] = max(s[p], seq)
 	return s
 }
 
 // join records a WAIT_FLAG on pipe p consuming a set that carried k.
-func (r *raceChecker) join(p isa.Pipe, k vclock) { r.known[p].join(k) }
+func (r *raceChecker) join(p isa.Pipe, k vclock) {
+	if !r.off {
+		r.known[p].join(k)
+	}
+}
 
 // start checks the instruction at sequence number seq of pipe p (position order in
 // issue order) as it starts. sSeen is the number of scalar-pipe instructions executed
 // before it was issued: those execute at issue, so they are complete. It returns the
 // earlier conflicting instruction of another pipe that is not known complete, if any.
 func (r *raceChecker) start(p isa.Pipe, seq, sSeen, order int, acc accessSet) (other raceEntry, otherPipe isa.Pipe, raced bool) {
+	if r.off {
+		return raceEntry{}, 0, false
+	}
 	r.known[p][p] = max(r.known[p][p], seq)
 	r.known[p][isa.PipeS] = max(r.known[p][isa.PipeS], sSeen)
 	if acc.empty() {

@@ -137,7 +137,9 @@ func (r *blockRun) issueOne() (bool, error) {
 			if res, err = r.resolve(in, &r.resolved); err != nil {
 				return false, r.fail(pc, "%v", err)
 			}
-			acc = r.spans.accesses(res)
+			if !r.races.off {
+				acc = r.spans.accesses(res)
+			}
 		}
 		seq := r.races.issue(isa.PipeS, r.issued, pc, acc)
 		if other, q, raced := r.races.start(isa.PipeS, seq, seq, r.issued, acc); raced {
