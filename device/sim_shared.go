@@ -28,6 +28,14 @@ func runShared(sims []*coreSim, blocks []Block, cores int, balance bool, coreOf 
 		}
 	}
 	nextBlock := len(sims) // the next block a balanced core takes
+	// Only GM transfers reach what cores share (the L2, the bandwidth calendar), so
+	// only they need task time order across cores: a core starts its other
+	// instructions as soon as they are its next, in its own time order, and waits in
+	// the loop below at its next transfer. The memory system sees the same transfers
+	// in the same order, so times are the same, and a step switches cores once per
+	// transfer, not once per instruction. Balancing compares blocks' ends with every
+	// core's next start, so it keeps every instruction in task time order.
+	eager := !balance
 	// advance issues on core ci until it has a startable instruction, moving on to
 	// the core's next block when one finishes; it reports false when the core is done.
 	advance := func(ci int) (bool, error) {
@@ -57,6 +65,12 @@ func runShared(sims []*coreSim, blocks []Block, cores int, balance bool, coreOf 
 			di, st, ok := s.r.next()
 			if !ok {
 				return false, s.r.deadlock()
+			}
+			if eager && !sharesMemory(s.r.d(di).in) {
+				if err := s.r.start(di, st); err != nil {
+					return false, err
+				}
+				continue
 			}
 			s.di, s.st, s.cached = di, st, true
 		}
@@ -120,6 +134,16 @@ func runShared(sims []*coreSim, blocks []Block, cores int, balance bool, coreOf 
 			ready.pop()
 		}
 	}
+}
+
+// sharesMemory reports whether starting in touches state other cores share: a GM
+// transfer, which the memory system times (memSystem.duration).
+func sharesMemory(in *Instr) bool {
+	switch in.Op {
+	case isa.TLOAD, isa.TSTORE, isa.TSTORE_FP:
+		return true
+	}
+	return false
 }
 
 // startHeap is a binary min-heap of cores by their next start time, ties by core
