@@ -24,7 +24,12 @@ import (
 // stamps keep counting, a task's first stamp is its base, and a line whose stamp is
 // older than the base is absent. Only the counts of the sets a task filled are reset.
 type l2Tags struct {
-	state []lineState // per GM line
+	// used and fill are the per GM line state, apart so that a roomy directory,
+	// which reads no stamps, streams through 8 bytes a line: the stamp of the line's
+	// last use (older than base: not in L2; unused when roomy) and when its fill
+	// completes: task cycles (0: filled when the task began, or written by a store)
+	// or, negative, ^k for the k-th load of ends.
+	used, fill []int64
 	// count is the lines each set holds, a byte per set (Chip.Validate keeps L2Ways
 	// at most maxL2Ways) so that the counts of a2's 24,576 sets fit a host's L1
 	// cache: a streaming transfer's lines fall in sets spread over all of them.
@@ -45,16 +50,12 @@ type l2Tags struct {
 	// a missed line's fill names its load, whose end is known once the load's
 	// bytes are booked, after its lines were looked up.
 	ends []int64
+	// missedScratch receives the misses of stores, which no one reads.
+	missedScratch []lineRange
 	// bySet lists the GM lines of each set, set s's in bySet[setStart[s]:setStart[s+1]],
-	// for the len(state) lines of GM (nil until a set first overflows).
+	// for the len(fill) lines of GM (nil until a set first overflows).
 	bySet, setStart []int32
 }
-
-// lineState is a GM line in the directory: the stamp of its last use (older than
-// base: not in L2; unused in a roomy directory) and when its fill completes: task
-// cycles (0: filled when the task began, or written by a store) or, negative, ^k for
-// the k-th load of ends.
-type lineState struct{ used, fill int64 }
 
 // lineRange is the lines first..last (inclusive).
 type lineRange struct{ first, last int32 }
@@ -101,13 +102,13 @@ func takeL2(sets, ways, lines int) *l2Tags {
 		t.count, t.ways, t.filled, t.bySet = make([]uint8, sets), ways, t.filled[:0], nil
 		t.setDiv = ^uint64(0)/uint64(sets) + 1
 	}
-	if len(t.state) != lines {
+	if len(t.fill) != lines {
 		t.bySet = nil // another GM
 	}
-	if cap(t.state) < lines {
-		t.state = make([]lineState, lines) // stamp 0 is older than any base
+	if cap(t.fill) < lines {
+		t.used, t.fill = make([]int64, lines), make([]int64, lines) // stamp 0 is older than any base
 	}
-	t.state = t.state[:lines]
+	t.used, t.fill = t.used[:lines], t.fill[:lines]
 	t.base = t.clock + 1
 	t.roomy = lines <= evictionFreeLines(t)
 	if t.roomy {
@@ -179,17 +180,16 @@ func (t *l2Tags) accessRun(l0, l1 int, write bool, fill int64, missed []lineRang
 	clock, base := t.clock, t.base
 	for l := l0; l <= l1; l++ {
 		clock++
-		st := &t.state[l]
-		if st.used >= base {
-			st.used = clock
-			waitFill = max(waitFill, t.fillOf(st.fill))
+		if t.used[l] >= base {
+			t.used[l] = clock
+			waitFill = max(waitFill, t.fillOf(t.fill[l]))
 			if write {
-				st.fill = 0
+				t.fill[l] = 0
 			}
 			continue
 		}
 		t.insert(l)
-		*st = lineState{used: clock, fill: fill}
+		t.used[l], t.fill[l] = clock, fill
 		missed = addLines(missed, floor, l, l)
 	}
 	t.clock = clock
@@ -207,27 +207,44 @@ func (t *l2Tags) accessRoomy(l0, l1 int, write bool, fill int64, missed []lineRa
 		hit := t.present[w] & mask
 		t.present[w] |= mask
 		for b := hit; b != 0; b &= b - 1 {
-			st := &t.state[64*w+bits.TrailingZeros64(b)]
-			waitFill = max(waitFill, t.fillOf(st.fill))
+			l := 64*w + bits.TrailingZeros64(b)
+			waitFill = max(waitFill, t.fillOf(t.fill[l]))
 			if write {
-				st.fill = 0
+				t.fill[l] = 0
 			}
 		}
 		if miss := mask &^ hit; miss == mask {
 			for l := lo; l <= hi; l++ {
-				t.state[l].fill = fill
+				t.fill[l] = fill
 			}
 			missed = addLines(missed, floor, lo, hi)
 		} else {
 			for b := miss; b != 0; b &= b - 1 {
 				l := 64*w + bits.TrailingZeros64(b)
-				t.state[l].fill = fill
+				t.fill[l] = fill
 				missed = addLines(missed, floor, l, l)
 			}
 		}
 	}
 	t.clock += int64(l1 - l0 + 1)
 	return missed, waitFill
+}
+
+// writeRun is accessRun of a store's lines l0..l1: every line ends up present and
+// filled (the store's data is there); which were missed does not matter.
+func (t *l2Tags) writeRun(l0, l1 int) {
+	if !t.roomy {
+		t.missedScratch, _ = t.accessRun(l0, l1, true, 0, t.missedScratch[:0])
+		return
+	}
+	for w := l0 / 64; w <= l1/64; w++ {
+		lo, hi := max(l0, 64*w), min(l1, 64*w+63)
+		t.present[w] |= (^uint64(0) >> (63 - (hi - lo))) << (lo % 64)
+	}
+	for l := l0; l <= l1; l++ {
+		t.fill[l] = 0
+	}
+	t.clock += int64(l1 - l0 + 1)
 }
 
 // addLines appends lines lo..hi to the runs of missed lines, extending the last run
@@ -263,11 +280,11 @@ func (t *l2Tags) evict(s int) {
 	}
 	victim, oldest := int32(-1), int64(0)
 	for _, l := range t.bySet[t.setStart[s]:t.setStart[s+1]] {
-		if u := t.state[l].used; u >= t.base && (victim < 0 || u < oldest) {
+		if u := t.used[l]; u >= t.base && (victim < 0 || u < oldest) {
 			victim, oldest = l, u
 		}
 	}
-	t.state[victim].used = 0
+	t.used[victim] = 0
 }
 
 // index lists the GM lines of each set (a counting sort by set).
@@ -275,15 +292,15 @@ func (t *l2Tags) index() {
 	sets := len(t.count)
 	t.setStart = grow(t.setStart, sets+1)
 	clear(t.setStart)
-	for l := range t.state {
+	for l := range t.fill {
 		t.setStart[t.setOf(l)+1]++
 	}
 	for s := range sets {
 		t.setStart[s+1] += t.setStart[s]
 	}
 	next := append([]int32(nil), t.setStart[:sets]...)
-	t.bySet = grow(t.bySet, len(t.state))
-	for l := range t.state {
+	t.bySet = grow(t.bySet, len(t.fill))
+	for l := range t.fill {
 		s := t.setOf(l)
 		t.bySet[next[s]] = int32(l)
 		next[s]++

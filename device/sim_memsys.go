@@ -172,7 +172,7 @@ func (m *memSystem) takePrefetched(c *coreSim, missed []lineRange, first int) []
 			c.prefetchLeft -= n * lb
 			m.prefetched += n * lb
 			for l := r.first; l < r.first+int32(n); l++ {
-				m.l2.state[l].fill = 0
+				m.l2.fill[l] = 0
 			}
 			if r.first += int32(n); r.first > r.last {
 				continue
@@ -194,7 +194,7 @@ func (m *memSystem) store(c *coreSim, base int, o Operand, now, d int64) transfe
 	var bytes int64
 	m.window(base, o, func(lo, hi int) {
 		lb := m.chip.L2LineBytes
-		m.missed, _ = m.l2.accessRun(lo/lb, (hi-1)/lb, true, 0, m.missed[:0])
+		m.l2.writeRun(lo/lb, (hi-1)/lb)
 		bytes += int64(hi - lo)
 	})
 	if bytes == 0 {

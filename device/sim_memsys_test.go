@@ -390,7 +390,7 @@ func TestAccessRunIsAccessLineByLine(t *testing.T) {
 	rng := rand.New(rand.NewPCG(13, 14))
 	const sets, ways, n = 8, 4, 512
 	dir := func() *l2Tags {
-		return &l2Tags{state: make([]lineState, n), count: make([]uint8, sets), ways: ways, base: 1, setDiv: ^uint64(0)/sets + 1}
+		return &l2Tags{used: make([]int64, n), fill: make([]int64, n), count: make([]uint8, sets), ways: ways, base: 1, setDiv: ^uint64(0)/sets + 1}
 	}
 	run, one := dir(), dir()
 	for range 2000 {
@@ -415,10 +415,11 @@ func TestAccessRunIsAccessLineByLine(t *testing.T) {
 			run.setEnd(idRun, end)
 			one.setEnd(idOne, end)
 			for _, l := range missed {
-				require.Equal(t, end, run.fillOf(run.state[l].fill))
+				require.Equal(t, end, run.fillOf(run.fill[l]))
 			}
 		}
-		require.Equal(t, one.state, run.state)
+		require.Equal(t, one.used, run.used)
+		require.Equal(t, one.fill, run.fill)
 		require.Equal(t, one.count, run.count)
 		require.Equal(t, one.clock, run.clock)
 	}
@@ -431,7 +432,7 @@ func TestAccessRunIsAccessLineByLine(t *testing.T) {
 func TestRoomyDirectoryNeverEvicts(t *testing.T) {
 	const sets, ways = 16, 4
 	dir := func(lines int) *l2Tags {
-		return &l2Tags{state: make([]lineState, lines), count: make([]uint8, sets), ways: ways, base: 1, setDiv: ^uint64(0)/sets + 1}
+		return &l2Tags{used: make([]int64, lines), fill: make([]int64, lines), count: make([]uint8, sets), ways: ways, base: 1, setDiv: ^uint64(0)/sets + 1}
 	}
 	n := evictionFreeLines(dir(0))
 	perSet := func(lines int) (most int) {
@@ -453,21 +454,22 @@ func TestRoomyDirectoryNeverEvicts(t *testing.T) {
 		l0 := rng.IntN(n - 4)
 		l1 := min(n-1, l0+rng.IntN(4)+rng.IntN(2)*rng.IntN(70))
 		write := rng.IntN(4) == 0
-		var idR, idC int64
-		if !write {
-			idR, idC = roomy.newLoad(), counted.newLoad()
-		}
-		got, gotFill := roomy.accessRun(l0, l1, write, idR, nil)
-		want, wantFill := counted.accessRun(l0, l1, write, idC, nil)
-		require.Equal(t, want, got)
-		require.Equal(t, wantFill, gotFill)
-		if !write {
+		if write { // a store's lookup (writeRun) against the stamped directory's
+			roomy.writeRun(l0, l1)
+			counted.accessRun(l0, l1, true, 0, nil)
+		} else {
+			idR, idC := roomy.newLoad(), counted.newLoad()
+			got, gotFill := roomy.accessRun(l0, l1, false, idR, nil)
+			want, wantFill := counted.accessRun(l0, l1, false, idC, nil)
+			require.Equal(t, want, got)
+			require.Equal(t, wantFill, gotFill)
 			end := rng.Int64N(1000)
 			roomy.setEnd(idR, end)
 			counted.setEnd(idC, end)
 		}
+		require.Equal(t, counted.clock, roomy.clock)
 		for l := range n {
-			require.Equal(t, counted.fillOf(counted.state[l].fill), roomy.fillOf(roomy.state[l].fill), "line %d", l)
+			require.Equal(t, counted.fillOf(counted.fill[l]), roomy.fillOf(roomy.fill[l]), "line %d", l)
 		}
 	}
 	require.Nil(t, counted.bySet, "the counted directory evicted nothing either")

@@ -19,11 +19,11 @@ type progInfo struct {
 	// is moved or sized by a register (resolve leaves it as it is).
 	static []bool
 	acc    []accessSet
-	// hash is the program's contents when this was read (programHash); replayable
+	// code is the program's contents when this was read (programCode); replayable
 	// says that the program's path and operands do not depend on values (no SLD, no
 	// queue), so one run shows what every run of it accesses; raceFree that a block
 	// of it has run to its end with the race checker finding nothing (program_cache.go).
-	hash       uint64
+	code       programCode
 	replayable bool
 	raceFree   atomic.Bool
 }
