@@ -182,43 +182,53 @@ func RunTask(chip *Chip, gm []byte, kind isa.CoreKind, blocks []Block, opts RunO
 }
 
 // runParallel runs each core's blocks (coreSim.run) on GOMAXPROCS goroutines (none
-// for one core), each taking the next core not yet run and lending it its buffers,
-// cleared to the core's extents: a host thread's buffers stay in its cache from core
-// to core, where a set per simulated core (48 of them) would not. It returns each
-// core's error.
+// for one core) and returns each core's error (coreRunner).
 func runParallel(sims []*coreSim, blocks []Block, cores int) []error {
-	errs := make([]error, len(sims))
-	var next atomic.Int64
-	work := func() {
-		var own [isa.NumLocations][]byte
-		for i := int(next.Add(1) - 1); i < len(sims); i = int(next.Add(1) - 1) {
-			c := sims[i]
-			for loc, n := range c.extent {
-				if n > cap(own[loc]) {
-					releaseBuffer(loc, own[loc])
-					own[loc] = newBuffer(loc, n)
-				}
-				c.bufs[loc] = own[loc][:n]
-				clear(c.bufs[loc])
-			}
-			errs[i] = c.run(blocks, cores)
-			c.bufs = [isa.NumLocations][]byte{}
-		}
-		for loc, b := range own {
-			releaseBuffer(loc, b)
-		}
-	}
+	cr := &coreRunner{sims: sims, blocks: blocks, cores: cores, errs: make([]error, len(sims))}
 	workers := min(runtime.GOMAXPROCS(0), len(sims))
 	if workers <= 1 {
-		work()
-		return errs
+		cr.work()
+		return cr.errs
 	}
 	var wg sync.WaitGroup
 	for range workers {
-		wg.Go(work)
+		wg.Go(cr.work)
 	}
 	wg.Wait()
-	return errs
+	return cr.errs
+}
+
+// coreRunner runs cores' blocks on the goroutines that call work: each takes the next
+// core not yet run and lends it its buffers, cleared to the core's extents (a host
+// thread's buffers stay in its cache from core to core, where a set per simulated
+// core, 48 of them, would not). A goroutine may join late (work) and take what is
+// left.
+type coreRunner struct {
+	sims   []*coreSim
+	blocks []Block
+	cores  int
+	next   atomic.Int64
+	errs   []error // per core
+}
+
+func (cr *coreRunner) work() {
+	var own [isa.NumLocations][]byte
+	for i := int(cr.next.Add(1) - 1); i < len(cr.sims); i = int(cr.next.Add(1) - 1) {
+		c := cr.sims[i]
+		for loc, n := range c.extent {
+			if n > cap(own[loc]) {
+				releaseBuffer(loc, own[loc])
+				own[loc] = newBuffer(loc, n)
+			}
+			c.bufs[loc] = own[loc][:n]
+			clear(c.bufs[loc])
+		}
+		cr.errs[i] = c.run(cr.blocks, cr.cores)
+		c.bufs = [isa.NumLocations][]byte{}
+	}
+	for loc, b := range own {
+		releaseBuffer(loc, b)
+	}
 }
 
 // checkMovedWindows repeats the cross-block check with the GM windows registers moved,

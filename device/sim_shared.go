@@ -1,6 +1,11 @@
 package device
 
-import "pypto/isa"
+import (
+	"runtime"
+	"sync"
+
+	"pypto/isa"
+)
 
 // runShared simulates the cores of a task that share a memory system in one
 // discrete-event loop: each step starts, over all cores, the instruction that can
@@ -240,14 +245,17 @@ func runSharedTask(chip *Chip, kind isa.CoreKind, gm []byte, blocks []Block, cor
 		t.noMoved = true
 		t.opts.NoValues = true
 	}
-	var errs []error
-	done := make(chan struct{})
-	go func() {
-		errs = runParallel(shadows, blocks, cores)
-		close(done)
-	}()
+	// The functional run takes every host thread but this one, which runs the timing
+	// loop and then joins it: one goroutine a thread, none waiting for one.
+	cr := &coreRunner{sims: shadows, blocks: blocks, cores: cores, errs: make([]error, len(shadows))}
+	var wg sync.WaitGroup
+	for range max(1, min(runtime.GOMAXPROCS(0)-1, len(shadows))) {
+		wg.Go(cr.work)
+	}
 	err := runShared(sims, blocks, cores, opts.BalanceBlocks, coreOf)
-	<-done
+	cr.work()
+	wg.Wait()
+	errs := cr.errs
 	for ci, c := range shadows {
 		sims[ci].dynGM = c.dynGM // checkMovedWindows reads the task's cores
 	}
