@@ -213,7 +213,6 @@ func (m *memSystem) store(c *coreSim, base int, o Operand, now, d int64) transfe
 // now by run r: the chip's formula, except that GM transfers go through the memory
 // system.
 func (m *memSystem) duration(r *blockRun, in *Instr, now int64) transferTimes {
-	d := r.c.chip.duration(in)
 	var o Operand
 	switch in.Op {
 	case isa.TPOP:
@@ -228,14 +227,16 @@ func (m *memSystem) duration(r *blockRun, in *Instr, now int64) transferTimes {
 	case isa.TSTORE, isa.TSTORE_FP:
 		o = in.Args[0]
 	default:
+		d := r.c.chip.duration(in)
 		return transferTimes{d, d}
 	}
 	if o.Kind != isa.KindGM || o.GM.Param < 0 || o.GM.Param >= len(r.blk.ParamAddrs) {
+		d := r.c.chip.duration(in)
 		return transferTimes{d, d}
 	}
 	base := r.blk.ParamAddrs[o.GM.Param]
-	if in.Op == isa.TLOAD {
+	if in.Op == isa.TLOAD { // the pipe's own formula does not apply: the memory system times it
 		return m.load(r.c, base, o, now, m.prefetches(r, o.GM.Param))
 	}
-	return m.store(r.c, base, o, now, d)
+	return m.store(r.c, base, o, now, r.c.chip.duration(in))
 }
