@@ -67,6 +67,8 @@ type icache struct {
 	prog     *MachineProgram           // the program fetched from last
 	progBase int64                     // its code address
 	lastLine int64                     // the line fetched last, the first of its set (-1: none)
+	// linePC and perLine are the pcs of prog in lastLine: linePC .. linePC+perLine-1.
+	linePC, perLine int
 	lastMiss int64                     // line address of the last miss (-2: none)
 	misses   int64
 	stalls   int64 // cycles issue waited for fetches
@@ -79,6 +81,9 @@ func (c *coreSim) fetch(m *MachineProgram, pc int) int64 {
 		return 0
 	}
 	ic := &c.icache
+	if m == ic.prog && uint(pc-ic.linePC) < uint(ic.perLine) {
+		return 0 // in the line fetched last (as the line test below finds, without dividing)
+	}
 	if ic.sets == nil {
 		ic.sets = make([][]int64, max(1, ch.ICacheBytes/(ch.ICacheLineBytes*ch.ICacheWays)))
 		ic.base = map[*MachineProgram]int64{}
@@ -100,6 +105,8 @@ func (c *coreSim) fetch(m *MachineProgram, pc int) int64 {
 		return 0 // still the most recent line of its set
 	}
 	ic.lastLine = line
+	ic.perLine = ch.ICacheLineBytes / ch.InstrBytes // a program starts on a line
+	ic.linePC = int((line*int64(ch.ICacheLineBytes) - ic.progBase) / int64(ch.InstrBytes))
 	set := &ic.sets[line%int64(len(ic.sets))]
 	for i, l := range *set {
 		if l == line {
