@@ -190,6 +190,10 @@ func (r *blockRun) takeInstr() *Instr {
 	return &Instr{}
 }
 
+// compactEvery is how many starts apart a block compacts its queues: often enough
+// that they hold little more than what is in flight, seldom enough to cost nothing.
+const compactEvery = 64
+
 // compact drops the started instructions at the front of the issued list and of the
 // pipe queues, so a long loop keeps only what is in flight.
 func (r *blockRun) compact() {
@@ -405,7 +409,9 @@ func (r *blockRun) start(di int, st int64) error {
 	r.heads[p]++
 	r.done++
 	r.record(d.pc, p, st, end)
-	r.compact()
+	if r.done%compactEvery == 0 {
+		r.compact()
+	}
 	return nil
 }
 
