@@ -69,9 +69,9 @@ type icache struct {
 	lastLine int64                     // the line fetched last, the first of its set (-1: none)
 	// linePC and perLine are the pcs of prog in lastLine: linePC .. linePC+perLine-1.
 	linePC, perLine int
-	lastMiss int64                     // line address of the last miss (-2: none)
-	misses   int64
-	stalls   int64 // cycles issue waited for fetches
+	lastMiss        int64 // line address of the last miss (-2: none)
+	misses          int64
+	stalls          int64 // cycles issue waited for fetches
 }
 
 // fetch returns the cycles issue stalls to fetch instruction pc of m.
