@@ -8,9 +8,10 @@ import (
 )
 
 // runShared simulates the cores of a task that share a memory system in one
-// discrete-event loop: each step starts, over all cores, the instruction that can
-// start first in task time (ties by core order). The L2 and the HBM share then see
-// the accesses in the order they happen, whatever GOMAXPROCS is. Cores do not wait
+// discrete-event loop: each step starts, over all cores, the GM transfer that can
+// start first in task time (ties by core order; a core's other instructions start
+// as they come, see eager below). The L2 and the HBM share then see the accesses in
+// the order they happen, whatever GOMAXPROCS is. Cores do not wait
 // on each other in a RunTask (their queues are per block), so a core whose next
 // instruction cannot start is deadlocked on its own.
 //
