@@ -24,6 +24,8 @@ type coreSim struct {
 	opts   RunOptions
 	start  int64      // task time at which this core starts (after dispatch and core start)
 	mem    *memSystem // the task's shared L2 and HBM, nil without one
+	// portSlot is 1 + the index of the core's GM ports in mem (0: none yet).
+	portSlot int
 	// prefetchLeft is what is left of this core's share of RunOptions.PrefetchBytes
 	// for the loads of its first block (sim_prefetch.go).
 	prefetchLeft int64

@@ -18,7 +18,7 @@ type memSystem struct {
 	l2    *l2Tags // the L2's directory (sim_l2.go)
 	lines int     // lines in GM
 	cal   calendar
-	ports []corePorts // by core index
+	ports []corePorts // by the cores' portSlot
 	// missed lists the runs of lines the transfer being simulated missed, reused by
 	// every transfer.
 	missed []lineRange
@@ -50,10 +50,11 @@ func (m *memSystem) release() {
 }
 
 func (m *memSystem) portsOf(c *coreSim) *corePorts {
-	if c.index >= len(m.ports) {
-		m.ports = append(m.ports, make([]corePorts, c.index+1-len(m.ports))...)
+	if c.portSlot == 0 { // a mixed task's cube and vector cores share indices: a slot each
+		m.ports = append(m.ports, corePorts{})
+		c.portSlot = len(m.ports)
 	}
-	return &m.ports[c.index]
+	return &m.ports[c.portSlot-1]
 }
 
 // touch accesses line l in L2 (l2Tags.access) and reports whether it was present.
