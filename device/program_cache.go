@@ -1,21 +1,21 @@
 package device
 
 import (
-	"bytes"
+	"hash/maphash"
 	"runtime"
-	"slices"
 	"sync"
+	"sync/atomic"
 	"unsafe"
 	"weak"
-
-	"pypto/isa"
 )
 
 // What the simulator reads from a machine program (its progInfo) is kept from run to
 // run, as is what runs found: that the program has no race. A program is keyed by its
-// pointer, held weakly (the entry goes with the program), and checked against a copy
-// of its instructions at each task, so a program changed in place after a run is read
-// again and checked for races again.
+// pointer, held weakly (the entry goes with the program). The first run of a program
+// only notes it (most programs a compilation times run once); from its second run on
+// the progInfo is kept with a hash of the instructions it was read from, checked at
+// each task, so a program changed in place after a run is read again and checked for
+// races again.
 //
 // The race check of a replayable program (progInfo.replayable: registers are computed
 // from immediates alone, so every run takes the same path with the same operands) and
@@ -24,67 +24,51 @@ import (
 // to its end without a race, later runs skip the checker (blockRun.start,
 // raceChecker.off). Values and times do not depend on the checker.
 
-var programInfos sync.Map // weak.Pointer[MachineProgram] -> *progInfo
+var (
+	programInfos sync.Map // weak.Pointer[MachineProgram] -> *programEntry
+	programSeed  = maphash.MakeSeed()
+)
 
-// cachedProgInfo returns m's progInfo, read again when m's contents changed.
-func cachedProgInfo(m *MachineProgram) *progInfo {
+// programEntry is what is kept of a program: nothing after its first run, then its
+// progInfo.
+type programEntry struct{ info atomic.Pointer[progInfo] }
+
+// cachedProgInfo returns m's progInfo, kept from earlier runs when m has not changed
+// since; withAccess asks for the access sets of the race checker (a progInfo made for
+// the first run of a functional task goes without).
+func cachedProgInfo(m *MachineProgram, withAccess bool) *progInfo {
 	key := weak.Make(m)
-	if v, ok := programInfos.Load(key); ok {
-		if p := v.(*progInfo); p.code.matches(m) {
-			return p
-		}
+	v, seen := programInfos.LoadOrStore(key, &programEntry{})
+	if !seen {
+		runtime.AddCleanup(m, func(k weak.Pointer[MachineProgram]) { programInfos.Delete(k) }, key)
+		return newProgInfo(m, withAccess)
+	}
+	e := v.(*programEntry)
+	h := programHash(m)
+	if p := e.info.Load(); p != nil && p.hash == h {
+		return p
 	}
 	p := newProgInfo(m, true)
-	p.code = copyCode(m)
-	if _, replaced := programInfos.Swap(key, p); !replaced {
-		runtime.AddCleanup(m, func(k weak.Pointer[MachineProgram]) { programInfos.Delete(k) }, key)
-	}
+	p.hash = h
+	e.info.Store(p)
 	return p
 }
 
-// programCode is what a run reads of a program, as a progInfo was read from it: its
-// core kind, its registers' count and its instructions, their operands in one slice.
-type programCode struct {
-	core   isa.CoreKind
-	regs   int
-	instrs []Instr
-}
-
-func copyCode(m *MachineProgram) programCode {
-	n := 0
+// programHash hashes what a run of m reads of it: its core kind, registers and each
+// instruction's opcode, pipe, mode, loop match and operands (as stored, including
+// any padding, which only makes a hash differ: then m is read again).
+func programHash(m *MachineProgram) uint64 {
+	var h maphash.Hash
+	h.SetSeed(programSeed)
+	head := [3]int64{int64(m.Core), int64(len(m.Regs)), int64(len(m.Instrs))}
+	h.Write(unsafe.Slice((*byte)(unsafe.Pointer(&head[0])), unsafe.Sizeof(head)))
 	for i := range m.Instrs {
-		n += len(m.Instrs[i].Args)
-	}
-	args := make([]Operand, 0, n)
-	instrs := slices.Clone(m.Instrs)
-	for i := range instrs {
-		k := len(args)
-		args = append(args, instrs[i].Args...)
-		instrs[i].Args = args[k:len(args):len(args)]
-	}
-	return programCode{core: m.Core, regs: len(m.Regs), instrs: instrs}
-}
-
-// matches reports whether m still reads as c: the same instructions with the same
-// operand bytes (compared as stored, padding too, which can only make them differ:
-// then m is read again).
-func (c programCode) matches(m *MachineProgram) bool {
-	if m.Core != c.core || len(m.Regs) != c.regs || len(m.Instrs) != len(c.instrs) {
-		return false
-	}
-	for i := range m.Instrs {
-		a, b := &m.Instrs[i], &c.instrs[i]
-		if a.Op != b.Op || a.Pipe != b.Pipe || a.Mode != b.Mode || a.Match != b.Match || len(a.Args) != len(b.Args) {
-			return false
-		}
-		if len(a.Args) > 0 && !bytes.Equal(operandBytes(a.Args), operandBytes(b.Args)) {
-			return false
+		in := &m.Instrs[i]
+		fixed := [5]int64{int64(in.Op), int64(in.Pipe), int64(in.Mode), int64(in.Match), int64(len(in.Args))}
+		h.Write(unsafe.Slice((*byte)(unsafe.Pointer(&fixed[0])), unsafe.Sizeof(fixed)))
+		if len(in.Args) > 0 {
+			h.Write(unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(in.Args))), uintptr(len(in.Args))*unsafe.Sizeof(Operand{})))
 		}
 	}
-	return true
-}
-
-// operandBytes is the memory of ops.
-func operandBytes(ops []Operand) []byte {
-	return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(ops))), uintptr(len(ops))*unsafe.Sizeof(Operand{}))
+	return h.Sum64()
 }

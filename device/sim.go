@@ -130,7 +130,7 @@ func RunTask(chip *Chip, gm []byte, kind isa.CoreKind, blocks []Block, opts RunO
 	if opts.BalanceBlocks {
 		step = 1
 	}
-	infos := &progInfos{}
+	infos := &progInfos{noAccesses: opts.Functional}
 	for ci := range active {
 		c := newCoreSim(chip, kind, ci, gm, opts)
 		c.mem, c.progs = mem, infos

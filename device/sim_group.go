@@ -109,7 +109,7 @@ func RunGroupTask(chip *Chip, gm []byte, groups []Group, opts RunOptions) (st *T
 	if chip.L2Bytes > 0 && !opts.Functional {
 		mem = newMemSystem(chip, len(gm))
 	}
-	infos := &progInfos{}
+	infos := &progInfos{noAccesses: opts.Functional}
 	for ai := range active {
 		share := opts.PrefetchBytes / int64(active*(1+perAI))
 		a := &aiCore{cube: newCoreSim(chip, isa.Cube, ai, gm, opts)}

@@ -19,11 +19,11 @@ type progInfo struct {
 	// is moved or sized by a register (resolve leaves it as it is).
 	static []bool
 	acc    []accessSet
-	// code is the program's contents when this was read (programCode); replayable
+	// hash is the program's contents when this was read (programHash); replayable
 	// says that the program's path and operands do not depend on values (no SLD, no
 	// queue), so one run shows what every run of it accesses; raceFree that a block
 	// of it has run to its end with the race checker finding nothing (program_cache.go).
-	code       programCode
+	hash       uint64
 	replayable bool
 	raceFree   atomic.Bool
 }
@@ -117,21 +117,22 @@ func movedByRegister(in *Instr) bool {
 // progInfos is a task's progInfo of each program, found when a block of the program
 // first starts (cores of a functional run start blocks in parallel goroutines).
 type progInfos struct {
-	mu sync.Mutex
-	m  map[*MachineProgram]*progInfo
+	mu         sync.Mutex
+	m          map[*MachineProgram]*progInfo
+	noAccesses bool // a functional task's: no access sets needed
 }
 
 // of returns m's progInfo (cachedProgInfo), once per task; a core outside a task
 // (infos nil) asks for it at every block.
 func (infos *progInfos) of(m *MachineProgram) *progInfo {
 	if infos == nil {
-		return cachedProgInfo(m)
+		return cachedProgInfo(m, true)
 	}
 	infos.mu.Lock()
 	defer infos.mu.Unlock()
 	p := infos.m[m]
 	if p == nil {
-		p = cachedProgInfo(m)
+		p = cachedProgInfo(m, !infos.noAccesses)
 		if infos.m == nil {
 			infos.m = map[*MachineProgram]*progInfo{}
 		}
