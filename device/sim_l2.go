@@ -203,7 +203,7 @@ func (t *l2Tags) accessRoomy(l0, l1 int, write bool, fill int64, missed []lineRa
 	floor := len(missed)
 	for w := l0 / 64; w <= l1/64; w++ {
 		lo, hi := max(l0, 64*w), min(l1, 64*w+63)
-		mask := (^uint64(0) >> (63 - (hi - lo))) << (lo % 64)
+		mask := lineMask(lo, hi)
 		hit := t.present[w] & mask
 		t.present[w] |= mask
 		for b := hit; b != 0; b &= b - 1 {
@@ -238,14 +238,17 @@ func (t *l2Tags) writeRun(l0, l1 int) {
 		return
 	}
 	for w := l0 / 64; w <= l1/64; w++ {
-		lo, hi := max(l0, 64*w), min(l1, 64*w+63)
-		t.present[w] |= (^uint64(0) >> (63 - (hi - lo))) << (lo % 64)
+		t.present[w] |= lineMask(max(l0, 64*w), min(l1, 64*w+63))
 	}
 	for l := l0; l <= l1; l++ {
 		t.fill[l] = 0
 	}
 	t.clock += int64(l1 - l0 + 1)
 }
+
+// lineMask is the bits of lines lo..hi (one word's: lo/64 == hi/64) in their word of
+// the present bitmap.
+func lineMask(lo, hi int) uint64 { return (^uint64(0) >> (63 - (hi - lo))) << (lo % 64) }
 
 // addLines appends lines lo..hi to the runs of missed lines, extending the last run
 // when they follow it and it is one of this lookup's (from floor on: a transfer's

@@ -29,16 +29,12 @@ type progInfo struct {
 }
 
 // newProgInfo reads m; the access sets only when withAccess (a functional run checks
-// no races). The sets' spans share one slice.
+// no races).
 func newProgInfo(m *MachineProgram, withAccess bool) *progInfo {
 	n := len(m.Instrs)
 	p := &progInfo{flagSlot: make([]int32, n), static: make([]bool, n), replayable: true}
-	var scratch accessSet
-	var spans []span
-	var ends [][2]int32 // per pc with access sets: where its reads and its writes end in spans
 	if withAccess {
 		p.acc = make([]accessSet, n)
-		ends = make([][2]int32, n)
 	}
 	for pc := range m.Instrs {
 		in := &m.Instrs[pc]
@@ -60,31 +56,11 @@ func newProgInfo(m *MachineProgram, withAccess bool) *progInfo {
 		if !movedByRegister(in) {
 			p.static[pc] = true
 			if withAccess {
-				scratch.reads, scratch.writes = scratch.reads[:0], scratch.writes[:0]
-				addAccesses(in, &scratch)
-				spans = append(spans, scratch.reads...)
-				ends[pc][0] = int32(len(spans))
-				spans = append(spans, scratch.writes...)
-				ends[pc][1] = int32(len(spans))
+				p.acc[pc] = accesses(*in)
 			}
 		}
 	}
-	from := int32(0)
-	for pc, e := range ends {
-		if p.static[pc] {
-			p.acc[pc] = accessSet{reads: nilIfEmpty(spans[from:e[0]:e[0]]), writes: nilIfEmpty(spans[e[0]:e[1]:e[1]])}
-			from = e[1]
-		}
-	}
 	return p
-}
-
-// nilIfEmpty is s, or nil when it is empty.
-func nilIfEmpty(s []span) []span {
-	if len(s) == 0 {
-		return nil
-	}
-	return s
 }
 
 // access is the access set of the static instruction at pc (none in a functional
