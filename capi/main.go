@@ -39,6 +39,7 @@ import (
 	"unsafe"
 
 	"pypto/core"
+	"pypto/device"
 	"pypto/dtype"
 	"pypto/lower"
 	"pypto/session"
@@ -53,6 +54,18 @@ import (
 const abiVersion = 6
 
 func main() {}
+
+// The C library reads PYPTO_CHECK_TIMING_CACHE=1 (every timing cache hit checked
+// against a fresh timing loop, for tests: docs/device.md) from the environment as it
+// is loaded, which a host such as Python may have changed since the process began
+// (the Go runtime's own copy is the one from the process's start).
+func init() {
+	name := C.CString("PYPTO_CHECK_TIMING_CACHE")
+	defer C.free(unsafe.Pointer(name))
+	if v := C.getenv(name); v != nil && C.GoString(v) == "1" {
+		device.CheckTimingCache(true)
+	}
+}
 
 //export pypto_abi_version
 func pypto_abi_version() C.int32_t { return abiVersion }

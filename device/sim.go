@@ -53,6 +53,9 @@ type RunOptions struct {
 	// Pause, with Functional, is called before each instruction of every block
 	// (sim_pause.go): a debugger stops a block there by not returning.
 	Pause func(*Paused)
+	// NoTimingCache runs the timing loop even when the task ran before with the same
+	// timing inputs (sim_timing_cache.go): the times are the same either way.
+	NoTimingCache bool
 	// estimate skips the checks of the programs' GM accesses (bounds, overlaps between
 	// blocks, moved windows) for the device's estimates (estimate.go), whose programs
 	// the compiler just built: it changes no time.
@@ -148,9 +151,10 @@ func RunTask(chip *Chip, gm []byte, kind isa.CoreKind, blocks []Block, opts RunO
 		placed = make([]int, len(blocks))
 		coreOf = func(b int) int { return placed[b] }
 	}
+	cached := false
 	switch {
 	case mem != nil:
-		if err := runSharedTask(chip, kind, gm, blocks, cores, sims, opts, placed); err != nil {
+		if cached, err = runSharedTask(chip, kind, gm, blocks, cores, sims, opts, placed); err != nil {
 			return nil, err
 		}
 	case placed != nil: // balancing needs the cores in one loop in task time
@@ -172,6 +176,7 @@ func RunTask(chip *Chip, gm []byte, kind isa.CoreKind, blocks []Block, opts RunO
 		}
 	}
 	st = collect(chip, kind, blocks, sims, extents)
+	st.TimingCached = cached
 	releaseBuffers(sims)
 	st.FootprintRead, st.FootprintWritten = footprint(windows)
 	if mem != nil {

@@ -226,15 +226,26 @@ func (h *startHeap) down() {
 // bytes for a program without races, and the timing loop's race checker still
 // rejects a program with one. The functional run takes the cores' buffers (the
 // timing loop computes no tile) and records the GM windows registers moved (the
-// same in any order of the blocks), which keeps both off the serial loop. Programs whose control or output depends on values
-// computed by the task (SLD, TPRINT) or that exchange tiles through queues run in
-// the timing loop with values, as before, and so do small tasks (smallTask).
-func runSharedTask(chip *Chip, kind isa.CoreKind, gm []byte, blocks []Block, cores int, sims []*coreSim, opts RunOptions, coreOf []int) error {
+// same in any order of the blocks), which keeps both off the serial loop. Programs
+// whose control or output depends on values computed by the task (SLD, TPRINT) or
+// that exchange tiles through queues run in the timing loop with values, as before,
+// and so do small tasks (smallTask). A task whose timing inputs ran before takes its
+// times from the timing cache (sim_timing_cache.go) and computes only its values;
+// cached says so.
+func runSharedTask(chip *Chip, kind isa.CoreKind, gm []byte, blocks []Block, cores int, sims []*coreSim, opts RunOptions, coreOf []int) (cached bool, err error) {
 	if opts.NoValues || smallTask(blocks) || !valuesApart(blocks) {
 		if !opts.NoValues || !valuesApart(blocks) { // without values only queues touch the buffers
 			allocBuffers(sims)
 		}
-		return runShared(sims, blocks, cores, opts.BalanceBlocks, coreOf)
+		return false, runShared(sims, blocks, cores, opts.BalanceBlocks, coreOf)
+	}
+	var key string
+	var kept *timingRecord
+	keyed := false
+	if !opts.NoTimingCache {
+		if key, keyed = timingKey(chip, kind, len(gm), blocks, cores, sims, opts); keyed {
+			kept = timingCache.lookup(key)
+		}
 	}
 	fun := opts
 	fun.Functional, fun.Trace = true, false
@@ -246,6 +257,11 @@ func runSharedTask(chip *Chip, kind isa.CoreKind, gm []byte, blocks []Block, cor
 		t.noMoved = true
 		t.opts.NoValues = true
 	}
+	if kept != nil && !checkTimingCache {
+		timingCache.hits.Add(1)
+		kept.apply(sims, coreOf)
+		return true, valuesOf(sims, shadows, runParallel(shadows, blocks, cores))
+	}
 	// The functional run takes every host thread but this one, which runs the timing
 	// loop and then joins it: one goroutine a thread, none waiting for one.
 	cr := &coreRunner{sims: shadows, blocks: blocks, cores: cores, errs: make([]error, len(shadows))}
@@ -253,17 +269,31 @@ func runSharedTask(chip *Chip, kind isa.CoreKind, gm []byte, blocks []Block, cor
 	for range max(1, min(runtime.GOMAXPROCS(0)-1, len(shadows))) {
 		wg.Go(cr.work)
 	}
-	err := runShared(sims, blocks, cores, opts.BalanceBlocks, coreOf)
+	err = runShared(sims, blocks, cores, opts.BalanceBlocks, coreOf)
 	cr.work()
 	wg.Wait()
-	errs := cr.errs
+	if err == nil && kept != nil { // checkTimingCache
+		if diff := kept.same(recordTiming(sims, coreOf)); diff != "" {
+			err = &SimError{Core: -1, Block: -1, PC: -1, Msg: "internal error: the timing cache's key misses an input of the timing: " + diff}
+		}
+	}
+	if err == nil && keyed && kept == nil {
+		timingCache.keep(key, sims, coreOf)
+	}
+	if err != nil {
+		valuesOf(sims, shadows, nil)
+		return false, err // a race or a timing-side error comes first
+	}
+	return false, valuesOf(sims, shadows, cr.errs)
+}
+
+// valuesOf hands the functional run's moved GM windows to the task's cores (which
+// checkMovedWindows reads), releases its buffers and returns its first error.
+func valuesOf(sims, shadows []*coreSim, errs []error) error {
 	for ci, c := range shadows {
-		sims[ci].dynGM = c.dynGM // checkMovedWindows reads the task's cores
+		sims[ci].dynGM = c.dynGM
 	}
 	releaseBuffers(shadows)
-	if err != nil {
-		return err // a race or a timing-side error comes first
-	}
 	for _, e := range errs {
 		if e != nil {
 			return e

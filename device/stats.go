@@ -46,6 +46,10 @@ type TaskStats struct {
 	// ICacheMisses counts the instruction cache lines the cores missed, and
 	// FetchStallCycles the issue time they waited for them (sim_icache.go).
 	ICacheMisses, FetchStallCycles int64
+	// TimingCached says the times came from the timing cache: the task ran before
+	// with the same timing inputs, and only its values were computed this time
+	// (sim_timing_cache.go).
+	TimingCached bool
 	// HighWater is the highest buffer byte any block of the task used, per location.
 	HighWater map[isa.Location]int
 

@@ -158,6 +158,19 @@ type RunStats struct {
 // Ran is the number of tasks the run executed.
 func (s *RunStats) Ran() int { return len(s.Tasks) - s.Skipped }
 
+// TimingCached is the number of tasks whose times came from the device's timing
+// cache: an earlier run of the same task with the same timing inputs (their values
+// were computed again).
+func (s *RunStats) TimingCached() int {
+	n := 0
+	for _, t := range s.Tasks {
+		if t.Stats != nil && t.Stats.TimingCached {
+			n++
+		}
+	}
+	return n
+}
+
 // Run executes the program. inputs holds one contiguous little-endian buffer per graph
 // param; the results are one buffer per graph output.
 func (e *Executable) Run(inputs [][]byte) (outputs [][]byte, stats *RunStats, err error) {

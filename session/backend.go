@@ -75,6 +75,9 @@ type Stats struct {
 	// PreparedTasks counts the tasks the run skipped: weight preparation (layout
 	// conversions, casts of captured tensors) an earlier run did for the same bytes.
 	PreparedTasks int `json:"prepared_tasks"`
+	// TimingCachedTasks counts the tasks whose times the device took from its timing
+	// cache (an earlier run with the same timing inputs); their values were computed.
+	TimingCachedTasks int `json:"timing_cached_tasks"`
 	// Memory is the device memory plan of the program that ran (nil on the reference
 	// device, which has none).
 	Memory *lower.MemoryPlan `json:"memory,omitempty"`

@@ -190,13 +190,15 @@ type RunReport struct {
 	Program string `json:"program"`
 	// Cycles, Seconds, KernelCycles, KernelSeconds and Tasks are the run's simulated
 	// statistics (Stats); Memory is the program's device memory plan.
-	Cycles        int64             `json:"cycles"`
-	Seconds       float64           `json:"seconds"`
-	KernelCycles  int64             `json:"kernel_cycles"`
-	KernelSeconds float64           `json:"kernel_seconds"`
-	Tasks         int               `json:"tasks"`
-	PreparedTasks int               `json:"prepared_tasks"` // skipped: weights prepared by an earlier run
-	Memory        *lower.MemoryPlan `json:"memory"`
+	Cycles        int64   `json:"cycles"`
+	Seconds       float64 `json:"seconds"`
+	KernelCycles  int64   `json:"kernel_cycles"`
+	KernelSeconds float64 `json:"kernel_seconds"`
+	Tasks         int     `json:"tasks"`
+	PreparedTasks int     `json:"prepared_tasks"` // skipped: weights prepared by an earlier run
+	// TimingCachedTasks ran with their times from the device's timing cache.
+	TimingCachedTasks int               `json:"timing_cached_tasks"`
+	Memory            *lower.MemoryPlan `json:"memory"`
 	// HostSeconds is the wall time of the whole call on the host: binding, compiling
 	// when the run needed a new program, waiting for the pool, simulating, copying.
 	HostSeconds float64 `json:"host_seconds"`
@@ -320,7 +322,8 @@ func (e *Executor) run(inputs []*Tensor, profile bool) ([]*Tensor, RunReport, *P
 			return nil, rep, nil, err
 		}
 		rep = RunReport{Program: e.programName(chosen), Cycles: st.Cycles, Seconds: st.Seconds, KernelCycles: st.KernelCycles,
-			KernelSeconds: st.KernelSeconds, Tasks: st.Tasks, PreparedTasks: st.PreparedTasks, Memory: st.Memory, Simulated: true}
+			KernelSeconds: st.KernelSeconds, Tasks: st.Tasks, PreparedTasks: st.PreparedTasks,
+			TimingCachedTasks: st.TimingCachedTasks, Memory: st.Memory, Simulated: true}
 		st.Program = chosen
 		e.mu.Lock()
 		e.last, e.hasLast = st, true

@@ -67,7 +67,7 @@ func (p loweredProgram) RunIn(pool *MemoryPool, inputs [][]byte, stop <-chan str
 	}
 	m := p.exe.MemoryPlan()
 	return outs, Stats{Cycles: st.Cycles, Seconds: st.Seconds, KernelCycles: st.KernelCycles,
-		KernelSeconds: st.KernelSeconds, Tasks: st.Ran(), PreparedTasks: st.Skipped, Memory: &m, Detail: st}, nil
+		KernelSeconds: st.KernelSeconds, Tasks: st.Ran(), PreparedTasks: st.Skipped, TimingCachedTasks: st.TimingCached(), Memory: &m, Detail: st}, nil
 }
 
 // MemoryPlan is the device memory the program needs.

@@ -225,3 +225,42 @@ def test_an_executor_with_a_pool_pickles_with_a_pool_of_its_own():
     with pytest.raises(p.PyptoMemoryError, match="more than the physical memory") as e:
         p.MemoryPool(size=1 << 60)
     assert e.value.get_detailed_info().location.file == __file__
+
+
+TIMING_CACHE_SCRIPT = r"""
+import json, numpy as np, pypto as p
+ex = p.Executor(lambda x, y: x + y)
+rng = np.random.default_rng(0)
+out = []
+for i in range(4):
+    x, y = (rng.standard_normal((512, 2048)).astype(np.float32) for _ in range(2))
+    got = ex.run(x, y).numpy()
+    r = ex.last_run()
+    out.append({"cached": r.timing_cached_tasks, "tasks": r.tasks, "cycles": r.cycles,
+                "exact": bool(np.array_equal(got, x + y))})
+print(json.dumps(out))
+"""
+
+
+@pytest.mark.parametrize("check", ["0", "1"])
+def test_repeated_runs_take_their_times_from_the_timing_cache(check):
+    # A fresh process, since the test suite checks every hit (conftest.py): with the
+    # check off a task's third run takes its times from the cache; with it on, each
+    # hit runs the timing loop again (and would fail on a difference), so none is
+    # reported cached. Values always come from the run's own inputs.
+    import json
+    import os
+    import subprocess
+    import sys
+
+    env = dict(os.environ, PYPTO_CHECK_TIMING_CACHE=check)
+    res = subprocess.run([sys.executable, "-c", TIMING_CACHE_SCRIPT], env=env, capture_output=True, text=True, check=True)
+    runs = json.loads(res.stdout)
+    assert all(r["exact"] for r in runs)
+    assert len({r["cycles"] for r in runs}) == 1, "the same simulated time at every run"
+    cached = [r["cached"] for r in runs]
+    if check == "1":
+        assert cached == [0, 0, 0, 0]
+    else:
+        # A program's first run has no hash yet, its second keeps the times.
+        assert cached[:2] == [0, 0] and all(c == r["tasks"] >= 1 for c, r in zip(cached[2:], runs[2:]))

@@ -610,7 +610,10 @@ class RunReport:
     - ``simulated_seconds`` / ``simulated_ms`` and ``cycles``: simulated device time
       (``kernel_cycles``: the kernels' part, without launches); ``tasks`` (those that
       ran) and ``prepared_tasks`` (those skipped because an earlier run prepared the
-      captured weights they convert);
+      captured weights they convert); ``timing_cached_tasks``: the tasks whose
+      simulated times came from the device's timing cache, because an earlier run
+      had the same program, addresses and options (their values were computed
+      again; the times are the ones the timing model gives, see docs/device.md);
     - ``host_seconds`` / ``host_ms``: wall time of the call on the host (compiling a
       new program when the run needed one, waiting for the pool, simulating);
     - ``peak_bytes`` and ``memory``: the program's device memory plan (``info()``);
@@ -620,15 +623,15 @@ class RunReport:
       or a constant).
     """
 
-    __slots__ = ("program", "cycles", "simulated_seconds", "kernel_cycles", "tasks", "prepared_tasks", "host_seconds",
-                 "memory", "pool", "device", "simulated")  # fmt: skip
+    __slots__ = ("program", "cycles", "simulated_seconds", "kernel_cycles", "tasks", "prepared_tasks",
+                 "timing_cached_tasks", "host_seconds", "memory", "pool", "device", "simulated")  # fmt: skip
 
     @classmethod
     def _from_json(cls, d: dict, device: str) -> "RunReport":
         r = cls.__new__(cls)
         r.program, r.cycles, r.simulated_seconds = d["program"], d["cycles"], d["seconds"]
         r.kernel_cycles, r.tasks, r.host_seconds = d["kernel_cycles"], d["tasks"], d["host_seconds"]
-        r.prepared_tasks = d["prepared_tasks"]
+        r.prepared_tasks, r.timing_cached_tasks = d["prepared_tasks"], d["timing_cached_tasks"]
         r.memory, r.pool, r.device, r.simulated = d["memory"], d["pool"], device, d["simulated"]
         return r
 
