@@ -41,15 +41,20 @@ var (
 // timing input the cache's key would miss. Set it before running tasks.
 func CheckTimingCache(on bool) { checkTimingCache = on }
 
-// timingCacheEntries bounds the kept tasks; the oldest goes first. An entry is a few
-// hundred bytes per core.
-const timingCacheEntries = 1024
+// timingCacheEntries and timingCacheBytes bound the kept tasks; the oldest goes first.
+// An entry is its key (a few dozen bytes a block) and about a hundred bytes a core, so
+// the byte bound is the one that holds for tasks of thousands of blocks.
+const (
+	timingCacheEntries = 1024
+	timingCacheBytes   = 64 << 20
+)
 
-// timingStore is the kept tasks, by key, and their order of arrival.
+// timingStore is the kept tasks, by key, their order of arrival and their size.
 type timingStore struct {
 	mu      sync.Mutex
 	entries map[string]*timingRecord
 	order   []string
+	bytes   int
 	hits    atomic.Int64
 }
 
@@ -123,25 +128,38 @@ func (s *timingStore) lookup(key string) *timingRecord {
 // keep records what the timing loop of sims found under key.
 func (s *timingStore) keep(key string, sims []*coreSim, placed []int) {
 	rec := recordTiming(sims, placed)
+	size := len(key) + rec.size()
+	if size > timingCacheBytes {
+		return
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if _, ok := s.entries[key]; ok {
+	if old, ok := s.entries[key]; ok {
+		s.bytes += rec.size() - old.size()
 		s.entries[key] = rec
 		return
 	}
-	if len(s.order) >= timingCacheEntries {
-		delete(s.entries, s.order[0])
+	for len(s.order) > 0 && (len(s.order) >= timingCacheEntries || s.bytes+size > timingCacheBytes) {
+		first := s.order[0]
+		s.bytes -= len(first) + s.entries[first].size()
+		delete(s.entries, first)
 		s.order = s.order[1:]
 	}
 	s.entries[key] = rec
 	s.order = append(s.order, key)
+	s.bytes += size
+}
+
+// size is about the bytes the record holds.
+func (rec *timingRecord) size() int {
+	return len(rec.cores)*int(unsafe.Sizeof(coreTiming{})) + 8*len(rec.placed) + int(unsafe.Sizeof(*rec))
 }
 
 // clear empties the cache (tests).
 func (s *timingStore) clear() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.entries, s.order = map[string]*timingRecord{}, nil
+	s.entries, s.order, s.bytes = map[string]*timingRecord{}, nil, 0
 }
 
 func recordTiming(sims []*coreSim, placed []int) *timingRecord {

@@ -3,6 +3,7 @@ package device
 import (
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -159,4 +160,19 @@ func TestTimingCacheIsBounded(t *testing.T) {
 	}
 	assert.Len(t, timingCache.entries, timingCacheEntries)
 	assert.Len(t, timingCache.order, timingCacheEntries)
+
+	// Large keys (tasks of many blocks) are bounded by their bytes: the oldest go.
+	timingCache.clear()
+	big := func(i int) string { return string(rune('A'+i)) + strings.Repeat("k", timingCacheBytes/4) }
+	for i := range 6 {
+		timingCache.keep(big(i), sims, nil)
+	}
+	assert.LessOrEqual(t, timingCache.bytes, timingCacheBytes)
+	assert.Len(t, timingCache.entries, 3)
+	assert.NotNil(t, timingCache.lookup(big(5)))
+	assert.Nil(t, timingCache.lookup(big(2)))
+	timingCache.keep(strings.Repeat("x", timingCacheBytes), sims, nil) // larger than the whole cache
+	assert.Len(t, timingCache.entries, 3)
+	timingCache.clear()
+	assert.Zero(t, timingCache.bytes)
 }
