@@ -258,7 +258,6 @@ func runSharedTask(chip *Chip, kind isa.CoreKind, gm []byte, blocks []Block, cor
 		t.opts.NoValues = true
 	}
 	if kept != nil && !checkTimingCache {
-		timingCache.hits.Add(1)
 		kept.apply(sims, coreOf)
 		return true, valuesOf(sims, shadows, runParallel(shadows, blocks, cores))
 	}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"sync"
-	"sync/atomic"
 	"unsafe"
 
 	"pypto/isa"
@@ -55,7 +54,6 @@ type timingStore struct {
 	entries map[string]*timingRecord
 	order   []string
 	bytes   int
-	hits    atomic.Int64
 }
 
 // timingRecord is what a timing loop leaves that the task's stats read.
