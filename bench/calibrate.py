@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Calibration of the simulated NPU against the published GEMM and top-k measurements.
 
-Runs the kernels of reference/npu-facts.md on the a2 preset, timing-only, through the Go
+Runs the kernels of docs/sources.md on the a2 preset, timing-only, through the Go
 helper cmd/pto-calibrate (built with the repository's Go toolchain): the hand-tuned fp16
 GEMM (base block 128x256x64, four K blocks per L1 load, double-buffered L1 and L0, C split
 in 2-D over the 24 cube cores) for m = k = n in {1536, 3072, 6144, 7680}, and the top-k

@@ -150,7 +150,7 @@ func (c *Chip) HasLocation(kind isa.CoreKind, loc isa.Location) bool {
 	return slices.Contains(c.CoreLocations[kind], loc)
 }
 
-// corePipes are the pipes each kind of core has (npu-facts.md, "Units and pipes").
+// corePipes are the pipes each kind of core has (docs/sources.md, "npu-facts").
 var corePipes = map[isa.CoreKind][]isa.Pipe{
 	isa.Cube:   {isa.PipeS, isa.PipeMTE2, isa.PipeMTE1, isa.PipeM, isa.PipeFIX},
 	isa.Vector: {isa.PipeS, isa.PipeMTE2, isa.PipeV, isa.PipeMTE3},

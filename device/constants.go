@@ -7,7 +7,7 @@ type Source string
 
 // The kinds of source of the preset constants.
 const (
-	Public  Source = "public"  // a published figure (reference/npu-facts.md)
+	Public  Source = "public"  // a published figure (docs/sources.md)
 	Derived Source = "derived" // follows from public figures by a stated rule
 	Assumed Source = "assumed" // no public figure: our estimate, with the reason
 	Fitted  Source = "fitted"  // fitted to the calibration rows (device/calib)

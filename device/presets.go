@@ -8,7 +8,7 @@ import (
 	"pypto/isa"
 )
 
-// The preset numbers. Sources: "npu-facts" is /work/shared/reference/npu-facts.md (public
+// The preset numbers. Sources: "npu-facts" is the section of docs/sources.md so named (public
 // figures for 910B-class A2/A3 parts and the 950-class A5); "assumed" means no public
 // figure was found and the value is our estimate, to be calibrated against the
 // published GEMM measurements later. docs/device.md repeats this table.

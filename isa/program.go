@@ -179,7 +179,7 @@ func ParseLayout(s string) (Layout, bool) {
 }
 
 // FractalBytes is the size of one fractal of a tile at loc: 1024 bytes in Acc (16x16
-// fp32), 512 bytes elsewhere (reference/npu-facts.md, "Data formats").
+// fp32), 512 bytes elsewhere (docs/sources.md, "npu-facts").
 func FractalBytes(loc Location) int {
 	if loc == Acc {
 		return 1024

@@ -41,7 +41,7 @@ import (
 //     immediate), with tile, param and register indices in range;
 //   - a scalar immediate is an integer of magnitude at most 2^53;
 //   - runs on pipes its core has: cube s, mte1, mte2, m, fix; vector s, mte2, mte3, v.
-//     Location-routed instructions use the A2/A3 routing of reference/pto-isa.md (tstore
+//     Location-routed instructions use the A2/A3 routing of docs/sources.md, "pto-isa" (tstore
 //     from Vec on mte3, from Acc on fix; tmov Mat->Left/Right on mte1, Acc->Vec on fix,
 //     Vec->Vec on v; tinsert Acc->Mat on fix, Vec->Vec on v; tpush from Acc on fix, from
 //     Vec on mte3).

@@ -11,7 +11,7 @@ import (
 // first set (verify_ops.go).
 
 // AddrAlign is the byte alignment of a tile address in each buffer (TASSIGN):
-// reference/npu-facts.md's 32 B for L1 and UB, one 512 B fractal for L0A/L0B, 64 B for
+// docs/sources.md's 32 B for L1 and UB, one 512 B fractal for L0A/L0B, 64 B for
 // L0C; BT's 64 B and the scaling buffer's 32 B are assumed, as in device presets.
 func AddrAlign(loc Location) int {
 	switch loc {

@@ -137,11 +137,11 @@ func convTile(chip *device.Chip, p convProblem, dt dtype.DType, epi convEpilogue
 }
 
 // maxConvStepK bounds the K of one step of a 1x1 convolution: the hand-tuned GEMM's
-// base block K (baseK, npu-facts.md).
+// base block K (baseK, docs/sources.md "gemm-table").
 const maxConvStepK = 128
 
 // maxConvPixels bounds the pixels of a tile: 128 rows of the accumulator are as many
-// as the hand-tuned GEMM's base block has (baseM, npu-facts.md), so a convolution's
+// as the hand-tuned GEMM's base block has (baseM, docs/sources.md "gemm-table"), so a convolution's
 // matmuls have the GEMM's shape.
 const maxConvPixels = 128
 

@@ -38,3 +38,14 @@ def test_rebuild_replaces_the_library_instead_of_writing_into_it(monkeypatch, tm
         assert mapped[:12] == b"old library "
     assert lib.read_bytes()[:12] == b"new library "
     assert sorted(os.listdir(tmp_path)) == [mod.LIB_NAME]  # no staging file left
+
+
+def test_setup_imports_without_the_wheel_package(monkeypatch):
+    # A venv made by `python3 -m venv` on Python 3.11 has setuptools 65 (no
+    # setuptools.command.bdist_wheel) and no wheel package.
+    import sys
+
+    for name in ("setuptools.command.bdist_wheel", "wheel", "wheel.bdist_wheel"):
+        monkeypatch.setitem(sys.modules, name, None)  # None in sys.modules: ImportError
+    mod = load_setup_module(monkeypatch)
+    assert mod.bdist_wheel is None and set(mod.COMMANDS) == {"build_ext"}

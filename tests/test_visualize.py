@@ -124,10 +124,17 @@ def test_the_wheel_ships_the_viewer():
     import pathlib
     import tomllib
 
+    import setuptools
+
     root = pathlib.Path(__file__).resolve().parent.parent
-    assets = root / "python" / "pypto" / "viz_assets"
-    data = tomllib.loads((root / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]["pypto"]
-    assert data == ["viz_assets/*"]
+    assets = root / "python" / "pypto" / "tools" / "viz_assets"
+    setup = tomllib.loads((root / "pyproject.toml").read_text())["tool"]["setuptools"]
+    assert setup["package-data"]["pypto.tools"] == ["viz_assets/*"]
+    # every subpackage is found, the viewer's among them
+    found = set(setuptools.find_packages(str(root / "python"), include=setup["packages"]["find"]["include"]))
+    on_disk = {".".join(d.relative_to(root / "python").parts) for d in (root / "python" / "pypto").rglob("__init__.py")
+               for d in [d.parent]}  # fmt: skip
+    assert on_disk <= found and "pypto.tools" in found
     assert sorted(f.name for f in assets.iterdir()) == [
         "dagre.LICENSE", "dagre.min.js", "viewer.css", "viewer.html", "viewer.js"]
-    assert "recursive-include python/pypto/viz_assets *" in (root / "MANIFEST.in").read_text()
+    assert "recursive-include python/pypto/tools/viz_assets *" in (root / "MANIFEST.in").read_text()

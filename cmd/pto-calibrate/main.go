@@ -1,5 +1,5 @@
 // Command pto-calibrate runs the kernels of the published measurements (device/calib:
-// the GEMM and top-k tables of reference/npu-facts.md) on a chip preset and prints the
+// the GEMM and top-k tables of docs/sources.md) on a chip preset and prints the
 // simulated figures beside the published ones, with each row's leave-one-out
 // prediction: a JSON list with -json (what bench/calibrate.py prints), else a table.
 // -fit fits the fitted preset constants to all rows; -update also writes them to

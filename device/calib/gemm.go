@@ -1,5 +1,5 @@
 // Package calib holds the kernels the device's timing model is calibrated against
-// and the published measurements they are compared with (reference/npu-facts.md).
+// and the published measurements they are compared with (docs/sources.md).
 package calib
 
 import (
@@ -21,7 +21,7 @@ type GEMM struct {
 	Cores               int
 }
 
-// Published is the kernel of the npu-facts table on a part with cores cube cores.
+// Published is the kernel of the gemm-table (docs/sources.md) on a part with cores cube cores.
 func Published(mkn, cores int) GEMM {
 	return GEMM{M: mkn, K: mkn, N: mkn, BaseM: 128, BaseN: 256, BaseK: 64, StepK: 4, Cores: cores}
 }

@@ -2,8 +2,8 @@ package calib
 
 import "pypto/dtype"
 
-// Row is one row of the published GEMM measurements (reference/npu-facts.md,
-// "Published measurements"): an A3 part using 24 cube cores, busy ratios as
+// Row is one row of the published GEMM measurements (docs/sources.md, "gemm-table"):
+// an A3 part using 24 cube cores, busy ratios as
 // fractions, time in milliseconds.
 type Row struct {
 	MKN                             int
@@ -20,8 +20,8 @@ var Table = []Row{
 	{7680, 0.806, 0.630, 0.984, 0.024, 3.1680},
 }
 
-// TopKRow is one row of the published top-k measurements (npu-facts, the vector
-// side's calibration point): an A3 part using 48 vector cores, busy ratios as
+// TopKRow is one row of the published top-k measurements (docs/sources.md,
+// "topk-table"; the vector side's calibration point): an A3 part using 48 vector cores, busy ratios as
 // fractions, time in milliseconds.
 type TopKRow struct {
 	DType                            dtype.DType

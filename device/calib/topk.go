@@ -24,7 +24,7 @@ type TopK struct {
 	Cores               int
 }
 
-// PublishedTopK is the kernel of the npu-facts top-k table on cores vector cores.
+// PublishedTopK is the kernel of the topk-table (docs/sources.md) on cores vector cores.
 func PublishedTopK(dt dtype.DType, rows, validCol, cols, k, cores int) TopK {
 	return TopK{DType: dt, Rows: rows, ValidCol: validCol, Col: cols, K: k, Cores: cores}
 }

@@ -10,17 +10,10 @@ run on a simulated Ascend-style NPU.
     f.run(a); f.last_cycles, f.last_time_ms
 """
 
-from . import _lib
-from .compile import Executor, RunReport, compile
-from .graph import Graph, GraphEdge, GraphNode
-from .pool import MemoryPool
-from .config import CompileConfig
-from .profile import ProfileConfig, ProfileResult, compare_profiles
-from .progress import set_progress
-from .visualize import Visualization
-from .device import cache_info, clear_cache, get_device, last_stats, set_device
-from .dtypes import DType, bfloat16, bool_, float16, float32, int8, int32, int64
-from .errors import (
+# The private core (_core/): the C library, errors, dtypes, symbols.
+from ._core import lib as _lib
+from ._core.dtypes import DType, bfloat16, bool_, float16, float32, int8, int32, int64
+from ._core.errors import (
     CompileError,
     DeviceError,
     DTypeError,
@@ -35,30 +28,57 @@ from .errors import (
     ShapeError,
     SymbolicShapeError,
 )
-from .tensor import Tensor, from_numpy, promote_types
-from .symbolic import Dim, symbol
-from .layouts import CHWN, NCHW, ND, NHWC, NZ, Layout, layout_transform
-from . import conv as _conv, update as _update, creation as _creation, nn as _nn, ops as _ops, reductions as _reductions, shape_ops as _shape_ops
-from . import methods as _methods  # noqa: F401  (attaches the Tensor methods)
-from .conv import *  # noqa: F401,F403
-from .update import *  # noqa: F401,F403
-from . import autograd as _autograd  # (attaches requires_grad, grad, backward)
-from .autograd import differentiable_ops, grad, realize_all, value_and_grad
-from . import optim
-from .creation import *  # noqa: F401,F403
-from .nn import *  # noqa: F401,F403
-from .ops import *  # noqa: F401,F403
-from .reductions import *  # noqa: F401,F403
-from .shape_ops import *  # noqa: F401,F403
-from .einsum import einsum
-from .masking import masked_fill, masked_select, nonzero
-from .dropout import dropout
-from .device import composite_ops, lowered_ops
-from . import tile_ops as _tile_ops
-from .tile import Tile, TileGrid, tile, tile_concat
-from .tile_config import TileConfig
-from .tile_ops import *  # noqa: F401,F403
-from .tile_recommend import TileChoice, recommend_tile
+from ._core.symbolic import Dim, symbol
+
+# The tensor level (tensor_level/): p.Tensor, layouts and the ops. Later star imports
+# win a name two modules share, so the order is the API's.
+from .tensor_level.tensor import Tensor, from_numpy, promote_types
+from .tensor_level.layouts import CHWN, NCHW, ND, NHWC, NZ, Layout
+from .tensor_level.layout_transform import layout_transform
+from .tensor_level import (
+    conv as _conv,
+    creation as _creation,
+    nn as _nn,
+    ops as _ops,
+    reductions as _reductions,
+    shape_ops as _shape_ops,
+    update as _update,
+)
+from .tensor_level import methods as _methods  # noqa: F401  (attaches the Tensor methods)
+from .tensor_level.conv import *  # noqa: F401,F403
+from .tensor_level.update import *  # noqa: F401,F403
+from .tensor_level.creation import *  # noqa: F401,F403
+from .tensor_level.nn import *  # noqa: F401,F403
+from .tensor_level.ops import *  # noqa: F401,F403
+from .tensor_level.reductions import *  # noqa: F401,F403
+from .tensor_level.shape_ops import *  # noqa: F401,F403
+from .tensor_level.einsum import einsum
+from .tensor_level.masking import masked_fill, masked_select, nonzero
+from .tensor_level.dropout import dropout
+
+# The tile level (tile_level/).
+from .tile_level import ops as _tile_ops
+from .tile_level.tile import Tile, TileGrid, tile, tile_concat
+from .tile_level.config import TileConfig
+from .tile_level.ops import *  # noqa: F401,F403
+
+# The tools (tools/) and the runtime (runtime/).
+from .tools.profile import ProfileConfig, ProfileResult, compare_profiles
+from .tools.progress import set_progress
+from .tools.visualize import Visualization
+from .runtime.executor import Executor, RunReport, compile
+from .runtime.graph import Graph, GraphEdge, GraphNode
+from .runtime.pool import MemoryPool
+from .runtime.config import CompileConfig
+from .runtime.device import cache_info, clear_cache, composite_ops, get_device, last_stats, lowered_ops, set_device
+from .runtime.tile_recommend import TileChoice, recommend_tile
+
+# Gradients and optimisers (autodiff/).
+from .autodiff import gradients as _gradients  # noqa: F401  (attaches requires_grad, grad, backward)
+from .autodiff.gradients import differentiable_ops, grad, realize_all, value_and_grad
+from .autodiff import optim
+
+# PyTorch in and out (torch_interop/).
 from .torch_interop import CopyWarning, external_memory, from_dlpack, from_torch, last_fallbacks, to_torch
 
 __version__ = "0.1.0"
@@ -151,17 +171,26 @@ __all__ = [
     "Location",
 ]
 
-# The block level (python/pypto/block.py): kernels of PTO programs, and tiles accepted by
-# the tensor-level functions while a kernel is traced.
-from . import block as _block  # noqa: E402
-from .block import *  # noqa: F401,F403,E402
+# The block level (block_level/): kernels of PTO programs, and tiles accepted by the
+# tensor-level functions while a kernel is traced.
+from .block_level import kernel as _block  # noqa: E402
+from .block_level.kernel import *  # noqa: F401,F403,E402
 
 _block.install(globals())
 __all__ += _block.__all__
 
-# Multi-chip meshes and collectives (python/pypto/distributed.py).
+# Multi-chip meshes and collectives (distributed/).
 from . import distributed  # noqa: E402
 from .distributed import shard_map  # noqa: E402
-from ._dist_executor import DistributedConfig, DistributedExecutor  # noqa: E402
+from .distributed.executor import DistributedConfig, DistributedExecutor  # noqa: E402
 
 __all__ += ["distributed", "shard_map", "DistributedConfig", "DistributedExecutor"]
+
+# Old module names (PyPTO 0.1.0's flat package) still import, for pickles and old code;
+# installed last, when every public name is bound.
+import sys  # noqa: E402
+
+from ._core import moved_modules as _moved_modules  # noqa: E402
+
+_moved_modules.install(sys.modules[__name__])
+__getattr__ = _moved_modules.package_getattr

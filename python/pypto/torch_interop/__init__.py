@@ -5,11 +5,11 @@ pypto never imports it; the functions here import it on first use."""
 
 from __future__ import annotations
 
-from .. import _validate as check
-from .._location import user_location
-from ..config import CompileConfig
-from ..errors import PyptoTypeError
-from ..tensor import as_tensor
+from .._core import validate as check
+from .._core.errors import PyptoTypeError
+from .._core.location import user_location
+from ..runtime.config import CompileConfig
+from ..tensor_level.tensor import as_tensor
 from .dlpack import CopyWarning, external_memory, from_dlpack
 
 __all__ = ["from_torch", "from_dlpack", "CopyWarning", "external_memory", "last_fallbacks"]

@@ -32,11 +32,12 @@ import weakref
 
 import numpy as np
 
-from .. import _lib, _validate as check
-from .._location import user_location
-from ..dtypes import DType, as_dtype, bfloat16
-from ..errors import DTypeError, PyptoValueError
-from ..tensor import Tensor, _from_host, host_array
+from .._core import lib as _lib
+from .._core import validate as check
+from .._core.dtypes import DType, as_dtype, bfloat16
+from .._core.errors import DTypeError, PyptoValueError
+from .._core.location import user_location
+from ..tensor_level.tensor import Tensor, _from_host, host_array
 
 __all__ = ["from_dlpack", "CopyWarning", "external_memory"]
 

@@ -18,10 +18,10 @@ import torch.fx
 from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner
 from torch.fx.passes.operator_support import OperatorSupportBase
 
-from ..compile import compile as _p_compile
-from ..errors import PyptoError
-from ..tensor import Tensor
 from . import fallbacks
+from .._core.errors import PyptoError
+from ..runtime.executor import compile as _p_compile
+from ..tensor_level.tensor import Tensor
 from .graph import GraphFunction, Params, describe, node_source, why_unsupported
 from .tensors import tensor_from_torch
 

@@ -11,9 +11,9 @@ import torch
 import torch.fx
 from torch.utils import _pytree as pytree
 
-from ..errors import CompileError, Location, PyptoError, SymbolicShapeError
-from ..tensor import Tensor
 from . import ops_table
+from .._core.errors import CompileError, Location, PyptoError, SymbolicShapeError
+from ..tensor_level.tensor import Tensor
 from .tensors import tensor_from_torch
 
 _FRAME = re.compile(r'File "([^"]+)", line (\d+), in (\S+)\n\s*(.*)')

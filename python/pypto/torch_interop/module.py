@@ -5,10 +5,10 @@ from __future__ import annotations
 import torch
 import torch.fx
 
-from ..compile import compile as _p_compile
-from .._location import user_location
-from ..errors import CompileError, PyptoTypeError
-from ..tensor import Tensor, as_tensor
+from .._core.errors import CompileError, PyptoTypeError
+from .._core.location import user_location
+from ..runtime.executor import compile as _p_compile
+from ..tensor_level.tensor import Tensor, as_tensor
 from .graph import GraphFunction, describe, node_location, node_source, why_unsupported
 from .tensors import tensor_from_torch
 

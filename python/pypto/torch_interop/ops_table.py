@@ -18,9 +18,13 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .. import conv, nn as pnn, ops, reductions, shape_ops
-from ..dtypes import bfloat16, bool_, float16, float32, int8, int32
-from ..tensor import Tensor
+from .._core.dtypes import bfloat16, bool_, float16, float32, int8, int32
+from ..tensor_level import conv
+from ..tensor_level import nn as pnn
+from ..tensor_level import ops
+from ..tensor_level import reductions
+from ..tensor_level import shape_ops
+from ..tensor_level.tensor import Tensor
 
 #: torch dtypes PyPTO has, and the dtype it runs them in (int64 indices run as int32).
 TORCH_DTYPES = {

@@ -6,9 +6,9 @@ import warnings
 
 import torch
 
-from .._location import user_location
-from ..errors import PyptoValueError
-from ..tensor import Tensor
+from .._core.errors import PyptoValueError
+from .._core.location import user_location
+from ..tensor_level.tensor import Tensor
 from .dlpack import CopyWarning, import_dlpack
 
 

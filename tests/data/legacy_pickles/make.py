@@ -32,6 +32,7 @@ def objects():
     yield "tensor_nz", p.layout_transform(p.from_numpy(np.arange(20 * 30, dtype=np.float16).reshape(20, 30)), p.NZ)
     yield "tensor_nchw", p.Tensor([1, 2, 3, 4], data=np.arange(24, dtype=np.float32).reshape(1, 2, 3, 4), layout=p.NCHW)
     yield "placeholder", p.Tensor([batch, 4], dtype=p.float16)
+    yield "compile_config", p.CompileConfig(opt_level=1, disable_passes=("cse",), memory_pool_bytes=1 << 20, chip="tiny")
     yield "tile_config", p.TileConfig(shape=[64, None], layout=p.ND, format="NZ")
     yield "profile_config", p.ProfileConfig()
     yield "distributed_config", p.DistributedConfig(parallel_strategy="model_parallel", tensor_parallel_size=2)
