@@ -50,7 +50,7 @@ func OpsMarkdown() string {
 
 // OpsDocPythonMarker ends the registry's part of docs/ops.md: what follows it, the
 // Python functions that compose registry ops, is generated on the Python side.
-const OpsDocPythonMarker = "\n<!-- end of the registry's table; below: python tests/test_ops_doc.py --update -->\n"
+const OpsDocPythonMarker = "\n<!-- end of the registry's table; below: python tests/tensor_level/test_ops_doc.py --update -->\n"
 
 // int64Note says how the chip runs d on int64 tensors, for the int64 column.
 func int64Note(d *OpDef, accepted string) string {

@@ -14,7 +14,7 @@ import (
 // semantics, against the reference interpreter: within their documented fp32 ulps
 // (8 at most; logaddexp's cancellation near 0 needs an absolute term), one ulp of
 // float16 results.
-// tests/test_ops_math.py checks the same lowerings against numpy, special values included.
+// tests/tensor_level/test_ops_math.py checks the same lowerings against numpy, special values included.
 func TestMathLoweringsOnISA(t *testing.T) {
 	f := func(dt dtype.DType, s ...int) core.TensorType { return core.TensorType{DType: dt, Shape: s} }
 	ulp := 1.0 / (1 << 23)

@@ -37,7 +37,7 @@ func TestEveryOpAndDTypeOnTheDevice(t *testing.T) {
 		}
 		for _, dt := range dtype.All {
 			if dt == dtype.Int64 {
-				continue // narrowed to int32 before compiling (core.NarrowInt64; tests/test_int64.py)
+				continue // narrowed to int32 before compiling (core.NarrowInt64; tests/tensor_level/test_int64.py)
 			}
 			in := []core.TensorType{{DType: dt, Shape: core.Shape{5, 33}}, {DType: dt, Shape: core.Shape{33}}}[:def.Arity]
 			bl := core.NewBuilder("sweep")

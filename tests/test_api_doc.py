@@ -1,12 +1,11 @@
 """docs/api.md's examples run as written (each section's blocks in order, in one
 namespace)."""
 
-import pathlib
 import re
 
 import pypto as p
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
+from repo_paths import ROOT
 
 
 def _section(title: str) -> str:

@@ -26,7 +26,7 @@ def test_dtypes_hash_and_convert_like_numpy(dt, nt):
 
 
 def test_other_integer_widths_convert_with_a_range_check():
-    a = np.arange(-3, 5)  # int64, numpy's default: kept (tests/test_int64.py)
+    a = np.arange(-3, 5)  # int64, numpy's default: kept (tests/tensor_level/test_int64.py)
     assert a.dtype == np.int64
     t = p.from_numpy(a.reshape(2, 4))
     assert t.dtype == p.int64

@@ -1,12 +1,11 @@
 """The examples run as users run them, and pass their own checks against numpy."""
 
-import pathlib
 import subprocess
 import sys
 
 import pytest
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
+from repo_paths import ROOT
 
 
 def test_demo_decoder_matches_numpy_on_small_sizes():

@@ -2,7 +2,6 @@
 error, and its rich outputs are there: the profile report and the debugger's table."""
 
 import os
-import pathlib
 import sys
 
 import pytest
@@ -11,7 +10,7 @@ nbformat = pytest.importorskip("nbformat")
 nbclient = pytest.importorskip("nbclient")
 pytest.importorskip("ipykernel")
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
+from repo_paths import ROOT
 
 
 def test_tour_notebook_runs(tmp_path, monkeypatch):

@@ -1,9 +1,8 @@
 """The README's Python examples run as written (in order, in one namespace)."""
 
-import pathlib
 import re
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
+from repo_paths import ROOT
 
 
 def test_readme_examples_run():

@@ -1,4 +1,4 @@
-"""Writes the pickles of tests/test_legacy_pickles.py. They were made once, by PyPTO 0.1.0
+"""Writes the pickles of tests/test_public_api.py. They were made once, by PyPTO 0.1.0
 before its package was split into subpackages (python/pypto/ then held every module side
 by side), so that the test proves pickles made by that layout still load. Running this
 again writes pickles of the current layout, which is not what the test is for.

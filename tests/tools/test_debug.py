@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 import pypto as p
+from repo_paths import ROOT
 
 
 def block(x, w):
@@ -243,7 +244,7 @@ def _mixed_kernel_debugger(grid, m):
     under the debugger, with the source lines of its cube and its vector part."""
     import inspect
 
-    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "examples"))
+    sys.path.insert(0, os.path.join(str(ROOT), "examples"))
     import block_mixed
 
     kern = block_mixed.matmul_bias_relu(grid=grid, T=64)

@@ -6,7 +6,9 @@ import os
 import subprocess
 import sys
 
-SOAK = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "bench", "soak.py")
+from repo_paths import ROOT
+
+SOAK = str(ROOT / "bench" / "soak.py")
 
 
 def test_a_small_soak_runs_clean():

@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 
 import pypto as p
+from repo_paths import ROOT
 
 torch = pytest.importorskip("torch", reason="the gradient tests compare with torch: pip install pypto[torch]")
 
@@ -358,7 +359,7 @@ def test_api_doc_examples_run():
     import pathlib
     import re
 
-    text = (pathlib.Path(__file__).resolve().parent.parent / "docs" / "api.md").read_text()
+    text = (ROOT / "docs" / "api.md").read_text()
     start = text.index("\n## Gradients and training\n")
     section = text[start : text.find("\n## ", start + 1)]
     blocks = re.findall(r"```python\n(.*?)```", section, re.S)

@@ -1,12 +1,11 @@
 """docs/tools.md's examples run as written (each section's blocks in order, in one
 namespace after the page's preamble)."""
 
-import pathlib
 import re
 
 import pytest
+from repo_paths import ROOT
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
 TEXT = (ROOT / "docs" / "tools.md").read_text()
 
 
@@ -81,7 +80,7 @@ def test_every_screenshot_is_made_by_a_browser_test():
     them here with PYPTO_DOCS_SCREENSHOTS=1), so none is left behind by a view that
     changed name."""
     shown = set(re.findall(r"\]\(images/([\w.]+\.png)\)", TEXT))
-    tests = "".join((ROOT / "tests" / f).read_text() for f in ("test_browser_viz.py", "test_browser_profile.py"))
+    tests = "".join((ROOT / "tests" / "tools" / f).read_text() for f in ("test_browser_viz.py", "test_browser_profile.py"))
     saved = set(re.findall(r'"(\w+\.png)"', tests))
     assert shown and shown <= saved, shown - saved
     for name in shown:

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 import pypto as p
+from repo_paths import ROOT
 
 D = p.distributed
 
@@ -360,7 +361,7 @@ def test_the_docs_example_runs():
     import pathlib
     import re
 
-    doc = (pathlib.Path(__file__).parent.parent / "docs" / "distributed.md").read_text()
+    doc = (ROOT / "docs" / "distributed.md").read_text()
     code = re.search(r"```python\n(.*?)```", doc, re.S).group(1)
     scope = {}
     exec(compile(code, "docs/distributed.md", "exec"), scope)
@@ -388,7 +389,7 @@ def test_distributed_example_matches_one_chip_and_its_bubble_is_gpipes():
     import importlib.util
     import pathlib
 
-    path = pathlib.Path(__file__).parent.parent / "examples" / "distributed.py"
+    path = ROOT / "examples" / "distributed.py"
     spec = importlib.util.spec_from_file_location("distributed_example", path)
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)

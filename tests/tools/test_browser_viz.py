@@ -14,8 +14,9 @@ import pytest
 
 import pypto as p
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(ROOT, "examples"))
+from repo_paths import ROOT
+
+sys.path.insert(0, str(ROOT / "examples"))
 import demo  # noqa: E402  (the GPT-style decoder of the demo)
 from browser_support import screenshot  # noqa: E402
 

@@ -5,8 +5,9 @@ import json
 import os
 import subprocess
 import sys
+from repo_paths import ROOT
 
-SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "bench", "dynamic.py")
+SCRIPT = str(ROOT / "bench" / "dynamic.py")
 
 
 def test_a_short_sweep_runs_and_reports_its_keys():

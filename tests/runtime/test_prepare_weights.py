@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import pypto as p
-from test_conv import np_conv2d
+from numpy_refs import np_conv2d
 
 
 def _relu_conv(x, w, b):

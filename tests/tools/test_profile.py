@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 import pypto as p
+from repo_paths import ROOT
 
 GM_ALIGN = 512  # GM buffers start on 512-byte boundaries (docs/device.md)
 
@@ -321,7 +322,7 @@ def test_a_mixed_tasks_vector_cores_are_its_ai_cores():
     cores of those AI cores (j * per_ai + v), as the dispatcher books them."""
     import sys
 
-    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "examples"))
+    sys.path.insert(0, os.path.join(str(ROOT), "examples"))
     import block_mixed
 
     k = block_mixed.matmul_bias_relu(grid=2, T=64)

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 import pypto as p
+from repo_paths import ROOT
 
 W = np.linspace(-1, 1, 64 * 48, dtype=np.float32).reshape(64, 48).astype(np.float16)
 
@@ -126,7 +127,7 @@ def test_the_wheel_ships_the_viewer():
 
     import setuptools
 
-    root = pathlib.Path(__file__).resolve().parent.parent
+    root = ROOT
     assets = root / "python" / "pypto" / "tools" / "viz_assets"
     setup = tomllib.loads((root / "pyproject.toml").read_text())["tool"]["setuptools"]
     assert setup["package-data"]["pypto.tools"] == ["viz_assets/*"]

@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 import pypto as p
+from repo_paths import ROOT
 
 
 def test_setitem_is_numpy_indexing_and_functional():
@@ -167,7 +168,7 @@ def test_decode_example_matches_numpy_token_for_token_with_one_program():
     import importlib.util
     import pathlib
 
-    path = pathlib.Path(__file__).parent.parent / "examples" / "decode.py"
+    path = ROOT / "examples" / "decode.py"
     spec = importlib.util.spec_from_file_location("decode_example", path)
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)

@@ -1,12 +1,12 @@
 """The block-level examples run as users run them and pass their checks against numpy."""
 
-import pathlib
 import subprocess
 import sys
 
 import pytest
+from repo_paths import ROOT
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
+ROOT = ROOT
 
 
 def run_example(name, *args):

@@ -20,10 +20,9 @@ import pypto as p  # noqa: E402
 from torch import nn  # noqa: E402
 from torch.nn import functional as F  # noqa: E402
 
-sys.path.insert(0, str(pathlib.Path(__file__).parent))
+from repo_paths import ROOT  # noqa: E402
 from torch_gpt2 import GPT  # noqa: E402
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
 DTYPES = [torch.float32, torch.float16, torch.bfloat16, torch.int8, torch.int32, torch.bool]
 
 

@@ -8,7 +8,7 @@ import pytest
 import pypto as p
 from conftest import rand
 
-# The tolerances of the unfused programs (tests/test_reductions_shapes.py).
+# The tolerances of the unfused programs (tests/tensor_level/test_reductions_shapes.py).
 RTOL = {p.float32: 1e-5, p.float16: 2e-3, p.bfloat16: 2e-2}
 
 

@@ -1,12 +1,11 @@
 """The Python examples of docs/api.md's "Block level" section run as written (in order,
 in one namespace)."""
 
-import pathlib
 import re
 
 import pypto as p
+from repo_paths import ROOT
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
 
 
 def test_block_level_doc_examples_run():

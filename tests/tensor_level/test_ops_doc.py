@@ -2,7 +2,7 @@
 ops themselves but compose them (the registry's table above it is generated and checked
 by `go test ./core -run TestOpsDoc`). Regenerate with
 
-    python tests/test_ops_doc.py --update
+    python tests/tensor_level/test_ops_doc.py --update
 
 The signature, the note (the docstring's first paragraph) and the ops each becomes (those
 a traced sample call holds) come from the functions; for the two that only run eagerly
@@ -11,17 +11,16 @@ the ops are listed here, and must be registry ops."""
 import importlib
 import inspect
 import json
-import pathlib
 import re
 import sys
 
 import numpy as np
 
 import pypto as p
+from repo_paths import ROOT
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
 DOC = ROOT / "docs" / "ops.md"
-MARKER = "\n<!-- end of the registry's table; below: python tests/test_ops_doc.py --update -->\n"
+MARKER = "\n<!-- end of the registry's table; below: python tests/tensor_level/test_ops_doc.py --update -->\n"
 MODULES = tuple(importlib.import_module(f"pypto.{m}") for m in ("conv", "masking", "update", "einsum", "dropout"))
 
 F32 = np.float32
@@ -106,7 +105,7 @@ def test_every_composed_function_is_described():
 def test_ops_doc_functions_table_is_current():
     text = DOC.read_text()
     assert MARKER in text, "docs/ops.md lacks its marker: run go test ./core -run TestOpsDoc -update"
-    assert text.split(MARKER, 1)[1] == "\n" + table(), "docs/ops.md is stale: run python tests/test_ops_doc.py --update"
+    assert text.split(MARKER, 1)[1] == "\n" + table(), "docs/ops.md is stale: run python tests/tensor_level/test_ops_doc.py --update"
 
 
 if __name__ == "__main__" and sys.argv[1:] == ["--update"]:
