@@ -14,7 +14,7 @@ import threading
 import numpy as np
 
 from .._core import validate as check
-from .._core.dtypes import DType, bool_, float32, int32
+from .._core.dtypes import DType, bool_, float32, int64
 from .._core.errors import PyptoValueError
 from .._core.location import user_location
 from .._core.symbolic import Dim
@@ -52,7 +52,7 @@ def _default_dtype(value) -> DType:
     if isinstance(value, (bool, np.bool_)):
         return bool_
     if isinstance(value, numbers.Integral):
-        return int32
+        return int64  # numpy's and torch's default integer
     return float32
 
 
@@ -81,7 +81,7 @@ def ones(*shape, dtype=None) -> Tensor:
 
 def full(shape, fill_value, dtype=None) -> Tensor:
     """A tensor of shape filled with fill_value; dtype defaults to float32 for floats,
-    int32 for ints and bool for bools."""
+    int64 for ints (numpy's and torch's default integer) and bool for bools."""
     if not isinstance(fill_value, (numbers.Real, np.integer, np.floating, np.bool_)):
         raise check.fail("full", "fill_value", fill_value, "a number or a bool")
     dt = check.dtype(dtype, "dtype", "full", optional=True) or _default_dtype(fill_value)
@@ -117,9 +117,9 @@ def full_like(x, fill_value, dtype=None) -> Tensor:
 
 def constant(value, dtype=None) -> Tensor:
     """A constant tensor from a scalar or nested lists: ``p.constant(1024)`` is a 0-d
-    int32 tensor (usable as a dimension, since it converts to an int). Python ints take
-    int32 when they all fit (as Python scalars do beside tensors), else int64; numpy
-    arrays keep their dtype."""
+    int64 tensor (usable as a dimension, since it converts to an int). Python ints take
+    int64, numpy's and torch's default integer; Python floats float32; numpy arrays keep
+    their dtype."""
     if isinstance(value, Tensor):
         value = value.numpy()
     if value is None or isinstance(value, (str, bytes, dict, set)):
@@ -133,21 +133,15 @@ def constant(value, dtype=None) -> Tensor:
     dt = check.dtype(dtype, "dtype", "constant", optional=True)
     if dt is None:
         dt = float32 if arr.dtype.kind == "f" and not check.dtype_supported(arr.dtype) else None
-    if dt is None and arr.dtype == np.int64 and not isinstance(value, (np.ndarray, np.generic)) and _fits_int32(arr):
-        dt = int32
     if dt is None:
         arr = host_array(arr, "constant", "value")
         dt = check.dtype(arr.dtype, "value", "constant")
     return _host(arr, dt)
 
 
-def _fits_int32(arr: np.ndarray) -> bool:
-    return arr.size == 0 or (int(arr.min()) >= -(2**31) and int(arr.max()) < 2**31)
-
-
 def arange(start, stop=None, step=1, dtype=None) -> Tensor:
-    """Evenly spaced values in [start, stop) (numpy's arange); int32 for integer
-    arguments, float32 otherwise, or dtype (p.int64 for numpy's default integer)."""
+    """Evenly spaced values in [start, stop) (numpy's arange); int64 for integer
+    arguments (numpy's and torch's default integer), float32 otherwise, or dtype."""
     if stop is None:
         start, stop = 0, start
     start = _real(start, "start", "arange")
@@ -157,7 +151,7 @@ def arange(start, stop=None, step=1, dtype=None) -> Tensor:
         raise check.fail("arange", "step", step, "a nonzero number", PyptoValueError)
     dt = check.dtype(dtype, "dtype", "arange", optional=True)
     if dt is None:
-        dt = int32 if all(isinstance(v, int) for v in (start, stop, step)) else float32
+        dt = int64 if all(isinstance(v, int) for v in (start, stop, step)) else float32
     return _host(np.arange(start, stop, step), dt)
 
 
@@ -216,8 +210,9 @@ def rand(*shape, dtype=float32) -> Tensor:
     return _host(arr.astype(np.float32), dt)
 
 
-def randint(low, high=None, size=(), dtype=int32) -> Tensor:
-    """Uniform integers in [low, high) (numpy's integers); randint(high) draws from [0, high)."""
+def randint(low, high=None, size=(), dtype=int64) -> Tensor:
+    """Uniform integers in [low, high) (numpy's integers); randint(high) draws from [0, high).
+    int64 by default, as numpy and torch give."""
     if high is None:
         low, high = 0, low
     low = check.integer(low, "low", "randint")
@@ -225,7 +220,7 @@ def randint(low, high=None, size=(), dtype=int32) -> Tensor:
     if high <= low:
         raise check.fail("randint", "high", high, f"an int > low ({low})", PyptoValueError)
     size = check.shape(size, "size", "randint", symbolic=False)
-    dt = check.dtype(dtype, "dtype", "randint", optional=True) or int32
+    dt = check.dtype(dtype, "dtype", "randint", optional=True) or int64
     with generator() as g:
         arr = g.integers(low, high, size=size)
     return _host(arr, dt)
