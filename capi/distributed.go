@@ -22,7 +22,7 @@ import (
 // {mesh, kind, op, algorithm, root, dtype (code), count, ranks} with one host buffer per
 // rank for its input and one for its output, each of the size the collective gives it.
 
-// pypto_mesh_json describes a mesh preset: {name, chip, size, launch_seconds,
+// pypto_mesh_json describes a mesh preset: {name, chip, clock_hz, size, launch_seconds,
 // reduce_seconds_per_byte, tiers:
 // [{name, group_size, full_mesh, bytes_per_second, latency_seconds, efficiency, source}]}.
 //
@@ -42,14 +42,19 @@ func pypto_mesh_json(name *C.char, out **C.char, n *C.size_t) C.uintptr_t {
 			Eff       float64 `json:"efficiency"`
 			Source    string  `json:"source"`
 		}
+		chip, err := device.Preset(m.Chip)
+		if err != nil {
+			return err
+		}
 		d := struct {
-			Name   string  `json:"name"`
-			Chip   string  `json:"chip"`
-			Size   int     `json:"size"`
-			Launch float64 `json:"launch_seconds"`
-			Gamma  float64 `json:"reduce_seconds_per_byte"`
-			Tiers  []tier  `json:"tiers"`
-		}{Name: m.Name, Chip: m.Chip, Size: m.Size(), Launch: m.LaunchSeconds, Gamma: m.ReduceGamma()}
+			Name    string  `json:"name"`
+			Chip    string  `json:"chip"`
+			ClockHz float64 `json:"clock_hz"` // the chip's, for the cycles of a mesh run
+			Size    int     `json:"size"`
+			Launch  float64 `json:"launch_seconds"`
+			Gamma   float64 `json:"reduce_seconds_per_byte"`
+			Tiers   []tier  `json:"tiers"`
+		}{Name: m.Name, Chip: m.Chip, ClockHz: chip.ClockHz, Size: m.Size(), Launch: m.LaunchSeconds, Gamma: m.ReduceGamma()}
 		for _, t := range m.Tiers {
 			d.Tiers = append(d.Tiers, tier{t.Name, t.GroupSize, t.FullMesh, t.Link.BytesPerSecond, t.Link.LatencySeconds, t.Link.Efficiency, t.Link.Source})
 		}

@@ -85,4 +85,8 @@ type Stats struct {
 	// Program names the program a symbolic executor chose for the run: its bucket
 	// ("seq_len<=128") or, with a program per size, the binding ("seq_len=100").
 	Program string `json:"program,omitempty"`
+	// Run numbers the runs of this process in the order they were recorded as its
+	// latest (Session.LastStats): a run recorded later has a larger number. Zero in
+	// statistics that were not recorded so.
+	Run uint64 `json:"run,omitempty"`
 }

@@ -19,10 +19,11 @@ type Session struct {
 	compiler Compiler
 	cache    *compileCache
 
-	mu      sync.Mutex // guards device, last, hasLast
+	mu      sync.Mutex // guards device, last, hasLast, runs
 	device  string
 	last    Stats
 	hasLast bool
+	runs    uint64 // runs recorded as the latest so far (Stats.Run of the latest)
 }
 
 // New returns a session compiling with c for DefaultDevice.
@@ -64,6 +65,8 @@ func (s *Session) LastStats() (Stats, bool) {
 
 func (s *Session) recordStats(st Stats) {
 	s.mu.Lock()
+	s.runs++
+	st.Run = s.runs
 	s.last, s.hasLast = st, true
 	s.mu.Unlock()
 }

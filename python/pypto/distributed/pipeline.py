@@ -23,6 +23,7 @@ from . import pipeline_trace as PT
 from .._core import validate as check
 from .._core.errors import PyptoValueError
 from .._core.location import user_location
+from ..runtime.device import record_mesh_run
 from ..tensor_level.tensor import from_numpy
 from .collectives import _host, run_collective
 from .pipeline_schedule import chip_steps
@@ -360,6 +361,11 @@ class PipelineExecutor:
         for st, i in zip(report.stages, idle):
             st.schedule_idle_s = i
         self.last_report = report
+        record_mesh_run({
+            "mesh": True, "seconds": report.seconds, "cycles": round(report.seconds * self.mesh.info["clock_hz"]),
+            "ranks": p, "stages": p, "microbatches": m, "bubble": report.bubble,
+            "report": "the executor's last_report (a PipelineReport) has the timeline of every stage and step",
+        })
         return outs
 
     def _send(self, value, src: int, dst: int, posted: float, ready: float, comm_free: list, report: PipelineReport):

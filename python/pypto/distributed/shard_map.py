@@ -19,6 +19,7 @@ from . import rendezvous as rv
 from .._core import validate as check
 from .._core.errors import PyptoError, PyptoValueError
 from .._core.location import user_location
+from ..runtime.device import record_mesh_run
 from ..tensor_level.tensor import from_numpy
 from .collectives import _host
 from .mesh import Mesh, PartitionSpec
@@ -53,6 +54,24 @@ class ShardMapReport:
 
 
 _last = threading.local()
+
+
+def mesh_summary(report: ShardMapReport, mesh: Mesh) -> dict:
+    """What p.last_stats() says of a mesh run: its slowest rank and its collectives."""
+    slow = max(report.ranks, key=lambda r: r.total_s)
+    return {
+        "mesh": True,
+        "seconds": report.seconds,
+        "cycles": round(report.seconds * mesh.info["clock_hz"]),
+        "ranks": len(report.ranks),
+        "slowest_rank": slow.rank,
+        "compute_seconds": slow.compute_s,
+        "comm_seconds": slow.comm_s,
+        "wait_seconds": slow.wait_s,
+        "collectives": len(report.collectives),
+        "comm_share": report.comm_share,
+        "report": "p.distributed.last_report() has the timeline of every rank and collective",
+    }
 
 
 def last_report():
@@ -207,11 +226,13 @@ def shard_map(fn, mesh: Mesh, in_specs, out_specs, *, backend: str = "local", wo
             parts = [outs[r][k] for r in range(mesh.size)]
             axes = _spec_axes(spec, parts[0].ndim, mesh, f"out_specs[{k}]")
             results.append(from_numpy(_assemble(parts, axes, mesh)))
-        _last.report = ShardMapReport(
+        report = ShardMapReport(
             seconds=max(c.clock for c in ranks.clocks),
             ranks=[RankReport(c.rank, mesh.coords(c.rank), c.clock, c.compute_s, c.comm_s, c.wait_s) for c in ranks.clocks],
             collectives=sorted(ranks.log, key=lambda c: c["start_s"]),
         )
+        _last.report = report
+        record_mesh_run(mesh_summary(report, mesh))
         return results[0] if single_out else tuple(results)
 
     return run

@@ -33,9 +33,32 @@ def get_device() -> str:
 
 
 def last_stats():
-    """Statistics of the most recent run in this process (eager or compiled) as a dict
-    with "cycles", "seconds" (simulated time) and "tasks", or None before any run."""
-    return json.loads(_lib.call_string(_lib.lib.pypto_last_stats_json))
+    """Statistics of the most recent run in this process as a dict, or None before any
+    run. A single-chip run (eager or compiled) gives "cycles", "seconds" (simulated
+    time), "tasks" and the rest of the device's figures. A run over a mesh of chips
+    (p.shard_map and the distributed executors) gives "mesh": True, "seconds" and
+    "cycles" of its slowest rank, that rank's compute, communication and waiting time,
+    the number of ranks and of collectives, and "report" naming the full timeline
+    (``p.distributed.last_report()``): never the last program of one of its ranks."""
+    chip = json.loads(_lib.call_string(_lib.lib.pypto_last_stats_json))
+    mesh = _mesh_run
+    if mesh is not None and (chip is None or chip.get("run", 0) <= mesh[0]):
+        return dict(mesh[1])
+    return chip
+
+
+#: The latest mesh run: (the number of the latest single-chip run when it ended, its
+#: summary). A single-chip run numbered higher is newer than it.
+_mesh_run = None
+
+
+def record_mesh_run(summary: dict) -> None:
+    """Makes ``summary`` what last_stats() gives until the next single-chip run (the
+    distributed runtime calls it when a mesh run ends; the ranks' own programs ran
+    before that moment, so they are older)."""
+    global _mesh_run
+    chip = json.loads(_lib.call_string(_lib.lib.pypto_last_stats_json))
+    _mesh_run = ((chip or {}).get("run", 0), dict(summary))
 
 
 def cache_info() -> dict:
