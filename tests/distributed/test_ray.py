@@ -4,8 +4,11 @@ driver runs on. A local Ray cluster on loopback with two worker actors (docs/dis
 "Ray")."""
 
 import os
+import re
 import signal
 import socket
+import threading
+import time
 
 import numpy as np
 import pytest
@@ -117,22 +120,67 @@ def test_a_rank_error_is_raised_with_its_rank():
         p.shard_map(bad, mesh, in_specs=D.P("tp"), out_specs=D.P("tp"), backend="ray", workers=2)(np.ones((4, 8), np.float32))
 
 
-def test_killed_worker_names_itself_and_the_driver_runs_on():
+def _worker_pids(mesh):
+    """The process of each rank, from a run that asks them."""
+    pids = p.shard_map(lambda x: x * 0 + float(os.getpid()), mesh, in_specs=D.P("tp"), out_specs=D.P("tp"),
+                       backend="ray", workers=2)(np.zeros((mesh.size, 1), np.float32))
+    return [int(v) for v in pids.numpy()[:, 0]]
+
+
+def _dies_at_start(x):
+    if D.rank() == 3:
+        os.kill(os.getpid(), signal.SIGKILL)
+    return D.all_reduce(x * 2.0)
+
+
+def _dies_inside_a_collective(x):
+    # ranks 2 and 3 wait in the all-reduce for ranks 0 and 1 when their process dies
+    if D.rank() == 3:
+        threading.Timer(0.3, os.kill, (os.getpid(), signal.SIGKILL)).start()
+    if D.rank() < 2:
+        time.sleep(1.0)
+    return D.all_reduce(x * 2.0)
+
+
+def _dies_after_returning(x):
+    # ranks 2 and 3 return at once and their process dies while ranks 0 and 1 compute
+    if D.rank() == 3:
+        threading.Timer(0.2, os.kill, (os.getpid(), signal.SIGKILL)).start()
+    if D.rank() < 2:
+        time.sleep(1.0)
+    return x * 2.0
+
+
+MOMENTS = {
+    "at the start of its ranks' code": (_dies_at_start, "during the run"),
+    "inside a collective": (_dies_inside_a_collective, "during the run"),
+    "while the driver gathers results": (_dies_after_returning, "while the driver gathered the run's results"),
+    "between runs": (None, r"before the run \(while idle\)"),
+}
+
+
+@pytest.mark.parametrize("moment", sorted(MOMENTS))
+def test_a_worker_killed_at_any_moment_is_a_worker_error_and_the_next_run_works(moment):
     mesh = D.Mesh((4,), ("tp",))
     kept = p.from_numpy(np.arange(6, dtype=np.float32))
-
-    def dies(x):
-        if D.rank() == 3:
-            os.kill(os.getpid(), signal.SIGKILL)
-        return D.all_reduce(x * 2.0)
-
     x = np.ones((4, 8), np.float32)
-    with pytest.raises(D.WorkerError, match=rf"Ray worker 1 \(ranks 2-3, process \d+ on {socket.gethostname()}\) died during the run"):
-        p.shard_map(dies, mesh, in_specs=D.P("tp"), out_specs=D.P("tp"), backend="ray", workers=2)(x)
-    np.testing.assert_array_equal(kept.numpy(), np.arange(6, dtype=np.float32))  # the driver lost nothing
-    again = p.shard_map(lambda v: D.all_reduce(v * 2.0), mesh, in_specs=D.P("tp"), out_specs=D.P("tp"),
-                        backend="ray", workers=2)(x)
-    np.testing.assert_array_equal(again.numpy(), np.full((4, 8), 8.0, np.float32))
+    fn, when = MOMENTS[moment]
+    for _ in range(3):
+        run = p.shard_map(fn or (lambda v: v * 2.0), mesh, in_specs=D.P("tp"), out_specs=D.P("tp"), backend="ray", workers=2)
+        if fn is None:  # kill worker 1's process while no run is in flight
+            os.kill(_worker_pids(mesh)[3], signal.SIGKILL)
+            time.sleep(0.3)
+        try:
+            run(x)
+        except D.WorkerError as e:  # any other exception type fails the test
+            msg = str(e)
+        else:
+            pytest.fail(f"a worker died {moment} and the run returned")
+        assert re.search(rf"Ray worker 1 \(ranks 2-3, process \d+ on {socket.gethostname()}\) died {when}", msg), msg
+        np.testing.assert_array_equal(kept.numpy(), np.arange(6, dtype=np.float32))  # the driver lost nothing
+        again = p.shard_map(lambda v: D.all_reduce(v * 2.0), mesh, in_specs=D.P("tp"), out_specs=D.P("tp"),
+                            backend="ray", workers=2)(x)
+        np.testing.assert_array_equal(again.numpy(), np.full((4, 8), 8.0, np.float32))
 
 
 def test_the_tensor_parallel_pass_on_ray_equals_local_bit_for_bit():

@@ -50,7 +50,10 @@ def run_rank(world, r: int, fn, shards: list, single_out: bool):
     except BaseException as e:  # reported to the caller
         err = e
     finally:
-        world.finish(r, failed)
+        try:
+            world.finish(r, failed)
+        except BaseException as e:  # the world is another process's (Ray) and failed
+            err = err or e
         rv.enter(None)
     return outs, err, RankClock(r, ctx.clock, ctx.compute_s, ctx.comm_s, ctx.wait_s)
 

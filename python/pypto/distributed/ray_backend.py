@@ -9,11 +9,15 @@ coordinator's Go core, in the algorithm's order, and every rank gets its part ba
 values, their bits and the simulated times are therefore those of the local backend;
 only the bytes travel through Ray.
 
-A worker process that dies (killed, out of memory) is noticed by the driver: its ranks
+A worker process that dies (killed, out of memory) is noticed by the driver whatever
+the moment: before the run (between runs, or before its first task: every run first
+asks each worker it will use where it is), during the run (its task fails: its ranks
 are marked failed in the rendezvous, so the ranks of the other workers waiting for them
-stop at once with a CollectiveError, and the run raises WorkerError naming the worker,
-its ranks, its process and host. The driver keeps everything it holds; the next run
-starts a fresh worker in place of the dead one.
+stop at once with a CollectiveError), or after its ranks returned, while the driver
+gathers the others' (every worker is asked again at the end). The run then raises
+WorkerError naming the worker, its ranks, its process and host; an error of another
+worker that follows from the death is not what the caller sees. The driver keeps
+everything it holds; the next run starts a fresh worker in place of the dead one.
 """
 
 from __future__ import annotations
@@ -63,16 +67,23 @@ class _Coordinator:
         self.worlds[run] = rv.World(mesh, nranks)
 
     def meet(self, run: int, rank: int, group: tuple, arrival, perform):
+        world = self.worlds.get(run)
+        if world is None:  # the driver ended the run (a worker died): nobody else comes
+            return "err", rv.CollectiveError(f"rank {rank}: the run ended before this collective could take place")
         try:
-            return "ok", self.worlds[run].meet(rank, group, arrival, perform)
+            return "ok", world.meet(rank, group, arrival, perform)
         except BaseException as e:  # the rank re-raises it in its own process
             return "err", _portable(e)
 
     def finish(self, run: int, rank: int, failed: bool) -> None:
-        self.worlds[run].finish(rank, failed)
+        world = self.worlds.get(run)
+        if world is not None:
+            world.finish(rank, failed)
 
     def outcome(self, run: int):
-        world = self.worlds.pop(run)
+        world = self.worlds.pop(run, None)
+        if world is None:
+            return [], None
         return world.log, _portable(world.first_error) if world.first_error else None
 
 
@@ -154,17 +165,32 @@ def _coordinator(ray, nranks: int):
 
 
 def _pool(ray, n: int) -> list:
-    """n live workers, started when fewer are held, spread over the cluster's nodes."""
+    """n workers, started when fewer are held, spread over the cluster's nodes. Each
+    is asked where it runs (new ones) or whether it still does (the others):
+    _dead_workers tells which died since."""
     with _lock:
         _forget_stale(ray)
         while len(_workers) < n:
             actor = ray.remote(num_cpus=0, max_restarts=0, max_concurrency=_WORKER_THREADS,
                                scheduling_strategy="SPREAD")(_RankWorker).remote()
             _workers.append([actor, None])
-        for w in _workers[:n]:
-            if w[1] is None:
-                w[1] = ray.get(w[0].where.remote())
         return _workers[:n]
+
+
+def _dead_workers(ray, pool: list) -> list:
+    """The indices in pool of the workers whose process is gone; learns the process
+    and host of those that answer for the first time."""
+    answers = [w[0].where.remote() for w in pool]
+    dead = []
+    for i, (w, ref) in enumerate(zip(pool, answers)):
+        try:
+            where = ray.get(ref)
+        except ray.exceptions.RayActorError:
+            dead.append(i)
+            continue
+        if w[1] is None:
+            w[1] = where
+    return dead
 
 
 def _drop(worker) -> None:
@@ -194,17 +220,20 @@ def run_ranks(fn, mesh, shards: list, single_out: bool, workers):
     n = mesh.size
     w = min(n, workers or default_workers(ray, n))
     pool = _pool(ray, w)
+    groups = [list(range(i * n // w, (i + 1) * n // w)) for i in range(w)]
+    gone = _dead_workers(ray, pool)
+    if gone:  # died between runs, or before its first task: nothing of this run started
+        _raise_dead(pool, groups, [(i, None) for i in gone], "before the run (while idle)", "no rank of this run started")
     coord = _coordinator(ray, n)
     with _lock:
         run = next(_runs)
     ray.get(coord.start.remote(run, mesh, n))
     _pickle_by_value(ray, fn)
-    groups = [list(range(i * n // w, (i + 1) * n // w)) for i in range(w)]
     device = get_device()
     pending = {pool[i][0].run.remote(run, device, fn, mesh, g, [shards[r] for r in g], single_out, coord, n): i
                for i, g in enumerate(groups)}
     outs, errs, clocks = [None] * n, [None] * n, [None] * n
-    dead = []
+    dead, broken = [], []
     while pending:
         done, _ = ray.wait(list(pending), num_returns=1)
         i = pending.pop(done[0])
@@ -212,21 +241,41 @@ def run_ranks(fn, mesh, shards: list, single_out: bool, workers):
             for r, o, e, c in ray.get(done[0]):
                 outs[r], errs[r], clocks[r] = o, e, c
         except ray.exceptions.RayActorError as cause:
-            dead.append((i, pool[i], cause))
+            dead.append((i, cause))
             for r in groups[i]:  # the others' ranks waiting for these stop now
+                ray.get(coord.finish.remote(run, r, True))
+        except Exception as cause:  # the worker's task failed outside its ranks' code
+            broken.append((i, cause))
+            for r in groups[i]:
                 ray.get(coord.finish.remote(run, r, True))
     log, first_error = ray.get(coord.outcome.remote(run))
     if dead:
-        i, worker, cause = dead[0]
-        _drop(worker)
-        pid, host = worker[1]
+        _raise_dead(pool, groups, dead, "during the run", "the other ranks were stopped")
+    late = _dead_workers(ray, pool)
+    if late:  # its ranks had returned; it died while the driver gathered the others'
+        _raise_dead(pool, groups, [(i, None) for i in late], "while the driver gathered the run's results",
+                    "the run's results are incomplete")
+    if broken:
+        i, cause = broken[0]
         g = groups[i]
-        raise WorkerError(
-            f"Ray worker {i} (ranks {g[0]}-{g[-1]}, process {pid} on {host}) died during the run; "
-            f"the other ranks were stopped",
-            causes=[str(cause).splitlines()[0] if str(cause) else type(cause).__name__],
-            suggestions=["run again: a fresh worker replaces the dead one",
-                         "check the worker's memory and the Ray logs (/tmp/ray/session_latest/logs)"])
+        raise PyptoError(f"Ray worker {i} (ranks {g[0]}-{g[-1]}) failed outside its ranks' code: {type(cause).__name__}",
+                         causes=[str(cause).splitlines()[0] if str(cause) else type(cause).__name__])
     return RankRun(outs, errs, clocks, log, first_error)
+
+
+def _raise_dead(pool: list, groups: list, dead: list, when: str, consequence: str):
+    """Drops the dead workers (the next run starts fresh ones) and raises WorkerError
+    naming the first: its index, ranks, process and host."""
+    for i, _ in dead:
+        _drop(pool[i])
+    i, cause = dead[0]
+    g = groups[i]
+    pid, host = pool[i][1] or ("unknown (it died before reporting it)", "an unknown host")
+    more = f"; workers {', '.join(str(j) for j, _ in dead[1:])} died too" if len(dead) > 1 else ""
+    raise WorkerError(
+        f"Ray worker {i} (ranks {g[0]}-{g[-1]}, process {pid} on {host}) died {when}; {consequence}{more}",
+        causes=[str(cause).splitlines()[0] if cause is not None and str(cause) else "the worker's process is gone"],
+        suggestions=["run again: a fresh worker replaces the dead one",
+                     "check the worker's memory and the Ray logs (/tmp/ray/session_latest/logs)"])
 
 
