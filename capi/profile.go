@@ -8,9 +8,9 @@ import "C"
 
 import (
 	"encoding/json"
-	"os"
 
 	"pypto/core"
+	"pypto/internal/atomicfile"
 	"pypto/internal/progress"
 	"pypto/session"
 )
@@ -67,17 +67,8 @@ func pypto_profile_trace(h C.uintptr_t, path *C.char) C.uintptr_t {
 		if err != nil {
 			return err
 		}
-		name := goString(path)
-		f, err := os.Create(name)
-		if err != nil {
-			return core.Errorf(core.ValueError, "cannot write the trace: %v", err)
-		}
-		if err := p.WriteTrace(f); err != nil {
-			f.Close()
-			return core.Errorf(core.InternalError, "writing the trace %s: %v", name, err)
-		}
-		if err := f.Close(); err != nil {
-			return core.Errorf(core.ValueError, "cannot write the trace: %v", err)
+		if err := atomicfile.WriteWith(goString(path), p.WriteTrace); err != nil {
+			return core.Errorf(core.IOError, "the profile's trace: %v", err)
 		}
 		return nil
 	})

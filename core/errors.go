@@ -15,6 +15,9 @@ const (
 	CompileError  ErrorKind = "CompileError"
 	DeviceError   ErrorKind = "DeviceError"
 	InternalError ErrorKind = "InternalError"
+	// IOError is a file the user asked for that could not be written (a full disk, a
+	// directory that cannot be written); Python raises p.PyptoIOError.
+	IOError ErrorKind = "IOError"
 	// Interrupted is a run stopped by Ctrl-C (internal/interrupt); Python raises
 	// KeyboardInterrupt for it.
 	Interrupted ErrorKind = "Interrupted"

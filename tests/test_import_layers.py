@@ -26,7 +26,7 @@ LAYERS = [
 ]
 
 #: The private core in its own order: each imports only those before it.
-CORE = ["errors", "location", "lib", "dtypes", "symbolic", "validate"]
+CORE = ["moved_modules", "errors", "location", "files", "lib", "dtypes", "symbolic", "validate"]
 
 
 def _module_name(path: pathlib.Path) -> str:

@@ -15,6 +15,7 @@ import (
 
 	"pypto/device"
 	"pypto/device/calib"
+	"pypto/internal/atomicfile"
 )
 
 func main() {
@@ -105,7 +106,7 @@ func runUpdate(chipName string) error {
 	if f2 != f {
 		return fmt.Errorf("the refit with the fitted constants applied moved: %v -> %v", f, f2)
 	}
-	if err := os.WriteFile(fittedPath, []byte(calib.FittedSource(f, calib.Cases(chip))), 0o644); err != nil {
+	if err := atomicfile.WriteFile(fittedPath, []byte(calib.FittedSource(f, calib.Cases(chip)))); err != nil {
 		return err
 	}
 	fmt.Println(f)
@@ -121,7 +122,7 @@ func rewriteDocs(begin, end, body string) error {
 	if err != nil {
 		return err
 	}
-	return os.WriteFile(docsPath, []byte(doc), 0o644)
+	return atomicfile.WriteFile(docsPath, []byte(doc))
 }
 
 func run(chipName string, asJSON bool) error {

@@ -6,6 +6,7 @@ import (
 	"os"
 
 	"pypto/device"
+	"pypto/internal/atomicfile"
 	"pypto/isa"
 )
 
@@ -31,7 +32,7 @@ func writeOut(path string, stdout io.Writer, data []byte) error {
 		_, err := stdout.Write(data)
 		return err
 	}
-	return os.WriteFile(path, data, 0o644)
+	return atomicfile.WriteFile(path, data)
 }
 
 func cmdAsm(args []string, stdout io.Writer) error {

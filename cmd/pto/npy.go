@@ -9,8 +9,8 @@ import (
 	"strings"
 
 	"codeberg.org/sbinet/npyio/npy"
-
 	"pypto/dtype"
+	"pypto/internal/atomicfile"
 	"pypto/internal/checked"
 )
 
@@ -172,5 +172,5 @@ func writeNPY(path string, d dtype.DType, shape []int, values []float64) error {
 	binary.Write(&b, binary.LittleEndian, uint16(len(header)))
 	b.WriteString(header)
 	b.Write(dtype.Encode(store, values))
-	return os.WriteFile(path, b.Bytes(), 0o644)
+	return atomicfile.WriteFile(path, b.Bytes())
 }

@@ -165,6 +165,13 @@ class PyptoIndexError(PyptoError, IndexError):
     kind = "IndexError"
 
 
+class PyptoIOError(PyptoError, OSError):
+    """A file PyPTO was asked to write (a profile, a compilation page, an export)
+    could not be written; the message names it. Nothing that looks complete is left."""
+
+    kind = "IOError"
+
+
 class DeviceError(PyptoError):
     """The simulated device failed, or cannot be used (e.g. after fork)."""
 
@@ -187,6 +194,7 @@ _BY_KIND = {
     "TypeError": PyptoTypeError,
     "IndexError": PyptoIndexError,
     "DeviceError": DeviceError,
+    "IOError": PyptoIOError,
     "InternalError": InternalError,
 }
 

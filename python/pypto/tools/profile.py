@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from .._core import lib as _lib
 from .._core import validate as check
 from .._core.errors import PyptoValueError
+from .._core.files import make_dirs, write_text
 from .._core.location import user_location
 
 __all__ = ["ProfileConfig", "ProfileResult", "compare_profiles"]
@@ -335,15 +336,13 @@ class ProfileResult:
         if directory is None:
             raise check.fail("ProfileResult.save", "directory", directory, "a directory (or set ProfileConfig.profile_output_dir)")
         directory = os.fspath(directory)
-        os.makedirs(directory, exist_ok=True)
-        paths = {k: os.path.join(directory, f) for k, f in (("trace", "trace.json"), ("report", "report.html"), ("data", "profile.json"))}
         if self._trace_writer is None:
             raise PyptoValueError("ProfileResult.save: this result has no trace (it was loaded from data)", location=user_location())
-        self._trace_writer(paths["trace"])
-        with open(paths["report"], "w", encoding="utf-8") as f:
-            f.write(report_html(self))
-        with open(paths["data"], "w", encoding="utf-8") as f:
-            json.dump(self.to_dict(), f, indent=1)
+        make_dirs(directory, "ProfileResult.save")
+        paths = {k: os.path.join(directory, f) for k, f in (("trace", "trace.json"), ("report", "report.html"), ("data", "profile.json"))}
+        self._trace_writer(paths["trace"])  # the Go core writes it as write_text does
+        write_text(paths["report"], report_html(self), "ProfileResult.save")
+        write_text(paths["data"], json.dumps(self.to_dict(), indent=1), "ProfileResult.save")
         return paths
 
     def _repr_html_(self) -> str:

@@ -15,6 +15,7 @@ import json
 import os
 
 from .._core import lib as _lib
+from .._core.files import make_dirs, write_text
 
 __all__ = ["Visualization"]
 
@@ -83,11 +84,9 @@ class Visualization:
             path = os.path.join(path, f"{self.name}_{self.key}.html")
         parent = os.path.dirname(path)
         if parent:
-            os.makedirs(parent, exist_ok=True)
-        with open(path, "w", encoding="utf-8") as f:
-            f.write(self.html())
-        with open(os.path.splitext(path)[0] + ".json", "w", encoding="utf-8") as f:
-            f.write(self._text)
+            make_dirs(parent, "Visualization.save")
+        write_text(path, self.html(), "Visualization.save")
+        write_text(os.path.splitext(path)[0] + ".json", self._text, "Visualization.save")
         return path
 
     def _repr_html_(self) -> str:
