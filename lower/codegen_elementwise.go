@@ -59,8 +59,7 @@ func emitElementwise(e *emitter, tg *TileGraph, op *TileOp, tiles []int) {
 		loaded    [2]int
 		converted [2]int // -1 when the input already has the dtype the op computes in
 	}
-	maps := inputMaps(tg, op)
-	space := iterationType(tg.Tensors, op).Shape
+	space, maps, outMap := elementwiseSpace(tg.Tensors, op)
 	inTypes := make([]dtype.DType, len(op.Inputs))
 	for i, t := range op.Inputs {
 		inTypes[i] = tg.Tensors[t].Type.DType
@@ -91,7 +90,7 @@ func emitElementwise(e *emitter, tg *TileGraph, op *TileOp, tiles []int) {
 		axis := gatherAxis(op.Attrs, 0, len(src.Shape)) // the attribute is always set (registry defaults)
 		body.gatherLen, body.gatherStride = src.Shape[axis], src.Shape.Strides()[axis]
 	}
-	ov := newFlatView(e.params[op.Output], outputMap(tg, op), space)
+	ov := newFlatView(e.params[op.Output], outMap, space)
 
 	perOuter := op.Grid[1] * op.Grid[2]
 	for step, t := range tiles {
@@ -127,11 +126,11 @@ func emitElementwise(e *emitter, tg *TileGraph, op *TileOp, tiles []int) {
 
 // inputMaps says how each input of an elementwise tile op is indexed from the output:
 // by the op's own map (view ops) or by numpy broadcasting.
-func inputMaps(tg *TileGraph, op *TileOp) []affineMap {
-	out := iterationType(tg.Tensors, op).Shape
+func inputMaps(tensors []GMTensor, op *TileOp) []affineMap {
+	out := iterationType(tensors, op).Shape
 	ins := make([]core.Shape, len(op.Inputs))
 	for i, t := range op.Inputs {
-		ins[i] = tg.Tensors[t].Type.Shape
+		ins[i] = tensors[t].Type.Shape
 	}
 	if m := lowerings[op.Op].maps; m != nil {
 		return m(ins, out, op.Attrs)
@@ -146,13 +145,13 @@ func inputMaps(tg *TileGraph, op *TileOp) []affineMap {
 // outputMap says where each element of the iteration space goes in the output: its
 // row-major place, or, for ops that write a part of their output (concat), the map the
 // lowering gives.
-func outputMap(tg *TileGraph, op *TileOp) affineMap {
-	out := tg.Tensors[op.Output].Type.Shape
+func outputMap(tensors []GMTensor, op *TileOp) affineMap {
+	out := tensors[op.Output].Type.Shape
 	low := lowerings[op.Op]
 	if !low.partial {
 		return reshapeMap(out)
 	}
-	return low.outMap(tg.Tensors[op.Inputs[0]].Type.Shape, out, op.Attrs)
+	return low.outMap(tensors[op.Inputs[0]].Type.Shape, out, op.Attrs)
 }
 
 // iterationType is the type whose elements an elementwise tile op visits: its output's,

@@ -347,7 +347,7 @@ func (tp *tileParser) tiling(op *TileOp) {
 	op.Problem = tp.tilingList("problem", dims[0], op.Kind)
 	op.Tile = tp.tilingList("tile", dims[1], op.Kind)
 	op.Grid = tp.tilingList("grid", dims[2], op.Kind)
-	if err := verifyTiling(op, iterationType(tp.g.Tensors, op)); err != nil {
+	if err := verifyTiling(tp.g.Tensors, op); err != nil {
 		tp.fail(at, "%v", err)
 	}
 }

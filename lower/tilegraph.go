@@ -212,7 +212,7 @@ func (g *TileGraph) Verify() error {
 			return fmt.Errorf("tilegraph: op%d writes t%d, which already has a producer", i, op.Output)
 		}
 		produced[op.Output] = true
-		if err := verifyTiling(op, iterationType(g.Tensors, op)); err != nil {
+		if err := verifyTiling(g.Tensors, op); err != nil {
 			return fmt.Errorf("tilegraph: op%d (%s): %v", i, op.Op, err)
 		}
 		if msg := checkDynamicRows(g.Tensors, op); msg != "" {
@@ -246,7 +246,8 @@ func continuesPart(prev, op *TileOp) bool {
 
 // verifyTiling checks a tile op's grid against its problem and, for elementwise ops,
 // the problem against the type it iterates over.
-func verifyTiling(op *TileOp, out core.TensorType) error {
+func verifyTiling(tensors []GMTensor, op *TileOp) error {
+	out := iterationType(tensors, op)
 	if dims, ok := tilingDims[op.Kind]; !ok || len(op.Problem) != tilingLen(dims[0]) || len(op.Tile) != tilingLen(dims[1]) {
 		return fmt.Errorf("a %s op has problem %s and tile %s", op.Kind, dims[0], dims[1])
 	}
@@ -259,8 +260,11 @@ func verifyTiling(op *TileOp, out core.TensorType) error {
 	if fmt.Sprint(want) != fmt.Sprint(op.Grid) {
 		return fmt.Errorf("grid %v does not cover problem %v with tile %v (want %v)", op.Grid, op.Problem, op.Tile, want)
 	}
-	if got := elementwiseProblem(out.Shape); op.Kind == TileElementwise && fmt.Sprint(got) != fmt.Sprint(op.Problem) {
-		return fmt.Errorf("problem %v does not match output type %s", op.Problem, out)
+	if op.Kind == TileElementwise {
+		space, _, _ := elementwiseSpace(tensors, op)
+		if got := elementwiseProblem(space); fmt.Sprint(got) != fmt.Sprint(op.Problem) {
+			return fmt.Errorf("problem %v does not match output type %s", op.Problem, out)
+		}
 	}
 	if op.Kind == TileMatmul || op.Kind == TileMatmulEpilogue {
 		return verifyMatmulOutput(op, out)

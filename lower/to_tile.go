@@ -192,7 +192,12 @@ func chooseTiling(op *TileOp, tensors []GMTensor, opts Options) error {
 		for i, in := range op.Inputs {
 			ins[i] = tensors[in].Type.DType
 		}
-		op.Tile, op.Reason, err = elementwiseTiling(chip, op.Op, op.Attrs, ins, outT.DType, op.Problem[1], op.Problem[2])
+		tiling := func(rows, cols int) ([]int, string, error) {
+			return elementwiseTiling(chip, op.Op, op.Attrs, ins, outT.DType, rows, cols)
+		}
+		if op.Tile, op.Reason, err = tiling(op.Problem[1], op.Problem[2]); err == nil {
+			coalescedTiling(op, tensors, tiling)
+		}
 	}
 	if err == nil {
 		err = applyUserVectorTile(chip, op, tensors)
