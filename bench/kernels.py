@@ -21,27 +21,28 @@ cmd/pto-kernels (built with the repository's Go toolchain).
                                             # where the time goes: each kernel kind's share
                                             # and the first 10 tasks one by one
 
-The GPT-2-small forward (the decoder stack, 12 layers, seq 1024, batch 1) and the
-demo's model (examples/demo.py, run in this process through pypto) are measured twice:
-with the plain runtime ("runtime": "off") and with the runtime's scheduling features
-("on": concurrent tasks, overlapped launches, L2 prefetch, balanced blocks, early
-starts; see
-docs/device.md, "Dispatcher"). The demo's rows give its simulated tokens per second
-(batch x seq over the simulated time of one forward) and whether its logits have the
-same bytes both ways.
+Every case runs with the default configuration, the runtime's scheduling features on
+("runtime": "on": concurrent tasks, overlapped launches, L2 prefetch, balanced blocks,
+early starts; see docs/device.md, "Dispatcher"). The GPT-2-small forward (the decoder
+stack, 12 layers, seq 1024, batch 1) and the demo's model (examples/demo.py, run in
+this process through pypto) are also measured with the plain runtime ("off"). The
+demo's rows give its simulated tokens per second (batch x seq over the simulated time
+of one forward) and whether its logits have the same bytes both ways.
 
 Keys: case, sim_ms, roofline_ms (the largest of the cube time at peak, one fp32 pass
 of the vector ops at peak, and the compulsory GM bytes at full HBM bandwidth),
-roofline_frac (roofline_ms / sim_ms), cube_busy, gm_bytes (distinct GM bytes the
-tasks read and wrote: HBM traffic with an L2 that holds the data),
-compulsory_gm_bytes (inputs once, outputs once), compile_ms (a cold compile), plus
+roofline_frac (roofline_ms / sim_ms), cube_busy, gm_bytes (the run's traffic with HBM:
+lines the L2 missed or prefetched, stores written through, intermediates written back;
+the run's tasks share the L2, docs/device.md "The L2 of a run"), footprint_bytes (the
+sum of each task's distinct GM bytes: what tasks that each start with a cold L2 would
+move), compulsory_gm_bytes (inputs once, outputs once), compile_ms (a cold compile), plus
 cached_compile_ms for the GPT case (a compile that finds the program in the
 session's cache), tasks, bound (what sets the roofline) and instrs_per_core (static
 machine instructions of the largest program a core runs: the code its instruction
-cache must hold), runtime (off / on; with --each-feature also a row per feature alone,
+cache must hold), runtime (on / off; with --each-feature also a row per feature alone,
 named by its CompileConfig field). Convolution rows add conv_kernel_cube_busy and
 conv_kernel_gm_bytes (the convolution's kernel alone, without the layout conversions
-around it: its GM bytes are to be read against compulsory_gm_bytes) and
+around it: its HBM traffic, to be read against compulsory_gm_bytes) and
 gemm_same_mkn_cube_busy (a GEMM of the convolution's m = N*OH*OW, k = C*KH*KW,
 n = O on the same chip), printed in a table of their own. The chains of convolutions
 (a UNet block, a ResNet-50 bottleneck) add chain_floor_gm_bytes: the compulsory bytes
@@ -127,7 +128,7 @@ def main():
               f"{'GM/comp':>8} {'compile ms':>11} {'tasks':>6} {'instrs':>7}")
     for r in rows:
         ratio = r["gm_bytes"] / r["compulsory_gm_bytes"]
-        print(f"{r['case']:<40} {r.get('runtime', 'off'):>16} {r['sim_ms']:>9.4f} {r['roofline_ms']:>9.4f} {r['roofline_frac']:>6.3f} "
+        print(f"{r['case']:<40} {r.get('runtime', 'on'):>16} {r['sim_ms']:>9.4f} {r['roofline_ms']:>9.4f} {r['roofline_frac']:>6.3f} "
               f"{r['bound']:>7} {r['cube_busy']:>6.3f} {ratio:>8.2f} {r['compile_ms']:>11.1f} {r['tasks']:>6} "
               f"{r['instrs_per_core']:>7}")
         if "cached_compile_ms" in r:

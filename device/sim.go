@@ -56,6 +56,10 @@ type RunOptions struct {
 	// NoTimingCache runs the timing loop even when the task ran before with the same
 	// timing inputs (sim_timing_cache.go): the times are the same either way.
 	NoTimingCache bool
+	// L2, on a chip with an L2, is the run's L2 (sim_l2_shared.go): the task finds the
+	// lines the run's earlier tasks left, and leaves its own to the later ones. nil: a
+	// cold L2 of the task's own, written through.
+	L2 *SharedL2
 	// estimate skips the checks of the programs' GM accesses (bounds, overlaps between
 	// blocks, moved windows) for the device's estimates (estimate.go), whose programs
 	// the compiler just built: it changes no time.
@@ -127,7 +131,7 @@ func RunTask(chip *Chip, gm []byte, kind isa.CoreKind, blocks []Block, opts RunO
 	sims := make([]*coreSim, active)
 	var mem *memSystem
 	if chip.L2Bytes > 0 && !opts.Functional {
-		mem = newMemSystem(chip, len(gm))
+		mem = newMemSystem(chip, len(gm), opts.L2)
 	}
 	step := cores // the blocks a core may run: its static deal, or any when balanced
 	if opts.BalanceBlocks {
@@ -152,9 +156,12 @@ func RunTask(chip *Chip, gm []byte, kind isa.CoreKind, blocks []Block, opts RunO
 		coreOf = func(b int) int { return placed[b] }
 	}
 	cached := false
+	var key string
+	keyed := false
 	switch {
 	case mem != nil:
-		if cached, err = runSharedTask(chip, kind, gm, blocks, cores, sims, opts, placed); err != nil {
+		key, keyed = timingKey(chip, kind, len(gm), blocks, cores, sims, opts)
+		if cached, err = runSharedTask(chip, kind, gm, blocks, cores, sims, opts, placed, key, keyed); err != nil {
 			return nil, err
 		}
 	case placed != nil: // balancing needs the cores in one loop in task time
@@ -180,8 +187,8 @@ func RunTask(chip *Chip, gm []byte, kind isa.CoreKind, blocks []Block, opts RunO
 	releaseBuffers(sims)
 	st.FootprintRead, st.FootprintWritten = footprint(windows)
 	if mem != nil {
-		st.L2Hits, st.L2Misses, st.PrefetchedBytes = mem.hits, mem.misses, mem.prefetched
-		mem.release()
+		st.L2Hits, st.L2Misses, st.PrefetchedBytes, st.HBMBytesWritten = mem.hits, mem.misses, mem.prefetched, mem.hbmWritten
+		mem.release(key, keyed)
 	}
 	return st, nil
 }

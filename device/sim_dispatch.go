@@ -58,7 +58,10 @@ type TaskSlot struct {
 	Complete  int64 // the AI CPU sees it complete (FinalSyncCycles after End)
 	// Prefetch is the time between the task's inputs being complete (and the task
 	// dispatched) and its kernels' first instruction: what an L2 prefetch of its first
-	// loads can overlap.
+	// loads can overlap. It is 0 for the first task of a graph: the AI CPU prefetches
+	// for the tasks it queues behind a task that runs, while the first one is launched
+	// with its loads cold, as the single kernels of the calibration tables are
+	// (assumed: their load busy is fitted without a prefetch).
 	Prefetch int64
 	// Cores are the physical cores (AI cores for a mixed task) the task's cores 0, 1,
 	// ... of its own run were placed on.
@@ -133,6 +136,7 @@ type dispatcher struct {
 	lastStart         int64 // the last dispatched task's CoreStart
 	slots             []TaskSlot
 	done              []bool // dispatched
+	placed            int    // tasks dispatched so far
 	mem               *memTimeline
 }
 
@@ -257,7 +261,11 @@ func (d *dispatcher) place(k int, at int64) TaskSlot {
 	}
 	d.lastStart = start
 	first := start + int64(chip.CoreStartCycles+chip.PrologueCycles)
-	d.slots[k] = TaskSlot{Dispatch: at, CoreStart: start, Cores: units, Prefetch: first - max(at, inputs)}
+	d.slots[k] = TaskSlot{Dispatch: at, CoreStart: start, Cores: units}
+	if d.placed > 0 {
+		d.slots[k].Prefetch = first - max(at, inputs)
+	}
+	d.placed++
 	return d.slots[k]
 }
 

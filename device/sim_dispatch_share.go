@@ -40,15 +40,14 @@ func newMemTimeline(chip *Chip) *memTimeline {
 
 // taskTraffic is the bytes a task moves through the L2 and from / to the HBM: every GM
 // byte it reads or writes passes the L2; the lines its loads missed and the bytes it
-// wrote cross the HBM (writes are written back: assumed, the L2 is write-back and the
-// next task's reads of them are not credited). A chip without an L2 model sends every
-// GM byte to the HBM.
+// wrote to HBM (written through, or dirty lines it evicted: TaskStats.HBMBytesWritten)
+// cross the HBM. A chip without an L2 model sends every GM byte to the HBM.
 func taskTraffic(chip *Chip, st *TaskStats) (l2, hbm float64) {
 	gm := float64(st.GMBytesRead + st.GMBytesWritten)
 	if chip.L2Bytes <= 0 {
 		return 0, gm
 	}
-	return gm, float64(st.L2Misses*int64(chip.L2LineBytes) + st.GMBytesWritten)
+	return gm, float64(st.L2Misses*int64(chip.L2LineBytes) + st.HBMBytesWritten)
 }
 
 // booked is the bandwidth in use at cycle t and the next cycle after t at which that

@@ -125,6 +125,24 @@ func TestEarlyStartHidesThePrologue(t *testing.T) {
 	assert.Equal(t, plain.Cycles, alone.Cycles)
 }
 
+func TestFirstTaskIsNotPrefetched(t *testing.T) {
+	chip := preset(t, "a2")
+	// Two independent tasks and one after them: the first task of the graph is
+	// launched cold, the tasks queued behind it have a prefetch window, with or
+	// without the other features (an early start leaves the dependent task none: its
+	// first instruction comes as its inputs complete).
+	tasks := []DispatchTask{{Kind: OnCube, Cores: 8}, {Kind: OnCube, Cores: 8}, {Deps: []int{0, 1}, Kind: OnVector, Cores: 48}}
+	cores := [][]int64{slices.Repeat([]int64{30000}, 8), slices.Repeat([]int64{30000}, 8), slices.Repeat([]int64{10000}, 48)}
+	for _, opts := range []DispatchOptions{{}, {Concurrent: true, OverlapLaunch: true, EarlyStart: true}} {
+		s, _ := scheduleFake(t, chip, tasks, cores, opts)
+		assert.Zero(t, s.Tasks[0].Prefetch, "%+v", opts)
+		assert.Positive(t, s.Tasks[1].Prefetch, "%+v", opts)
+		if !opts.EarlyStart {
+			assert.Positive(t, s.Tasks[2].Prefetch, "%+v", opts)
+		}
+	}
+}
+
 func TestDispatcherRejectsBadTasks(t *testing.T) {
 	chip := preset(t, "a2")
 	run := func(int, TaskSlot) (*TaskStats, error) { return &TaskStats{}, nil }

@@ -107,7 +107,7 @@ func RunGroupTask(chip *Chip, gm []byte, groups []Group, opts RunOptions) (st *T
 	ais := make([]*aiCore, active)
 	var mem *memSystem
 	if chip.L2Bytes > 0 && !opts.Functional {
-		mem = newMemSystem(chip, len(gm))
+		mem = newMemSystem(chip, len(gm), opts.L2)
 	}
 	infos := &progInfos{noAccesses: opts.Functional}
 	for ai := range active {
@@ -125,7 +125,16 @@ func RunGroupTask(chip *Chip, gm []byte, groups []Group, opts RunOptions) (st *T
 		a.size(extents)
 		ais[ai] = a
 	}
+	var key string
+	keyed := false
 	if mem != nil {
+		if opts.L2 != nil { // the run's next tasks find the L2 this one leaves: name it
+			var sims []*coreSim
+			for _, a := range ais {
+				sims = append(append(sims, a.cube), a.vector...)
+			}
+			key, keyed = timingKey(chip, isa.CoreInvalid, len(gm), flat, chip.CubeCores, sims, opts)
+		}
 		// One event loop, so the shared L2 sees accesses in task time order.
 		if err := runGroupsShared(ais); err != nil {
 			return nil, err
@@ -166,8 +175,8 @@ func RunGroupTask(chip *Chip, gm []byte, groups []Group, opts RunOptions) (st *T
 	releaseBuffers(sims)
 	st.FootprintRead, st.FootprintWritten = footprint(windows)
 	if mem != nil {
-		st.L2Hits, st.L2Misses, st.PrefetchedBytes = mem.hits, mem.misses, mem.prefetched
-		mem.release()
+		st.L2Hits, st.L2Misses, st.PrefetchedBytes, st.HBMBytesWritten = mem.hits, mem.misses, mem.prefetched, mem.hbmWritten
+		mem.release(key, keyed)
 	}
 	st.setTime(chip, longest)
 	return st, nil

@@ -55,6 +55,12 @@ type l2Tags struct {
 	// bySet lists the GM lines of each set, set s's in bySet[setStart[s]:setStart[s+1]],
 	// for the len(fill) lines of GM (nil until a set first overflows).
 	bySet, setStart []int32
+	// dirty, in a run's SharedL2, has a bit per GM line written back but not yet to
+	// HBM (nil otherwise: every store is written through); wroteBack counts the dirty
+	// lines evictions wrote to HBM since the memory system last took them.
+	dirty     []uint64
+	wroteBack int64
+	lineBytes int
 }
 
 // lineRange is the lines first..last (inclusive).
@@ -231,8 +237,12 @@ func (t *l2Tags) accessRoomy(l0, l1 int, write bool, fill int64, missed []lineRa
 }
 
 // writeRun is accessRun of a store's lines l0..l1: every line ends up present and
-// filled (the store's data is there); which were missed does not matter.
-func (t *l2Tags) writeRun(l0, l1 int) {
+// filled (the store's data is there); which were missed does not matter. In a
+// SharedL2 the lines become dirty when the store is written back (back), else clean.
+func (t *l2Tags) writeRun(l0, l1 int, back bool) {
+	if t.dirty != nil {
+		defer t.markDirty(l0, l1, back) // after the lookups: a line evicted meanwhile is written back first
+	}
 	if !t.roomy {
 		t.missedScratch, _ = t.accessRun(l0, l1, true, 0, t.missedScratch[:0])
 		return
@@ -276,7 +286,8 @@ func (t *l2Tags) insert(l int) {
 	}
 }
 
-// evict takes the least recently used line out of full set s.
+// evict takes the least recently used line out of full set s; a dirty one is written
+// back (wroteBack).
 func (t *l2Tags) evict(s int) {
 	if t.bySet == nil {
 		t.index()
@@ -288,6 +299,10 @@ func (t *l2Tags) evict(s int) {
 		}
 	}
 	t.used[victim] = 0
+	if t.dirty != nil && t.dirty[victim/64]&(1<<(victim%64)) != 0 {
+		t.dirty[victim/64] &^= 1 << (victim % 64)
+		t.wroteBack++
+	}
 }
 
 // index lists the GM lines of each set (a counting sort by set).

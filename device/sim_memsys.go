@@ -28,25 +28,66 @@ type memSystem struct {
 	// prefetched; written caches which params each program stores into.
 	prefetched int64
 	written    map[*MachineProgram][]bool
+	// hbmWritten counts the bytes written to HBM: stores written through and dirty
+	// lines written back when evicted.
+	hbmWritten int64
+	// shared is the run's L2 the task found (RunOptions.L2), nil for a cold L2 of the
+	// task's own; log, with it, records the directory's lookups for the timing cache.
+	shared *SharedL2
+	log    []l2Op
 }
 
 // corePorts is when each of a core's two GM paths is free: reads (MTE2's loads and
 // pops) and writes (stores and pushes).
 type corePorts struct{ read, write int64 }
 
-func newMemSystem(chip *Chip, gmBytes int) *memSystem {
+// newMemSystem is the memory system of a task on chip with a GM of gmBytes: a cold
+// L2 of its own, or the run's shared one (nil: none).
+func newMemSystem(chip *Chip, gmBytes int, shared *SharedL2) *memSystem {
 	ways := max(1, chip.L2Ways)
 	sets := max(1, chip.L2Bytes/(chip.L2LineBytes*ways))
 	lines := (gmBytes + chip.L2LineBytes - 1) / chip.L2LineBytes
-	m := &memSystem{chip: chip, lines: lines, l2: takeL2(sets, ways, lines)}
+	m := &memSystem{chip: chip, lines: lines, shared: shared}
+	if shared != nil {
+		m.l2 = shared.take(chip, gmBytes)
+	} else {
+		m.l2 = takeL2(sets, ways, lines)
+	}
 	m.cal = calendar{l2: int64(chip.L2TotalBytesPerCycle), hbm: int64(chip.HBMBytesPerCycle), origin: int64(chip.StartCycles())}
 	return m
 }
 
-// release hands the L2's directory to later tasks; m must not be used again.
-func (m *memSystem) release() {
-	m.l2.release()
+// release hands the L2's directory to later tasks (to the run's next task when it is
+// shared: key names the task for the timing cache, keyed says it has one); m must
+// not be used again.
+func (m *memSystem) release(key string, keyed bool) {
+	if m.shared != nil {
+		m.shared.endTask(key, keyed)
+	} else {
+		m.l2.release()
+	}
 	m.l2 = nil
+}
+
+// note records a lookup of lines first..last for the timing cache's replay, when the
+// L2 is the run's.
+func (m *memSystem) note(first, last int, kind uint8) {
+	if m.shared != nil {
+		m.log = append(m.log, l2Op{int32(first), int32(last), kind})
+	}
+}
+
+// writeBacks books on the HBM the dirty lines the lookups just made evicted, from
+// time from on (the bandwidth they take delays later transfers, not this one's
+// issue: the L2 writes them while the transfer waits for its data).
+func (m *memSystem) writeBacks(now, from int64) {
+	if m.l2.wroteBack == 0 {
+		return
+	}
+	b := m.l2.wroteBack * int64(m.chip.L2LineBytes)
+	m.l2.wroteBack = 0
+	m.hbmWritten += b
+	m.cal.reserve(now, from, 0, b, m.chip.HBMBytesPerCycle, m.chip.HBMBytesPerCycle)
 }
 
 func (m *memSystem) portsOf(c *coreSim) *corePorts {
@@ -134,6 +175,7 @@ func (m *memSystem) load(c *coreSim, base int, o Operand, now int64, prefetch bo
 		first := len(m.missed)
 		var fill int64
 		m.missed, fill = m.l2.accessRun(lo/lb, (hi-1)/lb, false, id, m.missed)
+		m.note(lo/lb, (hi-1)/lb, l2Load)
 		waitFill = max(waitFill, fill)
 		if prefetch {
 			m.missed = m.takePrefetched(c, m.missed, first)
@@ -153,6 +195,7 @@ func (m *memSystem) load(c *coreSim, base int, o Operand, now int64, prefetch bo
 	}
 	p := m.portsOf(c)
 	from := max(now+lat, p.read)
+	m.writeBacks(now, now)
 	end := m.cal.reserve(now, from, hitB, missB, chip.L2ReadBytesPerCycle, chip.L2ReadBytesPerCycle)
 	p.read = end
 	m.l2.setEnd(id, end)
@@ -189,22 +232,32 @@ func (m *memSystem) takePrefetched(c *coreSim, missed []lineRange, first int) []
 // d (the fixpipe's or MTE3's rate): its lines are written into L2 (write-allocate)
 // through c's write port at L2WriteBytesPerCycle and, the L2 being write-through, to
 // HBM, within the total bandwidths; a task starts with a cold L2, so its outputs
-// count once each way. The store completes when L2 has the data (L2HitCycles after
-// its last byte leaves).
+// count once each way. In a run's SharedL2 a store into the workspace is written back
+// instead: its lines stay in L2, dirty, and take no HBM bandwidth until evicted. The
+// store completes when L2 has the data (L2HitCycles after its last byte leaves).
 func (m *memSystem) store(c *coreSim, base int, o Operand, now, d int64) transferTimes {
-	var bytes int64
+	var through, back int64
 	m.window(base, o, func(lo, hi int) {
 		lb := m.chip.L2LineBytes
-		m.l2.writeRun(lo/lb, (hi-1)/lb)
-		bytes += int64(hi - lo)
+		wb := m.shared != nil && m.shared.writesBack(lo)
+		m.l2.writeRun(lo/lb, (hi-1)/lb, wb)
+		if wb {
+			back += int64(hi - lo)
+			m.note(lo/lb, (hi-1)/lb, l2StoreBack)
+		} else {
+			through += int64(hi - lo)
+			m.note(lo/lb, (hi-1)/lb, l2StoreThrough)
+		}
 	})
-	if bytes == 0 {
+	if through+back == 0 {
 		return transferTimes{occupy: d, done: d}
 	}
 	chip := m.chip
 	p := m.portsOf(c)
 	from := max(now, p.write)
-	end := m.cal.reserve(now, from, 0, bytes, chip.L2WriteBytesPerCycle, chip.L2WriteBytesPerCycle)
+	m.writeBacks(now, now)
+	m.hbmWritten += through
+	end := m.cal.reserve(now, from, back, through, chip.L2WriteBytesPerCycle, chip.L2WriteBytesPerCycle)
 	end = max(end, now+d)
 	p.write = end
 	return transferTimes{occupy: max(1, end-now), done: max(1, end-now+int64(chip.L2HitCycles))}

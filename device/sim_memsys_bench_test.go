@@ -24,7 +24,7 @@ func BenchmarkMemSysStream(b *testing.B) {
 	lines := 0
 	cpu0 := cpuTime()
 	for b.Loop() {
-		m := newMemSystem(chip, 2*sz)
+		m := newMemSystem(chip, 2*sz, nil)
 		now := int64(chip.StartCycles())
 		for t := 0; t < rows/tileRows; t++ {
 			c := cs[t%cores]
@@ -34,7 +34,7 @@ func BenchmarkMemSysStream(b *testing.B) {
 			now += 40
 		}
 		lines = int(m.hits + m.misses)
-		m.release()
+		m.release("", false)
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(2*lines), "ns/line")
 	b.ReportMetric(float64((cpuTime()-cpu0).Nanoseconds())/float64(b.N)/float64(2*lines), "cpu-ns/line")

@@ -200,7 +200,7 @@ func TestL2TotalBandwidthIsShared(t *testing.T) {
 func TestL2EvictsTheLeastRecentLine(t *testing.T) {
 	chip := preset(t, "a2")
 	chip.L2Bytes, chip.L2Ways = 32*1024, 64 // one fully associative set of 64 lines
-	m := newMemSystem(chip, 1<<20)
+	m := newMemSystem(chip, 1<<20, nil)
 	assert.False(t, m.touch(0))
 	assert.False(t, m.touch(1))
 	assert.True(t, m.touch(0))
@@ -217,12 +217,12 @@ func TestL2StartsEmptyForEveryTask(t *testing.T) {
 	// empty, and a task's hits must not depend on what ran before it.
 	chip := preset(t, "a2")
 	for range 3 {
-		m := newMemSystem(chip, 1<<20)
+		m := newMemSystem(chip, 1<<20, nil)
 		for l := range 200 {
 			assert.False(t, m.touch(l), "line %d in a new task's L2", l)
 		}
 		assert.True(t, m.touch(7))
-		m.release()
+		m.release("", false)
 	}
 	_, first := loadDurations(t, chip, 2)
 	_, again := loadDurations(t, chip, 2)
@@ -234,7 +234,7 @@ func TestL2StartsEmptyForEveryTask(t *testing.T) {
 func TestL2SetsConflict(t *testing.T) {
 	chip := preset(t, "a2")
 	chip.L2Bytes, chip.L2Ways = 32*1024, 2 // 32 sets of 2 ways
-	m := newMemSystem(chip, 1<<20)
+	m := newMemSystem(chip, 1<<20, nil)
 	// Three lines of one set (the index is hashed): the third evicts the first.
 	var same []int
 	other := -1
@@ -355,7 +355,7 @@ func TestTransposedWindowMovesItsOwnBytes(t *testing.T) {
 	chip, err := Preset("a2")
 	require.NoError(t, err)
 	count := func(v isa.GMView) (lines, bytes int) {
-		m := newMemSystem(chip, 1<<22)
+		m := newMemSystem(chip, 1<<22, nil)
 		m.window(0, Operand{Kind: isa.KindGM, DType: dtype.Float16, GM: v}, func(lo, hi int) {
 			lines += (hi-1)/chip.L2LineBytes - lo/chip.L2LineBytes + 1
 			bytes += hi - lo
@@ -455,7 +455,7 @@ func TestRoomyDirectoryNeverEvicts(t *testing.T) {
 		l1 := min(n-1, l0+rng.IntN(4)+rng.IntN(2)*rng.IntN(70))
 		write := rng.IntN(4) == 0
 		if write { // a store's lookup (writeRun) against the stamped directory's
-			roomy.writeRun(l0, l1)
+			roomy.writeRun(l0, l1, false)
 			counted.accessRun(l0, l1, true, 0, nil)
 		} else {
 			idR, idC := roomy.newLoad(), counted.newLoad()

@@ -229,23 +229,19 @@ func (h *startHeap) down() {
 // same in any order of the blocks), which keeps both off the serial loop. Programs
 // whose control or output depends on values computed by the task (SLD, TPRINT) or
 // that exchange tiles through queues run in the timing loop with values, as before,
-// and so do small tasks (smallTask). A task whose timing inputs ran before takes its
-// times from the timing cache (sim_timing_cache.go) and computes only its values;
-// cached says so.
-func runSharedTask(chip *Chip, kind isa.CoreKind, gm []byte, blocks []Block, cores int, sims []*coreSim, opts RunOptions, coreOf []int) (cached bool, err error) {
+// and so do small tasks (smallTask). A task whose timing inputs ran before (key,
+// when keyed: timingKey) takes its times from the timing cache (sim_timing_cache.go)
+// and computes only its values; cached says so.
+func runSharedTask(chip *Chip, kind isa.CoreKind, gm []byte, blocks []Block, cores int, sims []*coreSim, opts RunOptions, coreOf []int, key string, keyed bool) (cached bool, err error) {
 	if opts.NoValues || smallTask(blocks) || !valuesApart(blocks) {
 		if !opts.NoValues || !valuesApart(blocks) { // without values only queues touch the buffers
 			allocBuffers(sims)
 		}
 		return false, runShared(sims, blocks, cores, opts.BalanceBlocks, coreOf)
 	}
-	var key string
 	var kept *timingRecord
-	keyed := false
-	if !opts.NoTimingCache {
-		if key, keyed = timingKey(chip, kind, len(gm), blocks, cores, sims, opts); keyed {
-			kept = timingCache.lookup(key)
-		}
+	if !opts.NoTimingCache && keyed {
+		kept = timingCache.lookup(key)
 	}
 	fun := opts
 	fun.Functional, fun.Trace = true, false

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"os"
+	"slices"
 	"sync"
 	"unsafe"
 
@@ -61,6 +62,10 @@ type timingRecord struct {
 	cores                   []coreTiming
 	placed                  []int
 	hits, misses, prefetchd int64
+	hbmWritten              int64
+	// l2 is the directory's lookups in a shared L2, replayed on a hit so that the
+	// run's later tasks find the L2 as the loop left it.
+	l2 []l2Op
 }
 
 // coreTiming is one core's share of a timingRecord.
@@ -86,6 +91,12 @@ func timingKey(chip *Chip, kind isa.CoreKind, gmBytes int, blocks []Block, cores
 	put(int64(len(blocks)))
 	put(opts.PrefetchBytes)
 	put(opts.MaxInstructions)
+	if s := opts.L2; s != nil { // the L2's contents, named by what ran before
+		if !s.known {
+			return "", false
+		}
+		put(int64(s.history))
+	}
 	if opts.BalanceBlocks {
 		put(1)
 	} else {
@@ -150,7 +161,7 @@ func (s *timingStore) keep(key string, sims []*coreSim, placed []int) {
 
 // size is about the bytes the record holds.
 func (rec *timingRecord) size() int {
-	return len(rec.cores)*int(unsafe.Sizeof(coreTiming{})) + 8*len(rec.placed) + int(unsafe.Sizeof(*rec))
+	return len(rec.cores)*int(unsafe.Sizeof(coreTiming{})) + 8*len(rec.placed) + int(unsafe.Sizeof(l2Op{}))*len(rec.l2) + int(unsafe.Sizeof(*rec))
 }
 
 // clear empties the cache (tests).
@@ -167,7 +178,8 @@ func recordTiming(sims []*coreSim, placed []int) *timingRecord {
 			instrs: c.instrs, icMisses: c.icache.misses, icStalls: c.icache.stalls}
 	}
 	if m := sims[0].mem; m != nil {
-		rec.hits, rec.misses, rec.prefetchd = m.hits, m.misses, m.prefetched
+		rec.hits, rec.misses, rec.prefetchd, rec.hbmWritten = m.hits, m.misses, m.prefetched, m.hbmWritten
+		rec.l2 = slices.Clone(m.log)
 	}
 	return rec
 }
@@ -181,7 +193,8 @@ func (rec *timingRecord) apply(sims []*coreSim, placed []int) {
 	}
 	copy(placed, rec.placed)
 	if m := sims[0].mem; m != nil {
-		m.hits, m.misses, m.prefetched = rec.hits, rec.misses, rec.prefetchd
+		m.hits, m.misses, m.prefetched, m.hbmWritten = rec.hits, rec.misses, rec.prefetchd, rec.hbmWritten
+		m.l2.replay(rec.l2)
 	}
 }
 
@@ -200,8 +213,11 @@ func (rec *timingRecord) same(o *timingRecord) string {
 			return fmt.Sprintf("block %d on core %d against %d", i, rec.placed[i], o.placed[i])
 		}
 	}
-	if rec.hits != o.hits || rec.misses != o.misses || rec.prefetchd != o.prefetchd {
-		return fmt.Sprintf("L2 %d/%d/%d against %d/%d/%d", rec.hits, rec.misses, rec.prefetchd, o.hits, o.misses, o.prefetchd)
+	if rec.hits != o.hits || rec.misses != o.misses || rec.prefetchd != o.prefetchd || rec.hbmWritten != o.hbmWritten {
+		return fmt.Sprintf("L2 %d/%d/%d/%d against %d/%d/%d/%d", rec.hits, rec.misses, rec.prefetchd, rec.hbmWritten, o.hits, o.misses, o.prefetchd, o.hbmWritten)
+	}
+	if !slices.Equal(rec.l2, o.l2) {
+		return fmt.Sprintf("%d L2 lookups against %d", len(rec.l2), len(o.l2))
 	}
 	return ""
 }

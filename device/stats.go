@@ -43,6 +43,10 @@ type TaskStats struct {
 	// PrefetchedBytes counts the bytes of L2 lines the cores' first loads found
 	// prefetched (RunOptions.PrefetchBytes).
 	PrefetchedBytes int64
+	// HBMBytesWritten counts the bytes the task wrote to HBM: its stores written
+	// through and the dirty lines of a shared L2 its misses evicted (0 without an L2
+	// model). The bytes it read from HBM are its L2Misses' lines and PrefetchedBytes.
+	HBMBytesWritten int64
 	// ICacheMisses counts the instruction cache lines the cores missed, and
 	// FetchStallCycles the issue time they waited for them (sim_icache.go).
 	ICacheMisses, FetchStallCycles int64

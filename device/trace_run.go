@@ -122,10 +122,14 @@ func WriteRunTrace(w io.Writer, chip string, clockHz float64, perAI int, tasks [
 			}
 			flow++
 			from := tasks[d]
-			// The start sits inside the producer's slice and the end inside the consumer's.
+			// From the producer's last instruction to the consumer's first, each inside
+			// its task's slice: a consumer launched while its producer runs (the
+			// runtime's overlapped launch and early start) still starts its kernel
+			// after the producer's has ended.
+			kernelEnd := from.Start + from.Stats.StartCycles + from.Stats.KernelCycles
 			events = append(events,
-				flowEvent{Name: "dependency", Cat: "task", Ph: "s", Ts: us(from.Start + from.Stats.Cycles - 1), Pid: tasksPid, Tid: 0, ID: flow},
-				flowEvent{Name: "dependency", Cat: "task", Ph: "f", Bp: "e", Ts: us(t.Start), Pid: tasksPid, Tid: 0, ID: flow})
+				flowEvent{Name: "dependency", Cat: "task", Ph: "s", Ts: us(max(from.Start, kernelEnd-1)), Pid: tasksPid, Tid: 0, ID: flow},
+				flowEvent{Name: "dependency", Cat: "task", Ph: "f", Bp: "e", Ts: us(t.Start + t.Stats.StartCycles), Pid: tasksPid, Tid: 0, ID: flow})
 		}
 	}
 	meta := []any{

@@ -1,7 +1,7 @@
 """PyPTO demo: a small GPT-style decoder (float16) on the simulated NPU, checked
 against numpy.
 
-    python examples/demo.py [--device a2|tiny] [--batch N] [--seq N] [--layers N] [--runtime-features]
+    python examples/demo.py [--device a2|tiny] [--batch N] [--seq N] [--layers N] [--plain-runtime]
 
 The model is GPT-2's architecture at toy size: token and position embeddings, pre-norm
 decoder layers of causal multi-head attention and a GELU MLP with residual
@@ -11,10 +11,10 @@ cube, the masked softmax, GELU (tanh form), and the logits' argmax.
 
 Prints the logits' agreement with a float32 numpy reference, the next-token
 predictions, the simulated cycles and time of one run, the compile time, and a
-per-task profile of the compiled program. --runtime-features runs it with the runtime's
-scheduling features (p.CompileConfig(runtime_features=True): concurrent tasks,
-overlapped launches, L2 prefetch, balanced blocks), which change the time, not the
-values.
+per-task profile of the compiled program. It runs with the runtime's scheduling
+features (concurrent tasks, overlapped launches, L2 prefetch, balanced blocks, early
+starts: the default); --plain-runtime switches them off
+(p.CompileConfig(runtime_features=False)), which changes the time, not the values.
 """
 
 import argparse
@@ -159,7 +159,7 @@ def main():
     ap.add_argument("--batch", type=int, default=2)
     ap.add_argument("--seq", type=int, default=64)
     ap.add_argument("--layers", type=int, default=2)
-    ap.add_argument("--runtime-features", action="store_true", help="concurrent tasks, overlapped launches, L2 prefetch, balanced blocks")
+    ap.add_argument("--plain-runtime", action="store_true", help="without the runtime's scheduling features (concurrent tasks, overlapped launches, L2 prefetch, balanced blocks, early starts)")
     args = ap.parse_args()
     p.set_device(args.device)
     cfg = Config()
@@ -168,7 +168,7 @@ def main():
     tokens = rng.integers(0, cfg.vocab, size=(args.batch, args.seq)).astype(np.int32)
 
     ops = PyptoOps()
-    config = p.CompileConfig(runtime_features=args.runtime_features)
+    config = p.CompileConfig(runtime_features=not args.plain_runtime)
     model = p.compile(lambda t: gpt_forward(ops, cfg, weights, t, args.seq), config)
     t0 = time.perf_counter()
     logits = model.run(tokens).numpy()  # first run: traces, compiles, runs

@@ -153,6 +153,12 @@ type RunStats struct {
 	// Skipped counts the tasks the run did not execute: weight preparation whose
 	// results an earlier run kept (TaskRun.Prepared).
 	Skipped int
+	// HBMBytesRead and HBMBytesWritten are the run's traffic with the device memory
+	// behind the L2: the lines the tasks' loads missed or had prefetched, and the
+	// bytes written through or written back (dirty workspace lines evicted during
+	// the run, and those left in L2 when it ends). Without an L2 model every GM byte
+	// read or written.
+	HBMBytesRead, HBMBytesWritten int64
 }
 
 // Ran is the number of tasks the run executed.

@@ -9,39 +9,52 @@ import (
 )
 
 // Runtime chooses the runtime's scheduling features for the runs of a program. The
-// zero value is the plain runtime: tasks one after another in graph order, each
-// dispatched when the one before it has completed, its blocks dealt to the cores in
-// turn, its L2 cold when it starts.
+// zero value is the default: every feature on. Each field switches one off;
+// PlainRuntime switches all of them off, which is the plain runtime: tasks one after
+// another in graph order, each dispatched when the one before it has completed, its
+// blocks dealt to the cores in turn, no prefetch.
 type Runtime struct {
-	// ConcurrentTasks runs independent tasks at the same time on disjoint cores
-	// (device.DispatchOptions.Concurrent): a task waits only for its hazards
-	// (ExecGraph.Hazards).
-	ConcurrentTasks bool
-	// OverlapLaunch dispatches the next task while the current one runs and drains
+	// NoConcurrentTasks makes each task wait for the one before it. On, independent
+	// tasks run at the same time on disjoint cores (device.DispatchOptions.Concurrent):
+	// a task waits only for its hazards (ExecGraph.Hazards).
+	NoConcurrentTasks bool
+	// NoOverlapLaunch dispatches a task only once the one before it has completed. On,
+	// the next task is dispatched while the current one runs and drains
 	// (device.DispatchOptions.OverlapLaunch).
-	OverlapLaunch bool
-	// PrefetchL2 puts each core's first loads into L2 while the task launches, once
-	// its inputs are complete (device.RunOptions.PrefetchBytes).
-	PrefetchL2 bool
-	// BalanceBlocks gives each block to the core that is free first rather than
-	// block i to core i mod cores (device.RunOptions.BalanceBlocks).
-	BalanceBlocks bool
-	// EarlyStart starts a task's cores, and runs its kernels' prologue, while the
-	// tasks it waits for signal their completion (device.DispatchOptions.EarlyStart).
-	EarlyStart bool
+	NoOverlapLaunch bool
+	// NoPrefetchL2 leaves a task's first loads cold. On, each core's first loads are
+	// put into L2 while the task launches, once its inputs are complete
+	// (device.RunOptions.PrefetchBytes), for every task the AI CPU queues behind
+	// another (device.TaskSlot.Prefetch).
+	NoPrefetchL2 bool
+	// NoBalanceBlocks deals block i to core i mod cores. On, each block goes to the
+	// core that is free first (device.RunOptions.BalanceBlocks).
+	NoBalanceBlocks bool
+	// NoEarlyStart starts a task's cores once its inputs are complete. On, they start,
+	// and run the kernels' prologue, while the tasks it waits for signal their
+	// completion (device.DispatchOptions.EarlyStart).
+	NoEarlyStart bool
 }
 
-// All is every feature on.
-func (r Runtime) All() Runtime { return Runtime{true, true, true, true, true} }
+// PlainRuntime is every feature off.
+func PlainRuntime() Runtime { return Runtime{true, true, true, true, true} }
+
+// ConcurrentTasks, OverlapLaunch, PrefetchL2, BalanceBlocks and EarlyStart report
+// whether each feature is on.
+func (r Runtime) ConcurrentTasks() bool { return !r.NoConcurrentTasks }
+func (r Runtime) OverlapLaunch() bool   { return !r.NoOverlapLaunch }
+func (r Runtime) PrefetchL2() bool      { return !r.NoPrefetchL2 }
+func (r Runtime) BalanceBlocks() bool   { return !r.NoBalanceBlocks }
+func (r Runtime) EarlyStart() bool      { return !r.NoEarlyStart }
 
 // runTasks runs the program's tasks through the dispatcher with the runtime's
 // features, in the dispatcher's order (which respects every hazard, so the values
 // are those of graph order), and sums them into stats. Tasks marked in skip (weight
 // preparation an earlier run did) are left out of the schedule.
-func (e *Executable) runTasks(gm []byte, opts device.RunOptions, rt Runtime, skip []bool) (*RunStats, error) {
+func (e *Executable) runTasks(gm []byte, opts device.RunOptions, rt Runtime, skip []bool) (stats *RunStats, err error) {
 	chip := e.chip
 	hz := e.exec.Hazards()
-	stats := &RunStats{Tasks: make([]TaskRun, len(e.exec.Tasks))}
+	stats = &RunStats{Tasks: make([]TaskRun, len(e.exec.Tasks))}
 	var ran []int // exec task of each scheduled task
 	at := make([]int, len(e.exec.Tasks))
 	for k, task := range e.exec.Tasks {
@@ -76,6 +89,18 @@ func (e *Executable) runTasks(gm []byte, opts device.RunOptions, rt Runtime, ski
 	}
 	prog := progress.Start("run", len(ran))
 	defer prog.End()
+	// The run's tasks share the L2: each finds what the ones before it left. The
+	// workspace of intermediates, which only this run's tasks read, is written back.
+	var l2 *device.SharedL2
+	if chip.L2Bytes > 0 && !opts.Functional {
+		ws := e.exec.GMBytes - e.exec.WorkspaceBytes
+		l2 = device.NewSharedL2([][2]int{{ws, e.exec.GMBytes}})
+		defer func() {
+			if dirty := l2.Close(); stats != nil {
+				stats.HBMBytesWritten += dirty
+			}
+		}()
+	}
 	started := 0
 	run := func(j int, slot device.TaskSlot) (*device.TaskStats, error) {
 		k := ran[j]
@@ -93,8 +118,9 @@ func (e *Executable) runTasks(gm []byte, opts device.RunOptions, rt Runtime, ski
 			addrs[j] = e.exec.Buffers[a].Offset
 		}
 		o := opts
-		o.BalanceBlocks = rt.BalanceBlocks
-		if rt.PrefetchL2 && chip.L2Bytes > 0 {
+		o.L2 = l2
+		o.BalanceBlocks = rt.BalanceBlocks()
+		if rt.PrefetchL2() && chip.L2Bytes > 0 {
 			o.PrefetchBytes = min(int64(chip.L2Bytes), slot.Prefetch*int64(chip.HBMBytesPerCycle))
 		}
 		ts, err := runTask(chip, gm, task, addrs, o)
@@ -106,10 +132,17 @@ func (e *Executable) runTasks(gm []byte, opts device.RunOptions, rt Runtime, ski
 		}
 		stats.SequentialCycles += ts.Cycles
 		stats.KernelCycles += ts.KernelCycles
+		if chip.L2Bytes > 0 {
+			stats.HBMBytesRead += ts.L2Misses*int64(chip.L2LineBytes) + ts.PrefetchedBytes
+			stats.HBMBytesWritten += ts.HBMBytesWritten
+		} else {
+			stats.HBMBytesRead += ts.GMBytesRead
+			stats.HBMBytesWritten += ts.GMBytesWritten
+		}
 		stats.Tasks[k] = TaskRun{Name: task.Name, Core: task.Core, Stats: ts}
 		return ts, nil
 	}
-	sched, err := device.ScheduleTasks(chip, dts, device.DispatchOptions{Concurrent: rt.ConcurrentTasks, OverlapLaunch: rt.OverlapLaunch, EarlyStart: rt.EarlyStart}, run)
+	sched, err := device.ScheduleTasks(chip, dts, device.DispatchOptions{Concurrent: rt.ConcurrentTasks(), OverlapLaunch: rt.OverlapLaunch(), EarlyStart: rt.EarlyStart()}, run)
 	if err != nil {
 		if _, ok := err.(*core.Error); ok {
 			return nil, err

@@ -29,8 +29,16 @@ func twoMatmulsGraph(m, k, n int) *core.Graph {
 
 // runtimes are each feature alone and all of them.
 var runtimes = map[string]Runtime{
-	"concurrent": {ConcurrentTasks: true}, "overlap": {OverlapLaunch: true},
-	"prefetch": {PrefetchL2: true}, "balance": {BalanceBlocks: true}, "early": {EarlyStart: true}, "all": Runtime{}.All(),
+	"concurrent": only(func(r *Runtime) { r.NoConcurrentTasks = false }), "overlap": only(func(r *Runtime) { r.NoOverlapLaunch = false }),
+	"prefetch": only(func(r *Runtime) { r.NoPrefetchL2 = false }), "balance": only(func(r *Runtime) { r.NoBalanceBlocks = false }),
+	"early": only(func(r *Runtime) { r.NoEarlyStart = false }), "all": {},
+}
+
+// only is the plain runtime with what on switches on.
+func only(on func(*Runtime)) Runtime {
+	r := PlainRuntime()
+	on(&r)
+	return r
 }
 
 func TestTwoIndependentMatmulsRunConcurrently(t *testing.T) {
@@ -44,9 +52,9 @@ func TestTwoIndependentMatmulsRunConcurrently(t *testing.T) {
 		require.Len(t, exe.Exec().Tasks, 2)
 		_, raw := randomInputs(g)
 		timing := device.RunOptions{NoValues: true} // times never depend on values
-		_, seq, err := exe.RunRuntime(raw, timing, Runtime{})
+		_, seq, err := exe.RunRuntime(raw, timing, PlainRuntime())
 		require.NoError(t, err)
-		_, con, err := exe.RunRuntime(raw, timing, Runtime{ConcurrentTasks: true})
+		_, con, err := exe.RunRuntime(raw, timing, only(func(r *Runtime) { r.NoConcurrentTasks = false }))
 		require.NoError(t, err)
 		assert.Equal(t, seq.SequentialCycles, seq.Cycles, "off: tasks one after another")
 		assert.Equal(t, seq.SequentialCycles, con.SequentialCycles, "the tasks' own runs do not change")
@@ -67,9 +75,9 @@ func TestTwoIndependentMatmulsRunConcurrently(t *testing.T) {
 	exe, err := Compile(g, Options{Chip: chip, Verify: true, FixedTiles: true})
 	require.NoError(t, err)
 	_, raw := randomInputs(g)
-	want, _, err := exe.RunRuntime(raw, device.RunOptions{}, Runtime{})
+	want, _, err := exe.RunRuntime(raw, device.RunOptions{}, PlainRuntime())
 	require.NoError(t, err)
-	got, _, err := exe.RunRuntime(raw, device.RunOptions{}, Runtime{ConcurrentTasks: true})
+	got, _, err := exe.RunRuntime(raw, device.RunOptions{}, only(func(r *Runtime) { r.NoConcurrentTasks = false }))
 	require.NoError(t, err)
 	require.Equal(t, want, got)
 }
@@ -81,7 +89,7 @@ func TestRuntimeFeaturesKeepValuesAndOffKeepsTheTimeline(t *testing.T) {
 		exe, err := Compile(g, Options{Chip: chip, Verify: true})
 		require.NoError(t, err)
 		_, raw := randomInputs(g)
-		want, base, err := exe.RunRuntime(raw, device.RunOptions{}, Runtime{})
+		want, base, err := exe.RunRuntime(raw, device.RunOptions{}, PlainRuntime())
 		require.NoError(t, err)
 		var sum int64
 		for k, tr := range base.Tasks {
@@ -91,10 +99,6 @@ func TestRuntimeFeaturesKeepValuesAndOffKeepsTheTimeline(t *testing.T) {
 			}
 		}
 		assert.Equal(t, sum, base.Cycles, "%s: the plain runtime is the sum of the tasks", name)
-		// Run's default is the plain runtime.
-		_, def, err := exe.Run(raw)
-		require.NoError(t, err)
-		assert.Equal(t, base.Cycles, def.Cycles)
 		hz := exe.Exec().Hazards()
 		for feature, rt := range runtimes {
 			got, st, err := exe.RunRuntime(raw, device.RunOptions{}, rt)
@@ -102,7 +106,7 @@ func TestRuntimeFeaturesKeepValuesAndOffKeepsTheTimeline(t *testing.T) {
 			require.Equal(t, want, got, "%s %s: bit-identical values", name, feature)
 			assert.LessOrEqual(t, st.Cycles, base.Cycles, "%s %s", name, feature)
 			var early int64 // the start and prologue run before the inputs complete
-			if rt.EarlyStart {
+			if rt.EarlyStart() {
 				early = int64(chip.CoreStartCycles + chip.PrologueCycles)
 			}
 			for k, deps := range hz {
@@ -112,9 +116,13 @@ func TestRuntimeFeaturesKeepValuesAndOffKeepsTheTimeline(t *testing.T) {
 				}
 			}
 		}
-		_, all, err := exe.RunRuntime(raw, device.RunOptions{}, Runtime{}.All())
+		_, all, err := exe.RunRuntime(raw, device.RunOptions{}, Runtime{})
 		require.NoError(t, err)
 		assert.Less(t, all.Cycles, base.Cycles, name)
+		// Run's default is every feature on.
+		_, def, err := exe.Run(raw)
+		require.NoError(t, err)
+		assert.Equal(t, all.Cycles, def.Cycles)
 	}
 }
 
@@ -150,4 +158,36 @@ func contains(s []int, v int) bool {
 		}
 	}
 	return false
+}
+
+func TestRunKeepsIntermediatesInL2(t *testing.T) {
+	// exp(x @ w) as two tasks: the matmul's product is an intermediate that the
+	// exponential reads from L2, where the matmul left it, written back (no HBM
+	// traffic during the run); the run's HBM traffic is its inputs, its output and
+	// the intermediate's dirty lines written back after it.
+	chip := preset(t, "a2")
+	bl := core.NewBuilder("two_tasks")
+	x := bl.Param("x", core.TensorType{DType: dtype.Float16, Shape: core.Shape{256, 512}})
+	w := bl.Param("w", core.TensorType{DType: dtype.Float16, Shape: core.Shape{512, 256}})
+	y, err := bl.Op("matmul", []core.Value{x, w}, nil, core.Location{})
+	require.NoError(t, err)
+	z, err := bl.Op("exp", []core.Value{y}, nil, core.Location{})
+	require.NoError(t, err)
+	bl.Output(z)
+	g := bl.Graph()
+	exe, err := Compile(g, Options{Chip: chip, Verify: true, Disabled: map[string]bool{"fuse-epilogue": true}})
+	require.NoError(t, err)
+	require.Len(t, exe.Exec().Tasks, 2)
+	_, raw := randomInputs(g)
+	for name, rt := range map[string]Runtime{"default": {}, "plain": PlainRuntime()} {
+		_, st, err := exe.RunRuntime(raw, device.RunOptions{}, rt)
+		require.NoError(t, err, name)
+		mm, ex := st.Tasks[0].Stats, st.Tasks[1].Stats
+		const inBytes, midBytes, outBytes = (256*512 + 512*256) * 2, 256 * 256 * 2, 256 * 256 * 2
+		assert.Zero(t, mm.HBMBytesWritten, "%s: the product stays in L2", name)
+		assert.Zero(t, ex.L2Misses, "%s: the exponential finds it there", name)
+		assert.Equal(t, int64(outBytes), ex.HBMBytesWritten, "%s: the output is written through", name)
+		assert.Equal(t, int64(inBytes), st.HBMBytesRead, name)
+		assert.Equal(t, int64(outBytes+midBytes), st.HBMBytesWritten, "%s: the product written back after the run", name)
+	}
 }

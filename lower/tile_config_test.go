@@ -143,7 +143,8 @@ func TestTileChoicesTakeEachOpsMeasuredTime(t *testing.T) {
 	require.NoError(t, err)
 	bl.Output(s)
 	bl.Output(e)
-	exe, err := Compile(bl.Graph(), Options{Chip: preset(t, "tiny"), Verify: true, OptLevel: O1})
+	// The plain runtime: its tasks run one after another.
+	exe, err := Compile(bl.Graph(), Options{Chip: preset(t, "tiny"), Verify: true, OptLevel: O1, Runtime: PlainRuntime()})
 	require.NoError(t, err)
 	_, raw := randomInputs(bl.Graph())
 	_, st, err := exe.Run(raw)

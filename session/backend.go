@@ -82,6 +82,10 @@ type Stats struct {
 	// device, which has none).
 	Memory *lower.MemoryPlan `json:"memory,omitempty"`
 	Detail any               `json:"detail,omitempty"` // the backend's full statistics
+	// HBMBytes is the run's traffic with the device memory behind the L2
+	// (lower.RunStats.HBMBytesRead + HBMBytesWritten): lines missed or prefetched,
+	// stores written through, dirty workspace lines written back.
+	HBMBytes int64 `json:"hbm_bytes"`
 	// Program names the program a symbolic executor chose for the run: its bucket
 	// ("seq_len<=128") or, with a program per size, the binding ("seq_len=100").
 	Program string `json:"program,omitempty"`

@@ -50,18 +50,20 @@ type configJSON struct {
 	Deterministic   bool     `json:"deterministic"`
 	MaxSteps        int64    `json:"max_steps"`
 	PerSizePrograms bool     `json:"per_size_programs"`
-	ConcurrentTasks bool     `json:"concurrent_tasks"`
-	OverlapLaunch   bool     `json:"overlap_launch"`
-	PrefetchL2      bool     `json:"prefetch_l2"`
-	BalanceBlocks   bool     `json:"balance_blocks"`
-	EarlyStart      bool     `json:"early_start"`
-	Visualize       bool     `json:"visualize"`
-	Donate          []int    `json:"donate"`
+	// The runtime's features: absent is on (the default), false switches one off.
+	ConcurrentTasks *bool `json:"concurrent_tasks"`
+	OverlapLaunch   *bool `json:"overlap_launch"`
+	PrefetchL2      *bool `json:"prefetch_l2"`
+	BalanceBlocks   *bool `json:"balance_blocks"`
+	EarlyStart      *bool `json:"early_start"`
+	Visualize       bool  `json:"visualize"`
+	Donate          []int `json:"donate"`
 }
 
 // ParseConfig reads a Config from its JSON form {"opt_level", "disable_passes",
 // "memory_pool_bytes", "chip", "deterministic", "max_steps", and the runtime's
-// "concurrent_tasks", "overlap_launch", "prefetch_l2", "balance_blocks", "early_start"} (every field optional; "" or "null" is the default) and
+// "concurrent_tasks", "overlap_launch", "prefetch_l2", "balance_blocks", "early_start"
+// (each on unless given as false)} (every field optional; "" or "null" is the default) and
 // checks it: unknown fields, levels, pass names and negative sizes are ValueErrors that
 // list the valid choices.
 func ParseConfig(text string) (Config, error) {
@@ -77,7 +79,7 @@ func ParseConfig(text string) (Config, error) {
 			Suggest("give a positive number of instructions, or none for the default")
 	}
 	c := Config{DisabledPasses: cj.DisabledPasses, MemoryPoolBytes: cj.MemoryPoolBytes, Device: cj.Device, Deterministic: cj.Deterministic, MaxSteps: cj.MaxSteps, PerSizePrograms: cj.PerSizePrograms,
-		Runtime: lower.Runtime{ConcurrentTasks: cj.ConcurrentTasks, OverlapLaunch: cj.OverlapLaunch, PrefetchL2: cj.PrefetchL2, BalanceBlocks: cj.BalanceBlocks, EarlyStart: cj.EarlyStart}, Visualize: cj.Visualize,
+		Runtime: lower.Runtime{NoConcurrentTasks: off(cj.ConcurrentTasks), NoOverlapLaunch: off(cj.OverlapLaunch), NoPrefetchL2: off(cj.PrefetchL2), NoBalanceBlocks: off(cj.BalanceBlocks), NoEarlyStart: off(cj.EarlyStart)}, Visualize: cj.Visualize,
 		Donate: cj.Donate}
 	for _, k := range cj.Donate {
 		if k < 0 {
@@ -94,6 +96,9 @@ func ParseConfig(text string) (Config, error) {
 	return c, c.Check()
 }
 
+// off reports whether a runtime feature given as on may be switched off: given and false.
+func off(on *bool) bool { return on != nil && !*on }
+
 // Check validates the choices that do not depend on a device.
 func (c Config) Check() error { return lower.CheckOptions(c.options()) }
 
@@ -104,7 +109,7 @@ func (c Config) Key() string {
 	slices.Sort(off)
 	rt := c.Runtime
 	return fmt.Sprintf("opt=%s;off=%s;pool=%d;det=%t;steps=%d;rt=%t%t%t%t%t;viz=%t;donate=%v;dynamic=%s;weights=%v", c.OptLevel, strings.Join(slices.Compact(off), ","), c.MemoryPoolBytes, c.Deterministic, c.MaxSteps,
-		rt.ConcurrentTasks, rt.OverlapLaunch, rt.PrefetchL2, rt.BalanceBlocks, rt.EarlyStart, c.Visualize, c.Donate, c.dynamic, c.weights)
+		rt.ConcurrentTasks(), rt.OverlapLaunch(), rt.PrefetchL2(), rt.BalanceBlocks(), rt.EarlyStart(), c.Visualize, c.Donate, c.dynamic, c.weights)
 }
 
 func decodeStrict(text string, v any) error {

@@ -66,7 +66,7 @@ func (p loweredProgram) RunIn(pool *MemoryPool, inputs [][]byte, stop <-chan str
 		return nil, Stats{}, AsError(core.DeviceError, err)
 	}
 	m := p.exe.MemoryPlan()
-	return outs, Stats{Cycles: st.Cycles, Seconds: st.Seconds, KernelCycles: st.KernelCycles,
+	return outs, Stats{Cycles: st.Cycles, Seconds: st.Seconds, KernelCycles: st.KernelCycles, HBMBytes: st.HBMBytesRead + st.HBMBytesWritten,
 		KernelSeconds: st.KernelSeconds, Tasks: st.Ran(), PreparedTasks: st.Skipped, TimingCachedTasks: st.TimingCached(), Memory: &m, Detail: st}, nil
 }
 

@@ -206,7 +206,7 @@ func (p loweredProgram) RunProfiled(pool *MemoryPool, inputs [][]byte, stop <-ch
 		plain.Tasks[i] = lower.TaskRun{Name: t.Name, Core: t.Core, Stats: &c, Slot: t.Slot}
 	}
 	m := p.exe.MemoryPlan()
-	return outs, Stats{Cycles: st.Cycles, Seconds: st.Seconds, KernelCycles: st.KernelCycles,
+	return outs, Stats{Cycles: st.Cycles, Seconds: st.Seconds, KernelCycles: st.KernelCycles, HBMBytes: st.HBMBytesRead + st.HBMBytesWritten,
 		KernelSeconds: st.KernelSeconds, Tasks: st.Ran(), PreparedTasks: st.Skipped, Memory: &m, Detail: &plain}, prof, nil
 }
 

@@ -18,9 +18,9 @@ def test_demo_decoder_matches_numpy_on_small_sizes():
     assert "profile:" in run.stdout
 
 
-def test_demo_with_runtime_features_matches_numpy():
+def test_demo_with_the_plain_runtime_matches_numpy():
     run = subprocess.run(
-        [sys.executable, str(ROOT / "examples" / "demo.py"), "--device", "tiny", "--seq", "16", "--layers", "1", "--runtime-features"],
+        [sys.executable, str(ROOT / "examples" / "demo.py"), "--device", "tiny", "--seq", "16", "--layers", "1", "--plain-runtime"],
         capture_output=True, text=True, timeout=300,
     )
     assert run.returncode == 0, run.stdout + run.stderr

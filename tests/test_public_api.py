@@ -86,7 +86,8 @@ def test_layouts_and_placeholders_pickled_by_0_1_0_load():
 
 
 def test_configs_and_small_values_pickled_by_0_1_0_load():
-    assert _load("compile_config") == p.CompileConfig(opt_level=1, disable_passes=("cse",), memory_pool_bytes=1 << 20, chip="tiny")
+    # 0.1.0 pickled its defaults then: the runtime's features off.
+    assert _load("compile_config") == p.CompileConfig(opt_level=1, disable_passes=("cse",), memory_pool_bytes=1 << 20, chip="tiny", runtime_features=False)
     assert _load("tile_config") == p.TileConfig(shape=[64, None], layout=p.ND, format="NZ")
     assert _load("profile_config") == p.ProfileConfig()
     assert _load("distributed_config") == p.DistributedConfig(parallel_strategy="model_parallel", tensor_parallel_size=2)

@@ -15,8 +15,8 @@ type benchCase struct {
 	// cached also measures a compile of the same graph through the session's compile
 	// cache (the GPT case).
 	cached bool
-	// runtimes also measures the case with the runtime's scheduling features on
-	// (lower.Runtime.All), a second row.
+	// runtimes also measures the case with the plain runtime (lower.PlainRuntime: the
+	// scheduling features off), a second row beside the default's.
 	runtimes bool
 	// conv, for a convolution case, is its GEMM's m, k, n (the convolution's output
 	// pixels, C*KH*KW and output channels): the row also gives the convolution
@@ -42,9 +42,18 @@ func benchCases() []benchCase {
 		// conv2d + bias + relu, fp16, batch 8: a ResNet-50 stage (conv3_x, 28x28: the
 		// 3x3 of its bottleneck and the 1x1 that expands it) and a UNet encoder block's
 		// 3x3 at 64x64.
-		convCase("conv_resnet50_3x3_b8_128x28x28", 8, 128, 28, 128, 3),
-		convCase("conv_resnet50_1x1_b8_128x28x28_to512", 8, 128, 28, 512, 1),
-		convCase("conv_unet_3x3_b8_64x64x64", 8, 64, 64, 64, 3),
+		convCase("conv_resnet50_3x3_b8_128x28x28", 8, 128, 28, 28, 128, 3),
+		convCase("conv_resnet50_1x1_b8_128x28x28_to512", 8, 128, 28, 28, 512, 1),
+		convCase("conv_unet_3x3_b8_64x64x64", 8, 64, 64, 64, 64, 3),
+		// 3x3 convolutions with many channels over small images, batch 4 (implicit
+		// GEMMs of M = 4*H*W 1.5K to 8K, K = C*9, N = O): the convolutions of a
+		// diffusion UNet's low-resolution stages and of wide classifier heads.
+		convCase("conv_3x3_b4_128x16x24_to1536", 4, 128, 16, 24, 1536, 3),
+		convCase("conv_3x3_b4_256x24x32_to2560", 4, 256, 24, 32, 2560, 3),
+		convCase("conv_3x3_b4_320x32x32_to3840", 4, 320, 32, 32, 3840, 3),
+		convCase("conv_3x3_b4_512x32x48_to5120", 4, 512, 32, 48, 5120, 3),
+		convCase("conv_3x3_b4_640x32x64_to7680", 4, 640, 32, 64, 7680, 3),
+		convCase("conv_3x3_b4_640x16x24_to7680", 4, 640, 16, 24, 7680, 3),
 		// The bottleneck's last 1x1 (128 -> 512) with its residual add and the relu
 		// after it, which join the convolution's kernel.
 		convResidualCase("conv_resnet50_1x1_res_b8_128x28x28_to512", 8, 128, 28, 512, 1),
@@ -96,15 +105,15 @@ func matmulBiasRelu(n int) func(b *graphBuilder) {
 	}
 }
 
-// convCase is relu(conv2d(x, w, b)) over x [n, c, hw, hw] with o output channels, a
+// convCase is relu(conv2d(x, w, b)) over x [n, c, h, w] with o output channels, a
 // k x k kernel, stride 1 and "same" padding.
-func convCase(name string, n, c, hw, o, k int) benchCase {
+func convCase(name string, n, c, h, w, o, k int) benchCase {
 	pad := int64(k / 2)
 	build := func(b *graphBuilder) {
-		y := b.op("conv2d", core.Attrs{"pads": []int64{pad, pad, pad, pad}}, b.param("x", n, c, hw, hw), b.weight("w", o, c, k, k), b.weight("b", o))
+		y := b.op("conv2d", core.Attrs{"pads": []int64{pad, pad, pad, pad}}, b.param("x", n, c, h, w), b.weight("w", o, c, k, k), b.weight("b", o))
 		b.Output(b.op("relu", nil, y))
 	}
-	return benchCase{name: name, build: build, conv: &[3]int{n * hw * hw, c * k * k, o}}
+	return benchCase{name: name, build: build, conv: &[3]int{n * h * w, c * k * k, o}}
 }
 
 // convResidualCase is relu(conv2d(x, w, b) + r), r of the convolution's shape, with

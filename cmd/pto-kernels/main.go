@@ -28,12 +28,18 @@ var (
 
 // row is one case's figures; the keys are bench/kernels.py's.
 type row struct {
-	Case              string  `json:"case"`
-	SimMs             float64 `json:"sim_ms"`
-	RooflineMs        float64 `json:"roofline_ms"`
-	RooflineFrac      float64 `json:"roofline_frac"`
-	CubeBusy          float64 `json:"cube_busy"`
-	GMBytes           int64   `json:"gm_bytes"`
+	Case         string  `json:"case"`
+	SimMs        float64 `json:"sim_ms"`
+	RooflineMs   float64 `json:"roofline_ms"`
+	RooflineFrac float64 `json:"roofline_frac"`
+	CubeBusy     float64 `json:"cube_busy"`
+	// GMBytes is the run's traffic with HBM (lower.RunStats.HBMBytesRead +
+	// HBMBytesWritten): lines missed in L2 or prefetched, stores written through,
+	// dirty workspace lines written back (during the run or after it).
+	GMBytes int64 `json:"gm_bytes"`
+	// FootprintBytes sums each task's distinct GM bytes read and written: what the
+	// tasks would move with an L2 that each starts cold and that holds its data.
+	FootprintBytes    int64   `json:"footprint_bytes"`
 	CompulsoryGMBytes int64   `json:"compulsory_gm_bytes"`
 	CompileMs         float64 `json:"compile_ms"`
 	CachedCompileMs   float64 `json:"cached_compile_ms,omitempty"`
@@ -42,15 +48,16 @@ type row struct {
 	// instructions, flags included): what its instruction cache must hold.
 	InstrsPerCore int    `json:"instrs_per_core"`
 	Bound         string `json:"bound"` // what sets the roofline: cube, vector or memory
-	// Runtime is "off" for the plain runtime, "on" with its scheduling features
-	// (lower.Runtime.All: concurrent tasks, overlapped launches, L2 prefetch, balanced
-	// blocks, early starts), or the one feature the row has alone (-each-feature).
+	// Runtime is "on" with the runtime's scheduling features (the default:
+	// concurrent tasks, overlapped launches, L2 prefetch, balanced blocks, early
+	// starts), "off" for the plain runtime (lower.PlainRuntime), or the one feature
+	// the row has alone (-each-feature).
 	Runtime string `json:"runtime"`
 	// SimWallS is the host time the timing-only run took (seconds).
 	SimWallS float64 `json:"sim_wall_s"`
-	// For convolutions: the convolution kernel's cube busy and distinct GM bytes (its
-	// task alone, without the layout conversions around it), and the cube busy of a
-	// GEMM of the same m, k, n on the same chip.
+	// For convolutions: the convolution kernel's cube busy and HBM traffic (its task
+	// alone, without the layout conversions around it), and the cube busy of a GEMM of
+	// the same m, k, n on the same chip.
 	ConvCubeBusy float64 `json:"conv_kernel_cube_busy,omitempty"`
 	ConvGMBytes  int64   `json:"conv_kernel_gm_bytes,omitempty"`
 	// For a chain of convolutions: the compulsory bytes plus each activation passed

@@ -62,12 +62,12 @@ func measure(chip *device.Chip, c benchCase) (rows []row, err error) {
 		r.ChainFloorGMBytes = r.CompulsoryGMBytes + 2*c.between + c.reread
 	}
 	r.RooflineMs, r.Bound = roofline(chip, g, r.CompulsoryGMBytes)
-	runtimes := []namedRuntime{{"off", lower.Runtime{}}}
+	runtimes := []namedRuntime{{"on", lower.Runtime{}}}
 	if c.runtimes {
+		runtimes = append(runtimes, namedRuntime{"off", lower.PlainRuntime()})
 		if eachFeature {
 			runtimes = append(runtimes, features...)
 		}
-		runtimes = append(runtimes, namedRuntime{"on", lower.Runtime{}.All()})
 	}
 	// A program that prepares weights does so in its first run; the rows are the runs
 	// after it, which move only what a run must, and the first run's figures are kept
@@ -89,18 +89,15 @@ func measure(chip *device.Chip, c benchCase) (rows []row, err error) {
 		r.Tasks = st.Ran()
 		r.SimMs = 1e3 * st.Seconds
 		var cube int64
-		r.GMBytes = 0
+		r.GMBytes, r.FootprintBytes = st.HBMBytesRead+st.HBMBytesWritten, 0
 		for _, t := range st.Tasks {
 			cube += t.Stats.PipeBusy[isa.PipeM]
-			r.GMBytes += t.Stats.FootprintRead + t.Stats.FootprintWritten
+			r.FootprintBytes += t.Stats.FootprintRead + t.Stats.FootprintWritten
 		}
 		r.CubeBusy = float64(cube) / (float64(st.Cycles) * float64(chip.CubeCores))
 		if first != nil {
 			r.FirstRunSimMs = 1e3 * first.Seconds
-			r.FirstRunGMBytes = 0
-			for _, t := range first.Tasks {
-				r.FirstRunGMBytes += t.Stats.FootprintRead + t.Stats.FootprintWritten
-			}
+			r.FirstRunGMBytes = first.HBMBytesRead + first.HBMBytesWritten
 		}
 		r.RooflineFrac = r.RooflineMs / r.SimMs
 		if c.conv != nil {
@@ -121,7 +118,7 @@ func convFigures(chip *device.Chip, exe *lower.Executable, st *lower.RunStats, m
 		if op := ops[t.Kernel].Op; op == "conv2d_5hd" || op == "fused_conv2d_5hd" || op == "fused_matmul" || op == "matmul" {
 			ts := st.Tasks[i].Stats
 			r.ConvCubeBusy = float64(ts.PipeBusy[isa.PipeM]) / (float64(ts.Cycles) * float64(chip.CubeCores))
-			r.ConvGMBytes = ts.FootprintRead + ts.FootprintWritten
+			r.ConvGMBytes = hbmBytes(chip, ts)
 		}
 	}
 	b := &graphBuilder{Builder: core.NewBuilder("gemm")}
@@ -147,17 +144,33 @@ func convFigures(chip *device.Chip, exe *lower.Executable, st *lower.RunStats, m
 	return nil
 }
 
+// hbmBytes is a task's traffic with HBM: the lines its loads missed or had
+// prefetched and the bytes it wrote there (lower.RunStats.HBMBytesRead's terms).
+func hbmBytes(chip *device.Chip, ts *device.TaskStats) int64 {
+	return ts.L2Misses*int64(chip.L2LineBytes) + ts.PrefetchedBytes + ts.HBMBytesWritten
+}
+
 // namedRuntime is a row's runtime features and the name its "runtime" key gives them.
 type namedRuntime struct {
 	name string
 	rt   lower.Runtime
 }
 
-// features are the runtime's features one at a time (-each-feature).
+// features are the runtime's features one at a time (-each-feature): the plain
+// runtime with one switched on.
 var features = []namedRuntime{
-	{"concurrent_tasks", lower.Runtime{ConcurrentTasks: true}}, {"overlap_launch", lower.Runtime{OverlapLaunch: true}},
-	{"prefetch_l2", lower.Runtime{PrefetchL2: true}}, {"balance_blocks", lower.Runtime{BalanceBlocks: true}},
-	{"early_start", lower.Runtime{EarlyStart: true}},
+	{"concurrent_tasks", plainWith(func(r *lower.Runtime) { r.NoConcurrentTasks = false })},
+	{"overlap_launch", plainWith(func(r *lower.Runtime) { r.NoOverlapLaunch = false })},
+	{"prefetch_l2", plainWith(func(r *lower.Runtime) { r.NoPrefetchL2 = false })},
+	{"balance_blocks", plainWith(func(r *lower.Runtime) { r.NoBalanceBlocks = false })},
+	{"early_start", plainWith(func(r *lower.Runtime) { r.NoEarlyStart = false })},
+}
+
+// plainWith is the plain runtime with what on switches on.
+func plainWith(on func(*lower.Runtime)) lower.Runtime {
+	r := lower.PlainRuntime()
+	on(&r)
+	return r
 }
 
 // cachedCompile compiles g twice through a session's compile cache and returns the

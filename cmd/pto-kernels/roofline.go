@@ -8,8 +8,9 @@ import (
 
 // roofline is the chip's lower bound on a program's time, in ms, and what sets it:
 // the largest of
-//   - cube time: the FLOPs of its matmuls (2*m*n*k each; causal attention counts the
-//     half of the scores it must compute) at every cube core's peak,
+//   - cube time: the FLOPs of its matmuls and convolutions (2*m*n*k each, a
+//     convolution's k its C*KH*KW; causal attention counts the half of the scores it
+//     must compute) at every cube core's peak,
 //   - vector time: one pass of every other op over its output at every vector core's
 //     peak bytes per cycle, in fp32 (the precision the kernels compute in), and
 //   - memory time: the compulsory GM bytes (inputs read once, outputs written once)
@@ -40,6 +41,9 @@ func roofline(chip *device.Chip, g *core.Graph, compulsory int64) (float64, stri
 				f /= 2
 			}
 			flops += f
+		case "conv2d":
+			w := g.Type(n.Inputs[1]).Shape // [O, C/groups, KH, KW]
+			flops += 2 * float64(n.Type.Shape.NumElements()) * float64(w[1]*w[2]*w[3])
 		case "reshape", "full":
 		default:
 			vecBytes += float64(n.Type.Shape.NumElements()) * float64(dtype.Float32.Size())

@@ -10,8 +10,8 @@ import (
 	"pypto/lower"
 )
 
-// printTasks compiles case c and prints, for the plain runtime and with every runtime
-// feature, each kind of kernel's share of the run (tasks, summed cycles, summed
+// printTasks compiles case c and prints, with the runtime's features (the default)
+// and with the plain runtime, each kind of kernel's share of the run (tasks, summed cycles, summed
 // kernel cycles) and the first perTaskRows tasks one by one: their op, tile, blocks,
 // cycles, kernel cycles, cube busy and where the dispatcher placed them (-tasks).
 func printTasks(chip *device.Chip, c benchCase, perTaskRows int) error {
@@ -27,7 +27,7 @@ func printTasks(chip *device.Chip, c benchCase, perTaskRows int) error {
 		inputs[i] = make([]byte, g.Type(p).Bytes())
 	}
 	ops := exe.Exec().Blocks.Tiles.Ops
-	for _, nr := range []namedRuntime{{"off", lower.Runtime{}}, {"on", lower.Runtime{}.All()}} {
+	for _, nr := range []namedRuntime{{"on", lower.Runtime{}}, {"off", lower.PlainRuntime()}} {
 		_, st, err := exe.RunRuntime(inputs, device.RunOptions{NoValues: true}, nr.rt)
 		if err != nil {
 			return err

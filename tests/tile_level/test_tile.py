@@ -160,9 +160,11 @@ def test_without_the_tile_search_the_fixed_rules_tile():
 
 def test_recommend_tile_measures_each_op_when_asked():
     a, b = rand((64, 48), p.float16), rand((48, 32), p.float16)
-    f = p.compile(lambda x, y: p.softmax(p.matmul(x, y), axis=-1))
+    # The plain runtime: the ops' tasks run one after another, so their times add up.
+    plain = p.CompileConfig(runtime_features=False)
+    f = p.compile(lambda x, y: p.softmax(p.matmul(x, y), axis=-1), plain)
     f.run(a, b)
-    choices = p.recommend_tile(lambda x, y: p.softmax(p.matmul(x, y), axis=-1), [a, b], measure=True)
+    choices = p.recommend_tile(lambda x, y: p.softmax(p.matmul(x, y), axis=-1), [a, b], measure=True, config=plain)
     assert [c.kind for c in choices] == ["matmul", "rows"]
     assert all(c.measured_ms > 0 for c in choices)
     assert sum(c.measured_ms for c in choices) == pytest.approx(f.last_time_ms)

@@ -48,9 +48,11 @@ class CompileConfig:
       ``visualization_dir`` (created if missing); ``Executor.visualize()`` gives the
       same view (docs/tools.md, "Visualisation").
 
-    The runtime's scheduling features (docs/device.md, "Dispatcher"), each off by
-    default (the plain runtime: tasks one after another, blocks dealt to the cores in
-    turn); they change the simulated time, never the values:
+    The runtime's scheduling features (docs/device.md, "Dispatcher"), each on by
+    default; False switches one off, and ``runtime_features=False`` all of them (the
+    plain runtime: tasks one after another, blocks dealt to the cores in turn, no
+    prefetch). They change the simulated time, never the values, and a program of one
+    task takes the same time either way:
 
     - ``concurrent_tasks``: independent tasks run at the same time on disjoint cores.
     - ``overlap_launch``: the next task is dispatched while the current one runs.
@@ -58,7 +60,8 @@ class CompileConfig:
     - ``balance_blocks``: blocks go to the core that is free first.
     - ``early_start``: with ``overlap_launch``, a task's cores start, and run its
       prologue, while the tasks it waits for signal their completion.
-    - ``runtime_features``: True switches all five on (a field given as well wins).
+    - ``runtime_features``: the default of the five (True); False switches all of them
+      off (a field given as well wins).
     """
 
     opt_level: int = 2
@@ -73,7 +76,7 @@ class CompileConfig:
     prefetch_l2: bool | None = None
     balance_blocks: bool | None = None
     early_start: bool | None = None
-    runtime_features: bool = False
+    runtime_features: bool = True
     enable_visualization: bool = False
     visualization_dir: str = "viz_output"
 

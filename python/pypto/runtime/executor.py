@@ -513,7 +513,9 @@ class Executor:
 
     def stats(self):
         """Full statistics of the last run as a dict (None before the first run): "cycles"
-        and "seconds" (simulated time, tasks one after another), "kernel_cycles" and
+        and "seconds" (simulated time), "hbm_bytes" (the bytes the run moved between the
+        chip and its device memory: L2 misses, stores written through, intermediates
+        written back; see "Shared L2" in docs/device.md), "kernel_cycles" and
         "kernel_seconds" (the part the kernels ran, first to last instruction, without each
         task's launch and end), "tasks" (the tasks that ran), "prepared_tasks" (the tasks
         skipped because an earlier run prepared the captured tensors they convert: see
