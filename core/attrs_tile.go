@@ -5,7 +5,8 @@ package core
 // prints and compares as before, and the compiler's own choice applies.
 const (
 	// AttrTileShape is the tile shape: for a matmul [tm, tn, tk] (optionally stepK and
-	// the K chunk kc), for vector kernels [rows, cols] of the output's last two axes.
+	// the K chunk kc), for a convolution on the cube [rb, tn, gs, ra, sk], for vector
+	// kernels [rows, cols] of the output's last two axes.
 	AttrTileShape = "tile_shape"
 	// AttrTileFormat is the on-chip data format of the tile: "ND" or "NZ".
 	AttrTileFormat = "tile_format"

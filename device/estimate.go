@@ -75,6 +75,10 @@ type Work struct {
 	LoadBytes   int64       // GM -> L1 / UB bytes (MTE2), queue pops included
 	StoreBytes  int64       // L0C / UB -> GM bytes (FIX / MTE3)
 	VectorBytes int64       // bytes of the vector instructions' regions (V)
+	// L0ABytes and L0BBytes are the bytes MTE1 moves from L1 into L0A and L0B, and
+	// L0FractalRows the rows of fractals those moves write (what each pays
+	// L1ToL0FractalRowCycles for); zero when the caller does not count them.
+	L0ABytes, L0BBytes, L0FractalRows int64
 	// Starts counts instructions per pipe, each of which holds its pipe for the pipe's
 	// startup at least (loads are counted by their bytes only: their latency may
 	// overlap other transfers).
@@ -86,7 +90,7 @@ type Work struct {
 
 // Bound is a lower bound on the cycles of a task whose busiest core does w: the launch
 // plus the busiest of its pipes at the chip's peak rates (the cube's MACs, loads at
-// the fastest path, stores, the vector unit, the startups of their instructions, the
+// the fastest path, L1 -> L0 moves, stores, the vector unit, the startups of their instructions, the
 // issue of every instruction) and the task's HBM bytes at the HBM rate. Latency,
 // dependencies and contention only add to it, which is what a simulation measures.
 func (c *Chip) Bound(w Work) int64 {
@@ -100,6 +104,7 @@ func (c *Chip) Bound(w Work) int64 {
 		isa.PipeMTE2: ceilDiv(w.LoadBytes, load),
 		isa.PipeFIX:  ceilDiv(w.StoreBytes, store),
 		isa.PipeV:    ceilDiv(w.VectorBytes, c.VectorBytesPerCycle),
+		isa.PipeMTE1: ceilDiv(w.L0ABytes, c.L1ToL0ABytesPerCycle) + ceilDiv(w.L0BBytes, c.L1ToL0BBytesPerCycle) + w.L0FractalRows*int64(c.L1ToL0FractalRowCycles),
 		isa.PipeS:    w.Instrs * int64(c.IssueCycles),
 	}
 	for p, n := range w.Starts {

@@ -4,7 +4,6 @@ import (
 	"fmt"
 
 	"pypto/core"
-	"pypto/device"
 	"pypto/dtype"
 	"pypto/isa"
 )
@@ -73,82 +72,6 @@ func (p convProblem) band(r0, vr int) (lo, hi, pt int) {
 	return lo, hi, lo - first
 }
 
-// convTile chooses [rb, tn, gs] for the chip: gs channel groups go to the cube per
-// step (more than one only for a 1x1 kernel, whose patch rows are the channels in
-// order, so gs groups are one K of gs*16: as many as divide C1 up to maxConvStepK);
-// the L0A copies hold rb*OW pixels (at most maxConvPixels) of a step's K, the L0B
-// copies a step's K by tn, the two accumulators rb*OW by tn, and L1 the tile's weight
-// columns of every group beside two input bands; tn is at most the bias table's.
-// Among the shapes that fit it takes the one with the most MACs per operand element
-// moved into L0 (pix*tn / (pix+tn), the cube's arithmetic intensity), tn evened out
-// over the channel tiles, ties to the larger tn. An epilogue on the vector cores
-// (fused_conv2d_5hd) needs epi.bytes of a vector core's UB per element of the tile,
-// which bounds pixels by channels too, and tn a multiple of its steps' column
-// alignment. It fails when not even one output row fits.
-func convTile(chip *device.Chip, p convProblem, dt dtype.DType, epi convEpilogue) ([]int, string, error) {
-	size := dt.Size()
-	gs := 1
-	if p.kh*p.kw == 1 {
-		for d := 1; d <= p.c1 && d*core.ConvC0 <= maxConvStepK; d++ {
-			if p.c1%d == 0 {
-				gs = d
-			}
-		}
-	}
-	var pixA int
-	for ; gs >= 1; gs-- {
-		if p.c1%gs != 0 {
-			continue
-		}
-		if pixA = chip.Capacity(isa.Left) / 2 / (gs * p.kc() * size) / 16 * 16; roundUp(p.ow, 16) <= min(pixA, maxConvPixels) {
-			break
-		}
-	}
-	ks := max(gs, 1) * p.kc()
-	if gs < 1 {
-		return nil, "", fmt.Errorf("an output row of %d pixels by K %d (KH*KW*C0) does not fit the L0A's double buffer (%d pixels)", p.ow, p.kc(), pixA)
-	}
-	pixMax := min(pixA, maxConvPixels)
-	tnMax := min(roundUp(p.o, 16), chip.Capacity(isa.Bias)/4/16*16, chip.Capacity(isa.Right)/2/(ks*size)/16*16)
-	best, bestScore := []int(nil), 0.0
-	for rb := 1; rb <= p.oh && roundUp(rb*p.ow, 16) <= pixMax; rb++ {
-		pix := roundUp(rb*p.ow, 16)
-		band := 2 * p.inRows(rb) * p.w * gs * core.ConvC0 * size
-		step := max(16, epi.colAlign)
-		for t := step; t <= tnMax; t += step {
-			tn := roundUp(ceilDiv(p.o, ceilDiv(p.o, t)), step)
-			if p.c1*p.kc()*tn*size+band+tn*4 > chip.Capacity(isa.Mat) || 2*pix*tn*4 > chip.Capacity(isa.Acc) || pix*tn*epi.bytes > chip.Capacity(isa.Vec) {
-				continue
-			}
-			useful := float64(rb*p.ow) * float64(min(tn, p.o))
-			if score := useful / float64(pix+tn); score > bestScore || score == bestScore && tn > best[1] {
-				best, bestScore = []int{rb, tn, gs}, score
-			}
-		}
-	}
-	if best == nil {
-		return nil, "", fmt.Errorf("16 output channels of the %d x %d weight do not fit L1 (%d bytes) beside two input bands, or one output row's accumulators L0C or its epilogue a vector core's UB", p.c1*p.kc(), p.o, chip.Capacity(isa.Mat))
-	}
-	reason := fmt.Sprintf("%d output rows of %d pixels (L0A holds %d pixels of K %d twice), %d of %d output channels (weight columns resident in L1), %d channel groups a step: the most MACs per element moved into L0", best[0], p.ow, pixA, ks, best[1], p.o, gs)
-	if epi.bytes > 0 {
-		reason += fmt.Sprintf("; the epilogue's %d bytes an element fit a vector core's UB", epi.bytes)
-	}
-	return best, reason, nil
-}
-
-// maxConvStepK bounds the K of one step of a 1x1 convolution: the hand-tuned GEMM's
-// base block K (baseK, docs/sources.md "gemm-table").
-const maxConvStepK = 128
-
-// maxConvPixels bounds the pixels of a tile: 128 rows of the accumulator are as many
-// as the hand-tuned GEMM's base block has (baseM, docs/sources.md "gemm-table"), so a convolution's
-// matmuls have the GEMM's shape.
-const maxConvPixels = 128
-
-func convGrid(p convProblem, tile []int) []int {
-	return []int{ceilDiv(p.o, tile[1]), p.n, ceilDiv(p.oh, tile[0])}
-}
-
 // emitConv generates one block of a conv2d_5hd: the tiles in order, each the loop over
 // channel groups described above, then its store (the fixpipe's relu when set).
 func emitConv(e *emitter, tg *TileGraph, op *TileOp, tiles []int) {
@@ -171,18 +94,43 @@ func convOutView(p convProblem, attrs core.Attrs, param, b, r0, j0, vr, vc int) 
 	return isa.GMView{Param: param, Offset: (b*p.o+j0)*p.oh*p.ow + r0*p.ow, Rows: vr * p.ow, Cols: vc, RowStride: 1, ColStride: p.oh * p.ow}
 }
 
-// emitConvCube generates the cube's part of a block of a convolution: per tile the
-// loop over channel groups into an accumulator, then store(acc, the tile's output
-// window, the tile's position in the block).
+// convPiece is one accumulator a convolution's block stores: sub-block rows r0 ..
+// r0+vr-1 of image b by channels j0 .. j0+vc-1.
+type convPiece struct{ b, r0, j0, vr, vc int }
+
+// convPieces lists the accumulators of the block's tiles in the order the kernel
+// stores them: per tile, its sub-blocks with rows (the last tile of an image may have
+// fewer).
+func convPieces(p convProblem, op *TileOp, tiles []int) []convPiece {
+	rb := op.Tile[0]
+	var out []convPiece
+	for _, t := range tiles {
+		b, r0, j0, vr, vc := convTileAt(p, op, t)
+		for a := 0; a*rb < vr; a++ {
+			out = append(out, convPiece{b, r0 + a*rb, j0, min(rb, vr-a*rb), vc})
+		}
+	}
+	return out
+}
+
+// emitConvCube generates the cube's part of a block of a convolution (convTiling):
+// per tile, its K steps, each an L0B operand of the weight extracted from its L1 stage
+// and, per sub-block, the input rows its outputs need loaded into L1 as a 5HD band,
+// expanded by TIMG2COL into an L0A operand (the padding applied there) and multiplied
+// into the sub-block's accumulator (the first step adding the bias from the bias
+// table); then store(acc, the sub-block's output window, its position in the block)
+// for each sub-block. The weight's rows come a step at a time into a ring of sk steps
+// in L1, each loaded sk-1 steps ahead (or the tile's weight columns are resident,
+// loaded when the channel tile changes); bands, L0A and L0B operands alternate, so
+// loads and moves overlap the cube.
 func emitConvCube(e *emitter, tg *TileGraph, op *TileOp, tiles []int, store func(acc int, out isa.GMView, seq int)) {
 	p := convProblemOf(op.Problem)
-	rb, tn, gs := op.Tile[0], op.Tile[1], op.Tile[2]
+	t := convTilingOf(op.Tile)
 	x := tg.Tensors[op.Inputs[0]].Type
 	dt := x.DType
 	c0 := core.ConvC0
-	kc := p.kc()
-	ks := gs * kc // a step's K: gs channel groups (gs > 1 only for a 1x1 kernel)
-	pix := roundUp(rb*p.ow, 16)
+	ks, pix, steps := t.ks(p), t.pix(p), t.steps(p)
+	resident := t.resident(p)
 	bias := convHasBias(op)
 	// The input's strides in elements: a pixel's, a channel's and an image's.
 	ch := x.Shape[1]
@@ -193,59 +141,161 @@ func emitConvCube(e *emitter, tg *TileGraph, op *TileOp, tiles []int, store func
 	}
 	image := ch * p.h * p.w
 
-	xMat := e.pingPong("x_l1", isa.Mat, dt, p.inRows(rb)*p.w, gs*c0)
-	wMat := e.tile("w_l1", isa.Mat, dt, p.c1*kc, tn)
+	xMat := make([][2]int, t.ra) // each sub-block's bands, alternating by step
+	for a := range xMat {
+		xMat[a] = e.pingPong(fmt.Sprintf("x%d_l1", a), isa.Mat, dt, p.inRows(t.rb)*p.w, t.gs*c0)
+	}
+	var wMat []int // the resident weight columns, or a ring of sk steps' weight rows
+	if resident {
+		wMat = []int{e.tile("w_l1", isa.Mat, dt, steps*ks, t.tn)}
+	} else {
+		for i := range t.sk {
+			wMat = append(wMat, e.tile(fmt.Sprintf("w_l1_%d", i), isa.Mat, dt, ks, t.tn))
+		}
+	}
 	aL0 := e.pingPong("a_l0", isa.Left, dt, pix, ks)
-	bL0 := e.pingPong("b_l0", isa.Right, dt, ks, tn)
-	acc := e.pingPong("acc", isa.Acc, dtype.Float32, pix, tn)
+	bL0 := e.pingPong("b_l0", isa.Right, dt, ks, t.tn)
+	accs := make([][]int, t.accSets(e.l0cBytes, p))
+	for s := range accs {
+		for a := range t.ra {
+			accs[s] = append(accs[s], e.tile(fmt.Sprintf("acc%d_%d", s, a), isa.Acc, dtype.Float32, pix, t.tn))
+		}
+	}
 	var bMat, bt int
 	if bias {
-		bMat = e.tile("bias_l1", isa.Mat, dtype.Float32, 1, tn)
-		bt = e.tile("bias_bt", isa.Bias, dtype.Float32, 1, tn)
+		bMat = e.tile("bias_l1", isa.Mat, dtype.Float32, 1, t.tn)
+		bt = e.tile("bias_bt", isa.Bias, dtype.Float32, 1, t.tn)
 	}
 	xp, wp, outp := e.params[op.Inputs[0]], e.params[op.Inputs[1]], e.params[op.Output]
-	ni0 := -1
-	step := 0
-	for seq, t := range tiles {
-		b, r0, j0, vr, vc := convTileAt(p, op, t)
-		if ni := j0 / tn; ni != ni0 { // the weight columns of this channel tile, for every group
-			ni0 = ni
-			e.emit(isa.TLOAD, isa.TileOp(wMat), isa.GMOp(isa.GMView{Param: wp, Offset: j0, Rows: p.c1 * kc, Cols: vc, RowStride: p.o, ColStride: 1}))
+	// loadSteps loads the weight rows of steps s .. s+n-1 of the channels from j0 (vc
+	// of them) into L1 tile w, the window moved by register off (0: none).
+	loadSteps := func(w, s, n, j0, vc int, off isa.RegRef) {
+		e.emit(isa.TLOAD, isa.TileOp(w), isa.GMOp(isa.GMView{Param: wp, Offset: s*ks*p.o + j0, Rows: min(n, steps-s) * ks, Cols: vc, RowStride: p.o, ColStride: 1, OffsetReg: off}))
+	}
+	// Where straight-line code would not fit the instruction cache, each tile's steps
+	// become a loop of period steps an iteration (codegen_loops.go).
+	period := lcm(max(t.sk, 1), 2)
+	loops := loopsPay(e.codeBudget, len(tiles)*steps*(6+3*t.ra))
+	var regs *[3]int
+	// A step's loads go back to back, its bands and the weight rows it fetches ahead,
+	// and one flag of the program's own covers them all: MTE2 drains once a step (a set
+	// waits for its pipe's transfers) instead of once per load, so their latencies
+	// overlap. The flag's id alternates by step, as one-bit flags need. In a loop the
+	// backend orders each L1 buffer's reuse with a loop-carried sync from MTE1 to MTE2,
+	// which holds an event id for the whole loop: the bands' two copies per sub-block
+	// and the ring's slots must fit the chip's ids, else the steps stay straight-line.
+	loaded := func(l int) []isa.Operand {
+		return []isa.Operand{isa.PipeOp(isa.PipeMTE2), isa.PipeOp(isa.PipeMTE1), isa.ImmOp(float64(l))}
+	}
+	loops = loops && 2*t.ra+t.sk <= e.flagIDs
+	ahead := t.sk - 1 // the steps a weight load runs ahead of its use
+	ni0, step, aSeq, piece := -1, 0, 0, 0
+	for seq, tile := range tiles {
+		b, r0, j0, vr, vc := convTileAt(p, op, tile)
+		acc := accs[seq%len(accs)]
+		subs := ceilDiv(vr, t.rb)
+		if ni := j0 / t.tn; ni != ni0 {
 			if bias {
 				e.emit(isa.TLOAD, isa.TileOp(bMat), isa.GMOp(isa.GMView{Param: e.params[op.Inputs[2]], Offset: j0, Rows: 1, Cols: vc, RowStride: vc, ColStride: 1}))
 				e.emit(isa.TMOV, isa.TileOp(bt), isa.TileOp(bMat))
 			}
+			if resident {
+				loadSteps(wMat[0], 0, steps, j0, vc, 0)
+			}
+			ni0 = ni
 		}
-		a := acc[seq%2]
-		lo, hi, pt := p.band(r0, vr)
-		for g := 0; g < p.c1; g += gs {
-			l := step % 2
-			step++
-			in := isa.GMView{Param: xp, Offset: b*image + g*c0*chStride + lo*p.w*pixStride, Rows: (hi - lo) * p.w, Cols: min(gs*c0, ch-g*c0), RowStride: pixStride, ColStride: chStride}
-			e.emit(isa.TLOAD, isa.TileOp(xMat[l]), isa.GMOp(in))
-			e.emit(isa.TIMG2COL, isa.TileOp(aL0[l]), isa.TileOp(xMat[l]), isa.ImmOp(float64(p.w)), isa.ImmOp(float64(p.kh)), isa.ImmOp(float64(p.kw)), isa.ImmOp(float64(p.s)),
-				isa.ImmOp(float64(p.pl)), isa.ImmOp(float64(p.pr)), isa.ImmOp(float64(pt)), isa.ImmOp(float64(vr)))
-			e.emit(isa.TEXTRACT, isa.TileOp(bL0[l]), isa.TileOp(wMat), isa.ImmOp(float64(g*kc)), isa.ImmOp(0))
-			switch {
-			case g > 0:
-				e.emit(isa.TMATMUL_ACC, isa.TileOp(a), isa.TileOp(aL0[l]), isa.TileOp(bL0[l]))
-			case bias:
-				e.emit(isa.TMATMUL_BIAS, isa.TileOp(a), isa.TileOp(aL0[l]), isa.TileOp(bL0[l]), isa.TileOp(bt))
-			default:
-				e.emit(isa.TMATMUL, isa.TileOp(a), isa.TileOp(aL0[l]), isa.TileOp(bL0[l]))
+		if !resident { // the ring's first steps; each step then loads the one ahead of it
+			for s := range min(ahead, steps) {
+				loadSteps(wMat[s%t.sk], s, 1, j0, vc, 0)
 			}
 		}
-		store(a, convOutView(p, op.Attrs, outp, b, r0, j0, vr, vc), seq)
+		// emitStep emits step s; in a loop, its GM windows move by the registers xoff
+		// (the bands) and woff (the weight rows loaded ahead).
+		emitStep := func(s int, xoff, woff isa.RegRef) {
+			w, row := wMat[0], s*ks
+			if !resident {
+				w, row = wMat[s%t.sk], 0
+			}
+			l := step % 2
+			step++
+			g := s * t.gs
+			for a := range subs {
+				ra0, va := r0+a*t.rb, min(t.rb, vr-a*t.rb)
+				lo, hi, _ := p.band(ra0, va)
+				in := isa.GMView{Param: xp, Offset: b*image + g*c0*chStride + lo*p.w*pixStride, Rows: (hi - lo) * p.w, Cols: min(t.gs*c0, ch-g*c0), RowStride: pixStride, ColStride: chStride, OffsetReg: xoff}
+				e.emit(isa.TLOAD, isa.TileOp(xMat[a][l]), isa.GMOp(in))
+			}
+			if next := s + ahead; !resident && next < steps { // into the slot step s-1 read
+				loadSteps(wMat[next%t.sk], next, 1, j0, vc, woff)
+			}
+			e.emit(isa.SET_FLAG, loaded(l)...)
+			e.emit(isa.WAIT_FLAG, loaded(l)...)
+			e.emit(isa.TEXTRACT, isa.TileOp(bL0[l]), isa.TileOp(w), isa.ImmOp(float64(row)), isa.ImmOp(0))
+			for a := range subs {
+				ra0, va := r0+a*t.rb, min(t.rb, vr-a*t.rb)
+				_, _, pt := p.band(ra0, va)
+				al := aL0[aSeq%2]
+				aSeq++
+				e.emit(isa.TIMG2COL, isa.TileOp(al), isa.TileOp(xMat[a][l]), isa.ImmOp(float64(p.w)), isa.ImmOp(float64(p.kh)), isa.ImmOp(float64(p.kw)), isa.ImmOp(float64(p.s)),
+					isa.ImmOp(float64(p.pl)), isa.ImmOp(float64(p.pr)), isa.ImmOp(float64(pt)), isa.ImmOp(float64(va)))
+				switch {
+				case s > 0:
+					e.emit(isa.TMATMUL_ACC, isa.TileOp(acc[a]), isa.TileOp(al), isa.TileOp(bL0[l]))
+				case bias:
+					e.emit(isa.TMATMUL_BIAS, isa.TileOp(acc[a]), isa.TileOp(al), isa.TileOp(bL0[l]), isa.TileOp(bt))
+				default:
+					e.emit(isa.TMATMUL, isa.TileOp(acc[a]), isa.TileOp(al), isa.TileOp(bL0[l]))
+				}
+			}
+		}
+		emitStep(0, 0, 0)
+		s := 1
+		// Steps with weight rows to load ahead, period steps an iteration, so that
+		// every iteration uses the same L1 and L0 tiles and flag ids.
+		if iters := (steps - 1 - ahead) / period; loops && !resident && iters >= minConvLoopTrips {
+			if regs == nil {
+				regs = &[3]int{e.reg("steps"), e.reg("xoff"), e.reg("woff")}
+			}
+			e.emit(isa.LOOP, isa.RegOp(regs[0]), isa.ImmOp(float64(iters)))
+			e.emit(isa.SMUL, isa.RegOp(regs[1]), isa.RegOp(regs[0]), isa.ImmOp(float64(period*t.gs*c0*chStride)))
+			e.emit(isa.SMUL, isa.RegOp(regs[2]), isa.RegOp(regs[0]), isa.ImmOp(float64(period*ks*p.o)))
+			for h := range period {
+				emitStep(s+h, isa.UseReg(regs[1]), isa.UseReg(regs[2]))
+			}
+			e.emit(isa.ENDLOOP)
+			s += iters * period
+		}
+		for ; s < steps; s++ {
+			emitStep(s, 0, 0)
+		}
+		for a := range subs {
+			ra0, va := r0+a*t.rb, min(t.rb, vr-a*t.rb)
+			store(acc[a], convOutView(p, op.Attrs, outp, b, ra0, j0, va, vc), piece)
+			piece++
+		}
 	}
 }
 
+// minConvLoopTrips is the fewest iterations for which a tile's steps become a loop
+// (when loops pay): from two on, the loop is the smaller code.
+const minConvLoopTrips = 2
+
+// lcm is the least common multiple of a and b (positive).
+func lcm(a, b int) int {
+	x, y := a, b
+	for y != 0 {
+		x, y = y, x%y
+	}
+	return a / x * b
+}
+
 // convTileAt is tile t of a convolution: its image b, its first output row r0 and
-// channel j0, and its valid rows and channels.
+// channel j0, and its valid rows (over its sub-blocks) and channels.
 func convTileAt(p convProblem, op *TileOp, t int) (b, r0, j0, vr, vc int) {
-	rb, tn, grid := op.Tile[0], op.Tile[1], op.Grid
+	rows, tn, grid := op.Tile[0]*op.Tile[3], op.Tile[1], op.Grid
 	bi, ni := t%grid[2], t/(grid[2]*grid[1])
-	b, j0, r0 = t/grid[2]%grid[1], ni*tn, bi*rb
-	return b, r0, j0, min(rb, p.oh-r0), min(tn, p.o-j0)
+	b, j0, r0 = t/grid[2]%grid[1], ni*tn, bi*rows
+	return b, r0, j0, min(rows, p.oh-r0), min(tn, p.o-j0)
 }
 
 // convHasBias reports whether a convolution tile op has a bias input: conv2d_5hd's

@@ -27,10 +27,10 @@ func codeBudget(chip *device.Chip) int {
 
 // codeLimits are the core's limits codegen writes a block's programs for: the
 // instruction cache's budget (codeBudget) and the cube core's L1 bytes.
-type codeLimits struct{ instrs, l1Bytes int }
+type codeLimits struct{ instrs, l1Bytes, l0cBytes, flagIDs int }
 
 func limitsOf(chip *device.Chip) codeLimits {
-	return codeLimits{instrs: codeBudget(chip), l1Bytes: chip.Capacity(isa.Mat)}
+	return codeLimits{instrs: codeBudget(chip), l1Bytes: chip.Capacity(isa.Mat), l0cBytes: chip.Capacity(isa.Acc), flagIDs: chip.FlagEventIDs}
 }
 
 // loopsPay reports whether code of about n machine instructions should be written

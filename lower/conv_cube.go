@@ -164,8 +164,12 @@ func (cv cubeConv) build(b *core.Builder) (core.Value, core.Value, []LayoutConve
 		outLayout = "NHWC"
 	}
 	pads := n.Attrs.Ints("pads")
-	y := op("conv2d_5hd", core.Attrs{"kernel": []int64{kh, kw}, "stride": int64(n.Attrs.Ints("stride")[0]), "pads": int64s(pads), "relu": cv.relu,
-		"layout": layout, "out_layout": outLayout}, convIns...)
+	attrs := core.Attrs{"kernel": []int64{kh, kw}, "stride": int64(n.Attrs.Ints("stride")[0]), "pads": int64s(pads), "relu": cv.relu,
+		"layout": layout, "out_layout": outLayout}
+	if shape, ok := n.Attrs[core.AttrTileShape]; ok { // the program's tile for the kernel
+		attrs[core.AttrTileShape] = shape
+	}
+	y := op("conv2d_5hd", attrs, convIns...)
 	if ob.err != nil {
 		return -1, -1, nil, ob.err
 	}

@@ -2,12 +2,15 @@ package lower
 
 import (
 	"fmt"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"pypto/core"
 	"pypto/dtype"
+	"pypto/isa"
 )
 
 // convGraph is conv2d(x, w[, b]) with torch's attributes, optionally followed by relu.
@@ -67,8 +70,8 @@ func TestCubeConvMatchesReference(t *testing.T) {
 
 // The kernel writes no im2col matrix to GM: its distinct GM bytes are its operands and
 // its result, the NCHW input read where it lies (no padded copy). It reads the input
-// rows of a tile (6 for 4 output rows of a 3x3 kernel: 1.5 times the input) and each
-// core the weight once.
+// rows of a sub-block (rb+2 for rb output rows of a 3x3 kernel) and the weight once
+// per core (resident in L1) or once per tile (streamed).
 func TestCubeConvKernelTouchesOnlyItsOperands(t *testing.T) {
 	chip := presets(t)[1]
 	g := convGraph(t, dtype.Float16, core.Shape{8, 64, 28, 28}, core.Shape{64, 64, 3, 3}, core.Attrs{"pads": []int64{1, 1, 1, 1}}, true, true)
@@ -87,7 +90,16 @@ func TestCubeConvKernelTouchesOnlyItsOperands(t *testing.T) {
 		st := stats.Tasks[i].Stats
 		require.Equal(t, int64(x5+w5+64*4), st.FootprintRead, task.Name)
 		require.Equal(t, int64(out), st.FootprintWritten, task.Name)
-		require.LessOrEqual(t, st.GMBytesRead, int64(x5*3/2+st.ActiveCores*(w5+64*4)), "halo rows and one weight load per core only")
+		// Each sub-block of rb output rows reads its rb+2 input rows (the halo), and the
+		// weight comes once per core when resident, else once per tile.
+		op := exe.Exec().Blocks.Tiles.Ops[exe.Exec().Blocks.Kernels[task.Kernel].Op]
+		ct, p := convTilingOf(op.Tile), convProblemOf(op.Problem)
+		loads := st.ActiveCores
+		if !ct.resident(p) {
+			loads = op.NumTiles()
+		}
+		halo := float64(p.inRows(ct.rb)) / float64(ct.rb)
+		require.LessOrEqual(t, st.GMBytesRead, int64(float64(x5)*halo)+int64(loads*w5+st.ActiveCores*64*4), "halo rows and the weight's loads only (tile %v)", op.Tile)
 		return
 	}
 	t.Fatal("no conv2d_5hd task")
@@ -177,4 +189,111 @@ func count(xs []string, s string) int {
 		}
 	}
 	return n
+}
+
+// Every way the kernel cuts its work computes the reference's values: sub-blocks
+// sharing a step's weight operand (ra), the weight streamed through rings of two or
+// three steps or resident in L1, several channel groups a step (a 1x1 kernel), and a
+// last tile of an image with fewer rows than the others.
+func TestCubeConvTilingsMatchReference(t *testing.T) {
+	chip := preset(t, "a2")
+	cases := []struct {
+		x, w  core.Shape
+		attrs core.Attrs
+		tile  []int64
+	}{
+		{core.Shape{2, 40, 7, 9}, core.Shape{40, 40, 3, 3}, core.Attrs{"pads": []int64{1, 1, 1, 1}}, []int64{2, 32, 1, 2, 3}},
+		{core.Shape{2, 40, 7, 9}, core.Shape{40, 40, 3, 3}, core.Attrs{"pads": []int64{1, 1, 1, 1}}, []int64{1, 16, 1, 3, 3}},
+		{core.Shape{2, 40, 7, 9}, core.Shape{40, 40, 3, 3}, core.Attrs{"pads": []int64{1, 1, 1, 1}}, []int64{3, 48, 1, 1, 3}},
+		{core.Shape{1, 33, 8, 8}, core.Shape{24, 33, 3, 3}, core.Attrs{"stride": []int64{2, 2}, "pads": []int64{1, 0, 1, 0}}, []int64{1, 16, 1, 4, 3}},
+		{core.Shape{2, 64, 5, 6}, core.Shape{40, 64, 1, 1}, core.Attrs{"stride": []int64{2, 2}}, []int64{2, 16, 2, 2, 3}},
+	}
+	for i, c := range cases {
+		t.Run(fmt.Sprint(i), func(t *testing.T) {
+			attrs := core.Attrs{core.AttrTileShape: c.tile}
+			for k, v := range c.attrs {
+				attrs[k] = v
+			}
+			g := convGraph(t, dtype.Float16, c.x, c.w, attrs, true, true)
+			exe, err := Compile(g, Options{Chip: chip, Verify: true})
+			require.NoError(t, err)
+			var tiles [][]int
+			for _, op := range exe.Exec().Blocks.Tiles.Ops {
+				if op.Kind == TileConv {
+					tiles = append(tiles, op.Tile)
+				}
+			}
+			require.Equal(t, [][]int{toInts(c.tile)}, tiles, "the given tile")
+			compileAndCompare(t, chip, g, c.w[1]*c.w[2]*c.w[3])
+		})
+	}
+	// A tile that does not fit is refused with the buffer it overflows.
+	g := convGraph(t, dtype.Float16, core.Shape{1, 16, 8, 64}, core.Shape{128, 16, 3, 3}, core.Attrs{"pads": []int64{1, 1, 1, 1}, core.AttrTileShape: []int64{2, 128, 1, 1, 3}}, false, false)
+	_, err := Compile(g, Options{Chip: chip})
+	require.ErrorContains(t, err, "exceed L0A")
+}
+
+func toInts(v []int64) []int {
+	out := make([]int, len(v))
+	for i, x := range v {
+		out[i] = int(x)
+	}
+	return out
+}
+
+// Where straight-line code would not fit the instruction cache (always on tiny, which
+// models none), a tile's steps run as a loop whose windows move by registers: rings of
+// two and three steps (iterations of two and six steps), and the same values.
+func TestCubeConvStepLoopMatchesReference(t *testing.T) {
+	chip := preset(t, "tiny")
+	for _, tile := range [][]int64{{2, 16, 1, 2, 2}, {1, 16, 1, 1, 3}} {
+		t.Run(fmt.Sprint(tile), func(t *testing.T) {
+			g := convGraph(t, dtype.Float16, core.Shape{2, 400, 6, 8}, core.Shape{40, 400, 3, 3}, core.Attrs{"pads": []int64{1, 1, 1, 1}, core.AttrTileShape: tile}, true, true)
+			exe, err := Compile(g, Options{Chip: chip, Verify: true})
+			require.NoError(t, err)
+			loops := 0
+			for _, task := range exe.Exec().Tasks {
+				for _, prog := range task.Programs {
+					for _, in := range prog.Body {
+						if in.Op == isa.LOOP {
+							loops++
+						}
+					}
+				}
+			}
+			require.Positive(t, loops, "the steps run as a loop")
+			compileAndCompare(t, chip, g, 400*9)
+		})
+	}
+}
+
+// The tile search times a convolution's tilings as a matmul's: its reason names the
+// tilings weighed and the estimate, a timed run of the task alone (whole: a
+// convolution's task is timed whole up to convExactBudget instructions; the program's
+// run finds the weight in L2, where its conversion just left it, and is a little
+// faster); without the search the fixed rule stands.
+func TestCubeConvTileIsSearched(t *testing.T) {
+	chip := preset(t, "a2")
+	g := convGraph(t, dtype.Float16, core.Shape{2, 64, 12, 16}, core.Shape{96, 64, 3, 3}, core.Attrs{"pads": []int64{1, 1, 1, 1}}, true, true)
+	for _, fixed := range []bool{false, true} {
+		exe, err := Compile(g, Options{Chip: chip, Verify: true, FixedTiles: fixed})
+		require.NoError(t, err)
+		for i, op := range exe.Exec().Blocks.Tiles.Ops {
+			if op.Kind != TileConv {
+				continue
+			}
+			if fixed {
+				require.Contains(t, op.Reason, "fixed rule")
+				continue
+			}
+			require.Contains(t, op.Reason, "[rb,tn,gs,ra,sk] tilings by the timing model of a2")
+			est := taskCycles(t, exe)
+			k := slices.IndexFunc(exe.Exec().Tasks, func(task *Task) bool { return exe.Exec().Blocks.Kernels[task.Kernel].Op == i })
+			var cycles int64
+			_, err := fmt.Sscanf(op.Reason[strings.Index(op.Reason, "] est ")+6:], "%d", &cycles)
+			require.NoError(t, err)
+			require.GreaterOrEqual(t, cycles, est[k])
+			require.InEpsilon(t, float64(est[k]), float64(cycles), 0.06, "the estimate is the task's timed run")
+		}
+	}
 }

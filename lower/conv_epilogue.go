@@ -115,9 +115,9 @@ func convEpilogueFor(op *TileOp, tensors []GMTensor) convEpilogue {
 }
 
 // emitConvEpilogue generates one block of a fused_conv2d_5hd: the cube program
-// computes the block's tiles as a conv2d_5hd does and pushes the tile at position seq
-// to queue seq mod V; vector core v pops queue v, runs the epilogue on the tile and
-// stores it.
+// computes the block's tiles as a conv2d_5hd does and pushes the accumulator at
+// position seq (convPieces: a tile's sub-blocks in order) to queue seq mod V; vector
+// core v pops queue v, runs the epilogue on it and stores it.
 func emitConvEpilogue(g *groupEmitter, tg *TileGraph, op *TileOp, tiles []int) {
 	nv := len(g.vec)
 	emitConvCube(g.cube, tg, op, tiles, func(acc int, _ isa.GMView, seq int) {
@@ -137,8 +137,8 @@ func emitConvEpilogueVector(e *emitter, tg *TileGraph, op *TileOp, tiles []int, 
 		panic(fmt.Sprintf("fused_conv2d_5hd with a bad body reached code generation: %v", err)) // verified before
 	}
 	p := convProblemOf(op.Problem)
-	rb, tn := op.Tile[0], op.Tile[1]
-	pix := roundUp(rb*p.ow, 16)
+	t := convTilingOf(op.Tile)
+	pix, tn := t.pix(p), t.tn
 	out := tg.Tensors[op.Output].Type
 	prod := e.tile("prod", isa.Vec, body.Type(body.Params[0]).DType, pix, tn)
 	extraIns := op.Inputs[core.FusedConvOperands(op.Attrs):]
@@ -149,11 +149,11 @@ func emitConvEpilogueVector(e *emitter, tg *TileGraph, op *TileOp, tiles []int, 
 	res := e.tile("out", isa.Vec, out.DType, pix, tn)
 	vb := &vecBody{e: e, attrs: op.Attrs, tr: pix, tc: tn, space: out.Shape}
 	q := isa.ImmOp(float64(v))
-	for seq, t := range tiles {
+	for seq, pc := range convPieces(p, op, tiles) {
 		if seq%nv != v {
 			continue
 		}
-		b, r0, j0, vr, vc := convTileAt(p, op, t)
+		b, r0, j0, vr, vc := pc.b, pc.r0, pc.j0, pc.vr, pc.vc
 		srcs := []int{prod}
 		for i, x := range extraIns {
 			srcs = append(srcs, loadWindow(e, 0, extras[i], convOutView(p, op.Attrs, e.params[x], b, r0, j0, vr, vc)))

@@ -26,6 +26,12 @@ type emitter struct {
 	// l1Bytes is the cube core's L1 (0 for a vector core's program, or when unknown):
 	// a matmul keeps A's stages resident in it when they fit (codegen_matmul.go).
 	l1Bytes int
+	// l0cBytes is the cube core's L0C (0 when unknown): a convolution keeps two sets of
+	// accumulators when they fit (conv_tiling.go).
+	l0cBytes int
+	// flagIDs is the chip's event ids per pipe pair (0 when unknown): a convolution's
+	// steps loop only where their L1 buffers' loop-carried syncs fit them.
+	flagIDs int
 }
 
 // operandLists holds emitted operand lists by their contents.

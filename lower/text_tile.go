@@ -324,9 +324,9 @@ var tilingDims = map[TileKind][3]string{
 	TileAttention:      {"[batch,l,s,e,ev]", "[br,hr,bc,copies]", "[batch,l/br,1]"},
 	TileKernel:         {"[blocks]", "[1]", "[blocks]"},
 	TileUpdate:         {"[outer,rows,cols]", "[tr,tc]", "[outer,rows/tr,cols/tc]"},
-	TileConv:           {"[n,oh,ow,o,c1,kh,kw,s,h,w,pt,pl,pr]", "[rb,tn,gs]", "[o/tn,n,oh/rb]"},
+	TileConv:           {"[n,oh,ow,o,c1,kh,kw,s,h,w,pt,pl,pr]", "[rb,tn,gs,ra,sk]", "[o/tn,n,oh/(rb*ra)]"},
 	TileScatter:        {"[outer,rows,cols]", "[tr,tc,writes]", "[outer,rows/tr,cols/tc]"},
-	TileConvEpilogue:   {"[n,oh,ow,o,c1,kh,kw,s,h,w,pt,pl,pr]", "[rb,tn,gs]", "[o/tn,n,oh/rb]"},
+	TileConvEpilogue:   {"[n,oh,ow,o,c1,kh,kw,s,h,w,pt,pl,pr]", "[rb,tn,gs,ra,sk]", "[o/tn,n,oh/(rb*ra)]"},
 }
 
 // tilingLen is the count of numbers dims names ("[a,b] or [c,d]": the alternatives

@@ -77,8 +77,8 @@ func userMatmulTiling(op *TileOp, p matmulProblem) (*matmulTiling, error) {
 // applyUserVectorTile replaces a vector kernel's tile by the user's, when given, after
 // checking it against the chip; auto is the compiler's own choice, for the messages.
 func applyUserVectorTile(chip *device.Chip, op *TileOp, tensors []GMTensor) error {
-	if op.Kind == TileMatmul || op.Kind == TileMatmulEpilogue {
-		return nil
+	if op.Kind == TileMatmul || op.Kind == TileMatmulEpilogue || op.Kind == TileConv || op.Kind == TileConvEpilogue {
+		return nil // chooseTiling took the user's cube tile
 	}
 	shape, err := userTileShape(op)
 	if shape == nil || err != nil {
@@ -110,7 +110,7 @@ func applyUserVectorTile(chip *device.Chip, op *TileOp, tensors []GMTensor) erro
 	case TileRows:
 		return applyUserRowsTile(chip, op, shape)
 	default:
-		return fmt.Errorf("tile shape %v: the %s kernel of %s picks its own tile (a tile shape is taken by matmul, elementwise, reduction and row kernels)", shape, op.Kind, op.Op)
+		return fmt.Errorf("tile shape %v: the %s kernel of %s picks its own tile (a tile shape is taken by matmul, convolution, elementwise, reduction and row kernels)", shape, op.Kind, op.Op)
 	}
 	if len(shape) > 2 {
 		for _, d := range shape[:len(shape)-2] {

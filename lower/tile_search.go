@@ -111,7 +111,7 @@ func chooseMatmulTiling(chip *device.Chip, p matmulProblem, user *matmulTiling) 
 	return t, fmt.Sprintf("given; fits chip %s", chip.Name), nil
 }
 
-// runSearchTiles is the search-tiles pass: every matmul, attention and row kernel whose
+// runSearchTiles is the search-tiles pass: every matmul, attention, row and convolution kernel whose
 // tile the program did not give gets the tiling the device's timing model times
 // fastest among the candidates that fit (tiling_estimate.go says how they are timed).
 // Without the pass (O0, disable_passes, Options.FixedTiles) the tile pass's fixed
@@ -135,6 +135,8 @@ func runSearchTiles(c *compilation) error {
 			cands = attentionCandidates
 		case TileRows:
 			cands = rowsCandidates
+		case TileConv, TileConvEpilogue:
+			cands = convCandidates
 		default:
 			continue
 		}
@@ -294,6 +296,8 @@ func tilingName(k TileKind) string {
 		return "[tm,tn,tk,stepk,kc]"
 	case TileAttention:
 		return "[br,hr,bc,copies]"
+	case TileConv, TileConvEpilogue:
+		return "[rb,tn,gs,ra,sk]"
 	}
 	return "[rows,cols,slots]"
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sync"
 
+	"pypto/core"
 	"pypto/device"
 )
 
@@ -29,6 +30,13 @@ const (
 	exactBudget  = 4000
 	sampleBlocks = 4
 )
+
+// convExactBudget is the most instructions a convolution's whole-task estimate
+// simulates (assumed: about half a second of simulation). A convolution's blocks all
+// read the same input rows, which a sample of four blocks fetches four ways instead of
+// 24 (its estimate ran 12-32% slow on the bench's 3x3 convolutions), so a convolution
+// is timed whole where that is affordable.
+const convExactBudget = 200000
 
 // estimator times candidates of ops of one tile graph on one chip.
 type estimator struct {
@@ -138,7 +146,9 @@ func (e *estimator) simulate(tg *TileGraph, op *TileOp) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	if e.whole || (instructions(first)*op.NumTiles() <= exactBudget && len(blocks) <= 2*sampleBlocks) {
+	conv := op.Kind == TileConv || op.Kind == TileConvEpilogue
+	if e.whole || (instructions(first)*op.NumTiles() <= exactBudget && len(blocks) <= 2*sampleBlocks) ||
+		conv && instructions(first)*op.NumTiles() <= convExactBudget {
 		all, err := e.emit(tg, op, blocks)
 		if err != nil {
 			return 0, err
@@ -165,8 +175,14 @@ func (e *estimator) simulate(tg *TileGraph, op *TileOp) (int64, error) {
 		return e.run(chip, tg, op, em)
 	}
 	// The slope between two and four tiles: a block's first tiles fill its pipeline
-	// and its slots, so the first tile alone does not show the steady state.
+	// and its slots, so the first tile alone does not show the steady state. A
+	// convolution's block meets each image's rows once per channel tile, the first time
+	// cold: its slope is taken after one such period.
 	s1, s2 := min(len(busiest), 2), min(len(busiest), 4)
+	if conv {
+		period := op.Grid[1] * op.Grid[2]
+		s1, s2 = min(len(busiest), max(2, period)), min(len(busiest), max(4, 2*period))
+	}
 	t2, err := t(s2)
 	if err != nil || s2 == len(busiest) {
 		return t2, err
@@ -203,8 +219,9 @@ func hbmSharers(tg *TileGraph, op *TileOp, blocks, sampled [][]int) int {
 }
 
 // tileReads names the pieces of input tile t reads, with their bytes: a matmul's
-// panel of A rows and of B columns, an attention's query rows and its head's keys and
-// values, a row kernel's rows.
+// panel of A rows and of B columns, a convolution's input rows (of every channel) and
+// weight columns, an attention's query rows and its head's keys and values, a row
+// kernel's rows.
 func tileReads(tg *TileGraph, op *TileOp, t int) map[[4]int]int {
 	in := func(i int) int { return tg.Tensors[op.Inputs[i]].Type.DType.Size() }
 	switch op.Kind {
@@ -217,6 +234,14 @@ func tileReads(tg *TileGraph, op *TileOp, t int) map[[4]int]int {
 		return map[[4]int]int{
 			{0, ba, mi, ki}: min(op.Tile[0], p.m-mi*op.Tile[0]) * kc * in(0),
 			{1, bb, ni, ki}: min(op.Tile[1], p.n-ni*op.Tile[1]) * kc * in(1),
+		}
+	case TileConv, TileConvEpilogue:
+		p := convProblemOf(op.Problem)
+		b, r0, j0, vr, vc := convTileAt(p, op, t)
+		lo, hi, _ := p.band(r0, vr)
+		return map[[4]int]int{
+			{0, b, r0}:           (hi - lo) * p.w * p.c1 * core.ConvC0 * in(0),
+			{1, j0 / op.Tile[1]}: p.c1 * p.kc() * vc * in(1),
 		}
 	case TileAttention:
 		b, qi := attentionTileOf(op, t)
@@ -307,7 +332,7 @@ func (e *estimator) run(chip *device.Chip, tg *TileGraph, op *TileOp, blocks emi
 // (Executable.TileChoices); ops whose kind has no estimate give 0.
 func estimateOp(chip *device.Chip, tg *TileGraph, op *TileOp) float64 {
 	switch op.Kind {
-	case TileMatmul, TileMatmulEpilogue, TileAttention, TileRows:
+	case TileMatmul, TileMatmulEpilogue, TileAttention, TileRows, TileConv, TileConvEpilogue:
 	default:
 		return 0
 	}
@@ -323,7 +348,8 @@ func estimateOp(chip *device.Chip, tg *TileGraph, op *TileOp) float64 {
 // reports of TileChoices leave at 0 since their tiles follow fixed rules), so that
 // programs of one graph at different sizes compare by all they run. An op the
 // estimator cannot time counts 0. searched says whether the program has a kernel whose
-// tiles the tile search chose by this estimate (a matmul, attention or row kernel).
+// tiles the tile search chose by this estimate (a matmul, attention, row or
+// convolution kernel).
 func (e *Executable) EstimatedMs() (ms float64, searched bool) { return e.EstimatedMsAt(nil) }
 
 // EstimatedMsAt is EstimatedMs for a run whose dynamic sizes (Options.Dynamic) have

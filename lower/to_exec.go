@@ -243,7 +243,7 @@ func emitBlock(tg *TileGraph, op *TileOp, tiles []int, at blockAt, name string, 
 	if emit := groupEmitters[op.Kind]; emit != nil {
 		g := &groupEmitter{cube: newKernelEmitter(tg, op, name+"_c", isa.Cube)}
 		g.cube.useSeed(seed, 0)
-		g.cube.codeBudget, g.cube.l1Bytes = budget.instrs, budget.l1Bytes
+		g.cube.codeBudget, g.cube.l1Bytes, g.cube.l0cBytes, g.cube.flagIDs = budget.instrs, budget.l1Bytes, budget.l0cBytes, budget.flagIDs
 		progs := []*isa.Program{g.cube.prog}
 		for v := range vectors {
 			g.vec = append(g.vec, newKernelEmitter(tg, op, fmt.Sprintf("%s_v%d", name, v), isa.Vector))
@@ -259,7 +259,7 @@ func emitBlock(tg *TileGraph, op *TileOp, tiles []int, at blockAt, name string, 
 	}
 	e := newKernelEmitter(tg, op, name, op.Core)
 	e.useSeed(seed, 0)
-	e.codeBudget, e.l1Bytes = budget.instrs, budget.l1Bytes
+	e.codeBudget, e.l1Bytes, e.l0cBytes, e.flagIDs = budget.instrs, budget.l1Bytes, budget.l0cBytes, budget.flagIDs
 	if at.dynamic(op) {
 		if op.Kind == TileRows {
 			emitDynamicRows(e, tg, op, at.index, at.count)

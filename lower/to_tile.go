@@ -1,6 +1,8 @@
 package lower
 
 import (
+	"fmt"
+
 	"pypto/core"
 	"pypto/device"
 	"pypto/dtype"
@@ -147,7 +149,22 @@ func chooseTiling(op *TileOp, tensors []GMTensor, opts Options) error {
 		x := tensors[op.Inputs[0]].Type
 		p := conv5HDProblem(x, outT, op.Attrs)
 		op.Problem = p.list()
-		op.Tile, op.Reason, err = convTile(chip, p, x.DType, convEpilogueFor(op, tensors))
+		shape, uerr := userTileShape(op)
+		if uerr != nil {
+			return uerr
+		}
+		epi := convEpilogueFor(op, tensors)
+		if shape == nil {
+			op.Tile, op.Reason, err = convTile(chip, p, x.DType, epi)
+			break
+		}
+		if len(shape) != 5 {
+			return fmt.Errorf("a convolution's tile shape is [rb, tn, gs, ra, sk] (output rows of a sub-block, output channels, channel groups a step, sub-blocks, weight steps in L1), got %v", shape)
+		}
+		if why := convTilingOf(shape).fits(chip, p, x.DType, epi); why != "" {
+			return fmt.Errorf("convolution tile %v does not fit chip %s: %s", shape, chip.Name, why)
+		}
+		op.Tile, op.Reason = shape, fmt.Sprintf("given; fits chip %s", chip.Name)
 	case TileAttention:
 		op.Problem = attentionProblem(tensors[op.Inputs[0]].Type, tensors[op.Inputs[1]].Type, attentionOutType(op, tensors))
 		op.Tile, op.Reason, err = attentionTile(chip, op, tensors)

@@ -251,7 +251,7 @@ TABLE = {
     "compare_profiles": ({"a": _PROFILE, "b": _PROFILE}, {"a": "fn", "b": "fn"}),
     "conv2d": ({"x": np.ones((1, 2, 5, 5), np.float32), "weight": np.ones((3, 2, 3, 3), np.float32)},
                {"x": "tensor", "weight": "tensor", "bias": "tensor?", "stride": "pair", "padding": "padding", "dilation": "pair",
-                "groups": "count"}),
+                "groups": "count", "tile_config": "tile_config?"}),
     "conv_transpose2d": ({"x": np.ones((1, 2, 5, 5), np.float32), "weight": np.ones((2, 3, 3, 3), np.float32)},
                          {"x": "tensor", "weight": "tensor", "bias": "tensor?", "stride": "pair", "padding": "pair0",
                           "output_padding": "pair0", "groups": "count", "dilation": "pair"}),

@@ -261,3 +261,21 @@ def test_residual_add_and_relu_join_the_cube_convolution():
     t = [torch.tensor(a.astype(np.float64)) for a in (x, w, m, v, g, b)]
     want = F.relu(F.batch_norm(F.conv2d(t[0], t[1], padding=1), t[2], t[3], t[4], t[5]) + t[0]).numpy()
     np.testing.assert_allclose(got.astype(np.float64), want, rtol=1e-2, atol=1e-2 * np.abs(want).max())
+
+
+def test_conv2d_tile_config_fixes_the_cube_kernels_tile():
+    """tile_config=[rb, tn, gs, ra, sk] gives the cube convolution's tile: two
+    sub-blocks of one output row, 16 channels, the weight's rows streamed through a
+    ring of two steps; the values match numpy's convolution, and a tile that overflows a
+    buffer is a CompileError naming it."""
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((2, 48, 6, 5)).astype(np.float16)
+    w = (rng.standard_normal((32, 48, 3, 3)) / 20).astype(np.float16)
+    f = p.compile(lambda x, w: p.conv2d(x, w, padding=1, tile_config=[1, 16, 1, 2, 2]), p.CompileConfig(chip="a2"))
+    got = f(x, w).numpy().astype(np.float64)
+    want = np_conv2d(x.astype(np.float64), w.astype(np.float64), None, (1, 1), (1, 1, 1, 1), (1, 1), 1)
+    np.testing.assert_allclose(got, want, rtol=2e-3, atol=2e-3 * np.abs(want).max())
+    assert 'tile=[1,16,1,2,2] grid=[2,2,3]\n      reason="given' in f.dump()
+    bad = p.compile(lambda x, w: p.conv2d(x, w, padding=1, tile_config=[6, 256, 1, 1, 2]), p.CompileConfig(chip="a2"))
+    with pytest.raises(p.CompileError, match="exceed"):
+        bad(x, w)

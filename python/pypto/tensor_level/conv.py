@@ -11,7 +11,7 @@ from .._core.errors import PyptoValueError, ShapeError
 from .._core.location import user_location
 from .creation import ones, zeros
 from .shape_ops import concat, reshape, stack, transpose
-from .tensor import Tensor, apply, as_tensor
+from .tensor import Tensor, apply, as_tensor, tiled_ops
 
 __all__ = ["conv2d", "conv_transpose2d", "max_pool2d", "avg_pool2d", "adaptive_avg_pool2d", "batch_norm"]
 
@@ -62,12 +62,17 @@ def _conv_args(op, x, weight, layout, stride, dilation, groups):
     return x, w, _pair(stride, "stride", op, 1), _pair(dilation, "dilation", op, 1), check.integer(groups, "groups", op, lo=1)
 
 
-def conv2d(x, weight, bias=None, stride=1, padding=0, dilation=1, groups: int = 1) -> Tensor:
+def conv2d(x, weight, bias=None, stride=1, padding=0, dilation=1, groups: int = 1, *, tile_config=None) -> Tensor:
     """torch.nn.functional.conv2d: x [N, C, H, W], weight [O, C/groups, KH, KW], bias [O];
     padding an int, a pair, "same" or "valid"; groups = C is a depthwise convolution.
     fp16/bf16 convolutions (groups 1, no dilation) compile to the cube's own kernel (5HD
     activations, TIMG2COL into L0A, bias and relu fused); others as img2col (a strided
-    slice per kernel tap) and a batched matmul."""
+    slice per kernel tap) and a batched matmul. ``tile_config`` (a p.TileConfig, shape
+    [rb, tn, gs, ra, sk]) fixes the cube kernel's tile instead of the compiler's search
+    (docs/api.md, "TileConfig")."""
+    if tile_config is not None:
+        with tiled_ops(("conv2d",), tile_config, "p.conv2d"):
+            return conv2d(x, weight, bias, stride, padding, dilation, groups)
     op = "conv2d"
     x, w, stride, dilation, groups = _conv_args(op, x, weight, "[O, C/groups, KH, KW]", stride, dilation, groups)
     pads = _padding(padding, op, (w.shape[2], w.shape[3]), dilation, stride)
