@@ -344,3 +344,65 @@ end
 	_, err := RunTask(preset(t, "tiny"), l.gm, isa.Vector, []Block{{Prog: m, ParamAddrs: l.addrs}}, RunOptions{})
 	assert.ErrorContains(t, err, "race")
 }
+
+// Before the loop two syncs V -> MTE2 overlap (the first tmuls must finish before the
+// reload of a, the second before the reload of b) and a third follows them; the
+// loop's carried sync of the same pair (the next iteration's load into c after this
+// one's read of it) has no producer ahead of the loop, so its priming set goes to the
+// start of the program and its interval spans everything before the loop. Its id
+// must differ from the second sync's, whose interval it covers, although the third
+// sync took the first id back: with the same id the second sync's wait would consume
+// the priming set and order nothing (a race between the second tmuls and the reload
+// of b).
+const primedOverOverlappingSyncs = `
+kernel primed vector
+param %x: f32[1024]
+param %y: f32[1024]
+reg %i
+reg %off
+tile %a: vec f32[8x32]
+tile %b: vec f32[8x32]
+tile %c: vec f32[8x32]
+tile %d: vec f32[8x32]
+tile %e: vec f32[8x32]
+  tload %a, %x[0; 8x32; 32,1]
+  tload %b, %x[256; 8x32; 32,1]
+  tmuls %d, %a, 2
+  tmuls %e, %b, 2
+  tload %a, %x[512; 8x32; 32,1]
+  tload %b, %x[768; 8x32; 32,1]
+  tadd %d, %a, %b
+  tload %a, %x[0; 8x32; 32,1]
+  tadd %e, %a, %d
+  tstore %y[0; 8x32; 32,1], %e
+  loop %i, 3
+    smul %off, %i, 256
+    tload %c, %x[%off; 8x32; 32,1]
+    tmuls %d, %c, 3
+    tstore %y[%off; 8x32; 32,1], %d
+  endloop
+end
+`
+
+func TestPrimingSetGetsAnIDNoOverlappingSyncHolds(t *testing.T) {
+	m := compile(t, preset(t, "tiny"), parse(t, primedOverOverlappingSyncs))
+	require.NoError(t, runOne(t, m, make([]byte, 8192), []int{0, 4096}))
+	// Before the loop every (pair, id) alternates set, wait in program order.
+	open := map[flagKey]int{}
+	for pc, in := range m.Instrs {
+		if in.Op == isa.LOOP {
+			break
+		}
+		switch in.Op {
+		case isa.SET_FLAG:
+			open[flagKeyOf(&in)]++
+		case isa.WAIT_FLAG:
+			k := flagKeyOf(&in)
+			require.Positive(t, open[k], "pc %d: a wait with no set of its own open", pc)
+			open[k]--
+		}
+		for k, n := range open {
+			require.LessOrEqual(t, n, 1, "pc %d: two sets of %v open at once: a wait would take the wrong one", pc, k)
+		}
+	}
+}

@@ -27,9 +27,9 @@ import (
 // Event ids: syncs of one pipe pair whose set..wait intervals overlap in program order
 // get distinct ids, so the program is correct on one-bit hardware flags too. Ids used
 // by manual flags of a pair are reserved. When a pair's pool is exhausted, the new
-// sync's set moves later, to just after the consumer of the oldest live sync of that
-// pair (whose id it then takes); that is still before its own wait, so it remains
-// correct, only less overlapped.
+// sync's set moves later, to just after the consumer of the overlapping sync of that
+// pair whose wait comes first (whose id it then takes); that is still before its own
+// wait, so it remains correct, only less overlapped.
 
 const numPipes = int(isa.PipeAll) + 1
 
@@ -142,47 +142,58 @@ func manualIDs(ins []Instr) map[pipePair][]int {
 
 // assignEventIDs gives every sync of one straight-line region an event id other than
 // the reserved ones, moving sets later when a pair's pool runs out (see the file
-// comment).
+// comment). needs come ordered by consumer. Two syncs of a pair may share an id only
+// when one's wait precedes the other's set: the k-th wait of an id consumes its k-th
+// set, so an id whose set..wait intervals overlap would hand a wait the wrong set's
+// knowledge. The intervals are not ordered by their sets (a loop's priming set can
+// come at the start of the program, long before the straight-line syncs ahead of the
+// loop), so each sync avoids the id of every assigned sync whose interval overlaps
+// its own, not only of those still open at its set.
 func assignEventIDs(chip *Chip, reserved map[pipePair][]int, needs []syncNeed) error {
-	type state struct {
-		free   []int // sorted
-		active []int // indices into needs, oldest consumer first
+	byPair := map[pipePair][]int{} // assigned syncs of each pair, in assignment order
+	overlaps := func(m *syncNeed, from, to int) bool { return m.consumer > from && to > m.setAfter }
+	// idFree reports whether id is held by no assigned sync of pair over [from, to].
+	idFree := func(pair pipePair, id, from, to int) bool {
+		for _, k := range byPair[pair] {
+			if m := &needs[k]; m.id == id && overlaps(m, from, to) {
+				return false
+			}
+		}
+		return true
 	}
-	pairs := map[pipePair]*state{}
 	for n := range needs {
 		s := &needs[n]
-		st := pairs[s.pair]
-		if st == nil {
-			st = &state{}
-			for id := range chip.FlagEventIDs {
-				if !slices.Contains(reserved[s.pair], id) {
-					st.free = append(st.free, id)
-				}
-			}
-			pairs[s.pair] = st
-		}
 		s.setAfter = s.producer
-		// A sync whose wait precedes this set no longer holds its id.
-		for len(st.active) > 0 && needs[st.active[0]].consumer <= s.setAfter {
-			st.free = insertSorted(st.free, needs[st.active[0]].id)
-			st.active = st.active[1:]
+		s.id = -1
+		for id := range chip.FlagEventIDs {
+			if !slices.Contains(reserved[s.pair], id) && idFree(s.pair, id, s.setAfter, s.consumer) {
+				s.id = id
+				break
+			}
 		}
-		if len(st.free) > 0 {
-			s.id, st.free = st.free[0], st.free[1:]
-		} else {
-			if len(st.active) == 0 || s.fixed {
+		if s.id < 0 {
+			if s.fixed {
 				return fmt.Errorf("no event id left for flags from %s to %s: manual flags and loop-carried syncs use all %d", s.pair.src, s.pair.dst, chip.FlagEventIDs)
 			}
-			oldest := needs[st.active[0]]
-			st.active = st.active[1:]
-			s.setAfter, s.id = oldest.consumer, oldest.id
+			// The pool is exhausted over this interval: the set moves down to the
+			// earliest wait of an overlapping sync whose id is then free up to this
+			// sync's wait (that wait orders everything before it on the pair's pipes).
+			best := -1
+			for _, k := range byPair[s.pair] {
+				m := &needs[k]
+				if !overlaps(m, s.setAfter, s.consumer) || m.consumer > s.consumer || (best >= 0 && m.consumer >= needs[best].consumer) {
+					continue
+				}
+				if idFree(s.pair, m.id, m.consumer, s.consumer) {
+					best = k
+				}
+			}
+			if best < 0 {
+				return fmt.Errorf("no event id left for flags from %s to %s: all %d are held across this region", s.pair.src, s.pair.dst, chip.FlagEventIDs)
+			}
+			s.setAfter, s.id = needs[best].consumer, needs[best].id
 		}
-		st.active = append(st.active, n)
+		byPair[s.pair] = append(byPair[s.pair], n)
 	}
 	return nil
-}
-
-func insertSorted(s []int, v int) []int {
-	i, _ := slices.BinarySearch(s, v)
-	return slices.Insert(s, i, v)
 }

@@ -39,6 +39,13 @@ type SimError struct {
 // ErrBudget is the failure of a block that exceeds RunOptions.MaxInstructions.
 var ErrBudget = errors.New("instruction budget exceeded")
 
+// ErrSync is a failure of the synchronisation between pipes or cores: a race (a
+// missing flag), a deadlock, a flag set that no wait consumes. Such a failure comes
+// from how the pipes of the machine program are ordered, which the ISA's reference
+// semantics (program order, no pipes) do not have, so running the reference cannot
+// explain it.
+var ErrSync = errors.New("synchronisation failure")
+
 func (e *SimError) Unwrap() error { return e.Err }
 
 func (e *SimError) Error() string {

@@ -260,6 +260,13 @@ func (r *blockRun) fail(pc int, format string, args ...any) error {
 	return e
 }
 
+// failSync is fail for a synchronisation failure (ErrSync).
+func (r *blockRun) failSync(pc int, format string, args ...any) error {
+	e := r.fail(pc, format, args...)
+	e.(*SimError).Err = ErrSync
+	return e
+}
+
 func (r *blockRun) record(pc int, p isa.Pipe, start, end int64) {
 	r.c.instrs++
 	if r.c.opts.Trace {
@@ -365,7 +372,7 @@ func (r *blockRun) start(di int, st int64) error {
 	d := r.d(di)
 	in := d.in
 	if other, q, raced := r.races.start(in.Pipe, d.seq, d.sSeen, di, d.acc); raced {
-		return r.fail(d.pc, "%s", raceMessage(r.m, other, q, in.Pipe))
+		return r.failSync(d.pc, "%s", raceMessage(r.m, other, q, in.Pipe))
 	}
 	var tt transferTimes
 	if r.c.mem != nil {
@@ -462,7 +469,7 @@ func (r *blockRun) finish() error {
 	})
 	if len(leaked) > 0 {
 		sort.Ints(leaked)
-		return r.fail(leaked[0], "set_flag is never consumed by a wait_flag (%d unconsumed set(s) at block end)", len(leaked))
+		return r.failSync(leaked[0], "set_flag is never consumed by a wait_flag (%d unconsumed set(s) at block end)", len(leaked))
 	}
 	if !r.races.off && !r.c.opts.Functional && r.info.replayable {
 		r.info.raceFree.Store(true) // the checker saw every instruction start
@@ -524,7 +531,7 @@ func (r *blockRun) deadlock() error {
 		stuck = append(stuck, r.sc.pc)
 	}
 	if len(stuck) == 0 {
-		return r.fail(-1, "deadlock: nothing can run but the block is not finished")
+		return r.failSync(-1, "deadlock: nothing can run but the block is not finished")
 	}
 	sort.Ints(stuck)
 	others := make([]string, 0, len(stuck))
@@ -538,7 +545,7 @@ func (r *blockRun) deadlock() error {
 	if len(others) > 0 {
 		msg += "; also blocked: " + strings.Join(others, ", ")
 	}
-	return r.fail(stuck[0], "%s", msg)
+	return r.failSync(stuck[0], "%s", msg)
 }
 
 func flagKeyOf(in *Instr) flagKey {

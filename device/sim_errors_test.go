@@ -64,6 +64,7 @@ func TestDeadlockWaitNeverSet(t *testing.T) {
 	assert.Equal(t, isa.WAIT_FLAG, m.Instrs[se.PC].Op)
 	assert.Contains(t, err.Error(), "deadlock")
 	assert.Contains(t, err.Error(), "wait_flag mte3, v, 3")
+	assert.ErrorIs(t, err, ErrSync)
 }
 
 func TestDeadlockPipesWaitingOnEachOther(t *testing.T) {

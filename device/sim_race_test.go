@@ -58,6 +58,7 @@ func TestRaceMissingFlagIsReported(t *testing.T) {
 	assert.Contains(t, err.Error(), "race")
 	assert.Contains(t, err.Error(), "tload")
 	assert.Contains(t, err.Error(), "set_flag mte2, v")
+	assert.ErrorIs(t, err, ErrSync, "callers tell a synchronisation failure apart")
 }
 
 func TestRaceReportedEvenWhenTimingHidesIt(t *testing.T) {

@@ -143,7 +143,7 @@ func (r *blockRun) issueOne() (bool, error) {
 		}
 		seq := r.races.issue(isa.PipeS, r.issued, pc, acc)
 		if other, q, raced := r.races.start(isa.PipeS, seq, seq, r.issued, acc); raced {
-			return false, r.fail(pc, "%s", raceMessage(r.m, other, q, isa.PipeS))
+			return false, r.failSync(pc, "%s", raceMessage(r.m, other, q, isa.PipeS))
 		}
 		r.sc.t += int64(r.c.chip.IssueCycles) + r.c.chip.duration(res)
 		r.x.now, r.x.end = start, r.sc.t

@@ -139,6 +139,59 @@ def test_mixed_kernel_passes_accumulators_to_the_vector_cores(device):
     np.testing.assert_allclose(got, want, rtol=1e-4)
 
 
+def attention_like(grid, query_blocks, looped, T=64):
+    """A mixed kernel that hands tiles both ways, as flash attention does: the cube
+    computes s = q @ k and pushes it, the vector core pops it, pushes exp(s / 8) back as
+    f16, the cube pops that into L1 for the second matmul with v and pushes the result,
+    which the vector core sums over the key blocks; each block walks query_blocks query
+    blocks, in a p.range loop (looped) or unrolled."""
+
+    @p.block_kernel(grid=grid, core="mixed", vectors=2, out_shape=lambda q, k, v: q.shape, out_dtype=lambda q, k, v: p.float32)
+    def kernel(q, k, v, o):
+        for qb in (p.range(query_blocks) if looped else range(query_blocks)):
+            i = (p.block_idx() * query_blocks + qb) * T
+            if p.is_cube():
+                ql = p.load(q[i:i + T, :])
+                for j in range(2):
+                    s = p.zeros([T, T])
+                    s += p.matmul(ql, p.load(k[:, j * T:(j + 1) * T]))
+                    p.push(s, queue=0)
+                    e = p.pop([T, T], p.float16, queue=2)
+                    acc = p.zeros([T, T])
+                    acc += p.matmul(e, p.load(v[j * T:(j + 1) * T, :]))
+                    p.push(acc, queue=1)
+            elif p.subblock_idx() == 0:
+                total = p.zeros([T, T], p.float32)  # dead once the first sum is taken
+                for j in range(2):
+                    s = p.pop([T, T], p.float32, queue=0)
+                    p.push(p.exp(s * 0.125).astype(p.float16), queue=2)
+                    y = p.pop([T, T], p.float32, queue=1)
+                    total = y if j == 0 else total + y
+                p.store(o[i:i + T, :], total)
+
+    return kernel
+
+
+@pytest.mark.parametrize("grid,query_blocks,looped", [(24, 1, False), (25, 1, False), (4, 3, True), (25, 2, True)])
+def test_mixed_kernel_handing_tiles_both_ways_runs_on_any_grid(grid, query_blocks, looped):
+    """25 blocks on a2's 24 AI cores, or a loop over query blocks inside a block: the
+    flags the backend inserts order every pop after the reads of the tile it
+    overwrites (a priming set ahead of the loop once shared an event id with a sync
+    it spans, and a pop took the wrong set: a race reported on the device)."""
+    p.set_device("a2")
+    T = 64
+    rng = np.random.default_rng(6)
+    n = grid * query_blocks * T
+    q = (rng.standard_normal((n, T)) * 0.1).astype(np.float16)
+    k = (rng.standard_normal((T, 2 * T)) * 0.1).astype(np.float16)
+    v = (rng.standard_normal((2 * T, T)) * 0.1).astype(np.float16)
+    got = p.call_kernel(attention_like(grid, query_blocks, looped, T), q, k, v).numpy()
+    f32 = np.float32
+    e = np.exp((q.astype(f32) @ k.astype(f32)) * 0.125).astype(np.float16).astype(f32)
+    want = e[:, :T] @ v[:T].astype(f32) + e[:, T:] @ v[T:].astype(f32)
+    np.testing.assert_allclose(got, want, rtol=2e-3, atol=2e-4)
+
+
 def test_grid_larger_than_the_chip_runs_blocks_in_turn():
     @p.block_kernel(grid=lambda x: x.shape[0] // 8, out_shape=lambda x: x.shape, out_dtype=lambda x: x.dtype)
     def plus_block(x, y):
