@@ -7,7 +7,7 @@ package device
 // (device/calib, docs/device.md).
 const (
 	// fitted to the times of gemm_1536, gemm_3072, gemm_6144, gemm_7680, topk_f32_4800, topk_f32_3456, topk_f32_2304, topk_f16_4800
-	fittedDispatchCycles = 13067
+	fittedDispatchCycles = 13066
 	// fitted to the times of topk_f32_4800, topk_f32_3456, topk_f32_2304, topk_f16_4800
 	fittedSortBytesPerCycle = 39
 	// fitted to the extract busy of gemm_1536, gemm_3072, gemm_6144, gemm_7680

@@ -188,6 +188,7 @@ func RunTask(chip *Chip, gm []byte, kind isa.CoreKind, blocks []Block, opts RunO
 	st.FootprintRead, st.FootprintWritten = footprint(windows)
 	if mem != nil {
 		st.L2Hits, st.L2Misses, st.PrefetchedBytes, st.HBMBytesWritten = mem.hits, mem.misses, mem.prefetched, mem.hbmWritten
+		st.HBMBytesRead = mem.hbmRead
 		mem.release(key, keyed)
 	}
 	return st, nil

@@ -26,49 +26,59 @@ type bucket struct{ l2, hbm int64 }
 // load takes about 150 cycles at a core's port), long enough to keep few buckets.
 const bucketCycles = 64
 
-// reserve moves hit bytes (through L2 only) and miss bytes (from HBM through L2)
-// from time from on: per cycle at most port bytes in all and missPort of them from
-// HBM, within what the buckets have left. now is the event loop's time (no later call
-// starts before it). It returns when the last byte has moved.
-func (c *calendar) reserve(now, from, hit, miss int64, port, missPort int) int64 {
+// reserve moves bytes through a core's port (port bytes per cycle) and the L2 from
+// time from on, and hbm bytes through the HBM in proportion as they move (a load's
+// fills of the lines it missed, a store's write-through; 0 for a load that hits),
+// within what the buckets have left. The fills are whole lines, so hbm may exceed the
+// bytes the port delivers (a window using part of each line it misses). now is the
+// event loop's time (no later call starts before it). It returns when the last byte
+// has moved.
+func (c *calendar) reserve(now, from, bytes, hbm int64, port int) int64 {
 	now, from = now-c.origin, from-c.origin
 	c.trim(now)
 	t := max(0, from)
-	if hit == 0 && c.hbm > 0 {
+	if hbm > 0 && c.hbm > 0 {
 		t = max(t, c.hbmFull*bucketCycles)
 	}
-	p, mp := int64(max(1, port)), int64(max(1, missPort))
+	p := int64(max(1, port))
 	defer c.advanceFull()
-	for hit > 0 || miss > 0 {
+	total, hbmTotal := bytes, hbm
+	for bytes > 0 || hbm > 0 {
 		b := t / bucketCycles
 		cyc := (b+1)*bucketCycles - t
 		u := c.at(b)
 		// What the bucket has left, and no more than its rate over the part of the
 		// bucket still ahead.
-		l2Left := int64(1) << 62
+		mv := min(bytes, p*cyc)
 		if c.l2 > 0 {
-			l2Left = min(c.l2*bucketCycles-u.l2, c.l2*cyc)
+			mv = min(mv, max(0, min(c.l2*bucketCycles-u.l2, c.l2*cyc)))
 		}
-		hbmLeft := int64(1) << 62
-		if c.hbm > 0 {
-			hbmLeft = min(c.hbm*bucketCycles-u.hbm, c.hbm*cyc)
+		hv := hbm
+		if bytes > 0 {
+			hv = min(hbm, ceilDiv(mv*hbmTotal, int(max(1, total))))
 		}
-		mv := min(miss, mp*cyc, hbmLeft, l2Left)
-		hv := min(hit, p*cyc-mv, l2Left-mv)
-		mv, hv = max(0, mv), max(0, hv)
-		u.l2 += mv + hv
-		u.hbm += mv
-		miss -= mv
-		hit -= hv
-		if hit == 0 && miss == 0 {
+		if c.hbm > 0 && hv > 0 {
+			if left := max(0, min(c.hbm*bucketCycles-u.hbm, c.hbm*cyc)); hv > left {
+				// The HBM's share binds: move only what its bytes carry.
+				hv = left
+				if bytes > 0 {
+					mv = min(mv, hv*total/max(1, hbmTotal))
+				}
+			}
+		}
+		u.l2 += mv
+		u.hbm += hv
+		bytes -= mv
+		hbm -= hv
+		if bytes == 0 && hbm == 0 {
 			// The last bucket: the time what moved in it takes at the port's and the
 			// totals' rates.
-			need := max(ceilDiv(mv+hv, int(p)), ceilDiv(mv, int(mp)))
+			need := ceilDiv(mv, int(p))
 			if c.l2 > 0 {
-				need = max(need, ceilDiv(mv+hv, int(c.l2)))
+				need = max(need, ceilDiv(mv, int(c.l2)))
 			}
 			if c.hbm > 0 {
-				need = max(need, ceilDiv(mv, int(c.hbm)))
+				need = max(need, ceilDiv(hv, int(c.hbm)))
 			}
 			return c.origin + t + min(need, cyc)
 		}

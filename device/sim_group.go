@@ -176,6 +176,7 @@ func RunGroupTask(chip *Chip, gm []byte, groups []Group, opts RunOptions) (st *T
 	st.FootprintRead, st.FootprintWritten = footprint(windows)
 	if mem != nil {
 		st.L2Hits, st.L2Misses, st.PrefetchedBytes, st.HBMBytesWritten = mem.hits, mem.misses, mem.prefetched, mem.hbmWritten
+		st.HBMBytesRead = mem.hbmRead
 		mem.release(key, keyed)
 	}
 	st.setTime(chip, longest)

@@ -52,6 +52,9 @@ type l2Tags struct {
 	ends []int64
 	// missedScratch receives the misses of stores, which no one reads.
 	missedScratch []lineRange
+	// own counts the lines a load's lookups found present because that load itself
+	// missed them (its window touches a line twice): the caller resets it per load.
+	own int64
 	// bySet lists the GM lines of each set, set s's in bySet[setStart[s]:setStart[s+1]],
 	// for the len(fill) lines of GM (nil until a set first overflows).
 	bySet, setStart []int32
@@ -188,6 +191,9 @@ func (t *l2Tags) accessRun(l0, l1 int, write bool, fill int64, missed []lineRang
 		clock++
 		if t.used[l] >= base {
 			t.used[l] = clock
+			if fill < 0 && t.fill[l] == fill {
+				t.own++
+			}
 			waitFill = max(waitFill, t.fillOf(t.fill[l]))
 			if write {
 				t.fill[l] = 0
@@ -214,6 +220,9 @@ func (t *l2Tags) accessRoomy(l0, l1 int, write bool, fill int64, missed []lineRa
 		t.present[w] |= mask
 		for b := hit; b != 0; b &= b - 1 {
 			l := 64*w + bits.TrailingZeros64(b)
+			if fill < 0 && t.fill[l] == fill {
+				t.own++
+			}
 			waitFill = max(waitFill, t.fillOf(t.fill[l]))
 			if write {
 				t.fill[l] = 0

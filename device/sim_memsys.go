@@ -28,9 +28,10 @@ type memSystem struct {
 	// prefetched; written caches which params each program stores into.
 	prefetched int64
 	written    map[*MachineProgram][]bool
-	// hbmWritten counts the bytes written to HBM: stores written through and dirty
-	// lines written back when evicted.
-	hbmWritten int64
+	// hbmRead counts the bytes read from HBM: the fills of the lines loads missed
+	// (whole lines); hbmWritten the bytes written to it: stores written through and
+	// dirty lines written back when evicted.
+	hbmRead, hbmWritten int64
 	// shared is the run's L2 the task found (RunOptions.L2), nil for a cold L2 of the
 	// task's own; log, with it, records the directory's lookups for the timing cache.
 	shared *SharedL2
@@ -87,7 +88,7 @@ func (m *memSystem) writeBacks(now, from int64) {
 	b := m.l2.wroteBack * int64(m.chip.L2LineBytes)
 	m.l2.wroteBack = 0
 	m.hbmWritten += b
-	m.cal.reserve(now, from, 0, b, m.chip.HBMBytesPerCycle, m.chip.HBMBytesPerCycle)
+	m.cal.reserve(now, from, 0, b, m.chip.HBMBytesPerCycle)
 }
 
 func (m *memSystem) portsOf(c *coreSim) *corePorts {
@@ -165,12 +166,13 @@ type transferTimes struct{ occupy, done int64 }
 // filled before the task's first instruction.
 func (m *memSystem) load(c *coreSim, base int, o Operand, now int64, prefetch bool) transferTimes {
 	chip := m.chip
-	var hitB, missB int64
+	var bytes, missLines int64
 	var waitFill int64
 	lat := int64(chip.L2HitCycles)
 	lb := chip.L2LineBytes
 	id := m.l2.newLoad()
 	m.missed = m.missed[:0]
+	m.l2.own = 0
 	m.window(base, o, func(lo, hi int) {
 		first := len(m.missed)
 		var fill int64
@@ -180,23 +182,27 @@ func (m *memSystem) load(c *coreSim, base int, o Operand, now int64, prefetch bo
 		if prefetch {
 			m.missed = m.takePrefetched(c, m.missed, first)
 		}
-		var missLines, runMiss int64
+		var runMissLines int64
 		for _, r := range m.missed[first:] {
-			missLines += int64(r.last-r.first) + 1
-			runMiss += int64(min(hi, (int(r.last)+1)*lb) - max(lo, int(r.first)*lb))
+			runMissLines += int64(r.last-r.first) + 1
 		}
-		m.misses += missLines
-		m.hits += int64((hi-1)/lb-lo/lb+1) - missLines
-		missB += runMiss
-		hitB += int64(hi-lo) - runMiss
+		missLines += runMissLines
+		m.hits += int64((hi-1)/lb-lo/lb+1) - runMissLines
+		bytes += int64(hi - lo)
 	})
-	if missB > 0 {
+	// A line the transfer itself missed and touches again (the next row of a window
+	// whose rows are shorter than a line) is the same fill, not a hit.
+	m.hits -= m.l2.own
+	m.misses += missLines
+	m.hbmRead += missLines * int64(lb)
+	if missLines > 0 {
 		lat = int64(chip.L2MissCycles)
 	}
 	p := m.portsOf(c)
 	from := max(now+lat, p.read)
 	m.writeBacks(now, now)
-	end := m.cal.reserve(now, from, hitB, missB, chip.L2ReadBytesPerCycle, chip.L2ReadBytesPerCycle)
+	// The L2 fills whole lines from HBM, whatever part of them the window uses.
+	end := m.cal.reserve(now, from, bytes, missLines*int64(lb), chip.L2ReadBytesPerCycle)
 	p.read = end
 	m.l2.setEnd(id, end)
 	// Lines filled by another core's load arrive with that fill and then at port speed.
@@ -257,7 +263,7 @@ func (m *memSystem) store(c *coreSim, base int, o Operand, now, d int64) transfe
 	from := max(now, p.write)
 	m.writeBacks(now, now)
 	m.hbmWritten += through
-	end := m.cal.reserve(now, from, back, through, chip.L2WriteBytesPerCycle, chip.L2WriteBytesPerCycle)
+	end := m.cal.reserve(now, from, back+through, through, chip.L2WriteBytesPerCycle)
 	end = max(end, now+d)
 	p.write = end
 	return transferTimes{occupy: max(1, end-now), done: max(1, end-now+int64(chip.L2HitCycles))}

@@ -62,7 +62,7 @@ type timingRecord struct {
 	cores                   []coreTiming
 	placed                  []int
 	hits, misses, prefetchd int64
-	hbmWritten              int64
+	hbmRead, hbmWritten     int64
 	// l2 is the directory's lookups in a shared L2, replayed on a hit so that the
 	// run's later tasks find the L2 as the loop left it.
 	l2 []l2Op
@@ -178,7 +178,7 @@ func recordTiming(sims []*coreSim, placed []int) *timingRecord {
 			instrs: c.instrs, icMisses: c.icache.misses, icStalls: c.icache.stalls}
 	}
 	if m := sims[0].mem; m != nil {
-		rec.hits, rec.misses, rec.prefetchd, rec.hbmWritten = m.hits, m.misses, m.prefetched, m.hbmWritten
+		rec.hits, rec.misses, rec.prefetchd, rec.hbmRead, rec.hbmWritten = m.hits, m.misses, m.prefetched, m.hbmRead, m.hbmWritten
 		rec.l2 = slices.Clone(m.log)
 	}
 	return rec
@@ -193,7 +193,7 @@ func (rec *timingRecord) apply(sims []*coreSim, placed []int) {
 	}
 	copy(placed, rec.placed)
 	if m := sims[0].mem; m != nil {
-		m.hits, m.misses, m.prefetched, m.hbmWritten = rec.hits, rec.misses, rec.prefetchd, rec.hbmWritten
+		m.hits, m.misses, m.prefetched, m.hbmRead, m.hbmWritten = rec.hits, rec.misses, rec.prefetchd, rec.hbmRead, rec.hbmWritten
 		m.l2.replay(rec.l2)
 	}
 }
@@ -213,8 +213,8 @@ func (rec *timingRecord) same(o *timingRecord) string {
 			return fmt.Sprintf("block %d on core %d against %d", i, rec.placed[i], o.placed[i])
 		}
 	}
-	if rec.hits != o.hits || rec.misses != o.misses || rec.prefetchd != o.prefetchd || rec.hbmWritten != o.hbmWritten {
-		return fmt.Sprintf("L2 %d/%d/%d/%d against %d/%d/%d/%d", rec.hits, rec.misses, rec.prefetchd, rec.hbmWritten, o.hits, o.misses, o.prefetchd, o.hbmWritten)
+	if rec.hits != o.hits || rec.misses != o.misses || rec.prefetchd != o.prefetchd || rec.hbmRead != o.hbmRead || rec.hbmWritten != o.hbmWritten {
+		return fmt.Sprintf("L2 %d/%d/%d/%d/%d against %d/%d/%d/%d/%d", rec.hits, rec.misses, rec.prefetchd, rec.hbmRead, rec.hbmWritten, o.hits, o.misses, o.prefetchd, o.hbmRead, o.hbmWritten)
 	}
 	if !slices.Equal(rec.l2, o.l2) {
 		return fmt.Sprintf("%d L2 lookups against %d", len(rec.l2), len(o.l2))

@@ -43,10 +43,13 @@ type TaskStats struct {
 	// PrefetchedBytes counts the bytes of L2 lines the cores' first loads found
 	// prefetched (RunOptions.PrefetchBytes).
 	PrefetchedBytes int64
-	// HBMBytesWritten counts the bytes the task wrote to HBM: its stores written
-	// through and the dirty lines of a shared L2 its misses evicted (0 without an L2
-	// model). The bytes it read from HBM are its L2Misses' lines and PrefetchedBytes.
-	HBMBytesWritten int64
+	// HBMBytesRead and HBMBytesWritten count the bytes that crossed the HBM during
+	// the task's kernel (0 without an L2 model): the fills of the L2 lines its TLOADs
+	// missed, whole lines (its L2Misses' lines; PrefetchedBytes crossed before the
+	// kernel), and its stores written through and the dirty lines of a shared L2 its
+	// misses evicted. The bandwidth calendar holds them to the chip's
+	// HBMBytesPerCycle, so their sum over KernelCycles never exceeds it.
+	HBMBytesRead, HBMBytesWritten int64
 	// ICacheMisses counts the instruction cache lines the cores missed, and
 	// FetchStallCycles the issue time they waited for them (sim_icache.go).
 	ICacheMisses, FetchStallCycles int64

@@ -90,6 +90,7 @@ type taskFigures struct {
 	Instructions, L2Hits, L2Misses               int64
 	ICacheMisses, FetchStallCycles               int64
 	HighWater                                    map[isa.Location]int
+	HBMBytesRead, HBMBytesWritten                int64
 }
 
 // ChipPeaks are the chip's rates a profile compares a run with (all from the preset).
@@ -200,7 +201,7 @@ func (p loweredProgram) RunProfiled(pool *MemoryPool, inputs [][]byte, stop <-ch
 		prof.Tasks = append(prof.Tasks, ProfiledTask{TaskInfo: info, Start: start, Stats: ts, ChipCores: units, Info: taskFigures{
 			ts.Cycles, ts.KernelCycles, ts.StartCycles, ts.EndCycles, ts.CoreCycles, ts.ActiveCores, ts.Blocks, ts.PipeBusy,
 			ts.GMBytesRead, ts.GMBytesWritten, ts.FootprintRead, ts.FootprintWritten, ts.Instructions, ts.L2Hits, ts.L2Misses,
-			ts.ICacheMisses, ts.FetchStallCycles, ts.HighWater}, Cores: coreBusy(ts.Trace, chipCore)})
+			ts.ICacheMisses, ts.FetchStallCycles, ts.HighWater, ts.HBMBytesRead, ts.HBMBytesWritten}, Cores: coreBusy(ts.Trace, chipCore)})
 		c := *ts
 		c.Trace = nil
 		plain.Tasks[i] = lower.TaskRun{Name: t.Name, Core: t.Core, Stats: &c, Slot: t.Slot}

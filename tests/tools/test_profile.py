@@ -357,3 +357,27 @@ def test_a_mixed_tasks_vector_cores_are_its_ai_cores():
             assert (c["kind"], c["core"]) not in placed  # two tasks never share a core here
             placed.add((c["kind"], c["core"]))
     assert {c["kind"] for t in r.tasks for c in t.cores} == {"cube", "vector"}
+
+
+@pytest.mark.parametrize("name,fn,shapes", [
+    ("add_f16_rows_of_256_bytes", lambda x, y: x + y, [(8192, 128), (8192, 128)]),
+    ("add_f32_wide", lambda x, y: x + y, [(1024, 2048), (1024, 2048)]),
+    ("matmul_add", lambda a, b, c: p.matmul(a, b) + c, [(1024, 1024), (1024, 1024), (1024, 1024)]),
+    ("softmax", lambda x: p.softmax(x, axis=-1), [(2048, 1024)]),
+    ("transpose_add", lambda x, y: p.transpose(x, (1, 0)) + y, [(512, 768), (768, 512)]),
+])  # fmt: skip
+def test_no_profile_figure_exceeds_the_chips_peaks(name, fn, shapes):
+    """The HBM and L2 rates a profile reports are what the simulated memory system moved,
+    which holds every transfer to the chip's rates: no figure may exceed its peak
+    (an add of f16 rows of 256 bytes once showed 2.1 TB/s on a 1.6 TB/s chip)."""
+    p.set_device("a2")
+    rng = np.random.default_rng(3)
+    args = [rng.standard_normal(s).astype(np.float16) for s in shapes]
+    ex = p.compile(fn)
+    ex.run(*args, profile=True)
+    r = ex.get_profile_result()
+    for t in r.tasks:
+        assert 0 < t.hbm_bytes
+        assert t.hbm_bandwidth <= r.chip["gm_bytes_per_s"], (name, t.op, t.hbm_bandwidth)
+        assert t.bandwidth <= r.chip["l2_bytes_per_s"], (name, t.op, t.bandwidth)
+        assert t.hbm_bytes_read >= t.l2_misses * 512  # whole lines are filled

@@ -91,10 +91,14 @@ class TaskProfile:
     gm_bytes_read: int
     gm_bytes_written: int
     flops: int
-    footprint_read: int  # distinct GM bytes read: the HBM traffic when the data fits the L2
+    footprint_read: int  # distinct GM bytes read
     footprint_written: int
     l2_hits: int
     l2_misses: int
+    # bytes that crossed the HBM during the kernel (fills of missed L2 lines, stores'
+    # write-through); 0 on a chip without an L2 model
+    hbm_bytes_read: int = 0
+    hbm_bytes_written: int = 0
     # [{"kind", "core" (the chip's core), "task_core" (the task's own number), "span_cycles", "pipes": {pipe: ratio}}]
     cores: list = field(default_factory=list)
     chip_cores: list = field(default_factory=list)  # the chip's units the task ran on (AI cores for a mixed task)
@@ -105,8 +109,10 @@ class TaskProfile:
 
     @property
     def hbm_bytes(self) -> int:
-        """Distinct GM bytes read and written (each once, however often blocks moved it)."""
-        return self.footprint_read + self.footprint_written
+        """Bytes that crossed the HBM (the memory system's count: never more per cycle
+        than the chip's HBM rate); on a chip without an L2 model, the distinct GM bytes."""
+        moved = self.hbm_bytes_read + self.hbm_bytes_written
+        return moved if moved else self.footprint_read + self.footprint_written
 
     @property
     def bandwidth(self) -> float:
@@ -115,7 +121,7 @@ class TaskProfile:
 
     @property
     def hbm_bandwidth(self) -> float:
-        """Distinct GM bytes per second of the task's time."""
+        """HBM bytes (hbm_bytes) per second of the task's time."""
         return self.hbm_bytes / (self.time_ms * 1e-3) if self.time_ms > 0 else 0.0
 
     @property
@@ -124,7 +130,7 @@ class TaskProfile:
 
     @property
     def intensity(self) -> float:
-        """FLOPs per distinct GM byte (the roofline's x axis, against the HBM's rate)."""
+        """FLOPs per HBM byte (the roofline's x axis, against the HBM's rate)."""
         return self.flops / self.hbm_bytes if self.hbm_bytes else float("inf")
 
 
@@ -175,6 +181,7 @@ class ProfileResult:
                 launch_ms=ms(st["StartCycles"] + st["EndCycles"]), blocks=st["Blocks"], active_cores=st["ActiveCores"],
                 pipe_busy=busy, gm_bytes_read=st["GMBytesRead"], gm_bytes_written=st["GMBytesWritten"], flops=t["flops"],
                 footprint_read=st["FootprintRead"], footprint_written=st["FootprintWritten"], l2_hits=st["L2Hits"], l2_misses=st["L2Misses"], cores=cores,
+                hbm_bytes_read=st["HBMBytesRead"], hbm_bytes_written=st["HBMBytesWritten"],
                 chip_cores=list(t.get("chip_cores") or []),
             ))  # fmt: skip
         self.op_times = {}
@@ -280,7 +287,7 @@ class ProfileResult:
                     kind = "memory"
                     reason = (f"pipe {mem[1]} busy {mem[0]:.0%} (busiest compute pipe {comp[1]} {comp[0]:.0%}); "
                               f"pipes moved {t.bandwidth / 1e9:.0f} GB/s of GM (L2 peak {self.chip['l2_bytes_per_s'] / 1e9:.0f}), "
-                              f"distinct bytes {t.hbm_bandwidth / 1e9:.0f} GB/s (HBM peak {self.chip['gm_bytes_per_s'] / 1e9:.0f})")  # fmt: skip
+                              f"HBM {t.hbm_bandwidth / 1e9:.0f} GB/s (peak {self.chip['gm_bytes_per_s'] / 1e9:.0f})")  # fmt: skip
             out.append({"task": t.name, "op": t.op, "kind": kind, "reason": reason, "time_ms": t.time_ms, "location": t.location})
         return out
 
