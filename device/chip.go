@@ -62,6 +62,35 @@ type Chip struct {
 	// PipeStartup is the fixed latency every instruction of a pipe pays before its
 	// data-proportional part (queue dispatch, address generation, memory latency).
 	PipeStartup map[isa.Pipe]int
+
+	// The vector unit's instruction costs beyond one repeat per cycle
+	// (ops_vector_cost.go; 0 on a chip without them: the plain repeat formulas).
+	// A vector instruction occupies the pipe for its start-up and repeats; its result
+	// is ready a latency later (VectorFloatLatencyCycles for float arithmetic,
+	// VectorIntLatencyCycles for integer arithmetic, VectorScalarFormLatencyCycles for
+	// a float tile-scalar form, none for logic, moves and fills), which an
+	// instruction reading or overwriting it waits for; independent instructions
+	// overlap it.
+	VectorFloatLatencyCycles      int
+	VectorIntLatencyCycles        int
+	VectorScalarFormLatencyCycles int
+	// VectorSFUCyclesPerRepeat is the cycles a repeat of a division or an exponential
+	// or logarithm takes per source operand (the special-function path); 0 or 1: the
+	// plain rate.
+	VectorSFUCyclesPerRepeat int
+	// VectorReduceRepeatCycles is what a row reduction pays per repeat of its source:
+	// a whole-repeat reduction tree, not pipelined from one repeat to the next
+	// (0: one cycle a repeat).
+	VectorReduceRepeatCycles int
+	// UBScalarReadCycles is what reading one UB element into a register costs: a
+	// row broadcast (TROWEXPAND) reads each row's value, a select each row's mask.
+	UBScalarReadCycles int
+	// The DMA's cost of a strided window into UB (one column per burst, as a
+	// column-major GM matrix read into a row-major tile is): StridedBurstCycles per
+	// burst and StridedSectorCycles per 32-byte sector of it, when slower than the
+	// port's rate.
+	StridedBurstCycles  int
+	StridedSectorCycles int
 	// IssueCycles is what the scalar pipe spends dispatching one instruction; it bounds
 	// how fast short instructions can follow each other.
 	IssueCycles int
@@ -221,7 +250,11 @@ func (c *Chip) Validate() error {
 		v    int
 	}{{"IssueCycles", c.IssueCycles}, {"FlagLatencyCycles", c.FlagLatencyCycles}, {"ScalarLoadCycles", c.ScalarLoadCycles},
 		{"DispatchCycles", c.DispatchCycles}, {"CoreStartCycles", c.CoreStartCycles}, {"PrologueCycles", c.PrologueCycles},
-		{"EpilogueCycles", c.EpilogueCycles}, {"FinalSyncCycles", c.FinalSyncCycles}, {"L1ToL0FractalRowCycles", c.L1ToL0FractalRowCycles}} {
+		{"EpilogueCycles", c.EpilogueCycles}, {"FinalSyncCycles", c.FinalSyncCycles}, {"L1ToL0FractalRowCycles", c.L1ToL0FractalRowCycles},
+		{"VectorFloatLatencyCycles", c.VectorFloatLatencyCycles}, {"VectorIntLatencyCycles", c.VectorIntLatencyCycles},
+		{"VectorScalarFormLatencyCycles", c.VectorScalarFormLatencyCycles}, {"VectorSFUCyclesPerRepeat", c.VectorSFUCyclesPerRepeat},
+		{"VectorReduceRepeatCycles", c.VectorReduceRepeatCycles}, {"UBScalarReadCycles", c.UBScalarReadCycles},
+		{"StridedBurstCycles", c.StridedBurstCycles}, {"StridedSectorCycles", c.StridedSectorCycles}} {
 		if n.v < 0 {
 			return fmt.Errorf("device: chip %q: %s must not be negative, got %d", c.Name, n.name, n.v)
 		}

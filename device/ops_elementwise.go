@@ -497,30 +497,3 @@ func execExpand(c *coreSim, _ *execCtx, in *Instr) error {
 	}
 	return nil
 }
-
-// workVector: a vector instruction makes repeats of VectorBytesPerCycle over the
-// destination's valid region, in the widest element any tile operand has. A region of
-// whole rows is contiguous; a narrower one takes its repeats row by row.
-func workVector(chip *Chip, in *Instr) int64 {
-	size := 0
-	for _, a := range in.Args {
-		if a.Kind == isa.KindTile {
-			size = max(size, a.DType.Size())
-		}
-	}
-	dst := in.Args[0]
-	rows, cols := dst.ValidRows, dst.ValidCols
-	if in.Op.Info().Class == isa.ClassReduce || in.Op == isa.TCMP || in.Op == isa.TCMPS {
-		rows, cols = in.Args[1].ValidRows, in.Args[1].ValidCols // they walk their source
-	}
-	return vectorRepeats(chip, rows, cols, dst.Cols, size)
-}
-
-// vectorRepeats is the cycles of a rows x cols region of a tile with fullCols columns
-// and elements of size bytes.
-func vectorRepeats(chip *Chip, rows, cols, fullCols, size int) int64 {
-	if cols >= fullCols {
-		return ceilDiv(int64(rows*cols*size), chip.VectorBytesPerCycle)
-	}
-	return int64(rows) * ceilDiv(int64(cols*size), chip.VectorBytesPerCycle)
-}

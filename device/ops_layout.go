@@ -13,7 +13,7 @@ func init() {
 	defineOps(map[isa.Opcode]*opImpl{
 		isa.TINSERT:  {route: routeInsert, access: insertAccess, exec: execInsert, work: workInsert},
 		isa.TTRANS:   {exec: execTrans, work: workVector},
-		isa.TFILLPAD: {exec: execFillPad, work: workWholeTile},
+		isa.TFILLPAD: {exec: execFillPad, work: workVector},
 		// A reinterpretation: on the hardware no data moves, the scalar unit only
 		// rebinds the address. The simulator copies the bytes (tiles have their own
 		// addresses here), at no pipe cost.
@@ -52,12 +52,6 @@ func workInsert(chip *Chip, in *Instr) int64 {
 		return ceilDiv(int64(src.Bytes()), chip.FixpipeBytesPerCycle)
 	}
 	return vectorRepeats(chip, src.Rows, src.Cols, src.Cols, max(src.DType.Size(), in.Args[0].DType.Size()))
-}
-
-// workWholeTile: an instruction that writes every element of its destination.
-func workWholeTile(chip *Chip, in *Instr) int64 {
-	dst := in.Args[0]
-	return vectorRepeats(chip, dst.Rows, dst.Cols, dst.Cols, dst.DType.Size())
 }
 
 // execInsert writes the whole of src into the window of dst at (row, col),

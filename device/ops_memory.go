@@ -49,10 +49,29 @@ func routeStore(ck *checkCtx, in isa.Instr) (isa.Pipe, string) {
 	return isa.PipeMTE3, ""
 }
 
-// workLoad: MTE2 moves the window's bytes at the per-core GM read rate.
+// workLoad: MTE2 moves the window's bytes at the per-core GM read rate; a strided
+// window into UB moves by bursts (stridedBursts).
 func workLoad(chip *Chip, in *Instr) int64 {
-	return ceilDiv(viewBytes(in.Args[1]), chip.GMReadBytesPerCycle)
+	return max(stridedBursts(chip, in), ceilDiv(viewBytes(in.Args[1]), chip.GMReadBytesPerCycle))
 }
+
+// stridedBursts is the time a TLOAD's DMA needs for a window whose columns are its
+// contiguous runs (a column-major matrix: RowStride 1) loaded into UB: a burst per
+// column, Chip.StridedBurstCycles each and Chip.StridedSectorCycles per 32-byte
+// sector of it (0 without them, or for any other window). Into L1 the DMA converts
+// the layout as it moves (the cube's ND / DN to NZ path) and pays the port's rate.
+func stridedBursts(chip *Chip, in *Instr) int64 {
+	dst, v := in.Args[0], in.Args[1].GM
+	if dst.Loc != isa.Vec || chip.StridedBurstCycles+chip.StridedSectorCycles == 0 || v.Rows <= 1 || v.Cols <= 1 || v.ColStride == 1 || v.RowStride != 1 {
+		return 0
+	}
+	sectors := ceilDiv(int64(v.Rows*in.Args[1].DType.Size()), dmaSectorBytes)
+	return int64(v.Cols) * (int64(chip.StridedBurstCycles) + sectors*int64(chip.StridedSectorCycles))
+}
+
+// dmaSectorBytes is the DMA's transfer granule in GM (the 32-byte block of UB and of
+// GM alignment, npu-facts).
+const dmaSectorBytes = 32
 
 // workStore: from L0C the fixpipe reads the stored window's accumulator bytes; from UB
 // MTE3 writes the window's GM bytes.

@@ -154,6 +154,23 @@ func withFractalRows(c *Chip) *Chip {
 	return c
 }
 
+// withInstrCosts adds the instruction costs fitted to single-instruction
+// measurements of a 910B3-class core (a2, a5; tiny keeps the plain repeat formulas of
+// the tests): the vector unit's start-up, result latencies, special-function rate,
+// reduction tree, register reads, and the DMA's strided bursts
+// (presets_fitted.go, device/calib/instr.go).
+func withInstrCosts(c *Chip) *Chip {
+	c.PipeStartup[isa.PipeV] = fittedVectorStartupCycles
+	c.VectorFloatLatencyCycles = fittedVectorFloatLatencyCycles
+	c.VectorIntLatencyCycles = fittedVectorIntLatencyCycles
+	c.VectorScalarFormLatencyCycles = fittedVectorScalarFormLatencyCycles
+	c.VectorSFUCyclesPerRepeat = fittedVectorSFUCyclesPerRepeat
+	c.VectorReduceRepeatCycles = fittedVectorReduceRepeatCycles
+	c.UBScalarReadCycles = fittedUBScalarReadCycles
+	c.StridedBurstCycles, c.StridedSectorCycles = fittedStridedBurstCycles, fittedStridedSectorCycles
+	return c
+}
+
 // withL2 adds the shared memory system of the 910B-class part; a5 assumes the same
 // (no public L2 figures for it).
 func withL2(c *Chip) *Chip {
@@ -179,14 +196,14 @@ var presets = map[string]func() *Chip{
 	// 910B1-class (npu-facts): 24 AIC + 48 AIV at 1850 MHz, L1 512 KB, L0A/L0B 64 KB,
 	// L0C 128 KB, UB 192 KB, BT 1 KB.
 	"a2": func() *Chip {
-		return withFractalRows(withICache(withL2(withRates(&Chip{Name: "a2", CubeCores: 24, VectorCores: 48, ClockHz: 1.85e9, HBMBytes: a2HBMBytes,
-			Buffers: buffers(512*kib, 64*kib, 64*kib, 128*kib, 192*kib, 1*kib)}))))
+		return withInstrCosts(withFractalRows(withICache(withL2(withRates(&Chip{Name: "a2", CubeCores: 24, VectorCores: 48, ClockHz: 1.85e9, HBMBytes: a2HBMBytes,
+			Buffers: buffers(512*kib, 64*kib, 64*kib, 128*kib, 192*kib, 1*kib)})))))
 	},
 	// 950-class (npu-facts): 32 AIC + 64 AIV at 1650 MHz, L0C 256 KB, UB 248 KB. L1,
 	// L0A/L0B, BT and all rates are assumed equal to the A2's.
 	"a5": func() *Chip {
-		return withFractalRows(withICache(withL2(withRates(&Chip{Name: "a5", CubeCores: 32, VectorCores: 64, ClockHz: 1.65e9, HBMBytes: a2HBMBytes,
-			Buffers: buffers(512*kib, 64*kib, 64*kib, 256*kib, 248*kib, 1*kib)}))))
+		return withInstrCosts(withFractalRows(withICache(withL2(withRates(&Chip{Name: "a5", CubeCores: 32, VectorCores: 64, ClockHz: 1.65e9, HBMBytes: a2HBMBytes,
+			Buffers: buffers(512*kib, 64*kib, 64*kib, 256*kib, 248*kib, 1*kib)})))))
 	},
 	// A deliberately small part (ours): few cores and small buffers so tests exercise
 	// tiling and multi-block tasks quickly. Rates and clock are the A2's.

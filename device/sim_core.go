@@ -143,12 +143,15 @@ type blockRun struct {
 	// order (at most Chip.MemQueueDepth at once).
 	drain, busyTo [numPipes]int64
 	inflight      [numPipes][]int64
-	sems          *flagQueues // the core's, emptied for the block (sim_flags.go)
-	done          int         // issued instructions started (starting fixes their end)
-	maxEnd        int64
-	pausedStep    int64 // 1 + the step RunOptions.Pause was last called for
-	nextAt        nextStart
-	resolved      Instr // resolve's scratch for the instructions executed at once
+	// results are the vector instructions whose results are not ready when the pipe
+	// is free again (Chip.times): the bytes each writes and when they are ready.
+	results    []pendingResult
+	sems       *flagQueues // the core's, emptied for the block (sim_flags.go)
+	done       int         // issued instructions started (starting fixes their end)
+	maxEnd     int64
+	pausedStep int64 // 1 + the step RunOptions.Pause was last called for
+	nextAt     nextStart
+	resolved   Instr // resolve's scratch for the instructions executed at once
 
 	// Memory a core's runs hand on from block to block (and, pooled, from task to
 	// task): the flag queues, the access sets of instructions registers moved, and
@@ -172,7 +175,7 @@ func releaseRuns(sims []*coreSim) {
 				clear(r.races.hist[p][:cap(r.races.hist[p])])
 			}
 			*r = blockRun{dyn: r.dyn[:0], queues: r.queues, inflight: r.inflight, sc: scalarUnit{regs: r.sc.regs, loops: r.sc.loops},
-				races: raceChecker{hist: r.races.hist}, resolved: r.resolved, flags: r.flags, spans: r.spans, spare: r.spare}
+				races: raceChecker{hist: r.races.hist}, resolved: r.resolved, flags: r.flags, spans: r.spans, spare: r.spare, results: r.results[:0]}
 			blockRuns.Put(r)
 			c.lastRun = nil
 		}
@@ -237,7 +240,7 @@ func newBlockRun(c *coreSim, bi int, blk *Block, q *queueSet) *blockRun {
 	}
 	old := *r
 	*r = blockRun{c: c, bi: bi, blk: blk, m: m, info: info, t0: c.start + c.cycles + int64(c.chip.PrologueCycles),
-		flags: old.flags, spans: old.spans, spare: old.spare}
+		flags: old.flags, spans: old.spans, spare: old.spare, results: old.results[:0]}
 	r.sems = &r.flags
 	r.races.off = info.raceFree.Load()
 	r.flags.reset(info)
@@ -267,11 +270,11 @@ func (r *blockRun) failSync(pc int, format string, args ...any) error {
 	return e
 }
 
-func (r *blockRun) record(pc int, p isa.Pipe, start, end int64) {
+func (r *blockRun) record(pc int, p isa.Pipe, start, free, end, latency int64) {
 	r.c.instrs++
 	if r.c.opts.Trace {
 		in := &r.m.Instrs[pc]
-		e := TraceEvent{Kind: r.c.kind, Core: r.c.index, Block: r.bi, PC: pc, Pipe: p, Op: in.Op, Start: r.t0 + start, End: r.t0 + end}
+		e := TraceEvent{Kind: r.c.kind, Core: r.c.index, Block: r.bi, PC: pc, Pipe: p, Op: in.Op, Start: r.t0 + start, Free: r.t0 + free, End: r.t0 + end, Latency: latency}
 		if in.Op == isa.SET_FLAG || in.Op == isa.WAIT_FLAG {
 			k := flagKeyOf(in)
 			e.Flag = FlagEvent{Src: k.pair.src, Dst: k.pair.dst, ID: k.id}
@@ -303,6 +306,47 @@ func (r *blockRun) enqueue(pc int, in *Instr) {
 	r.dyn = append(r.dyn, d)
 	r.dynHigh = max(r.dynHigh, len(r.dyn))
 	r.issued++
+}
+
+// pendingResult is a vector instruction's destination bytes and when they are ready.
+type pendingResult struct {
+	sp    span
+	ready int64
+}
+
+// noteResult records the result of vector instruction in, which left the pipe at
+// free and is ready at ready, and forgets those ready by free (no later vector
+// instruction starts before it).
+func (r *blockRun) noteResult(in *Instr, free, ready int64) {
+	kept := r.results[:0]
+	for _, p := range r.results {
+		if p.ready > free {
+			kept = append(kept, p)
+		}
+	}
+	r.results = kept
+	if ready > free && in.Args[0].Kind == isa.KindTile {
+		r.results = append(r.results, pendingResult{tileSpan(in.Args[0]), ready})
+	}
+}
+
+// resultReady is when every pending vector result that in reads or overwrites is
+// ready (at least from): a dependent vector instruction waits for it, as the
+// hardware's barrier between them does.
+func (r *blockRun) resultReady(in *Instr, from int64) int64 {
+	at := from
+	for _, p := range r.results {
+		if p.ready <= at {
+			continue
+		}
+		for _, a := range in.Args {
+			if a.Kind == isa.KindTile && tileSpan(a).overlaps(p.sp) {
+				at = max(at, p.ready)
+				break
+			}
+		}
+	}
+	return at
 }
 
 // nextStart is next's answer, kept until something it depends on changes.
@@ -341,6 +385,9 @@ func (r *blockRun) findNext() (di int, start int64, ok, keep bool) {
 		if q := r.inflight[p]; len(q) >= r.c.chip.MemQueueDepth {
 			st = max(st, q[len(q)-r.c.chip.MemQueueDepth]) // a request slot frees
 		}
+		if len(r.results) > 0 && isa.Pipe(p) == isa.PipeV {
+			st = max(st, r.resultReady(d.in, st))
+		}
 		switch d.in.Op {
 		case isa.SET_FLAG, isa.TSYNC, isa.TFREE:
 			st = max(st, r.drain[p]) // after what the pipe started has completed
@@ -378,8 +425,7 @@ func (r *blockRun) start(di int, st int64) error {
 	if r.c.mem != nil {
 		tt = r.c.mem.duration(r, in, r.t0+st)
 	} else {
-		d := r.c.chip.duration(in)
-		tt = transferTimes{d, d}
+		tt = r.c.chip.times(in)
 	}
 	end := st + tt.done
 	r.x.now, r.x.end = st, end
@@ -412,12 +458,15 @@ func (r *blockRun) start(di int, st int64) error {
 		r.inflight[p] = q
 	}
 	r.maxEnd = max(r.maxEnd, end)
+	if p == isa.PipeV {
+		r.noteResult(in, st+tt.occupy, end)
+	}
 	if in != &r.m.Instrs[d.pc] { // a resolved copy: nothing reads it once started
 		r.spare = append(r.spare, in)
 	}
 	r.heads[p]++
 	r.done++
-	r.record(d.pc, p, st, end)
+	r.record(d.pc, p, st, st+tt.occupy, end, tt.latency)
 	if r.done%compactEvery == 0 {
 		r.compact()
 	}

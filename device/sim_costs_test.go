@@ -1,6 +1,7 @@
 package device
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -32,11 +33,12 @@ func durations(t *testing.T, src string, op isa.Opcode) []int64 {
 	return out
 }
 
-const vStartup = 8 // a2's PipeStartup[v]
-
 func TestVectorCostFollowsTheValidRegion(t *testing.T) {
 	// Whole rows are contiguous: 16 x 128 f32 = 8 KB = 32 repeats of 256 B. Eight
-	// valid columns of each row take a repeat per row: 16.
+	// valid columns of each row take a repeat per row: 16. An exponential takes the
+	// special-function path's cycles a repeat, then the float result latency.
+	a2 := preset(t, "a2")
+	v, sfu, lat := int64(a2.PipeStartup[isa.PipeV]), int64(a2.VectorSFUCyclesPerRepeat), int64(a2.VectorFloatLatencyCycles)
 	d := durations(t, `
 kernel v vector
 param %x: f32[2048]
@@ -47,7 +49,7 @@ tile %b: vec f32[16x128] valid 16x8
   texp %b, %a
 end
 `, isa.TEXP)
-	assert.Equal(t, []int64{vStartup + 32, vStartup + 16}, d)
+	assert.Equal(t, []int64{v + sfu*32 + lat, v + sfu*16 + lat}, d)
 }
 
 func TestSortGatherCosts(t *testing.T) {
@@ -70,13 +72,15 @@ tile %tg: vec f32[4x64]
   mgather %tg, %g[0; 4x128; 128,1], %ti
 end
 `
-	// tsort32: 15 passes over the 2 KB of pairs it writes, each at the sort rate.
+	// tsort32: 15 passes over the 2 KB of pairs it writes, each at the sort rate,
+	// then the comparisons' result latency.
+	v, lat := int64(a2.PipeStartup[isa.PipeV]), int64(a2.VectorFloatLatencyCycles)
 	pass := int64((2048 + a2.SortBytesPerCycle - 1) / a2.SortBytesPerCycle)
-	assert.Equal(t, []int64{vStartup + 15*pass}, durations(t, src, isa.TSORT32))
+	assert.Equal(t, []int64{v + 15*pass + lat}, durations(t, src, isa.TSORT32))
 	// tmrgsort: 2 passes.
-	assert.Equal(t, []int64{vStartup + 2*pass}, durations(t, src, isa.TMRGSORT))
-	// tgather: 256 elements at GatherElemsPerCycle = 8.
-	assert.Equal(t, []int64{vStartup + 32}, durations(t, src, isa.TGATHER))
+	assert.Equal(t, []int64{v + 2*pass + lat}, durations(t, src, isa.TMRGSORT))
+	// tgather: 256 elements at GatherElemsPerCycle = 8, a move (no result latency).
+	assert.Equal(t, []int64{v + 32}, durations(t, src, isa.TGATHER))
 	// mgather: 256 elements, one 32-byte GM transfer each at 32 B/cycle, after the
 	// MTE2 startup of 200.
 	assert.Equal(t, []int64{200 + 256}, durations(t, src, isa.MGATHER))
@@ -145,4 +149,83 @@ end
 	assert.Equal(t, []int64{100 + 4096/64}, durations(t, src, isa.TPUSH))
 	assert.Equal(t, []int64{200 + (4096+109)/110}, durations(t, src, isa.TPOP))
 	assert.Equal(t, []int64{0}, durations(t, src, isa.TFREE))
+}
+
+// A column-major window (each column a contiguous run of GM) into UB moves by
+// bursts, one per column of StridedBurstCycles and StridedSectorCycles per 32-byte
+// sector, when that is slower than the port; into L1 the DMA converts the layout as
+// it moves and pays the port's rate only, as a row-major window does.
+func TestStridedWindowsIntoUBMoveByBursts(t *testing.T) {
+	a2 := preset(t, "a2")
+	const rows, cols = 64, 128 // f32: 32 KB, a column of 256 bytes
+	bytes := int64(rows * cols * 4)
+	miss := int64(a2.L2MissCycles)
+	port := ceilDiv(bytes, a2.L2ReadBytesPerCycle)
+	contiguous := fmt.Sprintf(`
+kernel c vector
+param %%x: f32[%[1]d]
+tile %%t: vec f32[%[2]dx%[3]d]
+  tload %%t, %%x[0; %[2]dx%[3]d; %[3]d,1]
+end
+`, rows*cols, rows, cols)
+	assert.Equal(t, []int64{miss + port}, durations(t, contiguous, isa.TLOAD))
+	dn := fmt.Sprintf(`
+kernel dn vector
+param %%x: f32[%[1]d]
+tile %%t: vec f32[%[2]dx%[3]d]
+  tload %%t, %%x[0; %[2]dx%[3]d; 1,%[2]d]
+end
+`, rows*cols, rows, cols)
+	bursts := int64(cols) * (int64(a2.StridedBurstCycles) + int64(rows*4/32)*int64(a2.StridedSectorCycles))
+	require.Greater(t, bursts, port, "the bursts bind")
+	assert.Equal(t, []int64{miss + bursts}, durations(t, dn, isa.TLOAD))
+	toL1 := fmt.Sprintf(`
+kernel dn cube
+param %%x: f16[%[1]d]
+tile %%t: mat f16[%[2]dx%[3]d]
+  tload %%t, %%x[0; %[2]dx%[3]d; 1,%[2]d]
+end
+`, rows*cols, rows, cols)
+	assert.Equal(t, []int64{miss + ceilDiv(bytes/2, a2.L2ReadBytesPerCycle)}, durations(t, toL1, isa.TLOAD))
+}
+
+// A vector instruction leaves the pipe after its repeats and delivers its result
+// its latency later: an independent instruction starts as the pipe frees, one that
+// reads the result waits for it.
+func TestDependentVectorInstructionWaitsForTheResult(t *testing.T) {
+	a2 := preset(t, "a2")
+	starts := func(second string) []TraceEvent {
+		src := `
+kernel dep vector
+param %x: f32[1024]
+tile %a: vec f32[16x64]
+tile %b: vec f32[16x64]
+tile %c: vec f32[16x64]
+  tload %a, %x[0; 16x64; 64,1]
+  tadds %b, %a, 1
+  ` + second + `
+end
+`
+		p := parse(t, src)
+		l := layout(randParams(p, 1)...)
+		st, err := RunTask(a2, l.gm, isa.Vector, []Block{{Prog: compile(t, a2, p), ParamAddrs: l.addrs}}, RunOptions{Trace: true})
+		require.NoError(t, err)
+		var adds []TraceEvent
+		for _, e := range st.Trace {
+			if e.Op == isa.TADDS {
+				adds = append(adds, e)
+			}
+		}
+		require.Len(t, adds, 2)
+		return adds
+	}
+	// 16 rows of 256 bytes: 16 repeats, row by row.
+	occupy := int64(a2.PipeStartup[isa.PipeV]) + 16
+	lat := int64(a2.VectorScalarFormLatencyCycles)
+	require.Positive(t, lat)
+	ind := starts("tadds %c, %a, 2")
+	assert.Equal(t, occupy+lat, ind[0].End-ind[0].Start, "an instruction's cycles are its occupancy and its result latency")
+	assert.Equal(t, ind[0].Start+occupy, ind[1].Start, "an independent instruction overlaps the latency")
+	dep := starts("tadds %c, %b, 2")
+	assert.Equal(t, dep[0].End, dep[1].Start, "a dependent one waits for the result")
 }

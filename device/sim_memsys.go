@@ -150,8 +150,10 @@ func lineAligned(at, rowBytes, lb int) bool { return lb > 0 && at%lb == 0 && row
 
 // transferTimes is a GM transfer's two times, relative to its start: the pipe is
 // occupied until occupy (the data moving through the core's port), and the transfer
-// completes at done (its last byte arrived: what a flag after it waits for).
-type transferTimes struct{ occupy, done int64 }
+// completes at done (its last byte arrived: what a flag after it waits for). latency
+// is the memory's access latency included in done (a load's L2 hit or miss latency,
+// a store's completion in L2).
+type transferTimes struct{ occupy, done, latency int64 }
 
 // load is a TLOAD of view o issued at task time now by core c: its lines are looked up
 // in L2; after the latency (L2HitCycles, or L2MissCycles when a line misses) the data
@@ -164,7 +166,7 @@ type transferTimes struct{ occupy, done int64 }
 // With prefetch, the lines the load misses were prefetched while the task launched
 // (sim_prefetch.go), as far as the core's share of the prefetch goes: they are in L2,
 // filled before the task's first instruction.
-func (m *memSystem) load(c *coreSim, base int, o Operand, now int64, prefetch bool) transferTimes {
+func (m *memSystem) load(c *coreSim, base int, o Operand, now int64, prefetch bool, strided int64) transferTimes {
 	chip := m.chip
 	var bytes, missLines int64
 	var waitFill int64
@@ -199,15 +201,17 @@ func (m *memSystem) load(c *coreSim, base int, o Operand, now int64, prefetch bo
 		lat = int64(chip.L2MissCycles)
 	}
 	p := m.portsOf(c)
+	// The L2 fills whole lines from HBM, whatever part of them the window uses; a
+	// strided window moves no faster than its bursts (stridedBursts).
 	from := max(now+lat, p.read)
 	m.writeBacks(now, now)
-	// The L2 fills whole lines from HBM, whatever part of them the window uses.
 	end := m.cal.reserve(now, from, bytes, missLines*int64(lb), chip.L2ReadBytesPerCycle)
+	end = max(end, from+strided)
 	p.read = end
 	m.l2.setEnd(id, end)
 	// Lines filled by another core's load arrive with that fill and then at port speed.
 	done := max(end, waitFill+int64(chip.L2LineBytes/max(1, chip.L2ReadBytesPerCycle)))
-	return transferTimes{occupy: max(1, end-from), done: max(1, done-now)}
+	return transferTimes{occupy: max(1, end-from), done: max(1, done-now), latency: lat}
 }
 
 // takePrefetched takes out of the runs of missed lines from first on those that core c's
@@ -266,7 +270,7 @@ func (m *memSystem) store(c *coreSim, base int, o Operand, now, d int64) transfe
 	end := m.cal.reserve(now, from, back+through, through, chip.L2WriteBytesPerCycle)
 	end = max(end, now+d)
 	p.write = end
-	return transferTimes{occupy: max(1, end-now), done: max(1, end-now+int64(chip.L2HitCycles))}
+	return transferTimes{occupy: max(1, end-now), done: max(1, end-now+int64(chip.L2HitCycles)), latency: int64(chip.L2HitCycles)}
 }
 
 // duration is the occupancy and completion of instruction in, issued at task time
@@ -281,22 +285,20 @@ func (m *memSystem) duration(r *blockRun, in *Instr, now int64) transferTimes {
 		// anything could evict them, so a pop reads at the L2 hit rate and its slot
 		// never costs HBM bandwidth.
 		t := int64(r.c.chip.L2HitCycles) + ceilDiv(int64(in.Args[0].Bytes()), r.c.chip.L2ReadBytesPerCycle)
-		return transferTimes{t, t}
+		return transferTimes{occupy: t, done: t, latency: int64(r.c.chip.L2HitCycles)}
 	case isa.TLOAD:
 		o = in.Args[1]
 	case isa.TSTORE, isa.TSTORE_FP:
 		o = in.Args[0]
 	default:
-		d := r.c.chip.duration(in)
-		return transferTimes{d, d}
+		return r.c.chip.times(in)
 	}
 	if o.Kind != isa.KindGM || o.GM.Param < 0 || o.GM.Param >= len(r.blk.ParamAddrs) {
-		d := r.c.chip.duration(in)
-		return transferTimes{d, d}
+		return r.c.chip.times(in)
 	}
 	base := r.blk.ParamAddrs[o.GM.Param]
 	if in.Op == isa.TLOAD { // the pipe's own formula does not apply: the memory system times it
-		return m.load(r.c, base, o, now, m.prefetches(r, o.GM.Param))
+		return m.load(r.c, base, o, now, m.prefetches(r, o.GM.Param), stridedBursts(r.c.chip, in))
 	}
 	return m.store(r.c, base, o, now, r.c.chip.duration(in))
 }

@@ -29,7 +29,7 @@ func BenchmarkMemSysStream(b *testing.B) {
 		for t := 0; t < rows/tileRows; t++ {
 			c := cs[t%cores]
 			o := Operand{Kind: isa.KindGM, DType: dtype.Float32, GM: isa.GMView{Offset: t * tileRows * cols, Rows: tileRows, Cols: cols, RowStride: cols, ColStride: 1}}
-			m.load(c, 0, o, now, false)
+			m.load(c, 0, o, now, false, 0)
 			m.store(c, sz, o, now+20, 100)
 			now += 40
 		}

@@ -152,7 +152,7 @@ func (r *blockRun) issueOne() (bool, error) {
 		}
 	}
 	r.c.busy[isa.PipeS] += r.sc.t - start
-	r.record(pc, isa.PipeS, start, r.sc.t)
+	r.record(pc, isa.PipeS, start, r.sc.t, r.sc.t, 0)
 	r.sc.steps++
 	r.sc.pc = next
 	return true, nil

@@ -93,10 +93,25 @@ type TraceEvent struct {
 	Core, Block, PC int
 	Pipe            isa.Pipe
 	Op              isa.Opcode
-	Start, End      int64
+	// Start is when the instruction started on its pipe, Free when the pipe could
+	// start the next one, End when it completed: its last byte arrived (a GM
+	// transfer) or its result was ready (a vector instruction's latency). Free is End
+	// for the other instructions.
+	Start, Free, End int64
+	// Latency is the memory's access latency a GM transfer's End includes (its L2
+	// hit or miss latency; a store's completion in L2), 0 for other instructions.
+	Latency int64
 	// Flag is the event a SET_FLAG sets or a WAIT_FLAG waits for (zero for the rest).
 	Flag FlagEvent
 }
+
+// Cycles is the instruction's time from its start to its completion: what a
+// measurement of the instruction alone sees.
+func (e TraceEvent) Cycles() int64 { return e.End - e.Start }
+
+// Occupancy is the cycles the instruction held its pipe: a transfer's data, a vector
+// instruction's start-up and repeats.
+func (e TraceEvent) Occupancy() int64 { return e.Free - e.Start }
 
 // FlagEvent is one flag event of a core: from pipe Src to pipe Dst, with event id ID.
 type FlagEvent struct {

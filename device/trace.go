@@ -58,7 +58,7 @@ func (s *TaskStats) WriteChromeTrace(w io.Writer) error {
 		tracks[traceTrack{pid, e.Pipe}] = true
 		dur := us(e.End) - us(e.Start)
 		events = append(events, chromeEvent{Name: e.Op.String(), Cat: e.Pipe.String(), Ph: "X", Ts: us(e.Start), Dur: &dur,
-			Pid: pid, Tid: int(e.Pipe), Args: map[string]any{"block": e.Block, "pc": e.PC, "cycles": e.End - e.Start}})
+			Pid: pid, Tid: int(e.Pipe), Args: map[string]any{"block": e.Block, "pc": e.PC, "cycles": e.Cycles(), "pipe_cycles": e.Occupancy()}})
 	}
 	meta := coreTrackMeta(cores, tracks)
 	bw := bufio.NewWriter(w)

@@ -1,10 +1,12 @@
 // Command pto-calibrate runs the kernels of the published measurements (device/calib:
-// the GEMM and top-k tables of docs/sources.md) on a chip preset and prints the
-// simulated figures beside the published ones, with each row's leave-one-out
-// prediction: a JSON list with -json (what bench/calibrate.py prints), else a table.
-// -fit fits the fitted preset constants to all rows; -update also writes them to
-// device/presets_fitted.go and regenerates the calibration table of docs/device.md;
-// -sensitivity prints (with -update: regenerates) the sensitivity table.
+// the GEMM and top-k tables of docs/sources.md) and the single-instruction
+// measurements ("instr-cycles") on a chip preset and prints the simulated figures
+// beside the published ones, with each row's leave-one-out prediction: a JSON list
+// with -json (what bench/calibrate.py prints; instruction rows have kind "instr"),
+// else the tables. -fit fits the fitted preset constants to all rows; -update also
+// writes them to device/presets_fitted.go and regenerates the calibration and
+// instruction tables of docs/device.md; -sensitivity prints (with -update:
+// regenerates) the sensitivity table.
 package main
 
 import (
@@ -12,6 +14,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"slices"
 
 	"pypto/device"
 	"pypto/device/calib"
@@ -68,20 +71,30 @@ func writeTrace(chipName string, mkn int, path string) error {
 	return f.Close()
 }
 
-// fitPreset fits the fitted constants of the named preset to every row.
-func fitPreset(chipName string) (*device.Chip, calib.Fitted, error) {
+// fitPreset fits the fitted constants of the named preset: the instruction costs to
+// the single-instruction rows (applied to the chip it returns), then the kernel
+// constants to the kernel rows with them.
+func fitPreset(chipName string) (*device.Chip, calib.Fitted, []int, error) {
 	chip, err := device.Preset(chipName)
 	if err != nil {
-		return nil, calib.Fitted{}, err
+		return nil, calib.Fitted{}, nil, err
 	}
+	vals, err := calib.FitInstr(chip)
+	if err != nil {
+		return nil, calib.Fitted{}, nil, err
+	}
+	calib.ApplyInstr(chip, vals)
 	f, err := calib.Fit(chip)
-	return chip, f, err
+	return chip, f, vals, err
 }
 
 func runFit(chipName string) error {
-	_, f, err := fitPreset(chipName)
+	_, f, vals, err := fitPreset(chipName)
 	if err == nil {
 		fmt.Println(f)
+		for k, c := range calib.InstrConstants() {
+			fmt.Printf("%s=%d\n", c.Name, vals[k])
+		}
 	}
 	return err
 }
@@ -94,7 +107,7 @@ const (
 // runUpdate fits the constants, writes them to the presets, and regenerates the
 // calibration table with them.
 func runUpdate(chipName string) error {
-	chip, f, err := fitPreset(chipName)
+	chip, f, vals, err := fitPreset(chipName)
 	if err != nil {
 		return err
 	}
@@ -106,10 +119,20 @@ func runUpdate(chipName string) error {
 	if f2 != f {
 		return fmt.Errorf("the refit with the fitted constants applied moved: %v -> %v", f, f2)
 	}
-	if err := atomicfile.WriteFile(fittedPath, []byte(calib.FittedSource(f, calib.Cases(chip)))); err != nil {
+	in, err := calib.CalibrateInstr(chip)
+	if err != nil {
+		return err
+	}
+	if !slices.Equal(in.Values, vals) {
+		return fmt.Errorf("the instruction refit with its constants applied moved: %v -> %v", vals, in.Values)
+	}
+	if err := atomicfile.WriteFile(fittedPath, []byte(calib.FittedSource(f, calib.Cases(chip), in))); err != nil {
 		return err
 	}
 	fmt.Println(f)
+	if err := rewriteDocs(calib.InstrBegin, calib.InstrEnd, calib.InstrMarkdown(in)); err != nil {
+		return err
+	}
 	return rewriteDocs(calib.CalibrationBegin, calib.CalibrationEnd, calib.Summary(res, f, calib.Cases(chip)))
 }
 
@@ -134,16 +157,25 @@ func run(chipName string, asJSON bool) error {
 	if err != nil {
 		return err
 	}
+	in, err := calib.CalibrateInstr(chip)
+	if err != nil {
+		return err
+	}
 	if asJSON {
-		rows := make([]map[string]any, len(res))
-		for i, r := range res {
-			rows[i] = calib.JSONRow(r)
+		rows := make([]map[string]any, 0, len(res)+len(in.Rows))
+		for _, r := range res {
+			rows = append(rows, calib.JSONRow(r))
+		}
+		for _, r := range in.Rows {
+			rows = append(rows, calib.InstrJSONRow(r))
 		}
 		enc := json.NewEncoder(os.Stdout)
 		enc.SetIndent("", "  ")
 		return enc.Encode(rows)
 	}
 	fmt.Print(calib.Markdown(res))
+	fmt.Println()
+	fmt.Print(calib.InstrMarkdown(in))
 	return nil
 }
 
