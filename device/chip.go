@@ -140,6 +140,18 @@ type Chip struct {
 	L2WriteBytesPerCycle int
 	HBMBytesPerCycle     int
 
+	// Address translation (sim_startup.go): each core translates GM addresses through
+	// a TLB of TLBEntries pages of GMPageBytes (LRU); a transfer touching a page the
+	// TLB lacks waits PageWalkCycles first (0 entries: no translation cost).
+	GMPageBytes, TLBEntries, PageWalkCycles int
+	// Cross-core flags (sim_startup.go): a queue entry pushed by one core is seen by
+	// the popping core CrossCoreFlagCycles after the push ends (a freed slot likewise
+	// by the pushing core), and every such notification of the task's cores goes
+	// through the chip's cross-core flag unit, one each CrossCoreFlagIssueCycles in
+	// the order they are sent. A mixed task sets its cores' flags up before they
+	// start: CrossCoreSetupCycles more of start-up.
+	CrossCoreFlagCycles, CrossCoreFlagIssueCycles, CrossCoreSetupCycles int
+
 	// Instruction fetch (sim_icache.go): machine instructions of InstrBytes, fetched
 	// through a per-core cache of ICacheBytes (0: fetch is free) in ICacheLineBytes
 	// lines, ICacheWays-way; a miss stalls issue ICacheMissCycles, a line following
@@ -254,6 +266,8 @@ func (c *Chip) Validate() error {
 		{"VectorFloatLatencyCycles", c.VectorFloatLatencyCycles}, {"VectorIntLatencyCycles", c.VectorIntLatencyCycles},
 		{"VectorScalarFormLatencyCycles", c.VectorScalarFormLatencyCycles}, {"VectorSFUCyclesPerRepeat", c.VectorSFUCyclesPerRepeat},
 		{"VectorReduceRepeatCycles", c.VectorReduceRepeatCycles}, {"UBScalarReadCycles", c.UBScalarReadCycles},
+		{"GMPageBytes", c.GMPageBytes}, {"TLBEntries", c.TLBEntries}, {"PageWalkCycles", c.PageWalkCycles},
+		{"CrossCoreFlagCycles", c.CrossCoreFlagCycles}, {"CrossCoreFlagIssueCycles", c.CrossCoreFlagIssueCycles}, {"CrossCoreSetupCycles", c.CrossCoreSetupCycles},
 		{"StridedBurstCycles", c.StridedBurstCycles}, {"StridedSectorCycles", c.StridedSectorCycles}} {
 		if n.v < 0 {
 			return fmt.Errorf("device: chip %q: %s must not be negative, got %d", c.Name, n.name, n.v)
@@ -261,6 +275,9 @@ func (c *Chip) Validate() error {
 	}
 	if err := c.validateICache(); err != nil {
 		return err
+	}
+	if c.TLBEntries > 0 && c.GMPageBytes <= 0 {
+		return bad("GMPageBytes (with a TLB)", c.GMPageBytes)
 	}
 	if c.L2Bytes < 0 {
 		return fmt.Errorf("device: chip %q: L2Bytes must not be negative, got %d", c.Name, c.L2Bytes)
@@ -310,4 +327,20 @@ func (c *Chip) Clone() *Chip {
 		d.CoreLocations[k] = slices.Clone(v)
 	}
 	return &d
+}
+
+// WithAICores is the chip as a kernel limited to n of its AI cores sees it (the
+// vendor's block dimension): n cube cores and their vector cores, the rest of the
+// chip (its L2, HBM, rates and buffers) as it is. Programs compiled for it run on it
+// and on the whole chip alike (the same Name); runs on it place blocks on those n AI
+// cores only. n must be in [1, CubeCores].
+func (c *Chip) WithAICores(n int) (*Chip, error) {
+	if n < 1 || n > c.CubeCores {
+		return nil, fmt.Errorf("device: chip %q has %d AI cores (each a cube core and %d vector cores); a kernel may use 1 to %d of them, not %d",
+			c.Name, c.CubeCores, c.VectorCores/max(1, c.CubeCores), c.CubeCores, n)
+	}
+	d := c.Clone()
+	per := c.VectorCores / max(1, c.CubeCores)
+	d.CubeCores, d.VectorCores = n, n*per
+	return d, nil
 }

@@ -75,6 +75,25 @@ const (
 	memQueueDepth = 4
 	l2HitCycles   = 200 // assumed: the GM latency MTE2 pays without the model
 	l2MissCycles  = 500 // assumed: L2 hit latency plus an HBM access
+
+	// Start-up and hand-offs (sim_startup.go; a2, a5).
+	// assumed: the device memory is mapped in 2 MB pages (the large pages an
+	// accelerator's driver maps its memory in) and a core's TLB holds 64 of them.
+	gmPageBytes = 2 * kib * kib
+	tlbEntries  = 64
+	// assumed: a page walk reads the page table from the L2 (the driver wrote it
+	// before the launch): an L2 hit's latency.
+	pageWalkCycles = l2HitCycles
+	// assumed: a cross-core notification is a flag word in GM that the other core
+	// sees through the L2: an L2 hit's latency.
+	crossCoreFlagCycles = l2HitCycles
+	// assumed: no public figure; the chip's cross-core flag unit passes on one
+	// notification every 8 cycles, so that 24 AI cores handing a tile both ways every
+	// few hundred cycles keep it busy a good part of the time.
+	crossCoreFlagIssueCycles = 8
+	// assumed: an AI core initialises its cross-core flag words in GM before its first
+	// instruction: an L2 miss's latency.
+	crossCoreSetupCycles = l2MissCycles
 )
 
 // pipeStartup is the assumed fixed latency per instruction of each pipe: the memory
@@ -181,6 +200,8 @@ func withL2(c *Chip) *Chip {
 	// assumed: no public figure for the L2's own limit; it serves every AI core's port
 	// (110 B per cycle each) at once, so only HBM and the ports limit a transfer.
 	c.L2TotalBytesPerCycle = c.CubeCores * l2ReadBytesPerCycle
+	c.GMPageBytes, c.TLBEntries, c.PageWalkCycles = gmPageBytes, tlbEntries, pageWalkCycles
+	c.CrossCoreFlagCycles, c.CrossCoreFlagIssueCycles, c.CrossCoreSetupCycles = crossCoreFlagCycles, crossCoreFlagIssueCycles, crossCoreSetupCycles
 	return c
 }
 

@@ -7,11 +7,11 @@ package device
 // (device/calib, docs/device.md).
 const (
 	// fitted to the times of gemm_1536, gemm_3072, gemm_6144, gemm_7680, topk_f32_4800, topk_f32_3456, topk_f32_2304, topk_f16_4800
-	fittedDispatchCycles = 13515
+	fittedDispatchCycles = 12661
 	// fitted to the times of topk_f32_4800, topk_f32_3456, topk_f32_2304, topk_f16_4800
 	fittedSortBytesPerCycle = 40
 	// fitted to the extract busy of gemm_1536, gemm_3072, gemm_6144, gemm_7680
-	fittedL1ToL0FractalRowCycles = 18
+	fittedL1ToL0FractalRowCycles = 19
 )
 
 // Instruction costs fitted to the single-instruction measurements (device/calib/instr.go).

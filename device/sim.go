@@ -343,6 +343,7 @@ func collect(chip *Chip, kind isa.CoreKind, blocks []Block, sims []*coreSim, ext
 	}
 	addCounters(st, sims)
 	st.setTime(chip, longest)
+	st.addStartup(sims, len(st.CoreCycles))
 	for _, b := range blocks {
 		for loc, n := range extents[b.Prog] {
 			st.HighWater[loc] = max(st.HighWater[loc], n)

@@ -49,11 +49,18 @@ type coreSim struct {
 	// continuing it to the right extends.
 	dynSeen  map[movedWindow]bool
 	dynLast  []lastWindow
-	endBlock int        // the block dynSeen and dynLast are about
-	noMoved  bool       // the run's GM windows are not needed (a timed run's value shadow)
-	icache   icache     // instruction fetch (sim_icache.go)
-	progs    *progInfos // the task's, shared by its cores (nil: each block makes its own)
-	lastRun  *blockRun  // the core's block run, reused by its next block (newBlockRun)
+	endBlock int    // the block dynSeen and dynLast are about
+	noMoved  bool   // the run's GM windows are not needed (a timed run's value shadow)
+	icache   icache // instruction fetch (sim_icache.go)
+	tlb      tlb    // address translation (sim_startup.go)
+	// startupStall is the core's start-up beyond the task's launch: its first block's
+	// instruction-cache stalls, its page walks, a mixed task's flag set-up;
+	// sharedWait the time its transfers and hand-offs waited for what other cores
+	// held (sim_startup.go). blocksDone counts the blocks it finished.
+	startupStall, sharedWait int64
+	blocksDone               int
+	progs                    *progInfos // the task's, shared by its cores (nil: each block makes its own)
+	lastRun                  *blockRun  // the core's block run, reused by its next block (newBlockRun)
 }
 
 // lastWindow is recorded windows joined downwards, one run per row: row r (in
@@ -530,6 +537,7 @@ func (r *blockRun) finish() error {
 // time, with the kernel's prologue before it and its epilogue after.
 func (c *coreSim) addBlock(length int64) {
 	c.cycles += int64(c.chip.PrologueCycles+c.chip.EpilogueCycles) + length
+	c.blocksDone++
 }
 
 // length is the block's time: when its last pipe or its scalar unit finished.

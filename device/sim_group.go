@@ -180,7 +180,25 @@ func RunGroupTask(chip *Chip, gm []byte, groups []Group, opts RunOptions) (st *T
 		mem.release(key, keyed)
 	}
 	st.setTime(chip, longest)
+	st.addGroupStartup(ais)
 	return st, nil
+}
+
+// addGroupStartup is addStartup for a mixed task, per AI core: the largest start-up
+// of its cores and the sum of their shared waits.
+func (s *TaskStats) addGroupStartup(ais []*aiCore) {
+	n := len(s.CoreCycles)
+	s.CoreStartupCycles, s.CoreSharedWaitCycles = make([]int64, n), make([]int64, n)
+	var most int64
+	for _, a := range ais {
+		for _, c := range append([]*coreSim{a.cube}, a.vector...) {
+			s.CoreStartupCycles[a.cube.index] = max(s.CoreStartupCycles[a.cube.index], c.startupStall)
+			s.CoreSharedWaitCycles[a.cube.index] += c.sharedWait
+			s.SharedWaitCycles += c.sharedWait
+			most = max(most, c.startupStall)
+		}
+	}
+	s.StartupCycles = s.StartCycles + most
 }
 
 func groupSize(g Group) int {
@@ -201,6 +219,17 @@ func (a *aiCore) addGroup(length int64) {
 	a.cube.addBlock(length)
 	for _, v := range a.vector {
 		v.addBlock(length)
+	}
+}
+
+// setUpCrossCore delays the first group of an AI core by the set-up of its
+// cross-core flags (Chip.CrossCoreSetupCycles), which its cores count as start-up.
+func setUpCrossCore(runs []*blockRun) {
+	for _, r := range runs {
+		if s := int64(r.c.chip.CrossCoreSetupCycles); s > 0 && r.c.blocksDone == 0 {
+			r.sc.t += s
+			r.c.startupStall += s
+		}
 	}
 }
 
@@ -266,6 +295,7 @@ func (a *aiCore) runGroup(j groupJob) error {
 		runs = append(runs, newBlockRun(a.vector[v], bi, &j.g.Vector[v], q))
 		bi++
 	}
+	setUpCrossCore(runs)
 	for {
 		done := true
 		for _, r := range runs {

@@ -35,6 +35,7 @@ func runGroupsShared(ais []*aiCore) error {
 			s.runs = append(s.runs, newBlockRun(a.vector[v], bi, &j.g.Vector[v], q))
 			bi++
 		}
+		setUpCrossCore(s.runs)
 	}
 	// advance finds AI core ai's next startable instruction, finishing groups and
 	// beginning the next as they end; it reports false when the AI core is done.

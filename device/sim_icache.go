@@ -127,5 +127,8 @@ func (c *coreSim) fetch(m *MachineProgram, pc int) int64 {
 	}
 	ic.lastMiss = line
 	ic.stalls += cost
+	if c.blocksDone == 0 {
+		c.startupStall += cost // the first block's lines: the kernel starting
+	}
 	return cost
 }

@@ -36,6 +36,9 @@ type memSystem struct {
 	// task's own; log, with it, records the directory's lookups for the timing cache.
 	shared *SharedL2
 	log    []l2Op
+	// flagUnitFree is when the chip's cross-core flag unit takes its next
+	// notification (sim_startup.go).
+	flagUnitFree int64
 }
 
 // corePorts is when each of a core's two GM paths is free: reads (MTE2's loads and
@@ -175,7 +178,12 @@ func (m *memSystem) load(c *coreSim, base int, o Operand, now int64, prefetch bo
 	id := m.l2.newLoad()
 	m.missed = m.missed[:0]
 	m.l2.own = 0
+	var span0, span1 int
 	m.window(base, o, func(lo, hi int) {
+		if bytes == 0 {
+			span0 = lo
+		}
+		span1 = max(span1, hi)
 		first := len(m.missed)
 		var fill int64
 		m.missed, fill = m.l2.accessRun(lo/lb, (hi-1)/lb, false, id, m.missed)
@@ -200,17 +208,20 @@ func (m *memSystem) load(c *coreSim, base int, o Operand, now int64, prefetch bo
 	if missLines > 0 {
 		lat = int64(chip.L2MissCycles)
 	}
+	lat += c.translate(span0, span1)
 	p := m.portsOf(c)
 	// The L2 fills whole lines from HBM, whatever part of them the window uses; a
 	// strided window moves no faster than its bursts (stridedBursts).
 	from := max(now+lat, p.read)
 	m.writeBacks(now, now)
+	alone := from + max(strided, ceilDiv(bytes, chip.L2ReadBytesPerCycle))
 	end := m.cal.reserve(now, from, bytes, missLines*int64(lb), chip.L2ReadBytesPerCycle)
 	end = max(end, from+strided)
 	p.read = end
 	m.l2.setEnd(id, end)
 	// Lines filled by another core's load arrive with that fill and then at port speed.
 	done := max(end, waitFill+int64(chip.L2LineBytes/max(1, chip.L2ReadBytesPerCycle)))
+	c.sharedWait += max(0, done-alone) // the calendar's share and other cores' fills
 	return transferTimes{occupy: max(1, end-from), done: max(1, done-now), latency: lat}
 }
 
@@ -247,7 +258,12 @@ func (m *memSystem) takePrefetched(c *coreSim, missed []lineRange, first int) []
 // store completes when L2 has the data (L2HitCycles after its last byte leaves).
 func (m *memSystem) store(c *coreSim, base int, o Operand, now, d int64) transferTimes {
 	var through, back int64
+	var span0, span1 int
 	m.window(base, o, func(lo, hi int) {
+		if through+back == 0 {
+			span0 = lo
+		}
+		span1 = max(span1, hi)
 		lb := m.chip.L2LineBytes
 		wb := m.shared != nil && m.shared.writesBack(lo)
 		m.l2.writeRun(lo/lb, (hi-1)/lb, wb)
@@ -264,11 +280,13 @@ func (m *memSystem) store(c *coreSim, base int, o Operand, now, d int64) transfe
 	}
 	chip := m.chip
 	p := m.portsOf(c)
-	from := max(now, p.write)
+	from := max(now+c.translate(span0, span1), p.write)
 	m.writeBacks(now, now)
 	m.hbmWritten += through
+	alone := max(from+ceilDiv(back+through, chip.L2WriteBytesPerCycle), now+d)
 	end := m.cal.reserve(now, from, back+through, through, chip.L2WriteBytesPerCycle)
 	end = max(end, now+d)
+	c.sharedWait += max(0, end-alone)
 	p.write = end
 	return transferTimes{occupy: max(1, end-now), done: max(1, end-now+int64(chip.L2HitCycles)), latency: int64(chip.L2HitCycles)}
 }
@@ -279,13 +297,8 @@ func (m *memSystem) store(c *coreSim, base int, o Operand, now, d int64) transfe
 func (m *memSystem) duration(r *blockRun, in *Instr, now int64) transferTimes {
 	var o Operand
 	switch in.Op {
-	case isa.TPOP:
-		// A queue slot is GM workspace its producer wrote just before: its lines are in
-		// L2 (write-allocate), and the few slots of a queue are reused long before
-		// anything could evict them, so a pop reads at the L2 hit rate and its slot
-		// never costs HBM bandwidth.
-		t := int64(r.c.chip.L2HitCycles) + ceilDiv(int64(in.Args[0].Bytes()), r.c.chip.L2ReadBytesPerCycle)
-		return transferTimes{occupy: t, done: t, latency: int64(r.c.chip.L2HitCycles)}
+	case isa.TPOP, isa.TPUSH:
+		return m.handOff(r.c, in, now)
 	case isa.TLOAD:
 		o = in.Args[1]
 	case isa.TSTORE, isa.TSTORE_FP:
@@ -301,4 +314,34 @@ func (m *memSystem) duration(r *blockRun, in *Instr, now int64) transferTimes {
 		return m.load(r.c, base, o, now, m.prefetches(r, o.GM.Param), stridedBursts(r.c.chip, in))
 	}
 	return m.store(r.c, base, o, now, r.c.chip.duration(in))
+}
+
+// handOff is a queue transfer issued at now by core c: a TPOP reads its slot, a
+// TPUSH writes it. A slot is GM workspace its producer wrote just before: its lines
+// are in L2 (write-allocate), and the few slots of a queue are reused long before
+// anything could evict them, so a pop reads at the L2 hit latency, and a slot never
+// costs HBM bandwidth. Both go through the core's port and the L2's total bandwidth
+// like any transfer, so that cores handing tiles to each other share what the L2
+// carries; a push takes at least its pipe's own formula (the fixpipe's or MTE3's).
+func (m *memSystem) handOff(c *coreSim, in *Instr, now int64) transferTimes {
+	chip := m.chip
+	p := m.portsOf(c)
+	if in.Op == isa.TPOP {
+		bytes := int64(in.Args[0].Bytes())
+		lat := int64(chip.L2HitCycles)
+		from := max(now+lat, p.read)
+		alone := from + ceilDiv(bytes, chip.L2ReadBytesPerCycle)
+		end := m.cal.reserve(now, from, bytes, 0, chip.L2ReadBytesPerCycle)
+		p.read = end
+		c.sharedWait += max(0, end-alone)
+		return transferTimes{occupy: max(1, end-from), done: max(1, end-now), latency: lat}
+	}
+	d := chip.duration(in)
+	bytes := int64(in.Args[1].Bytes())
+	from := max(now, p.write)
+	alone := max(from+ceilDiv(bytes, chip.L2WriteBytesPerCycle), now+d)
+	end := max(m.cal.reserve(now, from, bytes, 0, chip.L2WriteBytesPerCycle), now+d)
+	p.write = end
+	c.sharedWait += max(0, end-alone)
+	return transferTimes{occupy: max(1, end-now), done: max(1, end-now)}
 }

@@ -27,6 +27,15 @@ end
 `, off, off+8192)
 }
 
+// l2Chip is the a2 without address translation (its page walks are tested apart,
+// TestFirstTouchOfAPageWalksItsTable), so that a load's time is its latency and its
+// bytes at the rates the memory system's tests are about.
+func l2Chip(t *testing.T) *Chip {
+	chip := preset(t, "a2")
+	chip.TLBEntries = 0
+	return chip
+}
+
 // loadDurations runs the blocks and returns each block's TLOAD durations.
 func loadDurations(t *testing.T, chip *Chip, blocks int) ([][]int64, *TaskStats) {
 	t.Helper()
@@ -47,7 +56,7 @@ func loadDurations(t *testing.T, chip *Chip, blocks int) ([][]int64, *TaskStats)
 }
 
 func TestL2HitsAreFasterThanMisses(t *testing.T) {
-	chip := preset(t, "a2")
+	chip := l2Chip(t)
 	const bytes = 64 * 128 * 4
 	// Alone on the chip, a load that misses streams at the core's port (HBM's whole
 	// rate exceeds it) after the miss latency; its second load (the same lines)
@@ -106,14 +115,14 @@ end
 // one latency plus both transfers; with one transfer in flight at a time (a queue
 // depth of 1) they take two latencies.
 func TestLoadLatencyOverlapsTheTransferBefore(t *testing.T) {
-	chip := preset(t, "a2")
+	chip := l2Chip(t)
 	const bytes = 64 * 128 * 4
 	xfer := ceilDiv(bytes, chip.L2ReadBytesPerCycle)
 	st := runVec(t, chip, twoColdLoads)
 	// MTE2 is busy while a transfer is in flight, from the first load's issue to the
 	// second one's completion: the latency once, then both transfers.
 	assert.Equal(t, int64(chip.L2MissCycles)+2*xfer, st.PipeBusy[isa.PipeMTE2])
-	one := preset(t, "a2")
+	one := l2Chip(t)
 	one.MemQueueDepth = 1
 	st = runVec(t, one, twoColdLoads)
 	assert.Equal(t, 2*(int64(chip.L2MissCycles)+xfer), st.PipeBusy[isa.PipeMTE2])
@@ -131,7 +140,7 @@ func runVec(t *testing.T, chip *Chip, src string) *TaskStats {
 // (it is not served at the hit rate before the data is there), taking no HBM
 // bandwidth for them.
 func TestSecondReaderWaitsForTheFill(t *testing.T) {
-	chip := preset(t, "a2")
+	chip := l2Chip(t)
 	src := `
 kernel same vector
 param %x: f32[262144]
@@ -153,7 +162,7 @@ end
 }
 
 func TestHBMIsSharedByTheCoresThatMiss(t *testing.T) {
-	chip := preset(t, "a2")
+	chip := l2Chip(t)
 	chip.HBMBytesPerCycle = 32 // below one core's port: two missing cores halve it
 	alone, _ := loadDurations(t, chip, 1)
 	both, _ := loadDurations(t, chip, 2)
@@ -170,7 +179,7 @@ func TestHBMIsSharedByTheCoresThatMiss(t *testing.T) {
 // The L2's total bandwidth is shared by every core's hits: two cores reading hit
 // lines at once through an L2 that moves one port's worth take twice as long.
 func TestL2TotalBandwidthIsShared(t *testing.T) {
-	chip := preset(t, "a2")
+	chip := l2Chip(t)
 	chip.L2TotalBytesPerCycle = chip.L2ReadBytesPerCycle
 	m := compile(t, chip, parse(t, missThenHit))
 	run := func(blocks int) []TraceEvent {

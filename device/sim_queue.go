@@ -135,7 +135,8 @@ func execPush(c *coreSim, x *execCtx, in *Instr) error {
 		}
 	}
 	q.freeAt = append(q.freeAt[:slot], q.freeAt[slot+1:]...)
-	q.entries = append(q.entries, queueEntry{dt: src.DType, rows: src.Rows, cols: src.Cols, data: append([]byte(nil), s...), readyAt: x.run.t0 + x.end})
+	ready := c.notifyCrossCore(x.run.t0 + x.end) // the popping core sees the entry
+	q.entries = append(q.entries, queueEntry{dt: src.DType, rows: src.Rows, cols: src.Cols, data: append([]byte(nil), s...), readyAt: ready})
 	c.gmWritten += int64(len(s))
 	return nil
 }
@@ -175,6 +176,6 @@ func execFree(c *coreSim, x *execCtx, in *Instr) error {
 	}
 	q.entries = q.entries[1:]
 	q.popped--
-	q.freeAt = append(q.freeAt, x.run.t0+x.now)
+	q.freeAt = append(q.freeAt, c.notifyCrossCore(x.run.t0+x.now)) // the pushing core sees the slot free
 	return nil
 }

@@ -146,7 +146,7 @@ func runShared(sims []*coreSim, blocks []Block, cores int, balance bool, coreOf 
 // transfer, which the memory system times (memSystem.duration).
 func sharesMemory(in *Instr) bool {
 	switch in.Op {
-	case isa.TLOAD, isa.TSTORE, isa.TSTORE_FP:
+	case isa.TLOAD, isa.TSTORE, isa.TSTORE_FP, isa.TPUSH, isa.TPOP:
 		return true
 	}
 	return false

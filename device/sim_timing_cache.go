@@ -74,6 +74,7 @@ type coreTiming struct {
 	busy                      [numPipes]int64
 	gmRead, gmWritten, instrs int64
 	icMisses, icStalls        int64
+	startup, sharedWait       int64
 }
 
 // timingKey is the inputs of a task's timing loop, or ok false when it has none that
@@ -175,7 +176,7 @@ func recordTiming(sims []*coreSim, placed []int) *timingRecord {
 	rec := &timingRecord{cores: make([]coreTiming, len(sims)), placed: append([]int(nil), placed...)}
 	for i, c := range sims {
 		rec.cores[i] = coreTiming{cycles: c.cycles, busy: c.busy, gmRead: c.gmRead, gmWritten: c.gmWritten,
-			instrs: c.instrs, icMisses: c.icache.misses, icStalls: c.icache.stalls}
+			instrs: c.instrs, icMisses: c.icache.misses, icStalls: c.icache.stalls, startup: c.startupStall, sharedWait: c.sharedWait}
 	}
 	if m := sims[0].mem; m != nil {
 		rec.hits, rec.misses, rec.prefetchd, rec.hbmRead, rec.hbmWritten = m.hits, m.misses, m.prefetched, m.hbmRead, m.hbmWritten
@@ -190,6 +191,7 @@ func (rec *timingRecord) apply(sims []*coreSim, placed []int) {
 		t := &rec.cores[i]
 		c.cycles, c.busy, c.gmRead, c.gmWritten, c.instrs = t.cycles, t.busy, t.gmRead, t.gmWritten, t.instrs
 		c.icache.misses, c.icache.stalls = t.icMisses, t.icStalls
+		c.startupStall, c.sharedWait = t.startup, t.sharedWait
 	}
 	copy(placed, rec.placed)
 	if m := sims[0].mem; m != nil {

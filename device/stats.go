@@ -53,6 +53,18 @@ type TaskStats struct {
 	// ICacheMisses counts the instruction cache lines the cores missed, and
 	// FetchStallCycles the issue time they waited for them (sim_icache.go).
 	ICacheMisses, FetchStallCycles int64
+	// StartupCycles is what the task paid between its launch and its cores' steady
+	// state: StartCycles (dispatch, core start, the first prologue) and the largest
+	// of its cores' own start-up (CoreStartupCycles). CoreStartupCycles is, per core
+	// (indexed as CoreCycles), its first block's instruction-cache stalls, its page
+	// walks (first touches of GM pages) and a mixed task's cross-core flag set-up
+	// (sim_startup.go). CoreSharedWaitCycles is, per core, the time its transfers and
+	// hand-offs waited for what other cores held: the L2's and the HBM's bandwidth,
+	// lines another core was filling, the cross-core flag unit; SharedWaitCycles
+	// their sum.
+	StartupCycles                           int64
+	CoreStartupCycles, CoreSharedWaitCycles []int64
+	SharedWaitCycles                        int64
 	// TimingCached says the times came from the timing cache: the task ran before
 	// with the same timing inputs, and only its values were computed this time
 	// (sim_timing_cache.go).
@@ -185,4 +197,20 @@ func (s *TaskStats) String() string {
 	}
 	b.WriteString("\n")
 	return b.String()
+}
+
+// addStartup fills the start-up and shared-wait figures from the cores (of a task
+// whose CoreCycles has n entries, indexed by core).
+func (s *TaskStats) addStartup(sims []*coreSim, n int) {
+	s.CoreStartupCycles, s.CoreSharedWaitCycles = make([]int64, n), make([]int64, n)
+	var most int64
+	for _, c := range sims {
+		if c.index < n {
+			s.CoreStartupCycles[c.index] += c.startupStall
+			s.CoreSharedWaitCycles[c.index] += c.sharedWait
+		}
+		most = max(most, c.startupStall)
+		s.SharedWaitCycles += c.sharedWait
+	}
+	s.StartupCycles = s.StartCycles + most
 }

@@ -57,6 +57,12 @@ type Options struct {
 	// Dynamic names the sizes the program reads when it runs (dynamic_sizes.go); nil:
 	// every size is the graph's.
 	Dynamic *DynamicSizes
+	// MaxCores, when not 0, is the most AI cores a kernel uses (the vendor's block
+	// dimension): the program is compiled for, and runs on, Chip limited to that many
+	// (device.Chip.WithAICores: their cube and vector cores), so tilings, the tile
+	// search and the dealing of tiles to blocks see only those. It must be in [1,
+	// Chip.CubeCores].
+	MaxCores int
 }
 
 // Executable is a compiled graph ready to run on the simulated device. It is
@@ -100,6 +106,14 @@ func Compile(g *core.Graph, opts Options) (exe *Executable, err error) {
 	}
 	if err := CheckOptions(opts); err != nil {
 		return nil, err
+	}
+	if opts.MaxCores != 0 {
+		chip, err := opts.Chip.WithAICores(opts.MaxCores)
+		if err != nil {
+			return nil, core.Errorf(core.ValueError, "max_cores=%d: %v", opts.MaxCores, err).
+				Suggest("give max_cores between 1 and %d for %s, or leave it unset to use every core", opts.Chip.CubeCores, opts.Chip.Name)
+		}
+		opts.Chip = chip
 	}
 	if core.HasInt64(g) {
 		return nil, core.Errorf(core.CompileError, "graph %q has int64 values, which the chip computes in int32", g.Name).

@@ -81,6 +81,10 @@ func CheckOptions(o Options) error {
 	if o.OptLevel < 0 || o.OptLevel > O3 {
 		return core.Errorf(core.ValueError, "lower.Options: OptLevel %d is not one of O0..O3", int(o.OptLevel))
 	}
+	if o.MaxCores < 0 {
+		return core.Errorf(core.ValueError, "max_cores=%d: a kernel uses at least one AI core", o.MaxCores).
+			Suggest("give a positive number of AI cores, or none for every core of the chip")
+	}
 	if o.MemoryPoolBytes < 0 {
 		return core.Errorf(core.ValueError, "a memory pool of %d bytes: the size must be a positive number of bytes (or none, for no limit)", o.MemoryPoolBytes)
 	}

@@ -22,6 +22,8 @@ type Config struct {
 	// MaxSteps bounds the instructions one block executes in a run on a chip
 	// (device.RunOptions.MaxInstructions; 0: the simulator's default).
 	MaxSteps int64
+	// MaxCores is the most AI cores a kernel uses (lower.Options.MaxCores; 0: all).
+	MaxCores int
 	// PerSizePrograms compiles a symbolic executor's graph for every binding of its
 	// symbols, as for exact sizes, instead of one program per bucket (buckets.go).
 	PerSizePrograms bool
@@ -49,6 +51,7 @@ type configJSON struct {
 	Device          string   `json:"chip"`
 	Deterministic   bool     `json:"deterministic"`
 	MaxSteps        int64    `json:"max_steps"`
+	MaxCores        int      `json:"max_cores"`
 	PerSizePrograms bool     `json:"per_size_programs"`
 	// The runtime's features: absent is on (the default), false switches one off.
 	ConcurrentTasks *bool `json:"concurrent_tasks"`
@@ -71,14 +74,14 @@ func ParseConfig(text string) (Config, error) {
 	if t := strings.TrimSpace(text); t != "" && t != "null" {
 		if err := decodeStrict(t, &cj); err != nil {
 			return Config{}, core.Errorf(core.ValueError, "compile config: %v", err).
-				Suggest("the fields are opt_level, disable_passes, memory_pool_bytes, chip, deterministic, max_steps, per_size_programs, concurrent_tasks, overlap_launch, prefetch_l2, balance_blocks, early_start, visualize and donate")
+				Suggest("the fields are opt_level, disable_passes, memory_pool_bytes, chip, deterministic, max_steps, max_cores, per_size_programs, concurrent_tasks, overlap_launch, prefetch_l2, balance_blocks, early_start, visualize and donate")
 		}
 	}
 	if cj.MaxSteps < 0 {
 		return Config{}, core.Errorf(core.ValueError, "compile config: max_steps %d is negative", cj.MaxSteps).
 			Suggest("give a positive number of instructions, or none for the default")
 	}
-	c := Config{DisabledPasses: cj.DisabledPasses, MemoryPoolBytes: cj.MemoryPoolBytes, Device: cj.Device, Deterministic: cj.Deterministic, MaxSteps: cj.MaxSteps, PerSizePrograms: cj.PerSizePrograms,
+	c := Config{DisabledPasses: cj.DisabledPasses, MemoryPoolBytes: cj.MemoryPoolBytes, Device: cj.Device, Deterministic: cj.Deterministic, MaxSteps: cj.MaxSteps, MaxCores: cj.MaxCores, PerSizePrograms: cj.PerSizePrograms,
 		Runtime: lower.Runtime{NoConcurrentTasks: off(cj.ConcurrentTasks), NoOverlapLaunch: off(cj.OverlapLaunch), NoPrefetchL2: off(cj.PrefetchL2), NoBalanceBlocks: off(cj.BalanceBlocks), NoEarlyStart: off(cj.EarlyStart)}, Visualize: cj.Visualize,
 		Donate: cj.Donate}
 	for _, k := range cj.Donate {
@@ -108,7 +111,7 @@ func (c Config) Key() string {
 	off := slices.Clone(c.DisabledPasses)
 	slices.Sort(off)
 	rt := c.Runtime
-	return fmt.Sprintf("opt=%s;off=%s;pool=%d;det=%t;steps=%d;rt=%t%t%t%t%t;viz=%t;donate=%v;dynamic=%s;weights=%v", c.OptLevel, strings.Join(slices.Compact(off), ","), c.MemoryPoolBytes, c.Deterministic, c.MaxSteps,
+	return fmt.Sprintf("opt=%s;off=%s;pool=%d;det=%t;steps=%d;cores=%d;rt=%t%t%t%t%t;viz=%t;donate=%v;dynamic=%s;weights=%v", c.OptLevel, strings.Join(slices.Compact(off), ","), c.MemoryPoolBytes, c.Deterministic, c.MaxSteps, c.MaxCores,
 		rt.ConcurrentTasks(), rt.OverlapLaunch(), rt.PrefetchL2(), rt.BalanceBlocks(), rt.EarlyStart(), c.Visualize, c.Donate, c.dynamic, c.weights)
 }
 
@@ -120,7 +123,8 @@ func decodeStrict(text string, v any) error {
 
 // options are the lowering options the config asks for (the caller adds the chip).
 func (c Config) options() lower.Options {
-	o := lower.Options{OptLevel: c.OptLevel, MemoryPoolBytes: c.MemoryPoolBytes, Deterministic: c.Deterministic, Runtime: c.Runtime, Visualize: c.Visualize, Donate: c.Donate, Dynamic: c.dynamic, Weights: c.weights}
+	o := lower.Options{OptLevel: c.OptLevel, MemoryPoolBytes: c.MemoryPoolBytes, Deterministic: c.Deterministic, Runtime: c.Runtime, Visualize: c.Visualize, Donate: c.Donate, Dynamic: c.dynamic, Weights: c.weights,
+		MaxCores: c.MaxCores}
 	if len(c.DisabledPasses) > 0 {
 		o.Disabled = map[string]bool{}
 		for _, p := range c.DisabledPasses {

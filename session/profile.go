@@ -43,6 +43,12 @@ type CoreBusy struct {
 	TaskCore int              `json:"task_core"`
 	Span     int64            `json:"span_cycles"`
 	Pipes    map[string]int64 `json:"pipes"`
+	// Startup and SharedWait are the core's start-up beyond the task's launch and the
+	// time its transfers waited for what other cores held
+	// (device.TaskStats.CoreStartupCycles, CoreSharedWaitCycles; in a mixed task its
+	// AI core's, on the cube core's entry).
+	Startup    int64 `json:"startup_cycles"`
+	SharedWait int64 `json:"shared_wait_cycles"`
 }
 
 // coreBusy sums a task's trace per core and pipe, cores in (kind, index) order;
@@ -79,6 +85,20 @@ func coreBusy(trace []device.TraceEvent, chipCore func(kind isa.CoreKind, local 
 	return out
 }
 
+// withStartup adds each core's start-up and shared waits from the task's stats.
+func withStartup(cores []CoreBusy, ts *device.TaskStats) []CoreBusy {
+	for i := range cores {
+		c := &cores[i]
+		if ts.Mixed && c.Kind != isa.Cube.String() {
+			continue
+		}
+		if c.TaskCore < len(ts.CoreStartupCycles) {
+			c.Startup, c.SharedWait = ts.CoreStartupCycles[c.TaskCore], ts.CoreSharedWaitCycles[c.TaskCore]
+		}
+	}
+	return cores
+}
+
 // taskFigures are the figures of a task's statistics a profile reports.
 type taskFigures struct {
 	Cycles, KernelCycles, StartCycles, EndCycles int64
@@ -91,6 +111,7 @@ type taskFigures struct {
 	ICacheMisses, FetchStallCycles               int64
 	HighWater                                    map[isa.Location]int
 	HBMBytesRead, HBMBytesWritten                int64
+	StartupCycles, SharedWaitCycles              int64
 }
 
 // ChipPeaks are the chip's rates a profile compares a run with (all from the preset).
@@ -201,7 +222,8 @@ func (p loweredProgram) RunProfiled(pool *MemoryPool, inputs [][]byte, stop <-ch
 		prof.Tasks = append(prof.Tasks, ProfiledTask{TaskInfo: info, Start: start, Stats: ts, ChipCores: units, Info: taskFigures{
 			ts.Cycles, ts.KernelCycles, ts.StartCycles, ts.EndCycles, ts.CoreCycles, ts.ActiveCores, ts.Blocks, ts.PipeBusy,
 			ts.GMBytesRead, ts.GMBytesWritten, ts.FootprintRead, ts.FootprintWritten, ts.Instructions, ts.L2Hits, ts.L2Misses,
-			ts.ICacheMisses, ts.FetchStallCycles, ts.HighWater, ts.HBMBytesRead, ts.HBMBytesWritten}, Cores: coreBusy(ts.Trace, chipCore)})
+			ts.ICacheMisses, ts.FetchStallCycles, ts.HighWater, ts.HBMBytesRead, ts.HBMBytesWritten, ts.StartupCycles, ts.SharedWaitCycles},
+			Cores: withStartup(coreBusy(ts.Trace, chipCore), ts)})
 		c := *ts
 		c.Trace = nil
 		plain.Tasks[i] = lower.TaskRun{Name: t.Name, Core: t.Core, Stats: &c, Slot: t.Slot}

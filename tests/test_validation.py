@@ -293,7 +293,7 @@ TABLE = {
                                    "requires_grad": "flag"}),
     "TileConfig": ({"shape": [16, 16]}, {"shape": "tile_shape", "layout": "layout", "format": "layout"}),
     "CompileConfig": ({}, {"opt_level": "count", "disable_passes": "passes", "memory_pool_bytes": "count?", "chip": "chip",
-                       "deterministic": "flag", "max_steps": "count?", "per_size_programs": "flag", "concurrent_tasks": "flag?",
+                       "deterministic": "flag", "max_steps": "count?", "max_cores": "count?", "per_size_programs": "flag", "concurrent_tasks": "flag?",
                        "overlap_launch": "flag?", "prefetch_l2": "flag?", "balance_blocks": "flag?", "early_start": "flag?",
                        "runtime_features": "flag", "enable_visualization": "flag", "visualization_dir": "dir"}),
     "ProfileConfig": ({}, {"enable_profiling": "flag", "profile_output_dir": "name?", "profile_metrics": "passes"}),

@@ -155,3 +155,42 @@ def test_deterministic_gives_the_same_bits_at_every_level():
         assert sm == bits[0][3], f"softmax on {chip} at O{level} differs from tiny at O0"
     with pytest.raises(TypeError, match="deterministic"):
         p.CompileConfig(deterministic=1)
+
+
+@pytest.mark.parametrize("max_cores", [1, 3, 8])
+def test_max_cores_limits_every_kernel(max_cores):
+    """p.CompileConfig(max_cores=N): every kernel runs on at most N AI cores (N cube
+    cores, 2N vector cores on a2), with the values of the whole chip's run; fewer cores
+    take longer."""
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal((512, 256)).astype(np.float16)
+    w = rng.standard_normal((256, 1024)).astype(np.float16)
+
+    def fn(x, w):
+        return p.softmax(p.matmul(x, w), axis=-1)
+
+    whole = p.compile(fn, p.CompileConfig(chip="a2"))
+    want = whole.run(x, w).numpy()
+    limited = p.compile(fn, p.CompileConfig(chip="a2", max_cores=max_cores))
+    got = limited.run(x, w, profile=True).numpy()
+    np.testing.assert_array_equal(got, want)
+    r = limited.get_profile_result()
+    for t in r.tasks:
+        cap = max_cores if t.core == "cube" else 2 * max_cores
+        assert t.active_cores <= cap, (t.op, t.core, t.active_cores)
+        assert all(c["task_core"] < cap for c in t.cores), (t.op, t.cores)
+    assert limited.last_time_ms > whole.last_time_ms
+
+
+@pytest.mark.parametrize("bad,err", [(0, p.PyptoValueError), (-2, p.PyptoValueError), (2.5, p.PyptoTypeError),
+                                     ("4", p.PyptoTypeError), (True, p.PyptoTypeError)])  # fmt: skip
+def test_max_cores_is_validated(bad, err):
+    with pytest.raises(err, match="max_cores"):
+        p.CompileConfig(max_cores=bad)
+
+
+def test_max_cores_above_the_chips_cores_is_an_error_at_compile():
+    f = p.compile(lambda x: x + 1.0, p.CompileConfig(chip="a2", max_cores=25))
+    with pytest.raises(p.PyptoValueError, match=r"has 24 AI cores.*max_cores=25|max_cores=25.*24 AI cores") as e:
+        f.run(np.zeros((64, 64), np.float32))
+    assert any("between 1 and 24" in s for s in e.value.suggestions)

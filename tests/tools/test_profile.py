@@ -381,3 +381,24 @@ def test_no_profile_figure_exceeds_the_chips_peaks(name, fn, shapes):
         assert t.hbm_bandwidth <= r.chip["gm_bytes_per_s"], (name, t.op, t.hbm_bandwidth)
         assert t.bandwidth <= r.chip["l2_bytes_per_s"], (name, t.op, t.bandwidth)
         assert t.hbm_bytes_read >= t.l2_misses * 512  # whole lines are filled
+
+
+def test_profile_shows_start_up_and_shared_waits_per_core():
+    """A profile gives each task's start-up (launch to steady state) and each core's
+    own start-up and the time its transfers waited for what other cores held: a
+    fused matmul + add on all 24 AI cores hands accumulators from the cube cores to
+    the vector cores, which share the L2 and the cross-core flag unit."""
+    p.set_device("a2")
+    rng = np.random.default_rng(5)
+    a, b, c = (rng.standard_normal((1024, 1024)).astype(np.float16) for _ in range(3))
+    ex = p.compile(lambda a, b, c: p.matmul(a, b) + c)
+    ex.run(a, b, c, profile=True)
+    (t,) = ex.get_profile_result().tasks
+    assert t.op.startswith("fused_matmul")
+    assert t.startup_ms > 0
+    assert t.launch_ms <= t.time_ms
+    cube = [c for c in t.cores if c["kind"] == "cube"]
+    assert len(cube) == t.active_cores
+    assert all(c["startup_cycles"] > 0 for c in cube)  # flags set up, pages walked
+    assert sum(c["shared_wait_cycles"] for c in cube) > 0
+    assert all(c["startup_cycles"] == 0 and c["shared_wait_cycles"] == 0 for c in t.cores if c["kind"] != "cube")  # on the AI core's entry

@@ -40,6 +40,12 @@ class CompileConfig:
     - ``max_steps``: the instructions one block of a kernel may execute in a run on a
       chip (None: 2**26, tens of seconds of simulation); a run that exceeds it raises
       :class:`pypto.DeviceError` naming the kernel and the loop it was in.
+    - ``max_cores``: the most AI cores a kernel uses (the vendor's block dimension;
+      None: every core of the chip). An AI core is a cube core and its vector cores, so
+      a vector kernel uses at most twice as many vector cores on a2; the tile search
+      and the dealing of tiles to blocks see only those cores. For kernels that share
+      a chip, or to time a kernel on N cores. At least 1; more than the chip's AI cores
+      raises :class:`pypto.PyptoValueError` when the program is compiled.
     - ``per_size_programs``: a symbolic trace compiles a program for every size it runs
       (False, the default: one program per bucket of sizes, see "Dynamic shapes" in
       docs/api.md).
@@ -70,6 +76,7 @@ class CompileConfig:
     chip: str | None = None
     deterministic: bool = False
     max_steps: int | None = None
+    max_cores: int | None = None
     per_size_programs: bool = False
     concurrent_tasks: bool | None = None
     overlap_launch: bool | None = None
@@ -119,6 +126,7 @@ class CompileConfig:
                 f"CompileConfig: max_steps must be a positive number of instructions or None, got {steps!r}",
                 location=user_location(),
             )
+        object.__setattr__(self, "max_cores", check.integer(self.max_cores, "max_cores", "CompileConfig", lo=1, optional=True))
         check.flag(self.runtime_features, "runtime_features", "CompileConfig")
         for name in _RUNTIME:
             value = getattr(self, name)
@@ -148,6 +156,7 @@ class CompileConfig:
                 "chip": self.chip or "",
                 "deterministic": self.deterministic,
                 "max_steps": self.max_steps or 0,
+                "max_cores": self.max_cores or 0,
                 "per_size_programs": self.per_size_programs,
                 **{name: getattr(self, name) for name in _RUNTIME},
                 "visualize": self.enable_visualization,

@@ -85,6 +85,7 @@ class TaskProfile:
     time_ms: float
     kernel_ms: float
     launch_ms: float  # start (dispatch, core start, prologue) and end (epilogue, final sync)
+    startup_ms: float  # launch to steady state: the start, and the slowest core's own start-up
     blocks: int
     active_cores: int
     pipe_busy: dict  # pipe -> busy ratio of the task's time, averaged over active cores
@@ -99,7 +100,9 @@ class TaskProfile:
     # write-through); 0 on a chip without an L2 model
     hbm_bytes_read: int = 0
     hbm_bytes_written: int = 0
-    # [{"kind", "core" (the chip's core), "task_core" (the task's own number), "span_cycles", "pipes": {pipe: ratio}}]
+    # [{"kind", "core" (the chip's core), "task_core" (the task's own number), "span_cycles", "pipes": {pipe: ratio},
+    #   "startup_cycles" (its own start-up: first instruction lines, page walks, cross-core flag set-up),
+    #   "shared_wait_cycles" (its transfers' waits for what other cores held: L2 / HBM bandwidth, fills, the flag unit)}]
     cores: list = field(default_factory=list)
     chip_cores: list = field(default_factory=list)  # the chip's units the task ran on (AI cores for a mixed task)
 
@@ -172,13 +175,14 @@ class ProfileResult:
             busy = {p: c / (st["Cycles"] * active) if st["Cycles"] else 0.0 for p, c in sorted((st["PipeBusy"] or {}).items())}
             cores = [
                 {"kind": c["kind"], "core": c["core"], "task_core": c["task_core"], "span_cycles": c["span_cycles"],
-                 "pipes": {p: b / st["Cycles"] for p, b in sorted(c["pipes"].items())}}
+                 "pipes": {p: b / st["Cycles"] for p, b in sorted(c["pipes"].items())},
+                 "startup_cycles": c["startup_cycles"], "shared_wait_cycles": c["shared_wait_cycles"]}
                 for c in t.get("cores") or []
             ]  # fmt: skip
             self.tasks.append(TaskProfile(
                 index=i, name=t["name"], op=_op_label(t), ops=list(t["ops"]), core=t["core"], location=_location_text(t["loc"]),
                 start_ms=ms(t["start_cycles"]), time_ms=ms(st["Cycles"]), kernel_ms=ms(st["KernelCycles"]),
-                launch_ms=ms(st["StartCycles"] + st["EndCycles"]), blocks=st["Blocks"], active_cores=st["ActiveCores"],
+                launch_ms=ms(st["StartCycles"] + st["EndCycles"]), startup_ms=ms(st["StartupCycles"]), blocks=st["Blocks"], active_cores=st["ActiveCores"],
                 pipe_busy=busy, gm_bytes_read=st["GMBytesRead"], gm_bytes_written=st["GMBytesWritten"], flops=t["flops"],
                 footprint_read=st["FootprintRead"], footprint_written=st["FootprintWritten"], l2_hits=st["L2Hits"], l2_misses=st["L2Misses"], cores=cores,
                 hbm_bytes_read=st["HBMBytesRead"], hbm_bytes_written=st["HBMBytesWritten"],
