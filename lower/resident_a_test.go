@@ -13,15 +13,17 @@ import (
 
 // A matmul block whose tiles share rows keeps A's K stages in L1 and loads them once
 // per row of tiles: fewer A loads than tiles times stages, the reference's values,
-// plain and with an epilogue.
+// plain and with an epilogue. The matmul is given its 256 x 128 tiles (blocks of two
+// tiles of a row): the search's choice between them and 128 x 256 (blocks of two tiles
+// of a column, which share B) is within 0.3% of the time.
 func TestResidentAStagesLoadOncePerRow(t *testing.T) {
 	chip := preset(t, "a2")
 	for _, epilogue := range []bool{false, true} {
 		var g *core.Graph
 		if epilogue {
-			g = linearGraph(t, dtype.Float16, 512, 384, 3072, []string{"relu"}, false)
+			g = reluLinearGraph(t, 512, 384, 3072, core.Attrs{core.AttrTileShape: []int64{256, 128, 64}})
 		} else {
-			g = matmulGraph(t, dtype.Float16, core.Shape{512, 384}, core.Shape{384, 3072}, nil, false)
+			g = matmulGraph(t, dtype.Float16, core.Shape{512, 384}, core.Shape{384, 3072}, core.Attrs{core.AttrTileShape: []int64{256, 128, 64}}, false)
 		}
 		exe, err := Compile(g, Options{Chip: chip, Verify: true})
 		require.NoError(t, err)
@@ -41,4 +43,20 @@ func TestResidentAStagesLoadOncePerRow(t *testing.T) {
 		require.Less(t, aLoads, tiles*stages, "A is loaded once per row of tiles")
 		compileAndCompare(t, chip, g, 384)
 	}
+}
+
+// reluLinearGraph is relu(x @ w + bias) in f16, the matmul with the given attributes.
+func reluLinearGraph(t *testing.T, m, k, n int, attrs core.Attrs) *core.Graph {
+	bl := core.NewBuilder("linear")
+	x := bl.Param("x", core.TensorType{DType: dtype.Float16, Shape: core.Shape{m, k}})
+	w := bl.Param("w", core.TensorType{DType: dtype.Float16, Shape: core.Shape{k, n}})
+	bias := bl.Param("bias", core.TensorType{DType: dtype.Float16, Shape: core.Shape{n}})
+	y, err := bl.Op("matmul", []core.Value{x, w}, attrs, core.Location{})
+	require.NoError(t, err)
+	y, err = bl.Op("add", []core.Value{y, bias}, nil, core.Location{})
+	require.NoError(t, err)
+	y, err = bl.Op("relu", []core.Value{y}, nil, core.Location{})
+	require.NoError(t, err)
+	bl.Output(y)
+	return bl.Graph()
 }
