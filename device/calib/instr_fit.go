@@ -200,15 +200,20 @@ type InstrFit struct {
 // FitInstr fits the instruction constants to the kept rows on chip (starting from
 // its values) without changing chip.
 func FitInstr(chip *device.Chip) ([]int, error) {
+	e, err := instrEvalOf(chip)
+	if err != nil {
+		return nil, err
+	}
+	return e.fit(keptIndices(e.cases, ""), e.values(chip), e.allFree())
+}
+
+// instrEvalOf is the evaluator of every row on chip.
+func instrEvalOf(chip *device.Chip) (*instrEval, error) {
 	cases, err := InstrCases()
 	if err != nil {
 		return nil, err
 	}
-	e, err := newInstrEval(chip, cases)
-	if err != nil {
-		return nil, err
-	}
-	return e.fit(keptIndices(cases, ""), e.values(chip), e.allFree())
+	return newInstrEval(chip, cases)
 }
 
 func (e *instrEval) values(chip *device.Chip) []int {
@@ -242,15 +247,11 @@ func keptIndices(cases []InstrCase, op string) []int {
 // from constants refitted without them; it also returns the fit's values (which
 // -update writes into the presets).
 func CalibrateInstr(chip *device.Chip) (*InstrFit, error) {
-	cases, err := InstrCases()
+	e, err := instrEvalOf(chip)
 	if err != nil {
 		return nil, err
 	}
-	e, err := newInstrEval(chip, cases)
-	if err != nil {
-		return nil, err
-	}
-	vals := e.values(chip)
+	cases, vals := e.cases, e.values(chip)
 	kept := keptIndices(cases, "")
 	fitted, err := e.fit(kept, vals, e.allFree())
 	if err != nil {
