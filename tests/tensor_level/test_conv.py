@@ -132,6 +132,17 @@ def test_pools_and_batch_norm_match_torch():
                                rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.parametrize("size", [7, 10])
+@pytest.mark.parametrize("kernel, stride, padding", [(2, 2, 0), (3, 2, 1), (3, 3, 1), (3, 1, 0)])
+@pytest.mark.parametrize("include_pad", [True, False])
+def test_avg_pool_ceil_mode_matches_torch(size, kernel, stride, padding, include_pad):
+    """Windows past the padded input divide by the positions inside it, as torch's do."""
+    x = np.random.default_rng(size).standard_normal((2, 3, size, size + 1)).astype(np.float32)
+    got = p.avg_pool2d(x, kernel, stride, padding, ceil_mode=True, count_include_pad=include_pad).numpy()
+    want = F.avg_pool2d(torch.tensor(x), kernel, stride, padding, ceil_mode=True, count_include_pad=include_pad).numpy()
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
 def test_bad_arguments_name_the_problem():
     x = np.ones((1, 3, 8, 8), np.float32)
     w = np.ones((4, 3, 3, 3), np.float32)

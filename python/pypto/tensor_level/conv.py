@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from .._core import validate as check
 from .._core.errors import PyptoValueError, ShapeError
 from .._core.location import user_location
 from .creation import ones, zeros
 from .shape_ops import concat, reshape, stack, transpose
-from .tensor import Tensor, apply, as_tensor, tiled_ops
+from .tensor import Tensor, apply, as_tensor, from_numpy, tiled_ops
 
 __all__ = ["conv2d", "conv_transpose2d", "max_pool2d", "avg_pool2d", "adaptive_avg_pool2d", "batch_norm"]
 
@@ -141,14 +143,38 @@ def max_pool2d(x, kernel_size, stride=None, padding=0, dilation=1, ceil_mode: bo
 
 
 def avg_pool2d(x, kernel_size, stride=None, padding=0, ceil_mode: bool = False, count_include_pad: bool = True) -> Tensor:
-    """torch.nn.functional.avg_pool2d (ceil_mode=False)."""
+    """torch.nn.functional.avg_pool2d. With ceil_mode the last windows may reach past
+    the padded input; as in torch, their divisor counts only the positions inside it
+    (inside the input alone with count_include_pad=False)."""
     op = "avg_pool2d"
-    if check.flag(ceil_mode, "ceil_mode", op):
-        raise PyptoValueError(f"{op}: ceil_mode=True is not supported", location=user_location(),
-                              suggestions=["pad the input so the windows fit, or use ceil_mode=False"])
-    x, attrs = _pool_args(op, x, kernel_size, stride, padding, 1, False)
-    attrs["count_include_pad"] = check.flag(count_include_pad, "count_include_pad", op)
-    return apply(op, [x], attrs)
+    ceil_mode = check.flag(ceil_mode, "ceil_mode", op)
+    include = check.flag(count_include_pad, "count_include_pad", op)
+    x, attrs = _pool_args(op, x, kernel_size, stride, padding, 1, ceil_mode)
+    extra = [attrs["pads"][1] - attrs["pads"][0], attrs["pads"][3] - attrs["pads"][2]]
+    if not any(extra):
+        attrs["count_include_pad"] = include
+        return apply(op, [x], attrs)
+    # Windows past the padded input: average over whole windows of the input padded
+    # with zeros, then rescale each output by its window's size over torch's divisor.
+    attrs["count_include_pad"] = True
+    full = apply(op, [x], attrs)
+    (kh, kw), (sh, sw) = attrs["kernel"], attrs["stride"]
+    ph, pw = attrs["pads"][0], attrs["pads"][2]
+    oh, ow = full.shape[2], full.shape[3]
+    divisor = np.outer(_window_counts(oh, kh, sh, ph, x.shape[2], include), _window_counts(ow, kw, sw, pw, x.shape[3], include))
+    return full * from_numpy((kh * kw / divisor).astype(full.dtype.numpy))
+
+
+def _window_counts(n, k, s, p, size, include_pad):
+    """torch's avg_pool divisor along one axis for each of n windows: the window cut
+    at the end of the padded input (and at the input itself without include_pad)."""
+    out = []
+    for i in range(n):
+        lo, hi = i * s - p, min(i * s - p + k, size + p)
+        if not include_pad:
+            lo, hi = max(lo, 0), min(hi, size)
+        out.append(hi - lo)
+    return np.array(out, dtype=np.float64)
 
 
 def adaptive_avg_pool2d(x, output_size) -> Tensor:
