@@ -36,6 +36,9 @@ package main
 import "C"
 
 import (
+	"runtime"
+	"runtime/debug"
+	"time"
 	"unsafe"
 
 	"pypto/core"
@@ -266,9 +269,35 @@ func pypto_cache_info_json(out **C.char, n *C.size_t) C.uintptr_t {
 	return status(func() error { return putString(out, n, mustJSON(session.Default().CacheInfo())) })
 }
 
+// pypto_cache_clear drops the compiled programs and returns the memory the Go heap no
+// longer uses to the operating system (the collector would keep it for reuse).
+//
 //export pypto_cache_clear
 func pypto_cache_clear() C.uintptr_t {
-	return status(func() error { session.Default().ClearCache(); return nil })
+	return status(func() error {
+		session.Default().ClearCache()
+		releaseHeap()
+		return nil
+	})
+}
+
+// releaseHeap collects until the heap stops shrinking (at most a few rounds) and
+// returns the free memory to the operating system. One collection is not enough:
+// objects kept by cleanups (runtime.AddCleanup, run after the collection that finds
+// their owner unreachable: an executable's programs, external buffers) become
+// garbage only at the next.
+func releaseHeap() {
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	for range 4 {
+		before := m.HeapInuse
+		debug.FreeOSMemory()
+		time.Sleep(time.Millisecond) // the cleanups the collection queued run meanwhile
+		runtime.ReadMemStats(&m)
+		if m.HeapInuse >= before {
+			break
+		}
+	}
 }
 
 // pypto_executor_create compiles the computation from n placeholder tensors to m

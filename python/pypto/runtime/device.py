@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import ctypes
+import gc
 import json
 
 from .._core import lib as _lib
@@ -68,9 +70,36 @@ def cache_info() -> dict:
     return json.loads(_lib.call_string(_lib.lib.pypto_cache_info_json))
 
 
+#: Functions clear_cache calls first: layers above this one that keep compiled
+#: programs of their own (the torch.compile backend's parts) register here.
+_clear_hooks: list = []
+
+
+def on_clear_cache(fn) -> None:
+    """Makes clear_cache() call fn() before it clears."""
+    _clear_hooks.append(fn)
+
+
 def clear_cache() -> None:
-    """Drops every compiled program (the counters are kept)."""
+    """Drops every compiled program (the counters are kept), including those kept by
+    torch.compile(backend="pypto") parts, which compile again at their next call, and
+    gives the memory they held back to the operating system."""
+    for fn in list(_clear_hooks):
+        fn()
+    gc.collect()  # handles held only by unreachable Python objects are freed first
     _lib.call(_lib.lib.pypto_cache_clear)
+    _trim_malloc()
+
+
+def _trim_malloc() -> None:
+    """Returns the C heap's free pages to the system (glibc keeps them otherwise)."""
+    try:
+        libc = ctypes.CDLL(None)
+        trim = libc.malloc_trim
+    except (OSError, AttributeError):  # not glibc
+        return
+    trim.argtypes = [ctypes.c_size_t]
+    trim(0)
 
 
 def lowered_ops() -> frozenset:

@@ -35,10 +35,11 @@ def from_torch(obj, copy=None, *, config=None, dynamic=False):
       with a :class:`CopyWarning` saying why (``copy=True``: copy silently,
       ``copy=False``: raise instead). int64 tensors are copied to int32 (values
       range-checked).
-    - an ``nn.Module`` gives a :class:`TorchModel`: traced with torch.fx, its torch
-      operations mapped to PyPTO ops, compiled (per input signature) by ``p.compile``
-      with ``config``; weights shared, not copied. Operations PyPTO cannot run raise one
-      CompileError listing each with its source line."""
+    - an ``nn.Module`` gives a :class:`TorchModel`: captured at its first call with an
+      input signature as torch.compile captures it (dynamo, one whole graph; torch.fx
+      when dynamo cannot), its torch operations mapped to PyPTO ops, compiled by
+      ``p.compile`` with ``config``; weights shared, not copied. Operations PyPTO cannot
+      run raise one CompileError listing each with its source line."""
     copy = None if copy is None else check.flag(copy, "copy", "from_torch")
     if config is not None and not isinstance(config, CompileConfig):
         raise check.fail("from_torch", "config", config, "a p.CompileConfig or None")
@@ -64,9 +65,10 @@ def to_torch(x):
 
 
 def last_fallbacks() -> list:
-    """The operations the last graph compiled by ``torch.compile(backend="pypto")`` runs
-    in torch rather than on PyPTO: a list of dicts {"op", "reason", "where"} (empty when
-    everything ran on PyPTO, or before any compilation)."""
+    """The operations the last model compiled by ``torch.compile(backend="pypto")`` runs
+    in torch rather than on PyPTO, in every graph dynamo made of it (the graphs compiled
+    from one line of the caller's code): a list of dicts {"op", "reason", "where",
+    "graph"} (empty when everything ran on PyPTO, or before any compilation)."""
     from . import fallbacks
 
     return fallbacks.last()

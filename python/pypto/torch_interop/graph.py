@@ -58,27 +58,32 @@ def describe(node: torch.fx.Node, gm: torch.fx.GraphModule) -> str:
 
 
 def why_unsupported(node: torch.fx.Node, gm: torch.fx.GraphModule) -> "str | None":
-    """Why the node cannot run on PyPTO (None: it can, as far as the table says)."""
+    """Why the op table cannot run the node on PyPTO (None: it can, as far as the table
+    says; support.unsupported_nodes checks the rest)."""
     if node.op == "call_function":
-        if node.target not in ops_table.FUNCTIONS:
+        if ops_table.function(node.target) is None:
             return "no PyPTO mapping"
     elif node.op == "call_method":
         if node.target not in ops_table.METHODS:
             return "no PyPTO mapping"
     elif node.op == "call_module":
         return ops_table.module_unsupported(gm.get_submodule(node.target))
-    return _dtype_unsupported(node)
-
-
-def _dtype_unsupported(node: torch.fx.Node) -> "str | None":
-    """A value of a dtype PyPTO lacks (float64, complex, ...), when the graph records it."""
-    val = node.meta.get("example_value", node.meta.get("val"))
-    for v in pytree.tree_leaves(val):
-        if isinstance(v, torch.Tensor) and v.dtype not in ops_table.TORCH_DTYPES:
-            return f"it computes a {v.dtype} tensor, which PyPTO does not have"
-        if isinstance(v, torch.Tensor) and v.device.type != "cpu":
-            return f"it computes on {v.device}"
     return None
+
+
+def run_node(gm: torch.fx.GraphModule, params, node: torch.fx.Node, args, kwargs):
+    """The node's PyPTO value from its arguments' (parameters wrapped by params)."""
+    if node.op == "get_attr":
+        v = _attr(gm, node.target)
+        return params(v) if isinstance(v, torch.Tensor) else v
+    if node.op == "call_function":
+        return ops_table.function(node.target)(*args, **kwargs)
+    if node.op == "call_method":
+        return ops_table.METHODS[node.target](*args, **kwargs)
+    if node.op == "call_module":
+        m = gm.get_submodule(node.target)
+        return ops_table.MODULES[ops_table.module_type(m)](m, params, *args, **kwargs)
+    raise CompileError(f"from_torch: unexpected graph node {node.op} {node.target}", location=node_location(node))
 
 
 class Params:
@@ -131,16 +136,7 @@ class GraphFunction:
 
     def _run(self, node, args, kwargs):
         try:
-            if node.op == "get_attr":
-                v = _attr(self.gm, node.target)
-                return self.params(v) if isinstance(v, torch.Tensor) else v
-            if node.op == "call_function":
-                return ops_table.FUNCTIONS[node.target](*args, **kwargs)
-            if node.op == "call_method":
-                return ops_table.METHODS[node.target](*args, **kwargs)
-            if node.op == "call_module":
-                m = self.gm.get_submodule(node.target)
-                return ops_table.MODULES[type(m)](m, self.params, *args, **kwargs)
+            return run_node(self.gm, self.params, node, args, kwargs)
         except SymbolicShapeError:
             raise  # p.compile traces this input signature with concrete sizes instead
         except PyptoError as e:
@@ -154,7 +150,6 @@ class GraphFunction:
                 location=node_location(node),
                 suggestions=["run this part in torch (torch.compile(model, backend='pypto') falls back per op)"],
             ) from None
-        raise CompileError(f"from_torch: unexpected graph node {node.op} {node.target}", location=node_location(node))
 
     def rebuild(self, tensors):
         """The output structure with tensors at their places."""

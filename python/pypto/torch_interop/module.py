@@ -1,15 +1,23 @@
-"""``p.from_torch(module)``: an nn.Module traced with torch.fx and compiled by PyPTO."""
+"""``p.from_torch(module)``: an nn.Module captured as torch.compile captures it (dynamo,
+one whole graph per input signature) and compiled by PyPTO; torch.fx symbolic tracing
+when dynamo cannot capture the module as one graph."""
 
 from __future__ import annotations
 
+import itertools
+import types
+
 import torch
 import torch.fx
+from torch.utils import _pytree as pytree
 
 from .._core.errors import CompileError, PyptoTypeError
 from .._core.location import user_location
 from ..runtime.executor import compile as _p_compile
 from ..tensor_level.tensor import Tensor, as_tensor
+from .dynamo import PyptoPart
 from .graph import GraphFunction, describe, node_location, node_source, why_unsupported
+from .support import unsupported_nodes
 from .tensors import tensor_from_torch
 
 
@@ -17,91 +25,202 @@ class TorchModel:
     """An nn.Module as a PyPTO program. Call it with torch tensors (results are torch
     tensors sharing PyPTO's memory), numpy arrays or p.Tensors (results are p.Tensors).
 
-    The module is traced once with torch.fx; each input signature (shapes and dtypes) is
-    compiled through the four graph levels once, by ``p.compile``. Parameters and buffers
-    are **shared, not copied**: the compiled program reads the torch tensors' memory, so
-    an in-place update of the weights (``optimizer.step()``, ``param.data.copy_()``) is
-    seen by the next call; rebinding a parameter to a new tensor (``m.weight =
-    nn.Parameter(...)``) is not (import the module again). The module must stay alive
-    (this object keeps a reference to it).
+    At its first call with an input signature (shapes and dtypes) the module is
+    captured the way ``torch.compile`` captures it, as one graph (dynamo; modules
+    whose code dynamo cannot take as one graph are traced with torch.fx instead), and
+    the graph is compiled through the four graph levels by ``p.compile``; every
+    operation must run on PyPTO (otherwise one CompileError lists each with its source
+    line). Parameters and buffers are **shared, not copied**: the compiled program
+    reads the torch tensors' memory, so an in-place update of the weights
+    (``optimizer.step()``, ``param.data.copy_()``) is seen by the next call. The module
+    must stay alive (this object keeps a reference to it). Each input signature is a
+    graph of its own (sizes are static in the graph dynamo captures).
 
-    ``executor`` is the p.compile Executor (``dump()``, ``stats()``, ``last_time_ms``);
-    ``graph_module`` the traced torch.fx GraphModule."""
+    ``executor`` is the p.compile Executor of the last graph run (``dump()``,
+    ``stats()``, ``last_time_ms``); ``graph_module`` that graph as a torch.fx
+    GraphModule."""
 
     def __init__(self, module: torch.nn.Module, config=None, dynamic=False):
         self.module = module
-        self.graph_module = _trace(module)
-        _check_supported(self.graph_module, type(module).__qualname__)
-        self._fn = GraphFunction(self.graph_module)
-        self._names = [n.target for n in self._fn.placeholders]
+        self._config, self._dynamic = config, dynamic
+        self._part = None  # the PyptoPart of the last graph captured
+        self._fx = None  # the torch.fx path: (GraphFunction, executor, input names)
         name = type(module).__qualname__
+        self._name = name
+        self._parts_run = 0
+        self._compiled = torch.compile(_Captured(module), backend=self._capture, fullgraph=True, dynamic=False)
 
-        def forward(*tensors):
-            return self._fn(*tensors)
+    @property
+    def graph_module(self):
+        return self._fx[0].gm if self._fx else (self._part.torch_part if self._part else None)
 
-        forward.__name__ = name
-        self.executor = _p_compile(forward, config, dynamic=dynamic)
+    @property
+    def executor(self):
+        if self._fx:
+            return self._fx[1]
+        return self._part.executor if self._part else None
+
+    @property
+    def last_time_ms(self):
+        """The simulated time of the last call, in milliseconds (None before it)."""
+        ex = self.executor
+        return None if ex is None else ex.last_time_ms
+
+    def _capture(self, gm: torch.fx.GraphModule, example_inputs):
+        _check_supported(gm, self._name)
+        part = PyptoPart(gm, self._name, None, self._config, self._dynamic)
+
+        def run(*args):
+            self._part = part
+            self._parts_run += 1
+            return part(*args)
+
+        self._part = part
+        return run
 
     def __call__(self, *args, **kwargs):
-        inputs = self._bind(args, kwargs)
-        torch_in = any(isinstance(a, torch.Tensor) for a in inputs)
-        tensors = [tensor_from_torch(a, quiet=True) if isinstance(a, torch.Tensor) else as_tensor(a, "from_torch model", f"input {i}") for i, a in enumerate(inputs)]
-        outs = self.executor.run(*tensors)
-        outs = [outs] if isinstance(outs, Tensor) else list(outs)
+        torch_in = any(isinstance(a, torch.Tensor) for a in pytree.tree_leaves((args, kwargs)))
+        args, kwargs = pytree.tree_map(_to_torch, (args, kwargs))
+        if self._fx is not None:
+            out = self._run_fx(args, kwargs)
+        else:
+            out = self._run_captured(args, kwargs)
         if torch_in:
-            outs = [o.to_torch() for o in outs]
-        return self._fn.rebuild(outs)
+            return out
+        return pytree.tree_map(lambda t: tensor_from_torch(t, quiet=True) if isinstance(t, torch.Tensor) else t, out)
 
     forward = __call__
 
-    def _bind(self, args, kwargs) -> list:
-        if len(args) > len(self._names):
-            raise PyptoTypeError(f"{type(self.module).__qualname__} takes {len(self._names)} input(s), got {len(args)}", location=user_location())
-        values = dict(zip(self._names, args))
-        for k, v in kwargs.items():
-            if k not in self._names or k in values:
-                raise PyptoTypeError(f"{type(self.module).__qualname__}: unexpected or repeated input {k!r}", location=user_location())
-            values[k] = v
-        missing = [n for n in self._names if n not in values]
-        if missing:
-            raise PyptoTypeError(f"{type(self.module).__qualname__}: missing input(s) {missing}", location=user_location())
-        return [values[n] for n in self._names]
+    def _run_captured(self, args, kwargs):
+        import torch._dynamo.exc as dexc
+
+        dynamo_error = None
+        for fresh in (False, True):
+            if fresh:  # dynamo keeps at most recompile_limit graphs per code object: a new one
+                self._compiled = torch.compile(_Captured(self.module), backend=self._capture, fullgraph=True, dynamic=False)
+            before = self._parts_run
+            try:
+                with torch.no_grad():
+                    out = self._compiled(*args, **kwargs)
+            except dexc.BackendCompilerFailed as e:
+                raise e.inner_exception from None  # our own error, raised by _capture
+            except dexc.FailOnRecompileLimitHit:
+                if fresh:
+                    raise
+                continue
+            except (dexc.Unsupported, dexc.UserError, dexc.TorchRuntimeError) as e:
+                dynamo_error = e
+                break
+            if self._parts_run > before:
+                return out
+        if dynamo_error is None:
+            raise CompileError(f"from_torch: torch.compile ran {self._name} in torch, not on PyPTO", location=user_location())
+        # dynamo cannot take the module as one graph: torch.fx may trace it
+        try:
+            gm = _fx_trace(self.module)
+        except Exception as fx_error:  # noqa: BLE001 (torch.fx raises TraceError, TypeError, RuntimeError, ...)
+            raise CompileError(
+                f"from_torch: torch.compile cannot capture {self._name} as one graph: {_summary(dynamo_error)}\n"
+                f"torch.fx cannot trace it either: {_summary(fx_error)}",
+                location=user_location(),
+                suggestions=[
+                    "torch.compile(model, backend='pypto') runs such models, with the parts torch.compile captures on PyPTO "
+                    "and the rest (value-dependent control flow, calls dynamo cannot trace) in torch",
+                ],
+            ) from None
+        _check_supported(gm, self._name)
+        fn = GraphFunction(gm)
+
+        def forward(*tensors):
+            return fn(*tensors)
+
+        forward.__name__ = self._name
+        self._fx = (fn, _p_compile(forward, self._config, dynamic=self._dynamic), [n.target for n in fn.placeholders])
+        return self._run_fx(args, kwargs)
+
+    def _run_fx(self, args, kwargs):
+        fn, executor, names = self._fx
+        inputs = _bind(self._name, names, args, kwargs)
+        tensors = [tensor_from_torch(a, quiet=True) if isinstance(a, torch.Tensor) else as_tensor(a, "from_torch model", f"input {i}") for i, a in enumerate(inputs)]
+        outs = executor.run(*tensors)
+        outs = [outs] if isinstance(outs, Tensor) else list(outs)
+        return fn.rebuild([o.to_torch() for o in outs])
 
     def __repr__(self) -> str:
-        return f"<pypto.TorchModel of {type(self.module).__qualname__}: {self.executor.num_compiled} compiled program(s)>"
+        ex = self.executor
+        n = 0 if ex is None else ex.num_compiled
+        return f"<pypto.TorchModel of {self._name}: {n} compiled program(s)>"
 
 
-def _trace(module: torch.nn.Module) -> torch.fx.GraphModule:
+class _Captured(torch.nn.Module):
+    """The module as dynamo captures it for one TorchModel: a forward of its own (a
+    code object made for this instance), so that dynamo's cache of compiled graphs,
+    kept per code object and limited in entries, is this model's alone and not shared
+    with every instance of the module's class (nn.Sequential)."""
+
+    _made = itertools.count()
+
+    def __init__(self, module):
+        super().__init__()
+        self.module = module
+
+        def forward(*args, **kwargs):
+            return self.module(*args, **kwargs)
+
+        code = forward.__code__.replace(co_name=f"forward_{next(self._made)}")
+        self.forward = types.FunctionType(code, forward.__globals__, "forward", None, forward.__closure__)
+
+
+def _to_torch(x):
+    """A p.Tensor or numpy array input as a torch tensor (sharing its memory)."""
+    if isinstance(x, Tensor):
+        return x.to_torch()
+    if type(x).__module__ == "numpy" and hasattr(x, "dtype") and hasattr(x, "shape"):
+        return as_tensor(x, "from_torch model", "input").to_torch()
+    return x
+
+
+def _summary(e: BaseException, lines: int = 3) -> str:
+    """The first lines of an error's message (dynamo's carry long explanations)."""
+    text = [s for s in str(e).strip().splitlines() if s.strip()]
+    return f"{type(e).__name__}: " + " / ".join(text[:lines]) if text else type(e).__name__
+
+
+def _bind(name, names, args, kwargs) -> list:
+    if len(args) > len(names):
+        raise PyptoTypeError(f"{name} takes {len(names)} input(s), got {len(args)}", location=user_location())
+    values = dict(zip(names, args))
+    for k, v in kwargs.items():
+        if k not in names or k in values:
+            raise PyptoTypeError(f"{name}: unexpected or repeated input {k!r}", location=user_location())
+        values[k] = v
+    missing = [n for n in names if n not in values]
+    if missing:
+        raise PyptoTypeError(f"{name}: missing input(s) {missing}", location=user_location())
+    return [values[n] for n in names]
+
+
+def _fx_trace(module: torch.nn.Module) -> torch.fx.GraphModule:
     tracer = torch.fx.Tracer()
     tracer.record_stack_traces = True
     tracer.proxy_buffer_attributes = True  # buffers sliced by traced sizes (self.pos[:t])
-    try:
-        graph = tracer.trace(module)
-    except Exception as e:  # noqa: BLE001 (torch.fx raises TraceError, TypeError, RuntimeError, ...)
-        raise CompileError(
-            f"from_torch: torch.fx cannot trace {type(module).__qualname__}: {e}",
-            location=user_location(),
-            suggestions=[
-                "control flow that depends on tensor values cannot be traced; torch.compile(model, backend='pypto') "
-                "runs such models, with the traceable parts on PyPTO",
-            ],
-        ) from None
+    graph = tracer.trace(module)
     return torch.fx.GraphModule(tracer.root, graph, type(module).__qualname__)
 
 
 def _check_supported(gm: torch.fx.GraphModule, name: str) -> None:
     """Raises one error listing every node PyPTO cannot run, with its source line."""
-    bad = []
-    for node in gm.graph.nodes:
-        why = why_unsupported(node, gm)
-        if why is not None:
-            bad.append((node, why))
+    if all(n.meta.get("example_value", n.meta.get("val")) is None for n in gm.graph.nodes if n.op != "output"):
+        bad = {n: why for n in gm.graph.nodes if (why := why_unsupported(n, gm)) is not None}  # torch.fx: no example values
+    else:
+        bad = unsupported_nodes(gm)
     if not bad:
         return
-    lines = [f"  {describe(n, gm)}: {why}\n    at {node_source(n)}" for n, why in bad]
+    lines = [f"  {describe(n, gm)}: {why}\n    at {node_source(n)}" for n, why in bad.items()]
+    first = next(iter(bad))
     raise CompileError(
         f"from_torch: {len(bad)} operation(s) of {name} cannot run on PyPTO:\n" + "\n".join(lines),
-        location=node_location(bad[0][0]),
+        location=node_location(first),
         suggestions=[
             "rewrite them with supported operations (docs/api.md, 'torch interop', lists them)",
             "or use torch.compile(model, backend='pypto'), which runs the unsupported parts in torch",

@@ -110,13 +110,16 @@ def _gelu(x, approximate="none"):
 
 def _dropout(x, p=0.5, training=False, inplace=False):
     if training and p > 0:
-        raise TypeError("dropout in training mode")
+        raise TypeError("dropout in training mode (call model.eval() for inference)")
     return x
 
 
 def _sdpa(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False):
-    if enable_gqa:
-        raise TypeError("scaled_dot_product_attention with enable_gqa")
+    if enable_gqa and key.shape[-3] != query.shape[-3]:  # grouped-query attention: each kv head serves a group
+        from .ops_more import _repeat_interleave
+
+        group = query.shape[-3] // key.shape[-3]
+        key, value = _repeat_interleave(key, group, -3), _repeat_interleave(value, group, -3)
     return pnn.scaled_dot_product_attention(query, key, value, attn_mask, dropout_p, is_causal, scale)
 
 
@@ -342,8 +345,6 @@ FUNCTIONS = {
     F.conv2d: _conv2d, torch.conv2d: _conv2d, F.max_pool2d: _max_pool2d, F.avg_pool2d: _avg_pool2d,
     F.adaptive_avg_pool2d: lambda x, output_size: conv.adaptive_avg_pool2d(x, output_size), F.batch_norm: _batch_norm,
 }  # fmt: skip
-if hasattr(F, "rms_norm"):
-    FUNCTIONS[F.rms_norm] = _rms_norm
 
 #: Tensor methods (FX call_method targets) -> handler(self, *args).
 METHODS = {
@@ -361,25 +362,32 @@ METHODS = {
 }  # fmt: skip
 
 
+from . import ops_more  # noqa: E402  (the rest of the table: creation, index arithmetic, MoE pieces, in place)
+
+FUNCTIONS.update(ops_more.FUNCTIONS)
+FUNCTIONS.update(ops_more.present({(F, "rms_norm"): _rms_norm, (torch, "rms_norm"): _rms_norm}))
+for _op, _f in ((operator.isub, _sub), (operator.itruediv, operator.truediv), (operator.ifloordiv, operator.floordiv),
+                (operator.iand, operator.and_), (operator.ior, operator.or_), (operator.imatmul, _matmul)):  # fmt: skip
+    FUNCTIONS[_op] = _f
+FUNCTIONS[operator.getitem] = ops_more.getitem
+METHODS.update(ops_more.METHODS)
+METHODS["__getitem__"] = ops_more.getitem
+for _name in ("add", "sub", "mul", "div", "masked_fill", "clamp", "clip", "exp", "sigmoid", "relu", "neg"):
+    METHODS[_name + "_"] = ops_more._in_place(METHODS[_name])
+METHODS["zero_"] = ops_more._in_place(lambda x: ops.full_like(x, 0) if hasattr(ops, "full_like") else x * 0)
+METHODS["fill_"] = ops_more._in_place(lambda x, v: x * 0 + v)
+
+
 # --- modules ---------------------------------------------------------------------------------
 
 
-def _mha(m: nn.MultiheadAttention, params, query, key, value, key_padding_mask=None, need_weights=True,
-         attn_mask=None, average_attn_weights=True, is_causal=False):  # fmt: skip
-    if key_padding_mask is not None:
-        raise TypeError("MultiheadAttention with key_padding_mask")
-    e, h = m.embed_dim, m.num_heads
+def _attention_heads(query, key, value, e, h, wq, wk, wv, bq, bk, bv, wo, bo, key_padding_mask=None, need_weights=True,
+                     attn_mask=None, average_attn_weights=True, is_causal=False, batch_first=False):  # fmt: skip
+    """torch's multi-head attention (nn.MultiheadAttention, F.multi_head_attention_forward)
+    from its projection weights: inputs [L, N, E] (or [N, L, E] with batch_first)."""
     d = e // h
-    if not m.batch_first:  # [L, N, E] -> [N, L, E]
+    if not batch_first:  # [L, N, E] -> [N, L, E]
         query, key, value = (_transpose(t, 0, 1) for t in (query, key, value))
-    if m._qkv_same_embed_dim:
-        w = params(m.in_proj_weight)
-        wq, wk, wv = shape_ops.split(w, [e, 2 * e], axis=0)
-    else:
-        wq, wk, wv = params(m.q_proj_weight), params(m.k_proj_weight), params(m.v_proj_weight)
-    bq = bk = bv = None
-    if m.in_proj_bias is not None:
-        bq, bk, bv = shape_ops.split(params(m.in_proj_bias), [e, 2 * e], axis=0)
 
     def heads(x, w, b):
         y = _linear(x, w, b)
@@ -390,11 +398,22 @@ def _mha(m: nn.MultiheadAttention, params, query, key, value, key_padding_mask=N
     mask = attn_mask
     if mask is not None and mask.dtype == bool_:
         mask = ops.logical_not(mask)  # torch's MHA masks out where True; sdpa keeps where True
+    if key_padding_mask is not None:  # [N, S]: True (or -inf) masks a key out
+        n, s = key_padding_mask.shape
+        pad = shape_ops.reshape(key_padding_mask, [n, 1, 1, s])
+        pad = ops.logical_not(pad) if pad.dtype == bool_ else pad
+        if mask is None:
+            mask = pad
+        elif mask.dtype == bool_ and pad.dtype == bool_:
+            mask = mask & pad
+        else:
+            as_add = lambda m: ops.where(m, 0.0, float("-inf")) if m.dtype == bool_ else m  # noqa: E731
+            mask = as_add(mask) + as_add(pad)
     o = pnn.scaled_dot_product_attention(q, k, v, mask, 0.0, is_causal and mask is None)
     n, length = o.shape[0], o.shape[2]
     o = shape_ops.reshape(shape_ops.permute(o, [0, 2, 1, 3]), [n, length, e])
-    o = _linear(o, params(m.out_proj.weight), None if m.out_proj.bias is None else params(m.out_proj.bias))
-    if not m.batch_first:
+    o = _linear(o, wo, bo)
+    if not batch_first:
         o = _transpose(o, 0, 1)
     weights = None
     if need_weights:
@@ -405,6 +424,46 @@ def _mha(m: nn.MultiheadAttention, params, query, key, value, key_padding_mask=N
         if average_attn_weights:
             weights = reductions.mean(weights, axis=1)
     return o, weights
+
+
+def _split3(w, e):
+    return shape_ops.split(w, [e, 2 * e], axis=0) if w is not None else (None, None, None)
+
+
+def _mha(m: nn.MultiheadAttention, params, query, key, value, key_padding_mask=None, need_weights=True,
+         attn_mask=None, average_attn_weights=True, is_causal=False):  # fmt: skip
+    e = m.embed_dim
+    if m._qkv_same_embed_dim:
+        wq, wk, wv = _split3(params(m.in_proj_weight), e)
+    else:
+        wq, wk, wv = params(m.q_proj_weight), params(m.k_proj_weight), params(m.v_proj_weight)
+    bq, bk, bv = _split3(_opt(params, m.in_proj_bias), e)
+    return _attention_heads(query, key, value, e, m.num_heads, wq, wk, wv, bq, bk, bv, params(m.out_proj.weight),
+                            _opt(params, m.out_proj.bias), key_padding_mask, need_weights, attn_mask,
+                            average_attn_weights, is_causal, m.batch_first)  # fmt: skip
+
+
+def _mha_forward(query, key, value, embed_dim_to_check, num_heads, in_proj_weight, in_proj_bias, bias_k, bias_v,
+                 add_zero_attn, dropout_p, out_proj_weight, out_proj_bias, training=True, key_padding_mask=None,
+                 need_weights=True, attn_mask=None, use_separate_proj_weight=False, q_proj_weight=None,
+                 k_proj_weight=None, v_proj_weight=None, static_k=None, static_v=None, average_attn_weights=True,
+                 is_causal=False):  # fmt: skip
+    """F.multi_head_attention_forward (what nn.MultiheadAttention calls), inputs [L, N, E]."""
+    if bias_k is not None or bias_v is not None or add_zero_attn or static_k is not None or static_v is not None:
+        raise TypeError("multi_head_attention_forward with bias_k/bias_v, add_zero_attn or static keys")
+    if training and dropout_p > 0:
+        raise TypeError("multi_head_attention_forward with dropout in training mode (call model.eval())")
+    e = embed_dim_to_check
+    if use_separate_proj_weight:
+        wq, wk, wv = q_proj_weight, k_proj_weight, v_proj_weight
+    else:
+        wq, wk, wv = _split3(in_proj_weight, e)
+    bq, bk, bv = _split3(in_proj_bias, e)
+    return _attention_heads(query, key, value, e, num_heads, wq, wk, wv, bq, bk, bv, out_proj_weight, out_proj_bias,
+                            key_padding_mask, need_weights, attn_mask, average_attn_weights, is_causal)  # fmt: skip
+
+
+FUNCTIONS[F.multi_head_attention_forward] = _mha_forward
 
 
 def _mha_unsupported(m: nn.MultiheadAttention):
@@ -448,10 +507,22 @@ if hasattr(nn, "RMSNorm"):
     MODULES[nn.RMSNorm] = lambda m, P, x: _rms_norm(x, list(m.normalized_shape), _opt(P, m.weight), m.eps)
 
 
+def function(target):
+    """The handler of a torch function, Python operator or operator registered with
+    torch.library (by its name), or None."""
+    f = FUNCTIONS.get(target) if not isinstance(target, (torch._ops.OpOverload, torch._ops.OpOverloadPacket)) else None
+    return f if f is not None else ops_more.CUSTOM_OPS.get(str(target))
+
+
+def module_type(m):
+    """The class of m the table maps: its own, or the nearest base class that is (ReLU6
+    is a Hardtanh); None when none is."""
+    return next((c for c in type(m).__mro__ if c in MODULES), None)
+
+
 def module_unsupported(m) -> "str | None":
     """Why this module instance cannot run on PyPTO (None: it can)."""
-    handler = MODULES.get(type(m))
-    if handler is None:
+    if module_type(m) is None:
         return f"no PyPTO mapping for {type(m).__module__}.{type(m).__qualname__}"
     if isinstance(m, nn.Dropout) and m.training and m.p > 0:
         return "Dropout in training mode (call model.eval() for inference)"
@@ -469,9 +540,15 @@ def module_unsupported(m) -> "str | None":
 
 
 def function_name(target) -> str:
-    """A torch function's readable name: torch.nn.functional.gelu, operator.add."""
+    """A torch function's readable name: torch.nn.functional.gelu, operator.add, and
+    torch.ops.mylib.fft_norm.default for an operator registered with torch.library."""
+    if isinstance(target, (torch._ops.OpOverload, torch._ops.OpOverloadPacket)):
+        return f"torch.ops.{target}"
     mod = getattr(target, "__module__", None) or ""
     name = getattr(target, "__qualname__", None) or getattr(target, "__name__", None) or repr(target)
+    for sub in ("fft", "linalg", "special"):  # torch._C._fft.fft_rfft is torch.fft.rfft
+        if mod == f"torch._C._{sub}" and name.startswith(sub + "_"):
+            mod, name = f"torch.{sub}", name[len(sub) + 1 :]
     if mod.startswith("torch._C"):
         mod = "torch"
     if name.startswith("_VariableFunctionsClass."):  # torch.cumprod and the like

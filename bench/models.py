@@ -1,0 +1,144 @@
+"""Real PyTorch models on the simulated NPU: each model of tests/model_zoo.py (small
+random-weight configurations of transformers, torchvision and timm models) through
+``torch.compile(model, backend="pypto")`` and ``p.from_torch(model)``, checked against
+torch's float32 output.
+
+    python bench/models.py [--models gpt2,resnet18,...] [--paths compile,from_torch] [--json]
+
+One object per model and path: model, path, status ("ok", "fallbacks", "mismatch",
+"error: ..."), fallbacks (the operations left to torch), rel_err (largest difference
+over torch's largest magnitude), argmax_agree (share of positions whose argmax over
+the last axis agrees; None for encoders), host_s (wall seconds of the first call:
+trace, compile, one simulated run), peak_rss_gb (the process's peak resident memory),
+sim_ms (the simulated forward time), params_mb (parameter and buffer bytes / 2^20),
+rss_limit_gb (the memory goal: 3x the parameter bytes + 1.5 GB). Each model and path
+runs in a process of its own, so the peak is that model's; a process passing
+--max-rss-gb is stopped and reported.
+"""
+
+import argparse
+import json
+import multiprocessing
+import os
+import resource
+import sys
+import threading
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+# bench/ holds scripts whose names are packages' too (kernels.py is transformers'
+# "kernels"): not on the path, the repository's tests/ (the model zoo) instead.
+sys.path[:] = [p for p in sys.path if os.path.abspath(p or os.curdir) != HERE]
+sys.path.insert(0, os.path.join(HERE, "..", "tests"))
+
+PATHS = ("compile", "from_torch")
+
+
+def _rss_gb() -> float:
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**30
+
+
+def _watchdog(limit_gb: float):
+    """Ends the process when its resident memory passes limit_gb (a model that grows
+    without bound must not take the machine)."""
+
+    def watch():
+        while True:
+            if _rss_gb() > limit_gb:
+                print(json.dumps({"status": f"error: resident memory passed {limit_gb} GB"}), flush=True)
+                os._exit(3)
+            time.sleep(0.05)
+
+    threading.Thread(target=watch, daemon=True).start()
+
+
+def compare(got, want, kind):
+    """(rel_err, argmax_agree) of got against torch's want."""
+    import torch
+
+    got, want = got.detach().float(), want.detach().float()
+    rel = float((got - want).abs().max() / want.abs().max().clamp_min(1e-30))
+    agree = None
+    if kind in ("lm", "image"):
+        agree = float((got.argmax(-1) == want.argmax(-1)).float().mean())
+    return rel, agree
+
+
+def run_one(name: str, path: str, limit_gb: float) -> dict:
+    """One model through one path, in this process."""
+    _watchdog(limit_gb)
+    import torch
+
+    import pypto as p
+    from model_zoo import BY_NAME, param_bytes
+
+    p.set_progress(False)
+    case = BY_NAME[name]
+    model = case.model()
+    args = case.example()
+    with torch.no_grad():
+        want = model(*args)
+    row = {"model": name, "path": path, "params_mb": round(param_bytes(model) / 2**20, 2)}
+    row["rss_limit_gb"] = round(3 * param_bytes(model) / 2**30 + 1.5, 3)
+    t0 = time.perf_counter()
+    try:
+        if path == "compile":
+            import torch._dynamo
+
+            from pypto.torch_interop.fallbacks import last_parts
+
+            torch._dynamo.reset()
+            with torch.no_grad():
+                got = torch.compile(model, backend="pypto")(*args)
+            sims = [e["sim_ms"] for e in last_parts() if e["sim_ms"] is not None]
+            sim = sum(sims) if sims else None
+        else:
+            m = p.from_torch(model)
+            got = m(*args)
+            sim = m.last_time_ms
+        row["host_s"] = round(time.perf_counter() - t0, 2)
+        fb = p.last_fallbacks()
+        row["fallbacks"] = [f["op"] for f in fb]
+        row["rel_err"], row["argmax_agree"] = compare(got, want, case.kind)
+        row["sim_ms"] = None if sim is None else round(sim, 4)
+        ok = row["rel_err"] <= 2e-2 and (row["argmax_agree"] is None or row["argmax_agree"] >= 0.95)
+        row["status"] = "fallbacks" if fb else ("ok" if ok else "mismatch")
+    except Exception as e:  # noqa: BLE001 (the row reports it)
+        row["host_s"] = round(time.perf_counter() - t0, 2)
+        row["status"] = f"error: {type(e).__name__}: {str(e).splitlines()[0][:300]}"
+    row["peak_rss_gb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20, 3)
+    return row
+
+
+def _child(name, path, limit_gb, queue):
+    queue.put(run_one(name, path, limit_gb))
+
+
+def main():
+    from model_zoo import CASES
+
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--models", default=",".join(c.name for c in CASES))
+    ap.add_argument("--paths", default=",".join(PATHS))
+    ap.add_argument("--max-rss-gb", type=float, default=6.0, help="stop a model whose process passes this")
+    ap.add_argument("--json", action="store_true", help="print one JSON object per line")
+    args = ap.parse_args()
+    ctx = multiprocessing.get_context("spawn")  # the Go runtime does not survive fork
+    for name in args.models.split(","):
+        for path in args.paths.split(","):
+            queue = ctx.Queue()
+            proc = ctx.Process(target=_child, args=(name, path, args.max_rss_gb, queue))
+            proc.start()
+            proc.join()
+            row = queue.get() if not queue.empty() else {"model": name, "path": path, "status": f"error: the process ended with code {proc.exitcode}"}
+            if args.json:
+                print(json.dumps(row), flush=True)
+            else:
+                print(f"{name:16s} {path:10s} {row['status'][:60]:60s} rel {row.get('rel_err')} argmax {row.get('argmax_agree')} "
+                      f"host {row.get('host_s')} s peak {row.get('peak_rss_gb')} GB (goal {row.get('rss_limit_gb')}) sim {row.get('sim_ms')} ms "
+                      f"fallbacks {row.get('fallbacks')}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
