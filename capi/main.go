@@ -63,11 +63,33 @@ func main() {}
 // is loaded, which a host such as Python may have changed since the process began
 // (the Go runtime's own copy is the one from the process's start).
 func init() {
-	name := C.CString("PYPTO_CHECK_TIMING_CACHE")
-	defer C.free(unsafe.Pointer(name))
-	if v := C.getenv(name); v != nil && C.GoString(v) == "1" {
+	if v, ok := getenv("PYPTO_CHECK_TIMING_CACHE"); ok && v == "1" {
 		device.CheckTimingCache(true)
 	}
+	// Compiling a model allocates much that dies at once (the levels' graphs, emitted
+	// programs before the backend's copies), so with the default growth target (the
+	// heap doubles over what lives) the process peaks near twice the programs it keeps:
+	// EfficientNet-B0's first call at 1.53 GB, 1.40 GB with 50 (docs/torch.md,
+	// "Memory"). GOGC, when set, is the user's choice.
+	if _, ok := getenv("GOGC"); !ok {
+		debug.SetGCPercent(gcPercent)
+	}
+}
+
+// gcPercent is the collector's growth target when GOGC is not set (assumed: half the
+// default trades some collection time for a lower peak).
+const gcPercent = 50
+
+// getenv reads the process environment as it is now (C's, which a host such as
+// Python may have changed since the process began).
+func getenv(key string) (string, bool) {
+	name := C.CString(key)
+	defer C.free(unsafe.Pointer(name))
+	v := C.getenv(name)
+	if v == nil {
+		return "", false
+	}
+	return C.GoString(v), true
 }
 
 //export pypto_abi_version

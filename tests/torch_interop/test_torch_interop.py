@@ -640,7 +640,7 @@ print(before, during, rss())
     out = subprocess.run([sys.executable, "-c", code, str(ROOT / "tests")], capture_output=True, text=True, timeout=600)
     assert out.returncode == 0, out.stderr[-3000:]
     before, during, after = map(int, out.stdout.split()[-3:])
-    assert during > before * 1.1  # the compile did hold memory
+    assert during > before + (50 << 20)  # the compile did hold memory (GPT's programs: 70-90 MiB)
     assert after <= before * 1.1, f"{before / 2**20:.0f} MiB before, {during / 2**20:.0f} during, {after / 2**20:.0f} after"
 
 

@@ -26,12 +26,7 @@ from ..tensor_level import shape_ops
 from ..tensor_level import update
 from ..tensor_level.einsum import einsum
 from ..tensor_level.tensor import Tensor
-
-
-def _dt(d):
-    from .ops_table import _dtype
-
-    return _dtype(d)
+from .torch_dtypes import pypto_dtype as _dt
 
 
 def _size(args):

@@ -18,28 +18,14 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .._core.dtypes import bfloat16, bool_, float16, float32, int8, int32
+from .._core.dtypes import bfloat16, bool_, float16, float32, int32
 from ..tensor_level import conv
 from ..tensor_level import nn as pnn
 from ..tensor_level import ops
 from ..tensor_level import reductions
 from ..tensor_level import shape_ops
 from ..tensor_level.tensor import Tensor
-
-#: torch dtypes PyPTO has, and the dtype it runs them in (int64 indices run as int32).
-TORCH_DTYPES = {
-    torch.float32: float32, torch.float16: float16, torch.bfloat16: bfloat16,
-    torch.int8: int8, torch.int32: int32, torch.bool: bool_, torch.int64: int32,
-}  # fmt: skip
-
-
-def _dtype(d):
-    if d is None or d in TORCH_DTYPES.values():
-        return d
-    if d in TORCH_DTYPES:
-        return TORCH_DTYPES[d]
-    raise TypeError(f"dtype {d} is not a PyPTO dtype")
-
+from .torch_dtypes import pypto_dtype as _dtype
 
 def _dims(args):
     """torch's f(x, 1, 2) and f(x, (1, 2)) forms of a dims argument."""

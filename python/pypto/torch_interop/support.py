@@ -11,8 +11,8 @@ import torch
 import torch.fx
 from torch.utils import _pytree as pytree
 
-from . import ops_table
 from .graph import Params, describe, run_node, why_unsupported
+from .torch_dtypes import TORCH_DTYPES
 from ..runtime.tracing import placeholder
 from ..tensor_level.tensor import Tensor
 
@@ -34,7 +34,7 @@ def tensor_unsupported(v) -> "str | None":
     """Why PyPTO cannot hold the torch tensor v (None: it can)."""
     if v.layout != torch.strided:
         return f"it reads or computes a {v.layout} tensor (PyPTO tensors are dense)"
-    if v.dtype not in ops_table.TORCH_DTYPES:
+    if v.dtype not in TORCH_DTYPES:
         return f"it reads or computes a {v.dtype} tensor, which PyPTO does not have"
     if v.device.type not in ("cpu", "meta"):
         return f"it computes on {v.device}"
@@ -52,7 +52,7 @@ def _stand_in(val):
             shape = tuple(int(s) for s in val.shape)
         except (TypeError, ValueError, RuntimeError):  # a symbolic size
             return _Opaque("it reads a tensor of symbolic size")
-        return placeholder(shape, ops_table.TORCH_DTYPES[val.dtype])
+        return placeholder(shape, TORCH_DTYPES[val.dtype])
     if isinstance(val, (torch.SymInt, torch.SymFloat, torch.SymBool)):
         return _Opaque("it reads a symbolic size computed in the graph")
     if isinstance(val, (tuple, list)):
