@@ -5,9 +5,12 @@ bucket chosen, the simulated time of both, their ratio and whether the outputs h
 same bits; then the programs the bucketed executor built, the worst ratio and the host
 time its compilations took (bucket programs and the estimates that sized the buckets).
 
-    python bench/dynamic.py [--device a2] [--max 2048] [--step 1] [--json]
+    python bench/dynamic.py [--device a2] [--max 2048] [--step 1] [--case causal] [--json]
 
 --step N runs every N-th size and each bucket's smallest size (where padding costs most).
+--case softmax (the default) is the guide's block as written there, its attention a
+softmax over all keys; --case causal is the same block with causal attention
+(p.scaled_dot_product_attention(q, k, v, is_causal=True)).
 """
 
 import argparse
@@ -23,19 +26,22 @@ HIDDEN = 1024
 SEED = 2024
 
 
-def block(x):
+def block(x, causal=False):
     hidden = HIDDEN
     q = p.linear(x, hidden, hidden)
     k = p.linear(x, hidden, hidden)
     v = p.linear(x, hidden, hidden)
-    attn = p.matmul(p.softmax(p.matmul(q, k, transpose_b=True) / math.sqrt(hidden), axis=-1), v)
+    if causal:
+        attn = p.scaled_dot_product_attention(q, k, v, is_causal=True)
+    else:
+        attn = p.matmul(p.softmax(p.matmul(q, k, transpose_b=True) / math.sqrt(hidden), axis=-1), v)
     ff = p.relu(p.linear(attn, hidden, hidden * 4))
     return p.linear(ff, hidden * 4, hidden) + x
 
 
-def traced(shape, config):
+def traced(shape, config, causal):
     p.manual_seed(SEED)  # every trace draws the same parameters
-    return p.compile(block, inputs=[p.Tensor(shape, dtype=p.float16)], config=config)
+    return p.compile(lambda x: block(x, causal), inputs=[p.Tensor(shape, dtype=p.float16)], config=config)
 
 
 def main():
@@ -43,11 +49,13 @@ def main():
     ap.add_argument("--device", default="a2")
     ap.add_argument("--max", type=int, default=2048)
     ap.add_argument("--step", type=int, default=1)
+    ap.add_argument("--case", choices=("softmax", "causal"), default="softmax")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
+    causal = args.case == "causal"
     p.set_progress(False)  # the table is the progress
     config = p.CompileConfig(chip=args.device)
-    bucketed = traced([p.symbol("batch"), p.symbol("seq_len"), HIDDEN], config)
+    bucketed = traced([p.symbol("batch"), p.symbol("seq_len"), HIDDEN], config, causal)
     compile_ms = 0.0
     rows = {}
 
@@ -64,7 +72,7 @@ def main():
             t0 = time.perf_counter()
             bucketed.run(x)
             compile_ms += max(0.0, first - (time.perf_counter() - t0)) * 1e3
-        exact = traced([1, n, HIDDEN], config)
+        exact = traced([1, n, HIDDEN], config, causal)
         want = exact.run(x).numpy()
         rows[n] = {
             "seq_len": n,
@@ -79,7 +87,7 @@ def main():
             print(f"{n:>7} {program:>24} {r['bucketed_ms']:>12.4f} {r['exact_ms']:>10.4f} {r['slowdown']:>9.3f} {str(r['identical']):>9}", flush=True)
 
     if not args.json:
-        print(f"guide's transformer block, hidden {HIDDEN}, float16, batch 1, seq_len 1..{args.max} step {args.step}, on {args.device}")
+        print(f"guide's transformer block ({args.case} attention), hidden {HIDDEN}, float16, batch 1, seq_len 1..{args.max} step {args.step}, on {args.device}")
         print(f"{'seq_len':>7} {'program':>24} {'bucketed ms':>12} {'exact ms':>10} {'slowdown':>9} {'identical':>9}")
     for n in range(1, args.max + 1, args.step):
         run(n)
@@ -92,7 +100,7 @@ def main():
     worst = max(rows.values(), key=lambda r: r["slowdown"])
     info = bucketed.info()["buckets"]
     result = {
-        "case": f"transformer block hidden {HIDDEN}, batch 1, seq_len 1..{args.max} step {args.step} on {args.device}",
+        "case": f"transformer block ({args.case} attention) hidden {HIDDEN}, batch 1, seq_len 1..{args.max} step {args.step} on {args.device}",
         "programs": bucketed.num_compiled,
         "worst_slowdown": worst["slowdown"],
         "worst_seq_len": worst["seq_len"],

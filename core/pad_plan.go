@@ -23,7 +23,11 @@ import (
 //     them unwritten: a sum with -inf could be NaN there, a select is not);
 //   - a matmul contracting such probabilities with an operand along the padded axis
 //     (attention's P V) reads that operand with its padded rows set to 0, so that the
-//     products added for them are exact zeros whatever the padding computed there.
+//     products added for them are exact zeros whatever the padding computed there;
+//   - scaled_dot_product_attention over padded keys drops them by causality (keys
+//     padded with the queries) or by a key mask (a bool one the user gives, padded
+//     False, or one the plan adds), and reads its values with their padded rows set to
+//     0 (checkAttention).
 //
 // Any other use of a padded axis (slicing, concatenation, a reduction over it, ...)
 // makes the plan fail with the op that prevents it.
@@ -36,6 +40,9 @@ type PadPlan struct {
 	order   []string // the symbols, in the order of the sizes param
 	// masked: softmax node -> index in Masks of the mask that selects its input.
 	masked map[int]int
+	// keyMasked: attention node -> index in Masks of the mask that drops its padded
+	// keys (its mask input, or combined with the user's).
+	keyMasked map[int]int
 	// zeroed: matmul node -> (operand index, index in Keeps of the rows kept).
 	zeroed map[int][2]int
 	Masks  []PadMask // of softmax inputs: true for a valid key (else -inf)
@@ -64,7 +71,7 @@ func (m PadMask) Type() TensorType {
 // PlanPadding returns how g runs padded along the given symbols, or an error naming
 // the op that reads padded positions into valid ones.
 func PlanPadding(g *Graph, symbols []string) (*PadPlan, error) {
-	p := &PadPlan{g: g, symbols: map[string]bool{}, order: append([]string(nil), symbols...), masked: map[int]int{}, zeroed: map[int][2]int{}}
+	p := &PadPlan{g: g, symbols: map[string]bool{}, order: append([]string(nil), symbols...), masked: map[int]int{}, keyMasked: map[int]int{}, zeroed: map[int][2]int{}}
 	for _, s := range symbols {
 		p.symbols[s] = true
 	}
@@ -153,6 +160,8 @@ func (p *PadPlan) check(i int, n *Node, probs map[int]bool) string {
 			return fmt.Sprintf("its contracted axis is %s, not a symbol alone", d)
 		}
 		p.zeroed[i] = [2]int{1, p.mask(&p.Keeps, PadMask{Symbol: d.String(), Axis: axis, Rank: len(b.Shape), DType: dtype.Bool})}
+	case n.Op == "scaled_dot_product_attention":
+		return p.checkAttention(i, n, axisPadded)
 	case n.Op == "softmax":
 		t := in(0)
 		ax := n.Attrs.Int("axis", -1)
@@ -205,6 +214,62 @@ func (p *PadPlan) check(i int, n *Node, probs map[int]bool) string {
 			return "it makes a padded axis"
 		}
 	}
+	return ""
+}
+
+// checkAttention returns why attention node i (q [..., L, E], k [..., S, E], v [..., S,
+// Ev], an optional mask broadcast to [..., L, S]) cannot run padded, or "". Padded
+// query rows stay apart (each row attends on its own; a padded one computes what it
+// may and is cut). Padded keys are never seen by a valid query when:
+//
+//   - the attention is causal and its keys are padded with its queries (one symbol
+//     alone on both axes): a valid query i attends to keys j <= i < n only, the rest
+//     dropped by the causal mask whatever they hold;
+//   - otherwise a key mask drops them: a bool mask along the keys (padded False) or a
+//     mask param the plan adds, true for the run's keys, combined with the user's.
+//
+// Dropped scores are -inf by a select, whatever the padded keys computed (NaN
+// included), so their probabilities are exact zeros; the padded value rows they meet
+// are set to 0 (a keep mask, as for P V), so that no NaN a padded row may hold reaches
+// a valid one through 0 * NaN.
+func (p *PadPlan) checkAttention(i int, n *Node, axisPadded func(TensorType, int) bool) string {
+	in := func(k int) TensorType { return p.g.Nodes[n.Inputs[k]].Type }
+	q, k, v := in(0), in(1), in(2)
+	if axisPadded(q, -1) || axisPadded(k, -1) || axisPadded(v, -1) {
+		return "it contracts a padded head dimension"
+	}
+	if !axisPadded(k, -2) && !axisPadded(v, -2) {
+		if len(n.Inputs) == 4 && len(p.paddedAxes(in(3))) > 0 && !axisPadded(in(3), -2) {
+			return "its mask is padded along an axis the scores do not pad"
+		}
+		return ""
+	}
+	kd, vd := k.AllDims()[len(k.Shape)-2], v.AllDims()[len(v.Shape)-2]
+	if !p.bare(kd) || kd.String() != vd.String() {
+		return fmt.Sprintf("its keys are %s and its values %s, not one symbol alone", kd, vd)
+	}
+	keep := PadMask{Symbol: kd.String(), Axis: len(v.Shape) - 2, Rank: len(v.Shape), DType: dtype.Bool}
+	if n.Attrs.Bool("is_causal", false) {
+		if qd := q.AllDims()[len(q.Shape)-2]; qd.String() != kd.String() {
+			return fmt.Sprintf("it is causal over keys %s padded apart from its queries %s", kd, qd)
+		}
+		p.zeroed[i] = [2]int{2, p.mask(&p.Keeps, keep)}
+		return ""
+	}
+	if len(n.Inputs) == 4 {
+		m := in(3)
+		if m.DType == dtype.Bool && axisPadded(m, -1) && p.bare(m.AllDims()[len(m.Shape)-1]) && m.AllDims()[len(m.Shape)-1].String() == kd.String() {
+			// a key-padding mask: its padded keys are False, dropped
+			p.zeroed[i] = [2]int{2, p.mask(&p.Keeps, keep)}
+			return ""
+		}
+	}
+	rank := max(len(q.Shape), len(k.Shape))
+	if len(n.Inputs) == 4 {
+		rank = max(rank, len(in(3).Shape))
+	}
+	p.keyMasked[i] = p.mask(&p.Masks, PadMask{Symbol: kd.String(), Axis: rank - 1, Rank: rank, DType: dtype.Bool})
+	p.zeroed[i] = [2]int{2, p.mask(&p.Keeps, keep)}
 	return ""
 }
 
@@ -334,6 +399,23 @@ func (p *PadPlan) Specialize(b Binding) (*Graph, error) {
 					return nil, err
 				}
 				ins[0] = v
+			}
+			if k, ok := p.keyMasked[i]; ok {
+				keys := maskVals[k]
+				if len(ins) == 4 { // the user's mask too: a float one is -inf where keys are dropped
+					var err error
+					if out.Type(ins[3]).DType == dtype.Bool {
+						keys, err = out.Op("logical_and", []Value{ins[3], keys}, nil, loc)
+					} else {
+						keys, err = sel(out, keys, ins[3], math.Inf(-1), loc)
+					}
+					if err != nil {
+						return nil, err
+					}
+					ins[3] = keys
+				} else {
+					ins = append(ins, keys)
+				}
 			}
 			if z, ok := p.zeroed[i]; ok {
 				v, err := sel(out, keepVals[z[1]], ins[z[0]], 0, loc)

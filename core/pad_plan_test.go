@@ -51,3 +51,60 @@ func TestPlanPaddingMasksAttentionOverPaddedKeys(t *testing.T) {
 	_, err = PlanPadding(g3, []string{"s"})
 	assert.ErrorContains(t, err, "contracts a padded axis")
 }
+
+func TestPlanPaddingProvesAttentionOverPaddedKeys(t *testing.T) {
+	attn := func(attrs, mask string) *Graph {
+		t.Helper()
+		maskParam, maskArg, res := "", "", "%3"
+		if mask != "" {
+			maskParam, maskArg, res = ", %m: "+mask, ", %m", "%4"
+		}
+		g, err := Parse(`graph a(%q: f16[b,s,8], %k: f16[b,s,8], %v: f16[b,s,4]` + maskParam + `) {
+  ` + res + ` = scaled_dot_product_attention(%q, %k, %v` + maskArg + `) ` + attrs + ` : f16[b,s,4]
+  return ` + res + `
+}`)
+		require.NoError(t, err)
+		return g
+	}
+	// Causal: a valid query never sees a padded key; only the values' padded rows are
+	// zeroed (0 * NaN would be NaN).
+	plan, err := PlanPadding(attn("{is_causal=true}", ""), []string{"b", "s"})
+	require.NoError(t, err)
+	require.Empty(t, plan.Masks)
+	require.Len(t, plan.Keeps, 1)
+	assert.Equal(t, "bool[1,s,1]", plan.Keeps[0].Type().String())
+	pg, err := plan.Specialize(Binding{"b": 1, "s": 32})
+	require.NoError(t, err)
+	text := Format(pg)
+	assert.Contains(t, text, "where(%pad_keep0, %v")
+	assert.Contains(t, text, "scaled_dot_product_attention(%q, %k, %")
+	// A bool key-padding mask, padded False, drops the padded keys itself.
+	plan, err = PlanPadding(attn("", "bool[b,1,s]"), []string{"b", "s"})
+	require.NoError(t, err)
+	require.Empty(t, plan.Masks)
+	// Without one the plan adds a key mask: the attention's mask input...
+	plan, err = PlanPadding(attn("", ""), []string{"b", "s"})
+	require.NoError(t, err)
+	require.Len(t, plan.Masks, 1)
+	assert.Equal(t, "bool[1,1,s]", plan.Masks[0].Type().String())
+	pg, err = plan.Specialize(Binding{"b": 2, "s": 16})
+	require.NoError(t, err)
+	assert.Contains(t, Format(pg), "scaled_dot_product_attention(%q, %k, %7, %pad_mask0)")
+	// ... combined with a float mask (-inf where it drops a key) or a bool one that does
+	// not run along the keys.
+	for mask, how := range map[string]string{"f16[s,s]": "where(%pad_mask0, %m", "bool[1]": "logical_and(%m, %pad_mask0)"} {
+		plan, err = PlanPadding(attn("", mask), []string{"b", "s"})
+		require.NoError(t, err, mask)
+		pg, err = plan.Specialize(Binding{"b": 2, "s": 16})
+		require.NoError(t, err, mask)
+		assert.Contains(t, Format(pg), how, mask)
+	}
+	// Causal attention whose keys are padded apart from its queries is refused.
+	g, err := Parse(`graph a(%q: f16[s,8], %k: f16[t,8], %v: f16[t,4]) {
+  %3 = scaled_dot_product_attention(%q, %k, %v) {is_causal=true} : f16[s,4]
+  return %3
+}`)
+	require.NoError(t, err)
+	_, err = PlanPadding(g, []string{"s", "t"})
+	assert.ErrorContains(t, err, "causal over keys t padded apart from its queries s")
+}
