@@ -102,9 +102,11 @@ func emitAttentionCube(e *emitter, tg *TileGraph, op *TileOp, a attentionShape, 
 	kL0 := e.tile("kt_l0", isa.Right, a.dt, a.dp, a.bc)
 	vL0 := e.tile("v_l0", isa.Right, a.dt, a.bc, a.dv)
 	causal := op.Attrs.Bool("is_causal", false)
+	dyn := newAttentionRun(e, op)
 	step := 0
 	for _, t := range tiles {
 		b, qi := attentionTileOf(op, t)
+		dyn.begin(qi * a.rows())
 		for c := 0; c < nc; c++ {
 			r0 := qi*a.rows() + c*a.hr
 			rows := max(0, min(a.hr, l-r0))
@@ -117,7 +119,9 @@ func emitAttentionCube(e *emitter, tg *TileGraph, op *TileOp, a attentionShape, 
 		scores := func(kb int) {
 			col0 := kb * a.bc
 			km := kMat[(step+kb)%2]
-			e.emit(isa.TLOAD, isa.TileOp(km), isa.GMOp(kv.window(b, 0, col0, eq, min(a.bc, s-col0))))
+			kw := kv.window(b, 0, col0, eq, min(a.bc, s-col0))
+			kw.ColsReg = dyn.keys(col0, kw.Cols)
+			e.emit(isa.TLOAD, isa.TileOp(km), isa.GMOp(kw))
 			e.emit(isa.TMOV, isa.TileOp(kL0), isa.TileOp(km))
 			for c := 0; c < nc; c++ {
 				if !resident {
@@ -140,7 +144,9 @@ func emitAttentionCube(e *emitter, tg *TileGraph, op *TileOp, a attentionShape, 
 			}
 			col0 := kb * a.bc
 			vm := vMat[(step+kb)%2]
-			e.emit(isa.TLOAD, isa.TileOp(vm), isa.GMOp(vv.window(b, col0, 0, min(a.bc, s-col0), ev)))
+			vw := vv.window(b, col0, 0, min(a.bc, s-col0), ev)
+			vw.RowsReg = dyn.keys(col0, vw.Rows)
+			e.emit(isa.TLOAD, isa.TileOp(vm), isa.GMOp(vw))
 			e.emit(isa.TMOV, isa.TileOp(vL0), isa.TileOp(vm))
 			for c := 0; c < nc; c++ {
 				h := c % a.nv
@@ -155,7 +161,78 @@ func emitAttentionCube(e *emitter, tg *TileGraph, op *TileOp, a attentionShape, 
 			}
 		}
 		step += nk
+		dyn.end()
 	}
+}
+
+// attentionRun is how a dynamic attention (TileOp.Dynamic) follows the run's sizes: it
+// reads the run's query count (and key count, when its keys are cut) into registers,
+// runs each tile in a loop of one iteration, or none when the tile's first row is past
+// the run's queries, and cuts each key block's loads of K and V at the run's keys (the
+// rest of the block zero-filled; the keys past the run never reach a valid query: the
+// padding plan proves it, by causality or a key mask). The cube and the vector cores
+// skip the same tiles, so their queues stay paired. A static attention's is a no-op.
+type attentionRun struct {
+	e                         *emitter
+	dynamic, cut              bool
+	queries, keyCount, runs   int // registers
+	kReg, counter, nextKeyReg int
+}
+
+func newAttentionRun(e *emitter, op *TileOp) *attentionRun {
+	r := &attentionRun{e: e}
+	d := op.Dynamic
+	if d == nil {
+		return r
+	}
+	r.dynamic, r.cut = true, d.CutK
+	size := func(reg, index int) {
+		e.emit(isa.SLD, isa.RegOp(reg), isa.GMOp(isa.GMView{Param: e.params[d.Sizes], Offset: index, Rows: 1, Cols: 1, RowStride: 1, ColStride: 1}))
+	}
+	r.queries, r.runs, r.counter = e.reg("queries"), e.reg("tile_runs"), e.reg("tile")
+	size(r.queries, d.Index)
+	if r.cut {
+		r.keyCount, r.kReg, r.nextKeyReg = e.reg("keys"), e.reg("block_keys"), e.reg("block_keys_v")
+		size(r.keyCount, d.KIndex)
+	}
+	return r
+}
+
+// begin opens the loop of a tile whose first query row is row0: one iteration while
+// row0 is below the run's queries.
+func (r *attentionRun) begin(row0 int) {
+	if !r.dynamic {
+		return
+	}
+	e, ri, imm := r.e, isa.RegOp, func(v int) isa.Operand { return isa.ImmOp(float64(v)) }
+	e.emit(isa.SSUB, ri(r.runs), ri(r.queries), imm(row0))
+	e.emit(isa.SMAX, ri(r.runs), ri(r.runs), imm(0))
+	e.emit(isa.SMIN, ri(r.runs), ri(r.runs), imm(1))
+	e.emit(isa.LOOP, ri(r.counter), ri(r.runs))
+}
+
+// end closes the tile's loop.
+func (r *attentionRun) end() {
+	if r.dynamic {
+		r.e.emit(isa.ENDLOOP)
+	}
+}
+
+// keys is the register of a key block's valid keys from col0 (at most n, the block's
+// static count), for the window of its load; 0 (no register) when the keys are not
+// cut. Consecutive calls alternate between two registers, so that K's load of one
+// block and V's of another may be computed before either issues.
+func (r *attentionRun) keys(col0, n int) isa.RegRef {
+	if !r.cut {
+		return 0
+	}
+	e, ri, imm := r.e, isa.RegOp, func(v int) isa.Operand { return isa.ImmOp(float64(v)) }
+	reg := r.kReg
+	r.kReg, r.nextKeyReg = r.nextKeyReg, r.kReg
+	e.emit(isa.SSUB, ri(reg), ri(r.keyCount), imm(col0))
+	e.emit(isa.SMAX, ri(reg), ri(reg), imm(0))
+	e.emit(isa.SMIN, ri(reg), ri(reg), imm(n))
+	return isa.UseReg(reg)
 }
 
 // attentionVector holds a vector core's tiles.
@@ -278,9 +355,12 @@ func emitAttentionVector(e *emitter, tg *TileGraph, op *TileOp, a attentionShape
 		}
 	}
 	ov := attentionOutView(e, tg, op)
+	dyn := newAttentionRun(e, op)
+	dyn.cut = false // the vector cores load no keys
 	step := 0
 	for _, t := range tiles {
 		b, qi := attentionTileOf(op, t)
+		dyn.begin(qi * a.rows())
 		masks := make([][]blockMask, len(own))
 		for i, c := range own {
 			cs := v.chunks[i]
@@ -311,6 +391,7 @@ func emitAttentionVector(e *emitter, tg *TileGraph, op *TileOp, a attentionShape
 				v.emit(isa.TSTORE, isa.ModeNone, isa.GMOp(ov.window(b, row0, 0, rows, ev)), v.res)
 			}
 		}
+		dyn.end()
 	}
 }
 

@@ -64,8 +64,11 @@ func checkDynamicRows(tensors []GMTensor, op *TileOp) string {
 	if d == nil {
 		return ""
 	}
-	if op.Kind != TileRows && (op.Kind != TileMatmul && op.Kind != TileMatmulEpilogue || op.Problem[0] != 1 || op.Grid[3] != 1) {
-		return fmt.Sprintf("dynamic rows are for row kernels and matmuls of one matrix with K whole, not a %s op of problem %v and grid %v", op.Kind, op.Problem, op.Grid)
+	if op.Kind != TileRows && op.Kind != TileAttention && (op.Kind != TileMatmul && op.Kind != TileMatmulEpilogue || op.Problem[0] != 1 || op.Grid[3] != 1) {
+		return fmt.Sprintf("dynamic rows are for row kernels, attention and matmuls of one matrix with K whole, not a %s op of problem %v and grid %v", op.Kind, op.Problem, op.Grid)
+	}
+	if op.Kind == TileAttention && op.Attrs.Bool("heads_last", false) {
+		return "an attention that stores its heads last has no dynamic rows"
 	}
 	if d.Sizes < 0 || d.Sizes >= len(tensors) || tensors[d.Sizes].Role != RoleInput || tensors[d.Sizes].Type.DType != dtype.Int32 {
 		return fmt.Sprintf("the sizes of dynamic rows must be an int32 input tensor, not t%d", d.Sizes)
@@ -129,8 +132,11 @@ func runDynamicSizes(c *compilation) error {
 	chosen := make([]int, len(tg.Ops)) // symbol index of the op's dynamic rows, or -1
 	for i, op := range tg.Ops {
 		chosen[i] = dynamicRowsOf(tg, op, ext, vectors)
-		if op.Kind == TileRows {
+		switch op.Kind {
+		case TileRows:
 			chosen[i] = dynamicRowsKernel(tg, op, ext)
+		case TileAttention:
+			chosen[i] = dynamicQueries(tg, op, ext)
 		}
 	}
 	masks := maskSymbols(tg, d, ext)
@@ -568,6 +574,12 @@ func dirtOf(d map[int]bool, chosen []int, sym int) bool {
 // row. dynamic is whether op itself computes only its valid rows.
 func unreadDirt(tg *TileGraph, op *TileOp, dynamic bool, k, ax int, ext []extents, masks map[int]int) (sym int, out, ok bool) {
 	switch op.Kind {
+	case TileAttention:
+		// A dynamic attention loads its keys and values up to the run's size, the rest
+		// of each block zero-filled (codegen_attention.go).
+		if s := contractedSymbol(tg, op, ext); dynamic && s >= 0 && (k == 1 || k == 2) && ax == len(tg.Tensors[op.Inputs[k]].Type.Shape)-2 {
+			return s, false, true
+		}
 	case TileMatmul, TileMatmulEpilogue:
 		if s := contractedSymbol(tg, op, ext); dynamic && s >= 0 && ax == contractedAxis(tg, op, k) {
 			return s, false, true
@@ -596,6 +608,9 @@ func contractedAxis(tg *TileGraph, op *TileOp, k int) int {
 // matmul contracts (from its operands' extents), or -1 when K is valid whole or the
 // operands disagree.
 func contractedSymbol(tg *TileGraph, op *TileOp, ext []extents) int {
+	if op.Kind == TileAttention {
+		return keysSymbol(tg, op, ext)
+	}
 	if op.Kind != TileMatmul && op.Kind != TileMatmulEpilogue || op.Grid[3] != 1 {
 		return -1
 	}
@@ -613,6 +628,38 @@ func contractedSymbol(tg *TileGraph, op *TileOp, ext []extents) int {
 		}
 	}
 	return sym
+}
+
+// keysSymbol is the symbol whose run value is the valid extent of an attention's keys
+// (the axis before the last of its k and v), or -1 when they are valid whole or k and v
+// disagree.
+func keysSymbol(tg *TileGraph, op *TileOp, ext []extents) int {
+	sym := -1
+	for k := 1; k <= 2; k++ {
+		x := ext[op.Inputs[k]]
+		if !x.known {
+			return -1
+		}
+		if s := x.axes[len(x.axes)-2]; s >= 0 {
+			if sym >= 0 && s != sym {
+				return -1
+			}
+			sym = s
+		}
+	}
+	return sym
+}
+
+// dynamicQueries is the index of the symbol whose value is the valid count of an
+// attention's query rows when its kernel can compute only the tiles those rows need,
+// else -1: its result stored as computed (not heads-last) with a known extent.
+func dynamicQueries(tg *TileGraph, op *TileOp, ext []extents) int {
+	out := ext[op.Output]
+	r := len(out.axes)
+	if op.Attrs.Bool("heads_last", false) || !out.known || r < 2 || tg.Tensors[op.Output].Alias != 0 {
+		return -1
+	}
+	return out.axes[r-2]
 }
 
 // maskSymbols maps each mask param (DynamicSizes.Masks) whose last axis has a symbol

@@ -369,3 +369,97 @@ func TestDynamicAttentionFollowsTheRunsKeys(t *testing.T) {
 		t.Logf("rows %d: %d cycles, padded %d", rows, st.Cycles, ps.Cycles) // launch-bound at this size
 	}
 }
+
+// causalAttentionGraph is a padded program's causal attention over u rows (as
+// core.PlanPadding makes it): scaled_dot_product_attention(q, k, where(keep, v, 0)),
+// is_causal, of projections of x, whose rows are valid up to the run's size.
+func causalAttentionGraph(t *testing.T, u, e int) (*core.Graph, *DynamicSizes) {
+	bl := core.NewBuilder("causal_attention")
+	f16 := func(s ...int) core.TensorType { return core.TensorType{DType: dtype.Float16, Shape: s} }
+	x := bl.Param("x", f16(u, e))
+	wq, wk, wv := bl.Param("wq", f16(e, e)), bl.Param("wk", f16(e, e)), bl.Param("wv", f16(e, e))
+	keep := bl.Param("keep", core.TensorType{DType: dtype.Bool, Shape: core.Shape{u, 1}})
+	bl.Param("sizes", core.TensorType{DType: dtype.Int32, Shape: core.Shape{1}})
+	op := func(name string, attrs core.Attrs, in ...core.Value) core.Value {
+		v, err := bl.Op(name, in, attrs, core.Location{})
+		require.NoError(t, err)
+		return v
+	}
+	zero := op("full", core.Attrs{"value": 0.0, "dtype": "float16", "shape": []int64{}})
+	q, k, v := op("matmul", nil, x, wq), op("matmul", nil, x, wk), op("matmul", nil, x, wv)
+	bl.Output(op("scaled_dot_product_attention", core.Attrs{"is_causal": true}, q, k, op("where", nil, keep, v, zero)))
+	return bl.Graph(), &DynamicSizes{Param: 5, Symbols: []string{"s"},
+		Extents: [][]int{{0, -1}, {-1, -1}, {-1, -1}, {-1, -1}, {0, -1}, {-1}}, Masks: []int{4}}
+}
+
+// A causal attention kernel follows the run's size: it runs only the query tiles the
+// run's rows need and loads its keys and values up to the run's size, so that the
+// projections of its keys and values may leave their padded rows unwritten too. The
+// valid rows have the bits of the padded program, even with NaN in the input's padded
+// rows, and fewer rows cost fewer cycles.
+func TestDynamicCausalAttentionFollowsTheRunsSize(t *testing.T) {
+	const u, e = 640, 64
+	chip := preset(t, "a2")
+	g, dyn := causalAttentionGraph(t, u, e)
+	padded, err := Compile(g, Options{Chip: chip, Verify: true})
+	require.NoError(t, err)
+	exe, err := Compile(g, Options{Chip: chip, Verify: true, Dynamic: dyn})
+	require.NoError(t, err)
+	kinds := map[TileKind]int{}
+	for _, op := range exe.Exec().Blocks.Tiles.Ops {
+		if op.Dynamic != nil {
+			kinds[op.Kind]++
+			if op.Kind == TileAttention {
+				assert.True(t, op.Dynamic.CutK, "the attention cuts its keys")
+			}
+		}
+	}
+	assert.Equal(t, 1, kinds[TileAttention], "the attention follows the run")
+	assert.Positive(t, kinds[TileMatmul]+kinds[TileMatmulEpilogue], "and so do the projections")
+	var cycles []int64
+	for _, rows := range []int{1, 100, 333, u} {
+		rng := rand.New(rand.NewPCG(9, uint64(rows)))
+		var in [][]byte
+		for i, p := range g.Params {
+			typ := g.Type(p)
+			switch i {
+			case 4:
+				buf := make([]byte, typ.Bytes())
+				for j := range rows {
+					buf[j] = 1
+				}
+				in = append(in, buf)
+			case 5:
+				in = append(in, dtype.Encode(dtype.Int32, []float64{float64(rows)}))
+			default:
+				a := randomArray(rng, typ)
+				if i == 0 {
+					for j := rows * e; j < len(a.Data); j++ {
+						a.Data[j] = 0
+					}
+				}
+				in = append(in, a.Bytes())
+			}
+		}
+		dirty := append([][]byte(nil), in...)
+		x := core.ArrayFromBytes(g.Type(g.Params[0]), in[0])
+		for j := rows * e; j < len(x.Data); j++ {
+			x.Data[j] = math.NaN()
+		}
+		dirty[0] = x.Bytes()
+		want, ps, err := padded.Run(in)
+		require.NoError(t, err)
+		got, st, err := exe.Run(dirty)
+		require.NoError(t, err)
+		require.Equal(t, want[0][:rows*e*2], got[0][:rows*e*2], "rows %d", rows)
+		var att int64
+		for k, task := range exe.Exec().Tasks {
+			if exe.Exec().Blocks.Tiles.Ops[exe.Exec().Blocks.Kernels[task.Kernel].Op].Kind == TileAttention {
+				att = st.Tasks[k].Stats.KernelCycles
+			}
+		}
+		t.Logf("rows %d: %d cycles (the attention's kernel %d), padded %d", rows, st.Cycles, att, ps.Cycles)
+		cycles = append(cycles, att)
+	}
+	assert.Less(t, cycles[1], cycles[len(cycles)-1]/2, "the attention of 100 rows costs much less than at the bound")
+}

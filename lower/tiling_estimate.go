@@ -362,11 +362,15 @@ func (e *Executable) EstimatedMsAt(sizes []int) (ms float64, searched bool) {
 	cycles := int64(0)
 	for _, op := range tg.Ops {
 		switch op.Kind {
-		case TileMatmul, TileMatmulEpilogue, TileAttention, TileRows:
+		case TileMatmul, TileMatmulEpilogue, TileAttention, TileRows, TileConv, TileConvEpilogue:
 			searched = true
 		}
 		if d := op.Dynamic; d != nil && d.Index < len(sizes) {
-			op = rowsOf(op, sizes[d.Index])
+			keys := 0
+			if d.CutK && d.KIndex < len(sizes) {
+				keys = sizes[d.KIndex]
+			}
+			op = rowsOf(op, sizes[d.Index], keys)
 		}
 		if c, err := est.cycles(tg, op); err == nil {
 			cycles += c
@@ -375,15 +379,22 @@ func (e *Executable) EstimatedMsAt(sizes []int) (ms float64, searched bool) {
 	return float64(cycles) / e.chip.ClockHz * 1e3, searched
 }
 
-// rowsOf is op over the first n rows of its output (at most all): a dynamic op as a
-// run of n rows runs it.
-func rowsOf(op *TileOp, n int) *TileOp {
+// rowsOf is op over the first n rows of its output (at most all), and for an
+// attention whose keys are cut over the first keys keys: a dynamic op as a run of n
+// rows runs it.
+func rowsOf(op *TileOp, n, keys int) *TileOp {
 	c := *op
 	c.Problem, c.Grid = append([]int(nil), op.Problem...), append([]int(nil), op.Grid...)
 	switch op.Kind {
 	case TileRows: // problem [rows, C], grid [rows/tr, 1]
 		c.Problem[0] = max(1, min(n, op.Problem[0]))
 		c.Grid[0] = ceilDiv(c.Problem[0], op.Tile[0])
+	case TileAttention: // problem [batch, l, s, e, ev], grid [batch, l/br, 1]
+		c.Problem[1] = max(1, min(n, op.Problem[1]))
+		if op.Dynamic.CutK {
+			c.Problem[2] = max(1, min(keys, op.Problem[2]))
+		}
+		c.Grid[1] = ceilDiv(c.Problem[1], op.Tile[0])
 	default: // matmuls: problem [batch, m, n, k], grid [batch, m/tm, n/tn, k/kc]
 		c.Problem[1] = max(1, min(n, op.Problem[1]))
 		c.Grid[1] = ceilDiv(c.Problem[1], op.Tile[0])

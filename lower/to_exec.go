@@ -231,7 +231,9 @@ type blockAt struct{ index, count int }
 
 // dynamic reports whether the block of op runs a tile loop over sizes read at run
 // time (TileOp.Dynamic).
-func (at blockAt) dynamic(op *TileOp) bool { return op.Dynamic != nil && at.count > 0 }
+func (at blockAt) dynamic(op *TileOp) bool {
+	return op.Dynamic != nil && at.count > 0 && op.Kind != TileAttention // an attention deals its tiles statically (attentionRun)
+}
 
 // emitBlock generates the PTO programs of one block of a tile op: one, or for a mixed
 // op the cube program followed by vectors vector programs. Its emitters share the
