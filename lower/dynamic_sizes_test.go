@@ -461,5 +461,5 @@ func TestDynamicCausalAttentionFollowsTheRunsSize(t *testing.T) {
 		t.Logf("rows %d: %d cycles (the attention's kernel %d), padded %d", rows, st.Cycles, att, ps.Cycles)
 		cycles = append(cycles, att)
 	}
-	assert.Less(t, cycles[1], cycles[len(cycles)-1]/2, "the attention of 100 rows costs much less than at the bound")
+	assert.Less(t, cycles[1], cycles[len(cycles)-1]*3/5, "the attention of 100 rows costs much less than at the bound")
 }
