@@ -35,7 +35,12 @@ def _setitem(x):
     y = x.clone()
     y[:, 1] = 0.5
     y[0] += 1
-    return y.masked_fill_(y > 1.2, -1.0)
+    z = torch.full_like(x, float("inf"))
+    z.zero_()
+    w = x * 2
+    w += 1  # every reader of w after this sees the new value, as in torch
+    u = torch.empty_like(x).fill_(2.0)
+    return y.masked_fill_(y > 1.2, -1.0) + z + w + u
 
 
 g = torch.Generator().manual_seed(0)
@@ -99,3 +104,26 @@ def test_grouped_query_attention_and_padding_masks():
     with torch.no_grad():
         want = m(x, pad)
     np.testing.assert_allclose(p.from_torch(m)(x, pad).numpy(), want.numpy(), rtol=1e-4, atol=1e-5)
+
+
+def test_writes_into_views_are_left_to_torch():
+    """A write into a view reaches its base in torch; PyPTO does not follow aliases,
+    so such writes are refused (from_torch) or run in torch (torch.compile), never
+    computed wrongly."""
+
+    def fn(x):
+        z = x * 1
+        z[1:].zero_()  # a view of z
+        return z
+
+    x = torch.randn(3, 4, generator=g)
+    with pytest.raises(p.CompileError, match="view of another tensor"):
+        p.from_torch(Fn(fn))(x)
+    from torch import _dynamo
+
+    from pypto.torch_interop.dynamo import backend
+
+    _dynamo.reset()
+    got = torch.compile(Fn(fn), backend=backend)(x)
+    assert torch.equal(got, fn(x))
+    assert any("view of another tensor" in f["reason"] for f in p.last_fallbacks())

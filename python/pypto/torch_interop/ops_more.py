@@ -315,6 +315,18 @@ def _in_place(fn):
     return f
 
 
+def in_place_operator(fn):
+    """x += y and the like: on a tensor, x itself takes the result (other readers of x
+    see it, as in torch); on other values, the plain operator."""
+
+    def f(x, *args):
+        if isinstance(x, Tensor):
+            return _in_place(fn)(x, *args)
+        return fn(x, *args)
+
+    return f
+
+
 def _copy_(x, src, non_blocking=False):
     update.setitem(x, Ellipsis, ops.cast(src, x.dtype))
     return x

@@ -352,16 +352,17 @@ from . import ops_more  # noqa: E402  (the rest of the table: creation, index ar
 
 FUNCTIONS.update(ops_more.FUNCTIONS)
 FUNCTIONS.update(ops_more.present({(F, "rms_norm"): _rms_norm, (torch, "rms_norm"): _rms_norm}))
-for _op, _f in ((operator.isub, _sub), (operator.itruediv, operator.truediv), (operator.ifloordiv, operator.floordiv),
-                (operator.iand, operator.and_), (operator.ior, operator.or_), (operator.imatmul, _matmul)):  # fmt: skip
-    FUNCTIONS[_op] = _f
+for _op, _f in ((operator.iadd, _add), (operator.imul, operator.mul), (operator.isub, _sub), (operator.itruediv, operator.truediv),
+                (operator.ifloordiv, operator.floordiv), (operator.iand, operator.and_), (operator.ior, operator.or_),
+                (operator.imatmul, _matmul)):  # fmt: skip
+    FUNCTIONS[_op] = ops_more.in_place_operator(_f)
 FUNCTIONS[operator.getitem] = ops_more.getitem
 METHODS.update(ops_more.METHODS)
 METHODS["__getitem__"] = ops_more.getitem
 for _name in ("add", "sub", "mul", "div", "masked_fill", "clamp", "clip", "exp", "sigmoid", "relu", "neg"):
     METHODS[_name + "_"] = ops_more._in_place(METHODS[_name])
-METHODS["zero_"] = ops_more._in_place(lambda x: ops.full_like(x, 0) if hasattr(ops, "full_like") else x * 0)
-METHODS["fill_"] = ops_more._in_place(lambda x, v: x * 0 + v)
+METHODS["zero_"] = ops_more._in_place(lambda x: ops_more._full_like(x, 0))
+METHODS["fill_"] = ops_more._in_place(lambda x, v: ops_more._full_like(x, v) if not isinstance(v, Tensor) else shape_ops.expand(v, list(x.shape)))
 
 
 # --- modules ---------------------------------------------------------------------------------

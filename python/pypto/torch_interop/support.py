@@ -7,6 +7,8 @@ runs. A handler tried on placeholders builds pending ops only: nothing is comput
 
 from __future__ import annotations
 
+import operator
+
 import torch
 import torch.fx
 from torch.utils import _pytree as pytree
@@ -84,9 +86,75 @@ def _same_type(got, want) -> "str | None":
     return None
 
 
+#: Tensor methods and functions whose result may share its input's memory in torch (a
+#: view), and Python's in-place operators.
+_VIEW_METHODS = {"__getitem__", "view", "reshape", "transpose", "permute", "t", "expand", "expand_as", "squeeze",
+                 "unsqueeze", "flatten", "unflatten", "narrow", "select", "unbind", "split", "chunk", "contiguous",
+                 "detach", "view_as", "reshape_as", "as_strided", "diagonal", "movedim", "swapaxes", "swapdims"}  # fmt: skip
+_VIEW_FUNCTIONS = {operator.getitem, torch.reshape, torch.transpose, torch.permute, torch.t, torch.squeeze,
+                   torch.unsqueeze, torch.flatten, torch.narrow, torch.select, torch.unbind, torch.split, torch.chunk,
+                   torch.detach, torch.diagonal, torch.movedim, torch.swapaxes}  # fmt: skip
+_IN_PLACE_OPERATORS = {operator.iadd, operator.isub, operator.imul, operator.itruediv, operator.ifloordiv,
+                       operator.iand, operator.ior, operator.imatmul, operator.setitem}  # fmt: skip
+
+
+_CALL_OPS = ("call_function", "call_method", "call_module")
+
+
+def _is_view(node: torch.fx.Node) -> bool:
+    """Whether node's result may share the memory of its first argument, a tensor (an
+    item of a tuple is no view)."""
+    src = node.args[0] if node.args else None
+    if not isinstance(src, torch.fx.Node) or not isinstance(example_value(src), torch.Tensor):
+        return False
+    if node.op == "call_method":
+        return node.target in _VIEW_METHODS
+    return node.op == "call_function" and node.target in _VIEW_FUNCTIONS
+
+
+def _writes_in_place(node: torch.fx.Node) -> bool:
+    if node.op == "call_method":
+        t = node.target
+        return t == "__setitem__" or (t.endswith("_") and not t.startswith("_"))
+    return node.op == "call_function" and node.target in _IN_PLACE_OPERATORS and isinstance(example_value(node.args[0]) if isinstance(node.args[0], torch.fx.Node) else None, torch.Tensor)
+
+
+def aliasing_writes(gm: torch.fx.GraphModule) -> dict:
+    """{node: why} for the in-place writes PyPTO cannot follow. PyPTO gives the written
+    tensor its new value, and the nodes after the write read it; in torch the write
+    also reaches every tensor sharing its memory. So a write is taken into a tensor the
+    graph computed (not an input, a parameter or a buffer) when no view of it taken
+    before the write is read after it, and into a view only as ``x[k] += v`` is
+    written: the view's new value stored back into x[k] at once."""
+    order = {n: i for i, n in enumerate(gm.graph.nodes)}
+    bad = {}
+    for node in gm.graph.nodes:
+        if not _writes_in_place(node) or not isinstance(node.args[0], torch.fx.Node):
+            continue
+        target = node.args[0]
+        if target.op in ("placeholder", "get_attr"):
+            bad[node] = "it writes in place into an input, parameter or buffer of the graph (PyPTO does not write back)"
+        elif _is_view(target) and not _stored_back(node, target):
+            bad[node] = "it writes in place into a view of another tensor (PyPTO does not follow aliases)"
+        elif any(_is_view(v) and order[v] < order[node] and any(order[u] > order[node] for u in v.users) for v in target.users):
+            bad[node] = "it writes in place into a tensor of which a view read later is taken (PyPTO does not follow aliases)"
+    return bad
+
+
+def _stored_back(write: torch.fx.Node, view: torch.fx.Node) -> bool:
+    """Whether the write into view (x[k]) is x[k] += v: its one reader stores it back
+    into x at k, and nothing reads the view after the write."""
+    if not (view.op == "call_function" and view.target is operator.getitem) or len(write.users) != 1:
+        return False
+    (store,) = write.users
+    return (store.op == "call_function" and store.target is operator.setitem and store.args[0] is view.args[0]
+            and store.args[1] == view.args[1] and store.args[2] is write and set(view.users) == {write})  # fmt: skip
+
+
 def unsupported_nodes(gm: torch.fx.GraphModule) -> dict:
     """{node: why} for every call node of gm that must run in torch."""
-    env, bad = {}, {}
+    env = {}
+    bad = aliasing_writes(gm)
     params = Params()
     for node in gm.graph.nodes:
         if node.op == "output":
@@ -97,7 +165,7 @@ def unsupported_nodes(gm: torch.fx.GraphModule) -> dict:
         if node.op == "get_attr":
             env[node] = run_node(gm, params, node, (), {})
             continue
-        why = why_unsupported(node, gm)
+        why = bad.get(node) or why_unsupported(node, gm)
         val = example_value(node)
         if why is None:
             for v in pytree.tree_leaves(val):
@@ -120,6 +188,14 @@ def unsupported_nodes(gm: torch.fx.GraphModule) -> dict:
                     continue
         bad[node] = why
         env[node] = _stand_in(val) if val is not None else _Opaque(f"it reads the result of {describe(node, gm)}, which runs in torch")
+    # A write that runs in torch writes into the memory of the tensor it targets: that
+    # tensor, and the tensors it is a view of, run in torch too (a PyPTO result's
+    # memory is PyPTO's, which torch must not write).
+    for node in [n for n in bad if _writes_in_place(n)]:
+        target = node.args[0]
+        while isinstance(target, torch.fx.Node) and target.op in _CALL_OPS:
+            bad.setdefault(target, f"{describe(node, gm)}, which runs in torch, writes into its memory")
+            target = target.args[0] if _is_view(target) else None
     return bad
 
 
