@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
@@ -333,34 +334,7 @@ func TestDynamicAttentionFollowsTheRunsKeys(t *testing.T) {
 	assert.Equal(t, 1, cut, "the values' matmul cuts its K")
 	for _, rows := range []int{1, 17, u / 2, u} {
 		rng := rand.New(rand.NewPCG(7, uint64(rows)))
-		var in, dirty [][]byte
-		for i, p := range g.Params {
-			typ := g.Type(p)
-			switch i {
-			case 4, 5: // the masks
-				buf := make([]byte, typ.Bytes())
-				for j := range rows {
-					buf[j] = 1
-				}
-				in = append(in, buf)
-			case 6:
-				in = append(in, dtype.Encode(dtype.Int32, []float64{float64(rows)}))
-			default:
-				a := randomArray(rng, typ)
-				if i == 0 {
-					for j := rows * e; j < len(a.Data); j++ {
-						a.Data[j] = 0
-					}
-				}
-				in = append(in, a.Bytes())
-			}
-		}
-		dirty = append(dirty, in...)
-		x := core.ArrayFromBytes(g.Type(g.Params[0]), in[0])
-		for j := rows * e; j < len(x.Data); j++ {
-			x.Data[j] = math.NaN()
-		}
-		dirty[0] = x.Bytes()
+		in, dirty := paddedRunInputs(g, rng, rows, e, []int{4, 5}, 6)
 		want, ps, err := padded.Run(in)
 		require.NoError(t, err)
 		got, st, err := exe.Run(dirty)
@@ -368,6 +342,41 @@ func TestDynamicAttentionFollowsTheRunsKeys(t *testing.T) {
 		require.Equal(t, want[0][:rows*e*2], got[0][:rows*e*2], "rows %d", rows)
 		t.Logf("rows %d: %d cycles, padded %d", rows, st.Cycles, ps.Cycles) // launch-bound at this size
 	}
+}
+
+// paddedRunInputs are a padded program's inputs for a run of rows rows: random, the
+// first param's rows past the run zero (the padding a bucketed run gives them), the
+// mask params true at the run's rows (their first elements), the sizes param the run's
+// count; dirty is the same with NaN in the first param's padded rows (e columns each).
+func paddedRunInputs(g *core.Graph, rng *rand.Rand, rows, e int, masks []int, sizes int) (in, dirty [][]byte) {
+	for i, p := range g.Params {
+		typ := g.Type(p)
+		switch {
+		case slices.Contains(masks, i):
+			buf := make([]byte, typ.Bytes())
+			for j := range rows {
+				buf[j] = 1
+			}
+			in = append(in, buf)
+		case i == sizes:
+			in = append(in, dtype.Encode(dtype.Int32, []float64{float64(rows)}))
+		default:
+			a := randomArray(rng, typ)
+			if i == 0 {
+				for j := rows * e; j < len(a.Data); j++ {
+					a.Data[j] = 0
+				}
+			}
+			in = append(in, a.Bytes())
+		}
+	}
+	dirty = append(dirty, in...)
+	x := core.ArrayFromBytes(g.Type(g.Params[0]), in[0])
+	for j := rows * e; j < len(x.Data); j++ {
+		x.Data[j] = math.NaN()
+	}
+	dirty[0] = x.Bytes()
+	return in, dirty
 }
 
 // causalAttentionGraph is a padded program's causal attention over u rows (as
@@ -419,34 +428,7 @@ func TestDynamicCausalAttentionFollowsTheRunsSize(t *testing.T) {
 	var cycles []int64
 	for _, rows := range []int{1, 100, 333, u} {
 		rng := rand.New(rand.NewPCG(9, uint64(rows)))
-		var in [][]byte
-		for i, p := range g.Params {
-			typ := g.Type(p)
-			switch i {
-			case 4:
-				buf := make([]byte, typ.Bytes())
-				for j := range rows {
-					buf[j] = 1
-				}
-				in = append(in, buf)
-			case 5:
-				in = append(in, dtype.Encode(dtype.Int32, []float64{float64(rows)}))
-			default:
-				a := randomArray(rng, typ)
-				if i == 0 {
-					for j := rows * e; j < len(a.Data); j++ {
-						a.Data[j] = 0
-					}
-				}
-				in = append(in, a.Bytes())
-			}
-		}
-		dirty := append([][]byte(nil), in...)
-		x := core.ArrayFromBytes(g.Type(g.Params[0]), in[0])
-		for j := rows * e; j < len(x.Data); j++ {
-			x.Data[j] = math.NaN()
-		}
-		dirty[0] = x.Bytes()
+		in, dirty := paddedRunInputs(g, rng, rows, e, []int{4}, 5)
 		want, ps, err := padded.Run(in)
 		require.NoError(t, err)
 		got, st, err := exe.Run(dirty)
