@@ -2,6 +2,7 @@ package lower
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"pypto/core"
@@ -261,6 +262,9 @@ func verifyTiling(tensors []GMTensor, op *TileOp) error {
 		return fmt.Errorf("grid %v does not cover problem %v with tile %v (want %v)", op.Grid, op.Problem, op.Tile, want)
 	}
 	if op.Kind == TileElementwise {
+		if err := verifyBroadcast(tensors, op, out.Shape); err != nil {
+			return err
+		}
 		space, _, _ := elementwiseSpace(tensors, op)
 		if got := elementwiseProblem(space); fmt.Sprint(got) != fmt.Sprint(op.Problem) {
 			return fmt.Errorf("problem %v does not match output type %s", op.Problem, out)
@@ -268,6 +272,21 @@ func verifyTiling(tensors []GMTensor, op *TileOp) error {
 	}
 	if op.Kind == TileMatmul || op.Kind == TileMatmulEpilogue {
 		return verifyMatmulOutput(op, out)
+	}
+	return nil
+}
+
+// verifyBroadcast checks that each input of an elementwise op without a map of its own
+// broadcasts to the shape it iterates over, as numpy broadcasting indexes it.
+func verifyBroadcast(tensors []GMTensor, op *TileOp, out core.Shape) error {
+	if lowerings[op.Op].maps != nil {
+		return nil
+	}
+	for _, t := range op.Inputs {
+		in := tensors[t].Type.Shape
+		if b, ok := core.BroadcastShapes(in, out); !ok || !slices.Equal(b, out) {
+			return fmt.Errorf("input t%d of shape %v does not broadcast to the op's shape %v", t, in, out)
+		}
 	}
 	return nil
 }
