@@ -680,3 +680,32 @@ func (l *line) number() (float64, *ParseError) {
 	}
 	return v, nil
 }
+
+// ParseInstr reads one instruction in the text form, its operands named after p's
+// params, registers and tiles (what FormatInstr prints). p is not changed.
+func ParseInstr(p *Program, text string) (Instr, error) {
+	ap := &asmParser{names: map[string]declared{}, prog: &Program{Name: p.Name, Core: p.Core, Params: p.Params, Regs: p.Regs, Tiles: p.Tiles}, state: inBody}
+	for i, prm := range p.Params {
+		ap.names[prm.Name] = declared{kind: declParam, index: i}
+	}
+	for i, r := range p.Regs {
+		ap.names[r.Name] = declared{kind: declReg, index: i}
+	}
+	for i, t := range p.Tiles {
+		ap.names[t.Name] = declared{kind: declTile, index: i}
+	}
+	l := &line{text: text, num: 1, p: ap}
+	l.skipSpace()
+	w, at := l.word()
+	op, mode, ok := lookupInstr(w)
+	if !ok {
+		return Instr{}, l.errorf(at, "expected instruction, found '%s'", w)
+	}
+	if !op.Takes(mode) {
+		return Instr{}, l.errorf(at, "expected %s, found '%s'", modeChoices(op), w)
+	}
+	if err := ap.instr(l, op, mode); err != nil {
+		return Instr{}, err
+	}
+	return ap.prog.Body[0], nil
+}

@@ -1,0 +1,416 @@
+package ptoas
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+
+	"pypto/dtype"
+	"pypto/isa"
+)
+
+// How each instruction is written. Every op is written in MLIR's generic form,
+// `"pto.name"(operands) <{properties}> {attributes} : (types) -> ()`, which the
+// dialect's parser takes for every op (its custom forms differ from op to op). The
+// dialect's operand order is its ODS order: sources, then the destination (with a few
+// exceptions, such as tsort32's index tile after the destination).
+
+// opWriter writes one instruction.
+type opWriter func(w *writer, in isa.Instr)
+
+var opWriters = map[isa.Opcode]opWriter{}
+
+// missing lists what the 0.1.1 dialect has no op for (and no short sequence of ops
+// that computes the same values), with the reason; docs/pto-as.md lists them too.
+var missing = map[isa.Opcode]string{
+	isa.TSTORE_FP:  "the dialect has no Scaling buffer for the fixpipe's per-column scales",
+	isa.TMOV_FP:    "the dialect has no Scaling buffer for the fixpipe's per-column scales",
+	isa.TMATMUL_MX: "the dialect has no Scaling buffer for MX block scales",
+	isa.TGEMV:      "the dialect has no matrix-vector op",
+	isa.TGEMV_ACC:  "the dialect has no matrix-vector op",
+	isa.TGEMV_BIAS: "the dialect has no matrix-vector op",
+	isa.TGEMV_MX:   "the dialect has no matrix-vector op",
+	isa.TINSERT:    "the dialect has no tinsert",
+	isa.TIMG2COL:   "the dialect has no img2col (load3d) op",
+	isa.TPREFETCH:  "the dialect has no prefetch",
+	isa.TFMOD:      "the dialect has no fmod",
+	isa.TFMODS:     "the dialect has no fmod",
+	isa.TPARTMUL:   "the dialect has no tpartmul",
+	isa.TROWPROD:   "the dialect has no product reduction",
+	isa.TCOLPROD:   "the dialect has no product reduction",
+	isa.TQUANT:     "the dialect has no quantisation op",
+	isa.TDEQUANT:   "the dialect has no quantisation op",
+	isa.TPRINT:     "the dialect has no print",
+}
+
+// instr writes one instruction of the body.
+func (w *writer) instr(in isa.Instr) {
+	if f, ok := opWriters[in.Op]; ok {
+		f(w, in)
+		return
+	}
+	if why, ok := missing[in.Op]; ok {
+		w.fail("%s cannot be written in PTO-AS for ptoas 0.1.1: %s", in.Op, why)
+	}
+	w.fail("%s has no PTO-AS form", in.Op)
+}
+
+// operand is one operand of an op as written: an SSA name and its type.
+type operand struct{ name, typ string }
+
+// tileOp is tile operand i of in.
+func (w *writer) tileOp(in isa.Instr, i int) operand {
+	t := in.Args[i].Tile
+	return operand{w.tile[t], w.tileType[t]}
+}
+
+// imm is immediate operand i of in as a constant of dtype d.
+func (w *writer) imm(in isa.Instr, i int, d dtype.DType) operand {
+	el, _ := elemType(d)
+	return operand{w.scalarImm(in.Args[i].Imm, d), el}
+}
+
+// op writes one generic-form op.
+func (w *writer) op(name string, props, attrs string, ops ...operand) {
+	names := make([]string, len(ops))
+	types := make([]string, len(ops))
+	for i, o := range ops {
+		names[i], types[i] = o.name, o.typ
+	}
+	if props != "" {
+		props = " <{" + props + "}>"
+	}
+	if attrs != "" {
+		attrs = " {" + attrs + "}"
+	}
+	w.line(`"pto.%s"(%s)%s%s : (%s) -> ()`, name, strings.Join(names, ", "), props, attrs, strings.Join(types, ", "))
+}
+
+// group starts the ops that together stand for instruction in: the first carries the
+// instruction (pypto.instr, in our text form) and the others pypto.part, so that a
+// reader rebuilds the instruction. It returns the attributes of the k-th op.
+func (w *writer) group(in isa.Instr) func(k int) string {
+	text := isa.FormatInstr(w.p, in)
+	return func(k int) string {
+		if k == 0 {
+			return "pypto.instr = " + strconv.Quote(text)
+		}
+		return "pypto.part"
+	}
+}
+
+// temp declares a scratch tile shaped like tile t (all of it valid) where an op
+// sequence needs one, so that ptoas keeps it only that long. The manual form gives it
+// no address: only the ops of one instruction, on one pipe, use it.
+func (w *writer) temp(t int) operand {
+	d := w.p.Tiles[t]
+	d.ValidRows, d.ValidCols, d.ValidRowsReg, d.ValidColsReg = 0, 0, 0, 0
+	text, err := tileType(d, padNull)
+	if err != nil {
+		w.fail("%v", err)
+	}
+	typ := w.alias(text, aliasName(d, padNull))
+	name := w.value("tmp")
+	w.line("%s = pto.alloc_tile {pypto.temp} : %s", name, typ)
+	return operand{name, typ}
+}
+
+func init() {
+	// Elementwise tile-tile: (a, b, dst).
+	for op, name := range map[isa.Opcode]string{
+		isa.TADD: "tadd", isa.TSUB: "tsub", isa.TMUL: "tmul", isa.TDIV: "tdiv", isa.TMIN: "tmin", isa.TMAX: "tmax",
+		isa.TREM: "trem", isa.TPRELU: "tprelu", isa.TAND: "tand", isa.TOR: "tor", isa.TXOR: "txor", isa.TSHL: "tshl",
+		isa.TSHR: "tshr", isa.TPARTADD: "tpartadd", isa.TPARTMAX: "tpartmax", isa.TPARTMIN: "tpartmin",
+		isa.TGATHER: "tgather", isa.TGATHERB: "tgatherb", isa.TSCATTER: "tscatter",
+		isa.TROWEXPANDSUB: "trowexpandsub", isa.TROWEXPANDMUL: "trowexpandmul", isa.TROWEXPANDDIV: "trowexpanddiv",
+	} {
+		opWriters[op] = func(w *writer, in isa.Instr) {
+			w.op(name, "", "", w.tileOp(in, 1), w.tileOp(in, 2), w.tileOp(in, 0))
+		}
+	}
+	// Unary: (src, dst).
+	for op, name := range map[isa.Opcode]string{
+		isa.TABS: "tabs", isa.TNEG: "tneg", isa.TEXP: "texp", isa.TLOG: "tlog", isa.TSQRT: "tsqrt", isa.TRSQRT: "trsqrt",
+		isa.TRECIP: "trecip", isa.TRELU: "trelu", isa.TROWSUM: "trowsum", isa.TROWMAX: "trowmax",
+		isa.TCOLMAX: "tcolmax", isa.TCOLMIN: "tcolmin", isa.TROWEXPAND: "trowexpand", isa.TCOLEXPAND: "tcolexpand",
+		isa.TRESHAPE: "treshape",
+	} {
+		opWriters[op] = func(w *writer, in isa.Instr) {
+			w.op(name, "", "", w.tileOp(in, 1), w.tileOp(in, 0))
+		}
+	}
+	opWriters[isa.TNOT] = writeNot
+	// Reductions and the transpose that take a scratch tile: (src, tmp, dst).
+	for op, name := range map[isa.Opcode]string{isa.TROWMIN: "trowmin", isa.TCOLSUM: "tcolsum", isa.TTRANS: "ttrans"} {
+		opWriters[op] = func(w *writer, in isa.Instr) {
+			w.op(name, "", "", w.tileOp(in, 1), w.temp(in.Args[1].Tile), w.tileOp(in, 0))
+		}
+	}
+	// Tile-scalar: (src, scalar of src's dtype, dst).
+	for op, name := range map[isa.Opcode]string{
+		isa.TADDS: "tadds", isa.TSUBS: "tsubs", isa.TMULS: "tmuls", isa.TDIVS: "tdivs", isa.TMINS: "tmins",
+		isa.TREMS: "trems", isa.TANDS: "tands", isa.TORS: "tors", isa.TXORS: "txors",
+	} {
+		opWriters[op] = func(w *writer, in isa.Instr) {
+			w.op(name, "", "", w.tileOp(in, 1), w.imm(in, 2, scalarType(op, w.p.Tiles[in.Args[1].Tile].DType)), w.tileOp(in, 0))
+		}
+	}
+	opWriters[isa.TADDC] = func(w *writer, in isa.Instr) {
+		w.op("taddc", "", "", w.tileOp(in, 1), w.tileOp(in, 2), w.tileOp(in, 3), w.tileOp(in, 0))
+	}
+	opWriters[isa.TSUBC] = func(w *writer, in isa.Instr) {
+		w.op("tsubc", "", "", w.tileOp(in, 1), w.tileOp(in, 2), w.tileOp(in, 3), w.tileOp(in, 0))
+	}
+	opWriters[isa.TSEL] = func(w *writer, in isa.Instr) {
+		w.op("tsel", "", "", w.tileOp(in, 1), w.tileOp(in, 2), w.tileOp(in, 3), w.tileOp(in, 0))
+	}
+	opWriters[isa.TCMP] = func(w *writer, in isa.Instr) {
+		w.op("tcmp", "cmpMode = #pto<cmp "+cmpNames[in.Mode]+">", "", w.tileOp(in, 1), w.tileOp(in, 2), w.tileOp(in, 0))
+	}
+	opWriters[isa.TCMPS] = func(w *writer, in isa.Instr) {
+		src := w.p.Tiles[in.Args[1].Tile]
+		w.op("tcmps", "cmpMode = #pto<cmp "+cmpNames[in.Mode]+">", "", w.tileOp(in, 1), w.imm(in, 2, src.DType), w.tileOp(in, 0))
+	}
+	opWriters[isa.TCVT] = func(w *writer, in isa.Instr) {
+		w.op("tcvt", "rmode = #pto<round_mode "+roundNames[in.Mode]+">", "", w.tileOp(in, 1), w.tileOp(in, 0))
+	}
+	opWriters[isa.TEXPANDS] = func(w *writer, in isa.Instr) {
+		dst := w.p.Tiles[in.Args[0].Tile]
+		w.op("texpands", "", "", w.imm(in, 1, dst.DType), w.tileOp(in, 0))
+	}
+	opWriters[isa.TSORT32] = func(w *writer, in isa.Instr) { // (src, dst, idx)
+		w.op("tsort32", "", "", w.tileOp(in, 1), w.tileOp(in, 0), w.tileOp(in, 2))
+	}
+	opWriters[isa.TMRGSORT] = func(w *writer, in isa.Instr) {
+		w.op("tmrgsort", fmt.Sprintf("blockLen = %d : i32", int(in.Args[2].Imm)), "", w.tileOp(in, 1), w.tileOp(in, 0))
+	}
+	opWriters[isa.TCI] = writeCI
+	opWriters[isa.TFILLPAD] = writeFillPad
+	opWriters[isa.TEXTRACT] = func(w *writer, in isa.Instr) {
+		r, c := w.index(int(in.Args[2].Imm)), w.index(int(in.Args[3].Imm))
+		w.op("textract", "", "", w.tileOp(in, 1), operand{r, "index"}, operand{c, "index"}, w.tileOp(in, 0))
+	}
+	opWriters[isa.TMOV] = func(w *writer, in isa.Instr) { w.op("tmov", "", "", w.tileOp(in, 1), w.tileOp(in, 0)) }
+	opWriters[isa.TMATMUL] = func(w *writer, in isa.Instr) {
+		w.op("tmatmul", "", "", w.tileOp(in, 1), w.tileOp(in, 2), w.tileOp(in, 0))
+	}
+	opWriters[isa.TMATMUL_ACC] = func(w *writer, in isa.Instr) {
+		w.op("tmatmul.acc", "", "", w.tileOp(in, 0), w.tileOp(in, 1), w.tileOp(in, 2), w.tileOp(in, 0))
+	}
+	opWriters[isa.TMATMUL_BIAS] = func(w *writer, in isa.Instr) {
+		w.op("tmatmul.bias", "", "", w.tileOp(in, 1), w.tileOp(in, 2), w.tileOp(in, 3), w.tileOp(in, 0))
+	}
+	opWriters[isa.TLOAD] = func(w *writer, in isa.Instr) {
+		v := w.view(in.Args[1].GM, in.Args[0].Tile)
+		w.op("tload", "operandSegmentSizes = array<i32: 1, 1, 0, 0, 0, 0>", "", v, w.tileOp(in, 0))
+	}
+	opWriters[isa.TSTORE] = func(w *writer, in isa.Instr) {
+		if in.Mode != isa.ModeNone {
+			w.fail("tstore.%s cannot be written in PTO-AS for ptoas 0.1.1: the dialect's tstore has no %s", in.Mode, map[isa.Mode]string{isa.AtomicAdd: "atomic add", isa.StoreRelu: "relu stage"}[in.Mode])
+		}
+		v := w.view(in.Args[0].GM, in.Args[1].Tile)
+		w.op("tstore", "", "", w.tileOp(in, 1), v)
+	}
+	opWriters[isa.MGATHER] = func(w *writer, in isa.Instr) {
+		v := w.view(in.Args[1].GM, in.Args[0].Tile)
+		w.op("tmgather", "", "", v, w.tileOp(in, 2), w.tileOp(in, 0))
+	}
+	opWriters[isa.MSCATTER] = func(w *writer, in isa.Instr) {
+		if in.Mode != isa.ModeNone {
+			w.fail("mscatter.%s cannot be written in PTO-AS for ptoas 0.1.1: the dialect's tmscatter has no atomic add", in.Mode)
+		}
+		v := w.view(in.Args[0].GM, in.Args[1].Tile)
+		w.op("tmscatter", "", "", w.tileOp(in, 1), w.tileOp(in, 2), v)
+	}
+	opWriters[isa.TASSIGN] = func(w *writer, in isa.Instr) {
+		// Placement is the manual form's pypto.addr on the tile's declaration.
+		if w.addrs == nil {
+			w.fail("tassign places a tile, which the auto form leaves to ptoas; write the program's manual form")
+		}
+	}
+	opWriters[isa.TTRI] = writeTri
+	writeBroadcastsAndSelects()
+	writeSync()
+	writeScalar()
+}
+
+// f32Scalars are the tile-scalar ops whose scalar the dialect types f32 whatever the
+// tile's dtype; the others take a scalar of the tile's dtype.
+var f32Scalars = map[isa.Opcode]bool{isa.TSUBS: true, isa.TMULS: true, isa.TMINS: true, isa.TREMS: true}
+
+// scalarType is the dtype of op's scalar on a tile of dtype d.
+func scalarType(op isa.Opcode, d dtype.DType) dtype.DType {
+	if f32Scalars[op] {
+		return dtype.Float32
+	}
+	return d
+}
+
+// writeNot: bool's not is 1 - a, which the dialect's bitwise not (of the byte) is
+// not; a xor with 1 is.
+func writeNot(w *writer, in isa.Instr) {
+	d := w.p.Tiles[in.Args[1].Tile]
+	if d.DType != dtype.Bool {
+		w.op("tnot", "", "", w.tileOp(in, 1), w.tileOp(in, 0))
+		return
+	}
+	g := w.group(in)
+	w.op("txors", "", g(0), w.tileOp(in, 1), operand{w.scalarImm(1, dtype.Int8), "i8"}, w.tileOp(in, 0))
+}
+
+// writeCI: the dialect's tci counts up or down by one from a start; other steps
+// cannot be written.
+func writeCI(w *writer, in isa.Instr) {
+	d := w.p.Tiles[in.Args[0].Tile]
+	step := in.Args[2].Imm
+	if step != 1 && step != -1 {
+		w.fail("tci with step %v cannot be written in PTO-AS for ptoas 0.1.1: the dialect's tci steps by 1 or -1", step)
+	}
+	w.op("tci", fmt.Sprintf("descending = %v", step < 0), "", w.imm(in, 1, d.DType), w.tileOp(in, 0))
+}
+
+// writeFillPad: the dialect's tfillpad fills with the destination tile's pad value,
+// which can be zero (or the dtype's largest or smallest value, whose meaning the
+// dialect does not pin down); our fill value must be 0.
+func writeFillPad(w *writer, in isa.Instr) {
+	if v := in.Args[2].Imm; v != 0 || math.Signbit(v) {
+		w.fail("tfillpad with %v cannot be written in PTO-AS for ptoas 0.1.1: the dialect fills with the tile's pad value, which is 0 for the values we can name", v)
+	}
+	dst := in.Args[0].Tile
+	d := w.p.Tiles[dst]
+	text, _ := tileType(d, padZero)
+	typ := w.alias(text, aliasName(d, padZero))
+	if typ != w.tileType[dst] {
+		w.fail("tfillpad needs tile %s's pad value to be zero, and the tile is declared without it", d.Name)
+	}
+	w.op("tfillpad", "", "", w.tileOp(in, 1), w.tileOp(in, 0))
+}
+
+// writeBroadcastsAndSelects: the broadcasts, selects and shifts the dialect has no op
+// for, as its ops through a scratch tile. Every op computes what ours does (one
+// rounding per element), except the exp-difference broadcasts, which round the
+// difference before the exponential (docs/pto-as.md, "What 0.1.1 lacks").
+func writeBroadcastsAndSelects() {
+	rowOps := map[isa.Opcode]string{isa.TROWEXPANDADD: "tadd", isa.TROWEXPANDMAX: "tmax", isa.TROWEXPANDMIN: "tmin"}
+	for op, name := range rowOps {
+		opWriters[op] = func(w *writer, in isa.Instr) {
+			g := w.group(in)
+			tmp := w.temp(in.Args[0].Tile)
+			w.op("trowexpand", "", g(0), w.tileOp(in, 2), tmp)
+			w.op(name, "", g(1), w.tileOp(in, 1), tmp, w.tileOp(in, 0))
+		}
+	}
+	colOps := map[isa.Opcode]string{
+		isa.TCOLEXPANDADD: "tadd", isa.TCOLEXPANDSUB: "tsub", isa.TCOLEXPANDMUL: "tmul", isa.TCOLEXPANDDIV: "tdiv",
+		isa.TCOLEXPANDMAX: "tmax", isa.TCOLEXPANDMIN: "tmin",
+	}
+	for op, name := range colOps {
+		opWriters[op] = func(w *writer, in isa.Instr) {
+			g := w.group(in)
+			tmp := w.temp(in.Args[0].Tile)
+			w.op("tcolexpand", "", g(0), w.tileOp(in, 2), tmp)
+			w.op(name, "", g(1), w.tileOp(in, 1), tmp, w.tileOp(in, 0))
+		}
+	}
+	opWriters[isa.TROWEXPANDEXPDIF] = func(w *writer, in isa.Instr) {
+		g := w.group(in)
+		w.op("trowexpandsub", "", g(0), w.tileOp(in, 1), w.tileOp(in, 2), w.tileOp(in, 0))
+		w.op("texp", "", g(1), w.tileOp(in, 0), w.tileOp(in, 0))
+	}
+	opWriters[isa.TCOLEXPANDEXPDIF] = func(w *writer, in isa.Instr) {
+		g := w.group(in)
+		tmp := w.temp(in.Args[0].Tile)
+		w.op("tcolexpand", "", g(0), w.tileOp(in, 2), tmp)
+		w.op("tsub", "", g(1), w.tileOp(in, 1), tmp, w.tileOp(in, 0))
+		w.op("texp", "", g(2), w.tileOp(in, 0), w.tileOp(in, 0))
+	}
+	opWriters[isa.TSELS] = func(w *writer, in isa.Instr) { // dst = a where mask else s
+		g := w.group(in)
+		tmp := w.temp(in.Args[0].Tile)
+		d := w.p.Tiles[in.Args[0].Tile]
+		w.op("texpands", "", g(0), w.imm(in, 3, d.DType), tmp)
+		w.op("tsel", "", g(1), w.tileOp(in, 1), w.tileOp(in, 2), tmp, w.tileOp(in, 0))
+	}
+	// Tile-scalar ops written as the tile-tile op with the scalar expanded into a
+	// scratch tile: the shifts, which the dialect has only tile-tile; and tmaxs and
+	// tlrelu, whose lowering in ptoas 0.1.1 fails an assertion on a float scalar.
+	for op, name := range map[isa.Opcode]string{isa.TSHLS: "tshl", isa.TSHRS: "tshr", isa.TMAXS: "tmax", isa.TLRELU: "tprelu"} {
+		opWriters[op] = func(w *writer, in isa.Instr) {
+			g := w.group(in)
+			tmp := w.temp(in.Args[0].Tile)
+			d := w.p.Tiles[in.Args[0].Tile]
+			w.op("texpands", "", g(0), w.imm(in, 2, d.DType), tmp)
+			w.op(name, "", g(1), w.tileOp(in, 1), tmp, w.tileOp(in, 0))
+		}
+	}
+}
+
+// writeSync: flags and barriers (the manual form; a hand-written program may carry
+// them in either form).
+func writeSync() {
+	flag := func(name string) opWriter {
+		return func(w *writer, in isa.Instr) {
+			id := int(in.Args[2].Imm)
+			if id < 0 || id >= maxEventIDs {
+				w.fail("event id %d: the dialect names EVENT_ID0 to EVENT_ID%d", id, maxEventIDs-1)
+			}
+			if name == "set_flag" {
+				w.flags++
+			}
+			w.line("pto.%s[<%s>, <%s>, <EVENT_ID%d>]", name, pipeNames[in.Args[0].Pipe], pipeNames[in.Args[1].Pipe], id)
+		}
+	}
+	opWriters[isa.SET_FLAG] = flag("set_flag")
+	opWriters[isa.WAIT_FLAG] = flag("wait_flag")
+	opWriters[isa.TSYNC] = func(w *writer, in isa.Instr) {
+		w.line(`"pto.barrier"() <{pipe = #pto.pipe<%s>}> : () -> ()`, pipeNames[in.Args[0].Pipe])
+	}
+}
+
+// writeTri builds the triangle from an index sequence (the dialect has no triangle
+// generator, and the compares of ptoas 0.1.1 are miscompiled), in f32 scratch tiles,
+// where every value is an integer below 2^24 and so exact: flat = r*cols + c (tci,
+// converted), c = flat rem cols, r = (flat - c) / cols, x = c - r; then y = d + 1 - x
+// (.upper: x - d + 1), and min(relu(y), 1) is 1 exactly where c - r <= d (>= d),
+// converted to dst's dtype.
+func writeTri(w *writer, in isa.Instr) {
+	dst := w.p.Tiles[in.Args[0].Tile]
+	d := int(in.Args[1].Imm)
+	g := w.group(in)
+	k := 0
+	next := func() string { k++; return g(k - 1) }
+	scratch := func(dt dtype.DType) operand {
+		t := dst
+		t.DType, t.ValidRows, t.ValidCols, t.ValidRowsReg, t.ValidColsReg = dt, 0, 0, 0, 0
+		text, err := tileType(t, padNull)
+		if err != nil {
+			w.fail("%v", err)
+		}
+		typ := w.alias(text, aliasName(t, padNull))
+		name := w.value("tmp")
+		w.line("%s = pto.alloc_tile {pypto.temp} : %s", name, typ)
+		return operand{name, typ}
+	}
+	f32 := func(v int) operand { return operand{w.scalarImm(float64(v), dtype.Float32), "f32"} }
+	idx, a, b := scratch(dtype.Int32), scratch(dtype.Float32), scratch(dtype.Float32)
+	w.op("tci", "descending = false", next(), operand{w.scalarImm(0, dtype.Int32), "i32"}, idx)
+	w.op("tcvt", "rmode = #pto<round_mode CAST_RINT>", next(), idx, a)
+	w.op("trems", "", next(), a, f32(dst.Cols), b)
+	w.op("tsub", "", next(), a, b, a)
+	w.op("tdivs", "", next(), a, f32(dst.Cols), a)
+	w.op("tsub", "", next(), b, a, b)
+	if in.Mode == isa.TriUpper {
+		w.op("tadds", "", next(), b, f32(1-d), b)
+	} else {
+		w.op("texpands", "", next(), f32(d+1), a)
+		w.op("tsub", "", next(), a, b, b)
+	}
+	w.op("trelu", "", next(), b, b)
+	if dst.DType == dtype.Float32 {
+		w.op("tmins", "", next(), b, f32(1), w.tileOp(in, 0))
+		return
+	}
+	w.op("tmins", "", next(), b, f32(1), b)
+	w.op("tcvt", "rmode = #pto<round_mode CAST_RINT>", next(), b, w.tileOp(in, 0))
+}
