@@ -51,13 +51,31 @@ func (r Runtime) EarlyStart() bool      { return !r.NoEarlyStart }
 // features, in the dispatcher's order (which respects every hazard, so the values
 // are those of graph order), and sums them into stats. Tasks marked in skip (weight
 // preparation an earlier run did) are left out of the schedule.
-func (e *Executable) runTasks(gm []byte, opts device.RunOptions, rt Runtime, skip []bool) (stats *RunStats, err error) {
-	chip := e.chip
-	hz := e.exec.Hazards()
-	stats = &RunStats{Tasks: make([]TaskRun, len(e.exec.Tasks))}
+func (e *Executable) runTasks(gm []byte, opts device.RunOptions, rt Runtime, skip []bool) (*RunStats, error) {
+	addrs := func(task *Task) []int {
+		out := make([]int, len(task.Args))
+		for j, a := range task.Args {
+			out[j] = e.exec.Buffers[a].Offset
+		}
+		return out
+	}
+	explain := func(task *Task, err error) error { return e.explainTaskFailure(task, gm, err) }
+	ws := [2]int{e.exec.GMBytes - e.exec.WorkspaceBytes, e.exec.GMBytes}
+	return dispatchTasks(e.chip, e.exec.Tasks, e.exec.Hazards(), addrs, gm, ws, opts, rt, skip, explain, e.stopAfter)
+}
+
+// dispatchTasks runs tasks (hz: the earlier tasks each must wait for; addrs: the GM
+// addresses of a task's params) through the dispatcher with the runtime's features,
+// in its order (which respects every hazard, so the values are those of graph
+// order). workspace is the GM byte range of the intermediates, whose stores the L2
+// the tasks share writes back rather than through. explain turns a task's failure
+// into the error the caller sees.
+func dispatchTasks(chip *device.Chip, tasks []*Task, hz [][]int, addrs func(*Task) []int, gm []byte, workspace [2]int, opts device.RunOptions, rt Runtime,
+	skip []bool, explain func(*Task, error) error, stopAfter string) (stats *RunStats, err error) {
+	stats = &RunStats{Tasks: make([]TaskRun, len(tasks))}
 	var ran []int // exec task of each scheduled task
-	at := make([]int, len(e.exec.Tasks))
-	for k, task := range e.exec.Tasks {
+	at := make([]int, len(tasks))
+	for k, task := range tasks {
 		if skip != nil && skip[k] {
 			at[k] = -1
 			stats.Tasks[k] = TaskRun{Name: task.Name, Core: task.Core, Stats: &device.TaskStats{}, Prepared: true}
@@ -69,7 +87,7 @@ func (e *Executable) runTasks(gm []byte, opts device.RunOptions, rt Runtime, ski
 	}
 	dts := make([]device.DispatchTask, len(ran))
 	for j, k := range ran {
-		task := e.exec.Tasks[k]
+		task := tasks[k]
 		dt := device.DispatchTask{}
 		for _, d := range hz[k] {
 			if at[d] >= 0 { // a skipped task's results are in GM before the run
@@ -93,8 +111,7 @@ func (e *Executable) runTasks(gm []byte, opts device.RunOptions, rt Runtime, ski
 	// workspace of intermediates, which only this run's tasks read, is written back.
 	var l2 *device.SharedL2
 	if chip.L2Bytes > 0 && !opts.Functional {
-		ws := e.exec.GMBytes - e.exec.WorkspaceBytes
-		l2 = device.NewSharedL2([][2]int{{ws, e.exec.GMBytes}})
+		l2 = device.NewSharedL2([][2]int{workspace})
 		defer func() {
 			if dirty := l2.Close(); stats != nil {
 				stats.HBMBytesWritten += dirty
@@ -104,18 +121,14 @@ func (e *Executable) runTasks(gm []byte, opts device.RunOptions, rt Runtime, ski
 	started := 0
 	run := func(j int, slot device.TaskSlot) (*device.TaskStats, error) {
 		k := ran[j]
-		task := e.exec.Tasks[k]
+		task := tasks[k]
 		prog.Step(started, task.Name)
 		started++
 		if interrupt.Requested(opts.Interrupt) {
 			return nil, core.Errorf(core.Interrupted, "interrupted before task %s", task.Name)
 		}
 		if len(task.Machine) != len(task.Programs) {
-			return nil, core.Errorf(core.ValueError, "task %s has no machine programs: the program was compiled with StopAfter=%q", task.Name, e.stopAfter)
-		}
-		addrs := make([]int, len(task.Args))
-		for j, a := range task.Args {
-			addrs[j] = e.exec.Buffers[a].Offset
+			return nil, core.Errorf(core.ValueError, "task %s has no machine programs: the program was compiled with StopAfter=%q", task.Name, stopAfter)
 		}
 		o := opts
 		o.L2 = l2
@@ -123,12 +136,12 @@ func (e *Executable) runTasks(gm []byte, opts device.RunOptions, rt Runtime, ski
 		if rt.PrefetchL2() && chip.L2Bytes > 0 {
 			o.PrefetchBytes = min(int64(chip.L2Bytes), slot.Prefetch*int64(chip.HBMBytesPerCycle))
 		}
-		ts, err := runTask(chip, gm, task, addrs, o)
+		ts, err := runTask(chip, gm, task, addrs(task), o)
 		if err != nil && interrupt.Requested(opts.Interrupt) {
 			return nil, core.Errorf(core.Interrupted, "task %s: %v", task.Name, err)
 		}
 		if err != nil {
-			return nil, e.explainTaskFailure(task, gm, err)
+			return nil, explain(task, err)
 		}
 		stats.SequentialCycles += ts.Cycles
 		stats.KernelCycles += ts.KernelCycles
