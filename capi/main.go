@@ -53,8 +53,8 @@ import (
 // pypto_config_check; 4: pypto_watch_interrupts and pypto_interrupt; 5:
 // pypto_from_external, pypto_externals_released and pypto_dlpack_export; 6:
 // pypto_track, pypto_detach, pypto_is_tracked, pypto_grad, pypto_realize_all and
-// pypto_differentiable_ops_json).
-const abiVersion = 6
+// pypto_differentiable_ops_json; 7: the PTO-AS exports of capi/ptoas.go).
+const abiVersion = 7
 
 func main() {}
 

@@ -121,8 +121,11 @@ type PTOKernelInfo struct {
 	Flags     int // set_flags of the manual form
 }
 
-// ExportPTO writes every task of the program in both forms and the manifest.
-func (e *Executable) ExportPTO(rt Runtime) (*PTOExport, error) {
+// ExportPTO writes every task of the program in both forms and the manifest. bound
+// gives the bytes of inputs (by position) that the manifest makes constants: tensors a
+// trace captured, which the caller binds itself.
+func (e *Executable) ExportPTO(bound map[int][]byte) (*PTOExport, error) {
+	rt := e.runtime
 	if e.stopAfter != "" {
 		return nil, core.Errorf(core.ValueError, "the program was compiled with StopAfter=%q and has no machine programs to export", e.stopAfter)
 	}
@@ -145,9 +148,16 @@ func (e *Executable) ExportPTO(rt Runtime) (*PTOExport, error) {
 			used[a] = true
 		}
 	}
-	constant := map[int]int{} // tensor -> index in e.constants
-	for i := range e.constants {
-		constant[tg.Params[len(tg.Params)-len(e.constants)+i]] = i
+	constant := map[int][]byte{} // tensor -> its bytes
+	first := len(tg.Params) - len(e.constants)
+	for i, data := range e.constants {
+		constant[tg.Params[first+i]] = data
+	}
+	for i, data := range bound {
+		if i < 0 || i >= first {
+			return nil, core.Errorf(core.ValueError, "bound input %d: the program has %d inputs", i, first)
+		}
+		constant[tg.Params[i]] = data
 	}
 	role := func(t int) string {
 		switch {
@@ -170,14 +180,16 @@ func (e *Executable) ExportPTO(rt Runtime) (*PTOExport, error) {
 		typ := tg.Tensors[t].Type
 		b := PTOBuffer{ID: t, Role: role(t), Name: tensorName(tg, t), DType: typ.DType.LongName(), Shape: shapeInts(typ.Shape),
 			Elems: typ.Shape.NumElements(), Bytes: typ.Bytes(), Offset: ex.Buffers[t].Offset}
-		if i, ok := constant[t]; ok {
+		if data, ok := constant[t]; ok {
 			b.Data = fmt.Sprintf("constant_%d.bin", t)
-			out.Files[b.Data] = e.constants[i]
+			out.Files[b.Data] = data
 		}
 		m.Buffers = append(m.Buffers, b)
 	}
-	for _, t := range tg.Params[:len(tg.Params)-len(e.constants)] {
-		m.Inputs = append(m.Inputs, t)
+	for _, t := range tg.Params[:first] {
+		if _, ok := constant[t]; !ok {
+			m.Inputs = append(m.Inputs, t)
+		}
 	}
 	m.Outputs = append(m.Outputs, tg.Outputs...)
 	next := alignUp(ex.GMBytes, gmAlign)
@@ -258,7 +270,7 @@ func (e *Executable) exportTask(out *PTOExport, task *Task, next *int) (*PTOTask
 		pt.Queues = append(pt.Queues, PTOQueue{Queue: q.ID, Buffer: id, DType: q.DType, Rows: q.Rows, Cols: q.Cols, Slots: 2,
 			FullEvent: q.FullEvent, FreeEvent: q.FreeEvent, Producer: producer})
 	}
-	access := paramAccess(task.Programs)
+	access := ParamAccess(task.Programs)
 	for _, f := range auto.Functions {
 		pf := PTOFunction{Name: f.Name, Core: f.Core.String()}
 		for _, a := range f.Args {
@@ -297,8 +309,9 @@ func ptoDTypeName(el string) string {
 	return el
 }
 
-// paramAccess says how the programs use each param: read, write or readwrite.
-func paramAccess(progs []*isa.Program) []string {
+// ParamAccess says how programs (a task's, of one param list) use each param: read,
+// write, readwrite, or "" when none does.
+func ParamAccess(progs []*isa.Program) []string {
 	if len(progs) == 0 {
 		return nil
 	}

@@ -112,6 +112,8 @@ func buildFunction(file string, f *mop, blocks int) (*ReadFunction, error) {
 	}
 	rf.Args, rf.Scalars, rf.Queues = args.args, args.scalars, args.queues
 	n := rf.Blocks * max(rf.SubBlocks, 1)
+	var placements [][]int
+	placed := false
 	for k := range n {
 		b := &builder{file: file, fn: f, args: args, block: k, sub: 0, blocks: rf.Blocks, subBlocks: max(rf.SubBlocks, 1)}
 		if rf.SubBlocks > 0 {
@@ -127,22 +129,18 @@ func buildFunction(file string, f *mop, blocks int) (*ReadFunction, error) {
 		}
 		rf.Programs = append(rf.Programs, p)
 		rf.Pos = append(rf.Pos, b.pos)
-		if b.placed {
-			if rf.Addrs == nil {
-				rf.Addrs = make([][]int, n)
-			}
-			rf.Addrs[k] = b.addrs
+		addrs := append(b.addrs, make([]int, len(p.Tiles)-len(b.addrs))...)
+		for i := len(b.addrs); i < len(addrs); i++ {
+			addrs[i] = -1
 		}
+		placements = append(placements, addrs)
+		placed = placed || b.placed
 		if b.manual {
 			rf.Form = Manual
 		}
 	}
-	if rf.Addrs != nil {
-		for k := range rf.Addrs {
-			if rf.Addrs[k] == nil {
-				return nil, fail(f.pos, "block %d of %s places none of its tiles while other blocks do; place every tile of every block, or none", k, f.symbol)
-			}
-		}
+	if placed { // a program whose tiles are all unused places none
+		rf.Addrs = placements
 	}
 	return rf, nil
 }

@@ -68,6 +68,7 @@ from .tools.profile import ProfileConfig, ProfileResult, compare_profiles
 from .tools.progress import set_progress
 from .tools.visualize import Visualization
 from .runtime.executor import Executor, RunReport, compile
+from .runtime.pto_as import load_pto
 from .runtime.graph import Graph, GraphEdge, GraphNode
 from .runtime.pool import MemoryPool
 from .runtime.config import CompileConfig

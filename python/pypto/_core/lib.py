@@ -19,7 +19,7 @@ import threading
 from . import errors
 
 #: The C ABI version this Python package was written against (capi/main.go abiVersion).
-ABI_VERSION = 6
+ABI_VERSION = 7
 
 LIB_NAME = "libpypto.so"
 
@@ -57,6 +57,12 @@ _SIGNATURES = {
     "pypto_executor_last_stats": (_handle, _P(_i64), _P(ctypes.c_double), _P(_i32)),
     "pypto_executor_stats_json": (_handle, *_str_out),
     "pypto_executor_dump": (_handle, *_str_out),
+    "pypto_executor_export_pto": (_handle, *_str_out),
+    "pypto_kernel_export_pto": (_cp, _cp, _i32, _cp, *_str_out),
+    "pypto_pto_program_load": (_cp, _cp, _cp, _P(_handle)),
+    "pypto_pto_program_info": (_handle, *_str_out),
+    "pypto_pto_program_run": (_handle, _P(_handle), _i32, _P(_handle), _i32, _i64, *_str_out),
+    "pypto_pto_kernel_read": (_cp, _i32, *_str_out),
     "pypto_executor_visualization_json": (_handle, *_str_out),
     "pypto_op_names_json": _str_out,
     "pypto_lowered_ops_json": _str_out,

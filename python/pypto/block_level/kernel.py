@@ -56,6 +56,9 @@ __all__ = [
 
 _CORES = ("vector", "cube", "mixed")
 
+#: The export of a traced kernel (runtime/pto_as.py sets it: it compiles the call).
+_exporter = None
+
 
 class BlockKernel:
     """A Python function traced into block programs (see the module's doc)."""
@@ -157,6 +160,13 @@ class BlockKernel:
         }
         self._traced[key] = attrs
         return attrs
+
+    def export_pto(self, directory, *tensors, assemble: bool = False):
+        """Writes the kernel, traced for these inputs, as PTO-AS into directory: the
+        program of one call (see ``Executor.export_pto``; ``p.load_pto`` reads it back)."""
+        if _exporter is None:  # the runtime layer sets it when pypto is imported
+            raise CompileError("export_pto needs the runtime: import pypto", location=user_location())
+        return _exporter(self, directory, tensors, assemble)
 
     def programs(self, *tensors, out_shapes=None, out_dtypes=None) -> str:
         """The PTO text the kernel traces to for these inputs (for reading and tests)."""

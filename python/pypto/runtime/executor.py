@@ -574,6 +574,23 @@ class Executor:
         (the "reference" device has no timing)."""
         return self._profile
 
+    def export_pto(self, directory, assemble: bool = False):
+        """Writes the program of the last run (for a symbolic trace, of its last
+        specialisation) as PTO-AS, the PTO toolchain's text format, into directory: per
+        kernel ``<kernel>.pto`` (the auto form, for ``ptoas --enable-insert-sync``) and
+        ``<kernel>.manual.pto`` (the machine program: every flag, each tile's address),
+        and ``manifest.json`` (the tasks in dependency order with their functions, block
+        counts and the GM buffers they bind). Captured tensors become constant buffers
+        whose bytes are written beside. With ``assemble=True`` ptoas (``pip install
+        'pypto[ptoas]'``) turns every kernel file into C++ for the tile library, written
+        beside it; a rejection raises PtoasError with ptoas's diagnostic. Returns an
+        ExportReport (one dict per kernel). ``p.load_pto(directory)`` reads it back."""
+        from ..tools import ptoas as _ptoas
+
+        c = self._current("export_pto(): the executor has not been run yet, so nothing is compiled")
+        assemble = check.flag(assemble, "assemble", "export_pto")
+        return _ptoas.export(c.handle, directory, assemble)
+
     def dump(self) -> str:
         """Text of every graph level and the PTO programs of the last run (for a
         symbolic trace, of its last specialisation)."""
