@@ -559,17 +559,33 @@ func (b *builder) fold(v *val) *val {
 			}
 			return &val{kind: vConst, i: r}
 		}
+		// Keep sums and products of a value and constants in the form value*k + c,
+		// so that a view's constant part folds into its offset.
+		isConst := func(v *val, c int64) bool { return v.kind == vConst && v.i == c }
+		if (v.op == "add" || v.op == "mul") && x.kind == vConst { // constant second
+			x, y = y, x
+		}
 		switch {
+		case v.op == "sub" && y.kind == vConst:
+			return b.fold(&val{kind: vExpr, op: "add", a: x, b: &val{kind: vConst, i: -y.i}})
+		case v.op == "add" && isConst(y, 0), (v.op == "mul" || v.op == "div") && isConst(y, 1):
+			return x
+		case v.op == "mul" && isConst(y, 0):
+			return &val{kind: vConst}
 		case v.op == "add" && x.kind == vReg && y.kind == vConst:
 			return &val{kind: vReg, reg: x.reg, ver: x.ver, i: x.i + y.i}
-		case v.op == "add" && y.kind == vReg && x.kind == vConst:
-			return &val{kind: vReg, reg: y.reg, ver: y.ver, i: y.i + x.i}
-		case v.op == "sub" && x.kind == vReg && y.kind == vConst:
-			return &val{kind: vReg, reg: x.reg, ver: x.ver, i: x.i - y.i}
-		case (v.op == "mul" || v.op == "div") && y.kind == vConst && y.i == 1:
-			return x
-		case v.op == "mul" && x.kind == vConst && x.i == 1:
-			return y
+		case v.op == "add" && y.kind == vConst && x.kind == vExpr && x.op == "add" && x.b.kind == vConst:
+			return b.fold(&val{kind: vExpr, op: "add", a: x.a, b: &val{kind: vConst, i: x.b.i + y.i}})
+		case v.op == "mul" && y.kind == vConst && x.kind == vExpr && x.op == "mul" && x.b.kind == vConst:
+			return b.fold(&val{kind: vExpr, op: "mul", a: x.a, b: &val{kind: vConst, i: x.b.i * y.i}})
+		case v.op == "mul" && y.kind == vConst && x.kind == vExpr && x.op == "add" && x.b.kind == vConst:
+			return b.fold(&val{kind: vExpr, op: "add", a: b.fold(&val{kind: vExpr, op: "mul", a: x.a, b: y}), b: &val{kind: vConst, i: x.b.i * y.i}})
+		case v.op == "mul" && y.kind == vConst && x.kind == vReg && x.i != 0:
+			r := &val{kind: vReg, reg: x.reg, ver: x.ver}
+			return b.fold(&val{kind: vExpr, op: "add", a: &val{kind: vExpr, op: "mul", a: r, b: y}, b: &val{kind: vConst, i: x.i * y.i}})
+		}
+		if v.op == "add" || v.op == "mul" {
+			return &val{kind: vExpr, op: v.op, a: x, b: y}
 		}
 	}
 	return v

@@ -136,6 +136,10 @@ func (b *builder) gm(pos Pos, name string) isa.Operand {
 		b.current(pos, off)
 		view.OffsetReg, view.Offset = isa.UseReg(off.reg), int(off.i)
 	default:
+		if off.kind == vExpr && off.op == "add" && off.b.kind == vConst { // computed part + constant
+			view.Offset = int(off.b.i)
+			off = off.a
+		}
 		r := b.newReg("off")
 		b.into(pos, r, off)
 		b.version[r]++

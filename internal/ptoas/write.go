@@ -393,7 +393,8 @@ func (w *writer) declare() {
 	}
 	w.pads = make([]int, len(p.Tiles))
 	for _, in := range p.Body {
-		if in.Op == isa.TLOAD && partialWindow(p, in.Args[0].Tile, in.Args[1].GM) {
+		if in.Op == isa.TLOAD && partialWindow(p, in.Args[0].Tile, in.Args[1].GM) ||
+			in.Op == isa.TFILLPAD && in.Args[2].Imm == 0 && !math.Signbit(in.Args[2].Imm) {
 			w.pads[in.Args[0].Tile] = padZero
 		}
 	}

@@ -259,23 +259,72 @@ func writeNot(w *writer, in isa.Instr) {
 	w.op("txors", "", g(0), w.tileOp(in, 1), operand{w.scalarImm(1, dtype.Int8), "i8"}, w.tileOp(in, 0))
 }
 
-// writeCI: the dialect's tci counts up or down by one from a start; other steps
-// cannot be written.
+// writeCI: the dialect's tci counts up or down by one from a start. Another step is
+// an index sequence in an i32 scratch tile, converted to dst's dtype, times the step,
+// plus the start: the export checks that every value is exact at each step (so the
+// result is ours, one rounding of start + flat*step), else it fails.
 func writeCI(w *writer, in isa.Instr) {
 	d := w.p.Tiles[in.Args[0].Tile]
-	step := in.Args[2].Imm
-	if step != 1 && step != -1 {
-		w.fail("tci with step %v cannot be written in PTO-AS for ptoas 0.1.1: the dialect's tci steps by 1 or -1", step)
+	start, step := in.Args[1].Imm, in.Args[2].Imm
+	if step == 1 || step == -1 {
+		w.op("tci", fmt.Sprintf("descending = %v", step < 0), "", w.imm(in, 1, d.DType), w.tileOp(in, 0))
+		return
 	}
-	w.op("tci", fmt.Sprintf("descending = %v", step < 0), "", w.imm(in, 1, d.DType), w.tileOp(in, 0))
+	for flat := 0; flat < d.Rows*d.Cols; flat++ {
+		x := float64(flat) * step
+		if float64(float32(x)) != x || float64(float32(step)) != step || dtype.Round(d.DType, x) != x || dtype.Round(d.DType, x+start) != x+start || float64(float32(start)) != start {
+			w.fail("tci with step %v over %dx%d %s: the dialect's tci steps by 1, and index %d times the step (%v) or plus the start is not exact in f32 and %s, so the ops that stand for it would round", step, d.Rows, d.Cols, d.DType, flat, x, d.DType)
+		}
+	}
+	g := w.group(in)
+	k := 0
+	next := func() string { k++; return g(k - 1) }
+	dst := w.tileOp(in, 0)
+	idx := dst
+	if d.DType != dtype.Int32 {
+		t := d
+		t.DType, t.ValidRows, t.ValidCols, t.ValidRowsReg, t.ValidColsReg = dtype.Int32, 0, 0, 0, 0
+		text, err := tileType(t, padNull)
+		if err != nil {
+			w.fail("%v", err)
+		}
+		typ := w.alias(text, aliasName(t, padNull))
+		idx = operand{w.value("tmp"), typ}
+		w.line("%s = pto.alloc_tile {pypto.temp} : %s", idx.name, typ)
+	}
+	w.op("tci", "descending = false", next(), operand{w.scalarImm(0, dtype.Int32), "i32"}, idx)
+	if idx != dst {
+		w.op("tcvt", "rmode = #pto<round_mode CAST_RINT>", next(), idx, dst)
+	}
+	if step != 1 {
+		w.op("tmuls", "", next(), dst, operand{w.scalarImm(step, dtype.Float32), "f32"}, dst)
+	}
+	if start != 0 {
+		el, _ := elemType(scalarType(isa.TADDS, d.DType))
+		w.op("tadds", "", next(), dst, operand{w.scalarImm(start, scalarType(isa.TADDS, d.DType)), el}, dst)
+	}
 }
 
 // writeFillPad: the dialect's tfillpad fills with the destination tile's pad value,
-// which can be zero (or the dtype's largest or smallest value, whose meaning the
-// dialect does not pin down); our fill value must be 0.
+// 0 where ours is 0. A fill of -Inf (+Inf) is the partial max (min) of src with a
+// scratch tile of the fill value: inside src's valid region max(src, -Inf) = src,
+// outside it only the scratch tile is valid.
 func writeFillPad(w *writer, in isa.Instr) {
-	if v := in.Args[2].Imm; v != 0 || math.Signbit(v) {
-		w.fail("tfillpad with %v cannot be written in PTO-AS for ptoas 0.1.1: the dialect fills with the tile's pad value, which is 0 for the values we can name", v)
+	v := in.Args[2].Imm
+	if math.IsInf(v, 0) {
+		g := w.group(in)
+		tmp := w.temp(in.Args[0].Tile)
+		d := w.p.Tiles[in.Args[0].Tile]
+		w.op("texpands", "", g(0), w.imm(in, 2, d.DType), tmp)
+		op := "tpartmax"
+		if v > 0 {
+			op = "tpartmin"
+		}
+		w.op(op, "", g(1), w.tileOp(in, 1), tmp, w.tileOp(in, 0))
+		return
+	}
+	if v != 0 || math.Signbit(v) {
+		w.fail("tfillpad with %v cannot be written in PTO-AS for ptoas 0.1.1: the dialect fills with the tile's pad value (0 here), and a fill of -Inf or +Inf is a partial max or min", v)
 	}
 	dst := in.Args[0].Tile
 	d := w.p.Tiles[dst]
