@@ -67,6 +67,10 @@ func strAttr(m map[string]attr, key string) (string, bool) {
 	return a.s, true
 }
 
+// maxBuildOps bounds the ops read for all the programs of one function (each block
+// walks the function's ops once).
+const maxBuildOps = 1 << 21
+
 // buildFunction reads function f's arguments and builds a program per block.
 func buildFunction(file string, f *mop, blocks int) (*ReadFunction, error) {
 	rf := &ReadFunction{Name: f.symbol, File: file, At: f.pos, Blocks: 1}
@@ -112,6 +116,9 @@ func buildFunction(file string, f *mop, blocks int) (*ReadFunction, error) {
 	}
 	rf.Args, rf.Scalars, rf.Queues = args.args, args.scalars, args.queues
 	n := rf.Blocks * max(rf.SubBlocks, 1)
+	if ops := countOps(f.regions[0]); ops*n > maxBuildOps {
+		return nil, fail(f.pos, "%s: %d ops for each of %d programs is more than this reader builds (%d ops in all)", f.symbol, ops, n, maxBuildOps)
+	}
 	var placements [][]int
 	placed := false
 	for k := range n {
