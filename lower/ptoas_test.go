@@ -43,7 +43,9 @@ var ptoCases = []ptoCase{
 
 func buildPTOCase(t *testing.T, c ptoCase) *core.Graph {
 	b := core.NewBuilder(c.name)
-	p := func(n string, s ...int) core.Value { return b.Param(n, core.TensorType{DType: dtype.Float16, Shape: core.Shape(s)}) }
+	p := func(n string, s ...int) core.Value {
+		return b.Param(n, core.TensorType{DType: dtype.Float16, Shape: core.Shape(s)})
+	}
 	op := func(n string, a core.Attrs, in ...core.Value) core.Value {
 		v, err := b.Op(n, in, a, core.Location{})
 		require.NoError(t, err)
