@@ -85,6 +85,7 @@ type builder struct {
 	loopSeq []int // sequence numbers of the scf.for ops around the current op
 	group   bool  // inside the parts of a pypto.instr group
 	names   map[string]bool
+	readers map[int][]string // register -> the values that read it
 	tileDT  []string // each tile's element type as the text declares it (bool tiles: i8)
 	tilePad []int
 }
@@ -123,6 +124,7 @@ func (b *builder) build(name string, core isa.CoreKind) (p *isa.Program, err err
 		b.names[prm.Name] = true
 	}
 	b.uses = map[string][]useSite{}
+	b.readers = map[int][]string{}
 	b.collectUses(b.fn.regions[0], nil)
 	b.seq = 0
 	f := b.fn
@@ -348,6 +350,26 @@ func (b *builder) define(o *mop, v *val) {
 		v.typ = o.resTypes[0]
 	}
 	b.vals[o.results[0]] = v
+	b.noteReaders(o.results[0], v)
+}
+
+// noteReaders records that value name reads the registers v reads (saveReaders looks
+// only at those when a register changes).
+func (b *builder) noteReaders(name string, v *val) {
+	if v == nil {
+		return
+	}
+	switch v.kind {
+	case vReg:
+		if b.readers == nil {
+			b.readers = map[int][]string{}
+		}
+		b.readers[v.reg] = append(b.readers[v.reg], name)
+	case vExpr, vCmp, vCond:
+		b.noteReaders(name, v.a)
+		b.noteReaders(name, v.b)
+		b.noteReaders(name, v.c)
+	}
 }
 
 func (b *builder) constant(o *mop) {
@@ -697,13 +719,20 @@ func (b *builder) assigned(pos Pos, r int) {
 // still to be used (later in the text, or again in a later iteration of a loop around
 // both the change and the use but not the read): each is copied into a register now.
 func (b *builder) saveReaders(pos Pos, r int) {
-	for name, v := range b.vals {
-		if !readsReg(v, r, b.version[r]) || !b.usedLater(name, v.def) {
+	names := b.readers[r]
+	b.readers[r] = nil
+	done := map[string]bool{}
+	for _, name := range names {
+		v := b.vals[name]
+		if done[name] || !readsReg(v, r, b.version[r]) || !b.usedLater(name, v.def) {
 			continue
 		}
+		done[name] = true
 		t := b.newReg("saved")
 		b.into(pos, t, v)
-		b.vals[name] = &val{kind: vReg, reg: t, ver: b.version[t], def: v.def, typ: v.typ}
+		saved := &val{kind: vReg, reg: t, ver: b.version[t], def: v.def, typ: v.typ}
+		b.vals[name] = saved
+		b.noteReaders(name, saved)
 	}
 }
 
