@@ -1,9 +1,12 @@
-// Command pto assembles, disassembles, verifies and runs PTO virtual ISA programs.
+// Command pto assembles, disassembles, verifies, exports and runs PTO virtual ISA
+// programs, and runs PTO-AS kernels.
 //
 //	pto asm [-o out.ptob] prog.pto          text -> binary
 //	pto disasm [-o out.pto] prog.ptob       binary -> text
 //	pto verify [-chip NAME] prog            check the ISA's rules (with a chip: buffer capacities too)
+//	pto export [-chip NAME] [-d DIR] prog   PTO-AS: <kernel>.pto (auto form) and <kernel>.manual.pto
 //	pto run [-target ref|sim] [-chip NAME] [-i param=in.npy]... [-o param=out.npy[:d0,d1,...]]... prog
+//	pto run [-chip NAME] [-blocks N] [--input in.npy]... [-o param=out.npy]... kernel.pto   (PTO-AS)
 //
 // A program file may be text or binary; pto tells them apart by the binary magic.
 // `run` executes the program on the reference interpreter (isa.Interpret, the
@@ -29,7 +32,9 @@ const usage = `usage:
   pto asm [-o out.ptob] prog.pto
   pto disasm [-o out.pto] prog.ptob
   pto verify [-chip NAME] prog
+  pto export [-chip NAME] [-d DIR] prog
   pto run [-target ref|sim] [-chip NAME] [-i param=in.npy]... [-o param=out.npy[:d0,d1,...]]... prog
+  pto run [-target sim|ref] [-chip NAME] [-blocks N] [--input in.npy]... [-o param=out.npy]... kernel.pto   (PTO-AS)
 `
 
 // errUsage marks a command-line mistake: the usage text follows the message.
@@ -42,7 +47,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	commands := map[string]func([]string, io.Writer) error{
-		"asm": cmdAsm, "disasm": cmdDisasm, "verify": cmdVerify, "run": cmdRun,
+		"asm": cmdAsm, "disasm": cmdDisasm, "verify": cmdVerify, "run": cmdRun, "export": cmdExport,
 	}
 	cmd, ok := commands[args[0]]
 	if !ok {

@@ -1,8 +1,10 @@
 package main
 
 import (
+	"flag"
 	"fmt"
 	"io"
+	"os"
 	"strconv"
 	"strings"
 
@@ -44,6 +46,22 @@ func (b *bindings) Set(s string) error {
 	return nil
 }
 
+// files is a repeatable flag of file paths.
+type files []string
+
+func (f *files) String() string { return fmt.Sprint(*f) }
+func (f *files) Set(s string) error {
+	*f = append(*f, s)
+	return nil
+}
+
+// targetSet reports whether -target was given.
+func targetSet(fs *flag.FlagSet) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == "target" })
+	return set
+}
+
 // gmAlign is where each param starts in the simulator's GM: generous, so that every
 // DMA sees aligned bases as a runtime allocator would give.
 const gmAlign = 512
@@ -54,11 +72,23 @@ func cmdRun(args []string, stdout io.Writer) error {
 	chipName := fs.String("chip", "a2", "chip preset for -target sim ("+fmt.Sprint(device.PresetNames())+")")
 	maxSteps := fs.Int64("max-steps", 0, "stop after this many executed instructions (ref: of the program, sim: of the block; 0: the default budget)")
 	var ins, outs bindings
+	var inputs files
 	fs.Var(&ins, "i", "param=in.npy: fill a param from a .npy file (repeatable)")
 	fs.Var(&outs, "o", "param=out.npy[:d0,d1,...]: write a param after the run (repeatable)")
+	fs.Var(&inputs, "input", "in.npy: fill the next param the kernel reads (repeatable; PTO-AS kernels)")
+	blocks := fs.Int("blocks", 0, "blocks a PTO-AS kernel runs (0: its pypto.blocks, else 1)")
 	path, err := oneFile(fs, args)
 	if err != nil {
 		return err
+	}
+	if data, err := os.ReadFile(path); err == nil && isPTOAS(data) {
+		if *target == "ref" && !targetSet(fs) {
+			*target = "sim" // a PTO-AS kernel runs on the chip unless ref is asked for
+		}
+		return runPTOAS(path, data, inputs, ins, outs, *target, *chipName, *blocks, *maxSteps, stdout)
+	}
+	if len(inputs) > 0 || *blocks != 0 {
+		return fmt.Errorf("--input and -blocks are for PTO-AS kernels; %s is PTO text (use -i param=file.npy): %w", path, errUsage)
 	}
 	p, err := loadProgram(path)
 	if err != nil {
