@@ -223,3 +223,43 @@ func copyExport(ex *PTOExport) *PTOExport {
 	}
 	return out
 }
+
+// A dynamic program (its kernels loop over the rows the run's size needs, read from
+// GM) exports its sizes as scalar arguments that name their GM source, and reads back
+// to the same bytes and cycles for every run size.
+func TestPTOExportOfADynamicProgram(t *testing.T) {
+	chip := presets(t)[1]
+	g, dyn := ffnGraph(t, 200, 96, 160, 80)
+	exe, err := Compile(g, Options{Chip: chip, Verify: true, Dynamic: dyn})
+	require.NoError(t, err)
+	ex, err := exe.ExportPTO(nil)
+	require.NoError(t, err)
+	var m PTOManifest
+	require.NoError(t, json.Unmarshal(ex.Files["manifest.json"], &m))
+	scalars := 0
+	for _, task := range m.Tasks {
+		for _, f := range task.Functions {
+			for _, a := range f.Args {
+				if a.Kind == "scalar" {
+					scalars++
+					assert.Equal(t, "index", a.DType)
+					assert.Contains(t, m.Inputs, a.Source, "a size is read from an input buffer")
+				}
+			}
+		}
+	}
+	assert.Positive(t, scalars)
+	for _, rows := range []int{1, 77, 200} {
+		inputs := ffnInputs(g, rows)
+		want, wst, err := exe.Run(inputs)
+		require.NoError(t, err)
+		for _, form := range []string{"auto", "manual"} {
+			pp, err := LoadPTOProgram(nil, ex.Files["manifest.json"], exportReader(ex), form)
+			require.NoError(t, err)
+			got, gst, err := pp.Run(inputs, device.RunOptions{})
+			require.NoError(t, err)
+			assert.Equal(t, want, got, "%s rows=%d", form, rows)
+			assert.Equal(t, wst.Cycles, gst.Cycles, "%s rows=%d", form, rows)
+		}
+	}
+}

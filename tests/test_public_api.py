@@ -25,6 +25,7 @@ def _api():
 ADDED = {
     "pypto": {
         "PyptoIOError",  # a file PyPTO was asked to write could not be written
+        "load_pto",  # a program exported as PTO-AS (and assembled by ptoas), loaded back
     },
 }
 

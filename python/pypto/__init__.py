@@ -133,6 +133,7 @@ __all__ = [
     "TileChoice",
     "compile",
     "Executor",
+    "load_pto",
     "grad",
     "value_and_grad",
     "realize_all",
