@@ -176,6 +176,17 @@ func (p Int64Plan) Narrow(inputs [][]byte) ([][]byte, *Error) {
 	return out, nil
 }
 
+// NarrowInput is what Narrow makes of input i alone: b itself, or b narrowed when
+// input i is int64.
+func (p Int64Plan) NarrowInput(i int, b []byte) ([]byte, *Error) {
+	for _, in := range p.Inputs {
+		if in.Param == i {
+			return narrowBytes(b, in)
+		}
+	}
+	return b, nil
+}
+
 func narrowBytes(b []byte, in Int64Input) ([]byte, *Error) {
 	n := len(b) / 8
 	if in.HostCast != dtype.Invalid {

@@ -39,7 +39,15 @@ func (e *Executor) ExportPTO() (*lower.PTOExport, error) {
 	}
 	bound := map[int][]byte{}
 	for i, data := range e.bound {
-		bound[len(e.inputs)+i] = data
+		k := len(e.inputs) + i
+		if n, ok := prog.(narrowedProgram); ok { // the program holds int64 values in int32
+			d, err := n.plan.NarrowInput(k, data)
+			if err != nil {
+				return nil, err
+			}
+			data = d
+		}
+		bound[k] = data
 	}
 	return lp.exe.ExportPTO(bound)
 }

@@ -141,11 +141,18 @@ func init() {
 		}
 	}
 	opWriters[isa.TNOT] = writeNot
-	// Reductions and the transpose that take a scratch tile: (src, tmp, dst).
-	for op, name := range map[isa.Opcode]string{isa.TROWMIN: "trowmin", isa.TCOLSUM: "tcolsum", isa.TTRANS: "ttrans"} {
+	// Reductions that take a scratch tile, (src, tmp, dst): ptoas 0.1.1 fails an
+	// assertion on a scratch tile nothing wrote, so the tile is filled first.
+	for op, name := range map[isa.Opcode]string{isa.TROWMIN: "trowmin", isa.TCOLSUM: "tcolsum"} {
 		opWriters[op] = func(w *writer, in isa.Instr) {
-			w.op(name, "", "", w.tileOp(in, 1), w.temp(in.Args[1].Tile), w.tileOp(in, 0))
+			g := w.group(in)
+			tmp := w.temp(in.Args[1].Tile)
+			w.op("texpands", "", g(0), operand{w.scalarImm(0, w.p.Tiles[in.Args[1].Tile].DType), elemOf(w.p.Tiles[in.Args[1].Tile].DType)}, tmp)
+			w.op(name, "", g(1), w.tileOp(in, 1), tmp, w.tileOp(in, 0))
 		}
+	}
+	opWriters[isa.TTRANS] = func(w *writer, in isa.Instr) {
+		w.op("ttrans", "", "", w.tileOp(in, 1), w.temp(in.Args[1].Tile), w.tileOp(in, 0))
 	}
 	// Tile-scalar: (src, scalar of src's dtype, dst).
 	for op, name := range map[isa.Opcode]string{
@@ -247,6 +254,12 @@ func scalarType(op isa.Opcode, d dtype.DType) dtype.DType {
 	return d
 }
 
+// elemOf is the dialect's element type of d.
+func elemOf(d dtype.DType) string {
+	el, _ := elemType(d)
+	return el
+}
+
 // writeNot: bool's not is 1 - a, which the dialect's bitwise not (of the byte) is
 // not; a xor with 1 is.
 func writeNot(w *writer, in isa.Instr) {
@@ -268,6 +281,10 @@ func writeCI(w *writer, in isa.Instr) {
 	start, step := in.Args[1].Imm, in.Args[2].Imm
 	if step == 1 || step == -1 {
 		w.op("tci", fmt.Sprintf("descending = %v", step < 0), "", w.imm(in, 1, d.DType), w.tileOp(in, 0))
+		return
+	}
+	if step == 0 { // every element is the start
+		w.op("texpands", "", w.group(in)(0), w.imm(in, 1, d.DType), w.tileOp(in, 0))
 		return
 	}
 	for flat := 0; flat < d.Rows*d.Cols; flat++ {
