@@ -44,10 +44,38 @@ var missing = map[isa.Opcode]string{
 	isa.TPRINT:     "the dialect has no print",
 }
 
+// traceInstr, when set (the docs' table), receives each instruction written and the
+// text written for it.
+var traceInstr func(in isa.Instr, text string)
+
+// notes say, for the docs' table, where a written instruction computes other values
+// than ours, or how its sequence of ops computes the same.
+var notes = map[isa.Opcode]string{
+	isa.TROWEXPANDEXPDIF: "rounds the difference before the exponential (ours rounds exp(a - b) once)",
+	isa.TCOLEXPANDEXPDIF: "rounds the difference before the exponential (ours rounds exp(a - b) once)",
+	isa.TTRI:             "an index sequence in f32 scratch tiles, every value an integer below 2^24: exact",
+	isa.TCI:              "a step other than 1 or -1 is an index sequence times the step plus the start, written only when every value is exact",
+	isa.TFILLPAD:         "a fill of -Inf (+Inf) is a partial max (min) with a tile of the fill; 0 is the tile's pad value",
+	isa.TNOT:             "bool's not is a xor with 1",
+	isa.TPUSH:            "GM slot of the queue's buffer (see the cross-core hand-off)",
+	isa.TPOP:             "GM slot of the queue's buffer (see the cross-core hand-off)",
+	isa.TFREE:            "GM slot of the queue's buffer (see the cross-core hand-off)",
+	isa.TMAXS:            "ptoas 0.1.1's tmaxs fails an assertion on a float scalar",
+	isa.TLRELU:           "ptoas 0.1.1's tlrelu fails an assertion on a float scalar",
+	isa.TROWMIN:          "ptoas 0.1.1 fails an assertion on a scratch tile nothing wrote",
+	isa.TCOLSUM:          "ptoas 0.1.1 fails an assertion on a scratch tile nothing wrote",
+	isa.SLD:              "the integer is a scalar argument of the kernel (pypto.sld names its GM place)",
+	isa.TASSIGN:          "no op: a tile's address is the manual form's pypto.addr (ptoas 0.1.1 rejects pto.tassign)",
+}
+
 // instr writes one instruction of the body.
 func (w *writer) instr(in isa.Instr) {
 	if f, ok := opWriters[in.Op]; ok {
+		start := w.body.Len()
 		f(w, in)
+		if traceInstr != nil {
+			traceInstr(in, w.body.String()[start:])
+		}
 		return
 	}
 	if why, ok := missing[in.Op]; ok {

@@ -194,6 +194,40 @@ def _build_lib_dir(exe: str, libs: str, target: str) -> None:
         raise
 
 
+#: What ptoas 0.1.1 gets wrong that the export cannot work around: for each, a pattern
+#: of its diagnostic (or of :func:`defects`' report) and what it is. docs/pto-as.md
+#: lists them (tests/tools/test_ptoas.py --update writes the table, and with ptoas
+#: installed checks that each is still so).
+KNOWN_DEFECTS = [
+    (r"'pto\.tcmps' op expects dst/src to be tilebuf", "tcmps",
+     "rejected: its lowering leaves the op on memrefs, which its verifier refuses (compares of a tile with a scalar: masks, causal attention, where, argmax)"),
+    (r"TCMP\(pto::CmpMode::", "tcmp",
+     "miscompiled: written as TCMP(pto::CmpMode::EQ) without its tiles, whatever the predicate"),
+    (r"pto\.tcolmax appears|pto\.tcolmin appears", "tcolmax, tcolmin",
+     "miscompiled: written as TCOLEXPAND"),
+    (r"rounding mode .*CAST_RINT whatever", "tcvt with a rounding mode",
+     "miscompiled: the mode is dropped (CAST_RINT, into a bool variable)"),
+    (r"'pto\.trowmin' op expects element type to be f16 or f32", "trowmin of integers",
+     "rejected: its row minimum takes f16 and f32 only"),
+    (r"'pto\.tdiv' op only supports f16/f32 element type", "tdiv of integers",
+     "rejected: its division takes f16 and f32 only"),
+    (r"'pto\.tmgather' op expects mem, idx and dst to be shaped types", "tmgather",
+     "rejected: its verifier refuses the GM window it is given (gathers from GM: embeddings, index_select)"),
+    (r"'pto\.tmrgsort' op expects src rows == 1", "tmrgsort of several rows",
+     "rejected: it merges one row per op (sorts, topk)"),
+    (r"DenseMap\.h.*dereferencing end\(\) iterator", "ttrans (and an op on a tile nothing wrote)",
+     "crashes: an assertion in its memory analysis"),
+]
+
+
+def known_defect(message: str):
+    """The KNOWN_DEFECTS entry a rejection's message matches, or None."""
+    for pattern, what, effect in KNOWN_DEFECTS:
+        if re.search(pattern, message):
+            return what, effect
+    return None
+
+
 # ptoas 0.1.1 accepts some ops it then compiles wrongly; assemble() checks the C++ for
 # them, so that an export never hands over C++ that computes something else.
 _CALLS = {  # pto op -> the tile library call ptoas writes for it
