@@ -86,7 +86,7 @@ type builder struct {
 	group   bool  // inside the parts of a pypto.instr group
 	names   map[string]bool
 	readers map[int][]string // register -> the values that read it
-	tileDT  []string // each tile's element type as the text declares it (bool tiles: i8)
+	tileDT  []string         // each tile's element type as the text declares it (bool tiles: i8)
 	tilePad []int
 }
 

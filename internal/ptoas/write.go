@@ -38,6 +38,7 @@ type writer struct {
 	sldArg      map[[2]int]int // (param, elem) -> index in scalarArgs
 	blockIdx    string         // SSA name of the block index (and sub-block index)
 	subIdx      string
+	leafSel     string // SSA name of the program's index among the function's (i64)
 	body        strings.Builder
 	depth       int
 	tmp         int
@@ -55,6 +56,11 @@ type writer struct {
 	pads      []int
 	loops     []openLoop
 	qcount    map[int]string // queue id -> the register counting this program's pushes or pops
+	// deltas, for a body several blocks share, is each param's offset from the first
+	// block's per member (nil: one block); members the leaves sharing it.
+	deltas    map[int][]int64
+	members   []int
+	deltaVals map[int]string // param -> SSA i64 of its delta, once computed
 }
 
 type viewKey struct{ param, rowStride, colStride int }
@@ -204,7 +210,7 @@ func (w *writer) function(name string, core isa.CoreKind, progs []int, subBlocks
 	w.scalarArgs, w.scalarNames, w.sldArg = nil, nil, map[[2]int]int{}
 	w.body.Reset()
 	w.depth = 2
-	w.blockIdx, w.subIdx = "", ""
+	w.blockIdx, w.subIdx, w.leafSel = "", "", ""
 	w.p, w.pc = nil, -1
 
 	first := t.Programs[progs[0]]
@@ -225,7 +231,6 @@ func (w *writer) function(name string, core isa.CoreKind, progs []int, subBlocks
 			w.subIdx = w.fresh("%", "subblock")
 		}
 	}
-	var leaves []string
 	var names []string
 	for _, i := range progs {
 		p := t.Programs[i]
@@ -233,28 +238,52 @@ func (w *writer) function(name string, core isa.CoreKind, progs []int, subBlocks
 			w.p = p
 			w.fail("its params differ from those of %s, the task's first program", first.Name)
 		}
-		block := len(leaves)
-		if subBlocks > 0 {
-			block /= subBlocks
+		names = append(names, strconv.Quote(p.Name))
+	}
+	if dispatch {
+		w.leafSel = w.blockIdx
+		if subBlocks > 0 { // leaf k is block k / subBlocks, sub-block k % subBlocks
+			prod := w.value("b")
+			w.line(`%s = "emitc.mul"(%s, %s) : (i64, i64) -> i64`, prod, w.blockIdx, w.i64(int64(subBlocks)))
+			w.leafSel = w.value("leaf")
+			w.line(`%s = "emitc.add"(%s, %s) : (i64, i64) -> i64`, w.leafSel, prod, w.subIdx)
 		}
+	}
+	// Blocks whose programs differ only in their GM offsets, each param's by one amount
+	// per block, share one body: the offsets are the first's plus that amount, computed
+	// from the block index.
+	classes := blockClasses(t, progs)
+	var leaves []string
+	for _, c := range classes {
+		i := progs[c.members[0]]
 		var addrs []int
 		if t.Addrs != nil {
 			addrs = t.Addrs[i]
 		}
-		leaves = append(leaves, w.program(p, addrs, block))
-		names = append(names, strconv.Quote(p.Name))
+		block := c.members[0]
+		if subBlocks > 0 {
+			block /= subBlocks
+		}
+		w.deltas = c.deltas
+		w.members = c.members
+		leaves = append(leaves, w.program(t.Programs[i], addrs, block))
+		w.deltas, w.members = nil, nil
 	}
-	if dispatch {
-		sel := w.blockIdx
-		if subBlocks > 0 { // leaf k is block k / subBlocks, sub-block k % subBlocks
-			prod := w.value("b")
-			w.line(`%s = "emitc.mul"(%s, %s) : (i64, i64) -> i64`, prod, w.blockIdx, w.i64(int64(subBlocks)))
-			sel = w.value("leaf")
-			w.line(`%s = "emitc.add"(%s, %s) : (i64, i64) -> i64`, sel, prod, w.subIdx)
+	switch {
+	case len(classes) == 1:
+		w.body.WriteString(indent(leaves[0], 2))
+	default:
+		sel := w.leafSel
+		if len(classes) < len(progs) { // the class of each leaf
+			cls := make([]int64, len(progs))
+			for k, c := range classes {
+				for _, m := range c.members {
+					cls[m] = int64(k)
+				}
+			}
+			sel = w.perLeaf(allIndices(len(progs)), cls, "class")
 		}
 		w.tree(sel, leaves, 0, len(leaves), 2)
-	} else {
-		w.body.WriteString(indent(leaves[0], 2))
 	}
 	w.p, w.pc = nil, -1
 
@@ -322,11 +351,14 @@ func sameParams(a, b []isa.Param) bool {
 func (w *writer) program(p *isa.Program, addrs []int, block int) string {
 	w.p, w.addrs, w.block, w.pc = p, addrs, block, -1
 	w.decls, w.loops = nil, nil
-	w.lateTiles, w.qcount = map[int]int{}, map[int]string{}
+	w.lateTiles, w.qcount, w.deltaVals = map[int]int{}, map[int]string{}, map[int]string{}
 	saved := w.body.String()
 	w.body.Reset()
 	w.depth = 0
 	w.declare()
+	for q := range p.Params { // computed first, so that every use in the body sees them
+		w.delta(q)
+	}
 	for pc, in := range p.Body {
 		w.pc = pc
 		w.declareLateTiles(pc)

@@ -117,28 +117,53 @@ func (w *writer) view(v isa.GMView, tile int) operand {
 	prm := p.Params[v.Param]
 	el, _ := elemType(prm.DType)
 	tv := w.tensorView(v)
+	d := ""
+	if v.Param >= 0 && v.Param < len(p.Params) {
+		d = w.delta(v.Param)
+	}
+	fixed := v.OffsetReg == 0 && d == ""
 	var row, col string
 	switch {
-	case v.OffsetReg == 0 && v.ColStride == 1 && v.RowStride > 0:
+	case fixed && v.ColStride == 1 && v.RowStride > 0:
 		row, col = w.index(v.Offset/v.RowStride), w.index(v.Offset%v.RowStride)
 	case v.ColStride == 1:
-		row, col = w.index(0), w.regIndex(v.OffsetReg, v.Offset)
+		row, col = w.index(0), w.offsetIndex(v.OffsetReg, v.Offset, d)
 	case v.RowStride == 1:
-		row, col = w.regIndex(v.OffsetReg, v.Offset), w.index(0)
-	case v.OffsetReg == 0 && v.ColStride > 0 && v.Offset%v.ColStride == 0:
+		row, col = w.offsetIndex(v.OffsetReg, v.Offset, d), w.index(0)
+	case fixed && v.ColStride > 0 && v.Offset%v.ColStride == 0:
 		row, col = w.index(0), w.index(v.Offset/v.ColStride)
-	case v.OffsetReg == 0 && v.RowStride > 0 && v.Offset%v.RowStride == 0:
+	case fixed && v.RowStride > 0 && v.Offset%v.RowStride == 0:
 		row, col = w.index(v.Offset/v.RowStride), w.index(0)
-	case v.Offset == 0 && v.OffsetReg == 0:
+	case fixed && v.Offset == 0:
 		row, col = w.index(0), w.index(0)
 	default:
-		return w.view3(v)
+		return w.view3(v, d)
 	}
 	rows, cols := w.size(v.RowsReg, v.Rows), w.size(v.ColsReg, v.Cols)
 	typ := fmt.Sprintf("!pto.tile_view<%dx%dx%s>", v.Rows, v.Cols, el)
 	sv := w.value("sv")
 	w.line("%s = pto.subview %s, offsets = [%s, %s], sizes = [%s, %s] : !pto.tensor_view<2x%s> -> %s", sv, tv, row, col, rows, cols, el, typ)
 	return operand{sv, typ}
+}
+
+// offsetIndex is the index of a window's offset: c, plus register r's value, plus
+// the class's delta d of its param (an SSA i64, or "").
+func (w *writer) offsetIndex(r isa.RegRef, c int, d string) string {
+	if d == "" {
+		return w.regIndex(r, c)
+	}
+	acc := d
+	if c != 0 {
+		sum := w.value("o")
+		w.line(`%s = "emitc.add"(%s, %s) : (i64, i64) -> i64`, sum, acc, w.i64(int64(c)))
+		acc = sum
+	}
+	if i, ok := r.Index(); ok {
+		sum := w.value("o")
+		w.line(`%s = "emitc.add"(%s, %s) : (i64, i64) -> i64`, sum, acc, w.reg[i])
+		acc = sum
+	}
+	return w.castIndex(acc)
 }
 
 // size is a view's row or col count: register r's value, or n.
@@ -153,7 +178,7 @@ func (w *writer) size(r isa.RegRef, n int) string {
 // rank-3 tensor view of the param with strides (1, rowStride, colStride): offsets
 // (offset, 0, 0) and sizes (1, rows, cols) address element offset + r*rowStride +
 // c*colStride for any strides.
-func (w *writer) view3(v isa.GMView) operand {
+func (w *writer) view3(v isa.GMView, d string) operand {
 	prm := w.p.Params[v.Param]
 	el, _ := elemType(prm.DType)
 	key := viewKey{v.Param, v.RowStride, v.ColStride}
@@ -164,7 +189,7 @@ func (w *writer) view3(v isa.GMView) operand {
 		w.viewDefs = append(w.viewDefs, fmt.Sprintf("%s = pto.make_tensor_view %s, shape = [%s, %s, %s] strides = [%s, %s, %s] : !pto.tensor_view<3x%s>",
 			tv, w.param[v.Param], w.index(max(prm.Elems, 1)), w.index(max(v.Rows, 1)), w.index(max(v.Cols, 1)), w.index(1), w.index(v.RowStride), w.index(v.ColStride), el))
 	}
-	off := w.regIndex(v.OffsetReg, v.Offset)
+	off := w.offsetIndex(v.OffsetReg, v.Offset, d)
 	rows, cols := w.size(v.RowsReg, v.Rows), w.size(v.ColsReg, v.Cols)
 	typ := fmt.Sprintf("!pto.tile_view<%dx%dx%s>", v.Rows, v.Cols, el)
 	sv := w.value("sv")

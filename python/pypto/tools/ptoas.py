@@ -270,18 +270,19 @@ def defects(pto: str, cpp: str) -> list:
     return found
 
 
-def assemble(pto_path: str, cpp_path: str, insert_sync: bool, kernel: str = "") -> dict:
+def assemble(pto_path: str, cpp_path: str, insert_sync: bool, kernel: str = "", timeout: float = 3600) -> dict:
     """Runs ptoas on a PTO-AS file (with ``--enable-insert-sync`` for the auto form)
     and writes its C++ to cpp_path. Returns ``{"ms", "flags"}`` (the time ptoas took,
     the set_flag calls in its C++); raises PtoasError carrying ptoas's diagnostic, or
-    the defects of :func:`defects`, and the kernel's name."""
+    the defects of :func:`defects`, and the kernel's name (also when ptoas runs past
+    timeout seconds: it is slow on kernels of tens of thousands of lines)."""
     exe, env = runnable()
     argv = [exe] + (["--enable-insert-sync"] if insert_sync else []) + [pto_path, "-o", cpp_path]
     start = time.perf_counter()
     try:
-        r = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=600)
+        r = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=timeout)
     except subprocess.TimeoutExpired:
-        raise PtoasError(f"ptoas on kernel {kernel} ({pto_path}) ran past 10 minutes") from None
+        raise PtoasError(f"ptoas on kernel {kernel} ({pto_path}) ran past {timeout:g} s") from None
     ms = (time.perf_counter() - start) * 1e3
     if r.returncode != 0:
         diag = [line for line in r.stderr.splitlines() if "error" in line.lower() or "assert" in line.lower() or "UNREACHABLE" in line]
