@@ -140,14 +140,19 @@ func (p *parser) cast(o *mop) error {
 	if err := p.trailingAttrs(o); err != nil {
 		return err
 	}
-	if err := p.expect(":", " before the cast's types"); err != nil {
+	return p.typePair(o, "to", "the cast's")
+}
+
+// typePair reads `: from sep to`, the operand's type and the result's.
+func (p *parser) typePair(o *mop, sep, whose string) error {
+	if err := p.expect(":", " before "+whose+" types"); err != nil {
 		return err
 	}
 	from, err := p.typ("")
 	if err != nil {
 		return err
 	}
-	if err := p.expect("to", " between the cast's types"); err != nil {
+	if err := p.expect(sep, " between "+whose+" types"); err != nil {
 		return err
 	}
 	to, err := p.typ("")
@@ -306,22 +311,7 @@ func (p *parser) subview(o *mop) error {
 	if err := p.trailingAttrs(o); err != nil {
 		return err
 	}
-	if err := p.expect(":", " before the subview's types"); err != nil {
-		return err
-	}
-	from, err := p.typ("")
-	if err != nil {
-		return err
-	}
-	if err := p.expect("->", ""); err != nil {
-		return err
-	}
-	to, err := p.typ("")
-	if err != nil {
-		return err
-	}
-	o.types, o.resTypes = []string{from}, []string{to}
-	return nil
+	return p.typePair(o, "->", "the subview's")
 }
 
 // pto.alloc_tile [valid_row = %v] [valid_col = %v] [dict] : type

@@ -413,36 +413,28 @@ func (p *parser) generic(o *mop) error {
 
 // valueList reads SSA values separated by commas up to close (consumed).
 func (p *parser) valueList(close string) ([]string, error) {
+	return list(p, close, " between operands", func() (string, error) { return p.value("") })
+}
+
+// typeList reads types separated by commas up to close (consumed).
+func (p *parser) typeList(close string) ([]string, error) {
+	return list(p, close, " between types", func() (string, error) { return p.typ("") })
+}
+
+// list reads items separated by commas up to close (consumed).
+func list(p *parser, close, between string, item func() (string, error)) ([]string, error) {
 	var out []string
 	for !p.is(close) {
 		if len(out) > 0 {
-			if err := p.expect(",", " between operands"); err != nil {
+			if err := p.expect(",", between); err != nil {
 				return nil, err
 			}
 		}
-		v, err := p.value("")
+		v, err := item()
 		if err != nil {
 			return nil, err
 		}
 		out = append(out, v)
-	}
-	p.next()
-	return out, nil
-}
-
-func (p *parser) typeList(close string) ([]string, error) {
-	var out []string
-	for !p.is(close) {
-		if len(out) > 0 {
-			if err := p.expect(",", " between types"); err != nil {
-				return nil, err
-			}
-		}
-		t, err := p.typ("")
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, t)
 	}
 	p.next()
 	return out, nil
