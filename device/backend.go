@@ -67,13 +67,25 @@ func build(chip *Chip, p *isa.Program, pipes []isa.Pipe) (*MachineProgram, error
 	if err != nil {
 		return nil, err
 	}
+	ins := resolveAll(p, allocs, pipes)
+	if ins, err = insertSyncs(chip, p.Name, p.Core, ins); err != nil {
+		return nil, err
+	}
+	return machineProgram(chip, p, allocs, high, ins), nil
+}
+
+// resolveAll resolves each instruction of p (resolve) on its pipe.
+func resolveAll(p *isa.Program, allocs []Allocation, pipes []isa.Pipe) []Instr {
 	ins := make([]Instr, len(p.Body))
 	for pc, in := range p.Body {
 		ins[pc] = resolve(p, allocs, in, pipes[pc], pc)
 	}
-	if ins, err = insertSyncs(chip, p.Name, p.Core, ins); err != nil {
-		return nil, err
-	}
+	return ins
+}
+
+// machineProgram is p's machine program for chip, its tiles placed at allocs (each
+// buffer used up to high) and its body ins.
+func machineProgram(chip *Chip, p *isa.Program, allocs []Allocation, high map[isa.Location]int, ins []Instr) *MachineProgram {
 	return &MachineProgram{
 		Name:      p.Name,
 		Chip:      chip.Name,
@@ -83,7 +95,7 @@ func build(chip *Chip, p *isa.Program, pipes []isa.Pipe) (*MachineProgram, error
 		Tiles:     allocs,
 		Instrs:    ins,
 		HighWater: high,
-	}, nil
+	}
 }
 
 // resolve replaces tile indices by placements and attaches dtypes to GM views.

@@ -49,10 +49,7 @@ func CompilePlaced(chip *Chip, p *isa.Program, addrs []int) (mp *MachineProgram,
 		}
 		allocs[i] = a
 	}
-	ins := make([]Instr, len(p.Body))
-	for pc, in := range p.Body {
-		ins[pc] = resolve(p, allocs, in, pipes[pc], pc)
-	}
+	ins := resolveAll(p, allocs, pipes)
 	match, err := matchLoops(ins)
 	if err != nil {
 		return nil, &CompileError{Program: p.Name, PC: -1, Msg: err.Error()}
@@ -60,14 +57,5 @@ func CompilePlaced(chip *Chip, p *isa.Program, addrs []int) (mp *MachineProgram,
 	for i := range ins {
 		ins[i].Match = match[i]
 	}
-	return &MachineProgram{
-		Name:      p.Name,
-		Chip:      chip.Name,
-		Core:      p.Core,
-		Params:    append([]isa.Param(nil), p.Params...),
-		Regs:      append([]isa.RegDecl(nil), p.Regs...),
-		Tiles:     allocs,
-		Instrs:    ins,
-		HighWater: high,
-	}, nil
+	return machineProgram(chip, p, allocs, high, ins), nil
 }

@@ -125,6 +125,18 @@ func (e *Executor) Dump() string {
 	return "symbolic Tensor Graph (specialised for each binding of its symbols when it runs):\n" + core.Format(e.graph)
 }
 
+// latestProgram is the executor's program: the concrete one, or a symbolic executor's
+// most recent specialisation (nil before its first run).
+func (e *Executor) latestProgram() Program {
+	if e.prog != nil {
+		return e.prog
+	}
+	if sp := e.specs.latest(); sp != nil {
+		return sp.prog
+	}
+	return nil
+}
+
 // Config is the compile options the executor was made with.
 func (e *Executor) Config() Config { return e.cfg }
 
@@ -132,12 +144,7 @@ func (e *Executor) Config() Config { return e.cfg }
 // recent specialisation when it is symbolic) keeps; nil when there is none yet, or on
 // the reference device.
 func (e *Executor) LayoutConversions() []lower.LayoutConversion {
-	prog := e.prog
-	if prog == nil {
-		if sp := e.specs.latest(); sp != nil {
-			prog = sp.prog
-		}
-	}
+	prog := e.latestProgram()
 	if lr, ok := baseProgram(prog).(layoutReporter); ok {
 		return lr.LayoutConversions()
 	}
@@ -147,12 +154,7 @@ func (e *Executor) LayoutConversions() []lower.LayoutConversion {
 // UpdateCopies lists the slice_updates of the executor's program (of its most recent
 // specialisation) that copy their tensor first instead of writing it in place.
 func (e *Executor) UpdateCopies() []lower.UpdateCopy {
-	prog := e.prog
-	if prog == nil {
-		if sp := e.specs.latest(); sp != nil {
-			prog = sp.prog
-		}
-	}
+	prog := e.latestProgram()
 	if ur, ok := prog.(interface{ UpdateCopies() []lower.UpdateCopy }); ok {
 		return ur.UpdateCopies()
 	}
@@ -163,12 +165,7 @@ func (e *Executor) UpdateCopies() []lower.UpdateCopy {
 // specialisation when it is symbolic); false when there is none yet, or on the
 // reference device.
 func (e *Executor) MemoryPlan() (lower.MemoryPlan, bool) {
-	prog := e.prog
-	if prog == nil {
-		if sp := e.specs.latest(); sp != nil {
-			prog = sp.prog
-		}
-	}
+	prog := e.latestProgram()
 	if mp, ok := baseProgram(prog).(memoryPlanner); ok {
 		return mp.MemoryPlan()
 	}

@@ -19,12 +19,7 @@ import (
 // program; a symbolic one's last specialisation) as PTO-AS and a manifest. The tensors
 // the trace captured become constant buffers whose bytes the export carries.
 func (e *Executor) ExportPTO() (*lower.PTOExport, error) {
-	prog := e.prog
-	if prog == nil && e.graph != nil {
-		if sp := e.specs.latest(); sp != nil {
-			prog = sp.prog
-		}
-	}
+	prog := e.latestProgram()
 	switch {
 	case e.graph == nil:
 		return nil, core.Errorf(core.ValueError, "nothing is compiled: every output of the function is an input or a constant")

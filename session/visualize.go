@@ -10,12 +10,7 @@ import (
 // Config.Visualize, for a chip, and have a program (a symbolic one after its first
 // run).
 func (e *Executor) Visualization() (*lower.Visualization, error) {
-	prog := e.prog
-	if prog == nil && e.graph != nil {
-		if sp := e.specs.latest(); sp != nil {
-			prog = sp.prog
-		}
-	}
+	prog := e.latestProgram()
 	switch {
 	case e.graph == nil:
 		return nil, core.Errorf(core.ValueError, "nothing is compiled: every output of the function is an input or a constant")

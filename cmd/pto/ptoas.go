@@ -9,7 +9,6 @@ import (
 
 	"pypto/device"
 	"pypto/dtype"
-	"pypto/internal/checked"
 	"pypto/internal/ptoas"
 	"pypto/isa"
 	"pypto/lower"
@@ -182,29 +181,11 @@ func runPTOAS(path string, data []byte, inputs []string, named, outs bindings, t
 // simulateTask runs a kernel's task with its params in GM and copies them back.
 func simulateTask(chip *device.Chip, k *lower.PTOKernel, params [][]byte, maxSteps int64, stdout io.Writer) error {
 	task := k.Task
-	addrs := make([]int, len(params))
-	size := 0
-	for i, b := range params {
-		addrs[i] = size
-		var ok bool
-		if size, ok = checked.Add(size, (len(b)+gmAlign-1)/gmAlign*gmAlign); !ok {
-			size = -1
-			break
-		}
-	}
-	gmWhat := func() string { return fmt.Sprintf("the GM of kernel %s's %d params", task.Name, len(params)) }
-	if err := chip.CheckGM(size, gmWhat); err != nil {
+	gm, addrs, err := layGM(chip, task.Name, params)
+	if err != nil {
 		return err
-	}
-	if err := checked.Host(size, gmWhat); err != nil {
-		return err
-	}
-	gm := make([]byte, max(size, gmAlign))
-	for i, b := range params {
-		copy(gm[addrs[i]:], b)
 	}
 	var st *device.TaskStats
-	var err error
 	if task.Vectors == 0 {
 		blocks := make([]device.Block, len(task.Machine))
 		for i, m := range task.Machine {
@@ -225,9 +206,7 @@ func simulateTask(chip *device.Chip, k *lower.PTOKernel, params [][]byte, maxSte
 	if err != nil {
 		return k.RunError(err)
 	}
-	for i, b := range params {
-		copy(b, gm[addrs[i]:addrs[i]+len(b)])
-	}
+	readGM(gm, addrs, params)
 	fmt.Fprintf(stdout, "%s on %s: %d blocks, %d cycles (%.3f us at %.2f GHz), %d instructions, GM read %d B, written %d B\n",
 		task.Name, chip.Name, len(task.Programs)/task.GroupSize(), st.Cycles, chip.Seconds(st.Cycles)*1e6, chip.ClockHz/1e9, st.Instructions, st.GMBytesRead, st.GMBytesWritten)
 	return nil

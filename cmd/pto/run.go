@@ -184,6 +184,24 @@ func simulate(p *isa.Program, params [][]byte, chipName string, maxSteps int64, 
 	if err != nil {
 		return err
 	}
+	gm, addrs, err := layGM(chip, p.Name, params)
+	if err != nil {
+		return err
+	}
+	st, err := device.RunTask(chip, gm, p.Core, []device.Block{{Prog: m, ParamAddrs: addrs}}, device.RunOptions{MaxInstructions: maxSteps})
+	if err != nil {
+		return err
+	}
+	readGM(gm, addrs, params)
+	fmt.Fprintf(stdout, "%s on %s: %d cycles (%.3f us at %.2f GHz), %d instructions, GM read %d B, written %d B\n",
+		p.Name, chip.Name, st.Cycles, chip.Seconds(st.Cycles)*1e6, chip.ClockHz/1e9, st.Instructions, st.GMBytesRead, st.GMBytesWritten)
+	return nil
+}
+
+// layGM lays kernel name's params out in a GM of their own, each at a gmAlign boundary,
+// checked against the chip's GM and the host's memory; it returns the GM and each
+// param's address.
+func layGM(chip *device.Chip, name string, params [][]byte) ([]byte, []int, error) {
 	addrs := make([]int, len(params))
 	size := 0
 	for i, b := range params {
@@ -194,25 +212,23 @@ func simulate(p *isa.Program, params [][]byte, chipName string, maxSteps int64, 
 			break
 		}
 	}
-	gmWhat := func() string { return fmt.Sprintf("the GM of kernel %s's %d params", p.Name, len(params)) }
+	gmWhat := func() string { return fmt.Sprintf("the GM of kernel %s's %d params", name, len(params)) }
 	if err := chip.CheckGM(size, gmWhat); err != nil {
-		return err
+		return nil, nil, err
 	}
 	if err := checked.Host(size, gmWhat); err != nil {
-		return err
+		return nil, nil, err
 	}
 	gm := make([]byte, max(size, gmAlign))
 	for i, b := range params {
 		copy(gm[addrs[i]:], b)
 	}
-	st, err := device.RunTask(chip, gm, p.Core, []device.Block{{Prog: m, ParamAddrs: addrs}}, device.RunOptions{MaxInstructions: maxSteps})
-	if err != nil {
-		return err
-	}
+	return gm, addrs, nil
+}
+
+// readGM copies each param back out of a GM laid out by layGM.
+func readGM(gm []byte, addrs []int, params [][]byte) {
 	for i, b := range params {
 		copy(b, gm[addrs[i]:addrs[i]+len(b)])
 	}
-	fmt.Fprintf(stdout, "%s on %s: %d cycles (%.3f us at %.2f GHz), %d instructions, GM read %d B, written %d B\n",
-		p.Name, chip.Name, st.Cycles, chip.Seconds(st.Cycles)*1e6, chip.ClockHz/1e9, st.Instructions, st.GMBytesRead, st.GMBytesWritten)
-	return nil
 }
