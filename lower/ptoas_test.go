@@ -125,6 +125,7 @@ func TestPTOManifestDescribesTheProgram(t *testing.T) {
 	require.NoError(t, json.Unmarshal(ex.Files["manifest.json"], &m))
 	assert.Equal(t, PTOManifestFormat, m.Format)
 	assert.Equal(t, chip.Name, m.Chip)
+	assert.Equal(t, exe.Exec().WorkspaceBytes, m.WorkspaceBytes)
 	assert.Len(t, m.Inputs, 2, "the bound bias is a constant, not an input")
 	roles := map[string]int{}
 	byID := map[int]PTOBuffer{}
@@ -133,6 +134,9 @@ func TestPTOManifestDescribesTheProgram(t *testing.T) {
 		byID[b.ID] = b
 		if b.Role == "constant" {
 			assert.Equal(t, bias, ex.Files[b.Data])
+		}
+		if b.Role == "workspace" {
+			assert.GreaterOrEqual(t, b.Offset, m.GMBytes-m.WorkspaceBytes, "intermediates lie in the workspace")
 		}
 		if b.Role == "queue" {
 			assert.GreaterOrEqual(t, b.Offset, m.GMBytes, "queues are placed after the program's memory")
