@@ -6,9 +6,13 @@ The table below gives each public function a valid call and the kind of each arg
 hypothesis draws bad values of every kind. A public function or argument missing from
 the table fails the test, so new API is checked too."""
 
+import atexit
 import inspect
 import math
+import os
 import re
+import shutil
+import tempfile
 
 import numpy as np
 import pytest
@@ -20,6 +24,31 @@ from pypto import _validate as check
 X = np.arange(24, dtype=np.float32).reshape(2, 3, 4) / 10  # a valid tensor argument
 M = np.ones((4, 4), np.float32)
 I = np.array([0, 1], np.int32)
+
+_TILE = "!pto.tile_buf<loc=ub, dtype=f32, rows=32, cols=32, v_row=32, v_col=32, blayout=row_major, slayout=none_box, fractal=512, pad=0>"
+_VIEW = "!pto.tile_view<32x32xf32>"
+#: A PTO-AS kernel (a 32x32 f32 tile doubled) for p.load_pto's valid call.
+_PTO_DIR = tempfile.mkdtemp(prefix="pypto-validation-")
+atexit.register(shutil.rmtree, _PTO_DIR, True)
+PTO_FILE = os.path.join(_PTO_DIR, "double.pto")
+with open(PTO_FILE, "w") as _f:
+    _f.write(f"""module {{
+  func.func @double(%a: !pto.ptr<f32> {{pypto.elems = 1024 : i64}}, %b: !pto.ptr<f32> {{pypto.elems = 1024 : i64}}) attributes {{pypto.core = "vector"}} {{
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c32 = arith.constant 32 : index
+    %v = pto.make_tensor_view %a, shape = [%c32, %c32] strides = [%c32, %c1] : !pto.tensor_view<2xf32>
+    %w = pto.make_tensor_view %b, shape = [%c32, %c32] strides = [%c32, %c1] : !pto.tensor_view<2xf32>
+    %sv = pto.subview %v, offsets = [%c0, %c0], sizes = [%c32, %c32] : !pto.tensor_view<2xf32> -> {_VIEW}
+    %sw = pto.subview %w, offsets = [%c0, %c0], sizes = [%c32, %c32] : !pto.tensor_view<2xf32> -> {_VIEW}
+    %t = pto.alloc_tile : {_TILE}
+    pto.tload ins(%sv : {_VIEW}) outs(%t : {_TILE})
+    pto.tadd ins(%t, %t : {_TILE}, {_TILE}) outs(%t : {_TILE})
+    pto.tstore ins(%t : {_TILE}) outs(%sw : {_VIEW})
+    return
+  }}
+}}
+""")
 
 try:  # torch is an optional extra: its functions are checked when it is installed
     import torch as _torch
@@ -73,7 +102,8 @@ BAD = {
     "number?": st.one_of(_text, st.lists(st.floats(), max_size=2), st.just(1j), st.just(math.nan), _junk),
     "anynumber": st.one_of(_text, st.none(), st.lists(st.floats(), max_size=2), st.just(1j), _junk),
     "layout": st.one_of(_text.filter(lambda s: s.upper() not in ("ND", "NCHW", "NHWC", "CHWN", "NZ")), st.integers(), _junk),
-    "choice": st.one_of(_text.filter(lambda s: s not in ("none", "tanh", "vector", "cube", "mixed")), st.integers(), st.none()),
+    "choice": st.one_of(_text.filter(lambda s: s not in ("none", "tanh", "vector", "cube", "mixed", "auto", "manual")), st.integers(),
+                        st.none()),
     "choice?": st.one_of(_text.filter(lambda s: s not in ("none", "add")), st.integers()),
     "name": st.one_of(st.integers(), st.none(), _junk, st.just(""), st.just("1abc")),
     "name?": st.one_of(st.integers(), _junk, st.just("")),
@@ -93,6 +123,7 @@ BAD = {
     "index": st.one_of(_text, st.integers(), st.none(), _junk, st.just([[0.5]])),
     "src": st.one_of(_text, st.none(), _junk, st.booleans()),
     "names?": st.one_of(st.integers(), st.floats(), st.just([1]), st.just(["a", "a"]), st.just("dp"), _junk),
+    "path": st.one_of(st.integers(), st.floats(), st.none(), st.just(""), st.just(["k.pto"]), st.just("no/such.pto")),
     "dir": st.one_of(st.integers(), st.floats(), st.none(), st.just(""), st.just(["out"])),
     "count?": st.one_of(_floats, _text, st.booleans(), st.integers(max_value=0)),
     "data": st.one_of(_text, st.just({"a": 1}), st.just([object()]), st.just(["1.5", "2"])),
@@ -280,6 +311,7 @@ TABLE = {
     "recommend_tile": ({"op_or_fn": "add", "inputs": [X, X], "config": p.CompileConfig(chip="tiny")},
                        {"op_or_fn": "fn", "inputs": "inputs?", "attrs": "attrs", "config": "config?", "measure": "flag"}),
     "set_device": ({"name": "reference"}, {"name": "name"}),
+    "load_pto": ({"path": PTO_FILE}, {"path": "path", "form": "choice", "device": "chip", "blocks": "count?"}),
     "symbol": ({"name": "n"}, {"name": "name"}),
     "range": ({"start": 4}, {"start": "int", "stop": "int?", "step": "int"}),
     "block_kernel": ({"fn": _kern.fn, "out_shape": (16, 16)},

@@ -45,12 +45,14 @@ def load_pto(path, *, form: str = "auto", device: str | None = None, blocks: int
     if not isinstance(path, str):
         raise check.fail(op, "path", path, "a path to a .pto file or an export's directory")
     form = check.choice(form, "form", op, ("auto", "manual"))
+    if device is not None and not isinstance(device, str):
+        raise check.fail(op, "device", device, 'a device preset name ("a2", "tiny", ...) or None')
     if blocks is not None:
         blocks = check.integer(blocks, "blocks", op, lo=1)
     if os.path.isdir(path):
         return PTOProgram(path, form, device)
     if not os.path.isfile(path):
-        raise PyptoValueError(f"{op}: {path} is neither a .pto file nor a directory", location=user_location())
+        raise PyptoValueError(f"{op}: path {path!r} is neither a .pto file nor a directory", location=user_location())
     return PTOKernel(path, blocks or 0, device)
 
 
