@@ -24,12 +24,32 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 class Case:
-    """A corpus program: fn(*inputs) and its inputs (numpy arrays); ``symbolic`` cases
-    are traced with symbolic sizes and run twice (the second run's program is
-    exported)."""
+    """A corpus program: fn(*inputs) and its inputs (numpy arrays). A symbolic case is
+    traced once for ``trace`` (placeholders with symbolic sizes) and run at the
+    warm-up's sizes, then at the inputs' (the second run's program is exported: a
+    bucket's, compiled for the bucket's bound); ``sizes(*inputs)`` gives the run's
+    sizes, which that program reads from GM."""
 
-    def __init__(self, name, fn, inputs, symbolic=False, warmup=None):
-        self.name, self.fn, self.inputs, self.symbolic, self.warmup = name, fn, inputs, symbolic, warmup
+    def __init__(self, name, fn, inputs, trace=None, warmup=None, sizes=None):
+        self.name, self.fn, self.inputs, self.trace, self.warmup, self.sizes = name, fn, inputs, trace, warmup, sizes
+
+    @property
+    def symbolic(self) -> bool:
+        return self.trace is not None
+
+    def loaded_inputs(self, described: list) -> list:
+        """The inputs of the program an export of this case loads back as (``described``
+        is its ``inputs``): each input zero-padded to the shape the program was compiled
+        for, then, for a symbolic case, the run's sizes (one int32 each)."""
+        sizes = list(self.sizes(*self.inputs)) if self.symbolic else []
+        if len(described) != len(self.inputs) + len(sizes):
+            raise ValueError(f"{self.name}: the loaded program takes {len(described)} inputs, the case gives {len(self.inputs)} and {len(sizes)} sizes")
+        out = []
+        for x, d in zip(self.inputs, described):
+            padded = np.zeros(d["shape"], dtype=x.dtype)
+            padded[tuple(slice(0, n) for n in x.shape)] = x
+            out.append(padded)
+        return out + [np.array([n], np.int32) for n in sizes]
 
 
 def _rng(seed):
@@ -148,8 +168,9 @@ def op_family_cases() -> list:
 
 
 def dynamic_case() -> Case:
-    """A symbolic trace run at two sizes: the second run's program is a bucket's, whose
-    kernels loop over the rows the run needs (their count read from GM)."""
+    """A feed-forward block traced with symbolic rows and run at two sizes: the second
+    run's program is its bucket's (rows <= 128), whose matmul kernels compute the tiles
+    of the rows the run needs, their count read from GM."""
     rng = _rng(7)
     w1, b1 = _linear_weights(rng, 128, 256)
     w2, b2 = _linear_weights(rng, 256, 128)
@@ -157,7 +178,8 @@ def dynamic_case() -> Case:
     def ffn(x):
         return p.linear(p.relu(p.linear(x, w1, b1)), w2, b2) + x
 
-    return Case("dynamic_ffn", ffn, [_f16(rng, 1, 100, 128)], symbolic=True, warmup=[_f16(rng, 1, 65, 128)])
+    rows = p.Tensor([1, p.symbol("rows"), 128], dtype=p.float16)
+    return Case("dynamic_ffn", ffn, [_f16(rng, 1, 100, 128)], trace=[rows], warmup=[_f16(rng, 1, 65, 128)], sizes=lambda x: [x.shape[1]])
 
 
 def moe_case() -> Case:
@@ -209,14 +231,14 @@ def cases(size: str = "test") -> list:
 
 
 def compiled(case: Case, run: bool):
-    """The case's executor, compiled, and its first run's outputs (a tuple) and cycles:
-    run with values when run, else traced with placeholders of the inputs' shapes (no
-    outputs). A symbolic case runs its warm-up size first; the program exported is its
-    last run's."""
+    """The case's executor, compiled, and its run's outputs (a tuple) and cycles: run
+    with values when run, else traced with placeholders of the inputs' shapes (no
+    outputs). A symbolic case always runs (a bucket's program is built by runs): its
+    warm-up size first, then its inputs, whose program is the one exported."""
     if case.symbolic:
-        ex = p.compile(case.fn)
+        ex = p.compile(case.fn, inputs=case.trace)
         ex(*case.warmup)
-        out = ex(*case.inputs) if run else None
+        out = ex(*case.inputs)
     elif run:
         ex = p.compile(case.fn, dynamic=False)
         out = ex(*case.inputs)
