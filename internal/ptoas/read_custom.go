@@ -273,10 +273,15 @@ func (p *parser) makeTensorView(o *mop) error {
 		return err
 	}
 	o.lists = [][]string{shape, strides}
+	return p.attrsThenType(o, "the tensor view's")
+}
+
+// attrsThenType reads an op's trailing attribute dict and its result's type (": type").
+func (p *parser) attrsThenType(o *mop, whose string) error {
 	if err := p.trailingAttrs(o); err != nil {
 		return err
 	}
-	if err := p.expect(":", " before the tensor view's type"); err != nil {
+	if err := p.expect(":", " before "+whose+" type"); err != nil {
 		return err
 	}
 	ty, err := p.typ("")
@@ -328,18 +333,7 @@ func (p *parser) allocTile(o *mop) error {
 		}
 		o.namedOps[key] = v
 	}
-	if err := p.trailingAttrs(o); err != nil {
-		return err
-	}
-	if err := p.expect(":", " before the tile's type"); err != nil {
-		return err
-	}
-	ty, err := p.typ("")
-	if err != nil {
-		return err
-	}
-	o.resTypes = []string{ty}
-	return nil
+	return p.attrsThenType(o, "the tile's")
 }
 
 // pto.set_flag[<PIPE_A>, <PIPE_B>, <EVENT_IDn>] [dict]
