@@ -183,24 +183,28 @@ def dynamic_case() -> Case:
 
 
 def moe_case() -> Case:
-    """A mixture-of-experts layer: softmax routing, top-2 experts per token, each
-    expert's rows gathered, run and scattered back weighted."""
+    """A mixture-of-experts layer with top-k routing by expert choice (each expert
+    takes the k tokens its softmax gate weighs most): per expert, its tokens' rows
+    gathered (index_select), run through its feed-forward, weighted by the gate, and
+    added back to their tokens' rows (a one-hot matmul)."""
     rng = _rng(9)
-    tokens, hidden, experts, ffn = 64, 64, 4, 128
+    tokens, hidden, experts, ffn, k = 64, 64, 4, 128, 32
     wg = _f16(rng, hidden, experts, scale=0.2)
     ws = [(_linear_weights(rng, hidden, ffn), _linear_weights(rng, ffn, hidden)) for _ in range(experts)]
+    token_ids = np.arange(tokens, dtype=np.int32).reshape(tokens, 1)
 
     def moe(x):
         probs = p.softmax(p.matmul(x, wg).astype(p.float32), axis=-1)
-        top_w, top_i = p.topk(probs, 2)
+        top_w, top_i = p.topk(p.transpose(probs, 1, 0), k)  # [experts, k]: each expert's tokens
         out = p.zeros([tokens, hidden], dtype=p.float32)
         for e, ((w1, b1), (w2, b2)) in enumerate(ws):
-            gate = p.sum(p.where(top_i == e, top_w, 0.0), axis=-1)  # the token's weight for expert e (0 if not routed)
-            h = p.linear(p.relu(p.linear(x, w1, b1)), w2, b2).astype(p.float32)
-            out = out + h * p.reshape(gate, tokens, 1)
+            rows = p.index_select(x, 0, top_i[e])
+            h = p.linear(p.relu(p.linear(rows, w1, b1)), w2, b2).astype(p.float32) * p.reshape(top_w[e], k, 1)
+            back = p.where(token_ids == p.reshape(top_i[e], 1, k), 1.0, 0.0)  # [tokens, k]: row t takes slot j if token t went there
+            out = out + p.matmul(back, h)
         return out
 
-    return Case("moe_top2", moe, [_f16(rng, tokens, hidden)])
+    return Case("moe_expert_choice_top32", moe, [_f16(rng, tokens, hidden)])
 
 
 @p.block_kernel(grid=2, core="mixed", vectors=2, out_shape=lambda a, b: (a.shape[0], b.shape[1]), out_dtype=lambda a, b: p.float32)
