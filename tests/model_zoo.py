@@ -28,17 +28,31 @@ class Case:
         torch.manual_seed(0)
         return self.build().eval()
 
-    def example(self) -> tuple:
-        g = torch.Generator().manual_seed(1)
-        return self.inputs(g)
+    def example(self, batch=None, size=None) -> tuple:
+        """The inputs, at the set's sizes or the batch and size (sequence length or
+        image side) given."""
+        g = torch.Generator().manual_seed(1 if batch is None else 1000 * batch + size)
+        return self.inputs(g) if batch is None else self.inputs(g, batch, size)
+
+    def sweep(self) -> list:
+        """(batch, size, inputs) for each size of the sweep."""
+        return [(b, s, self.example(b, s)) for b, s in SWEEP[self.kind]]
 
 
-def _ids(g):
-    return (torch.randint(0, VOCAB, (BATCH, SEQ), generator=g),)
+def _ids(g, batch=BATCH, size=SEQ):
+    return (torch.randint(0, VOCAB, (batch, size), generator=g),)
 
 
-def _image(g):
-    return (torch.randn(BATCH, 3, IMAGE, IMAGE, generator=g),)
+def _image(g, batch=BATCH, size=IMAGE):
+    return (torch.randn(batch, 3, size, size, generator=g),)
+
+
+#: The sizes a sweep runs (bench/models.py --sweep and the dynamic-size tests): (batch,
+#: sequence length) of token ids, (batch, image side) of images. None is 0 or 1 (dynamo
+#: specialises those: a capture of their own), and the image sides keep ResNet's last
+#: feature map 1x1 (sides 17 to 32), which the first capture assumes.
+SWEEP = {"lm": [(2, 16), (3, 24), (2, 40), (4, 9)], "image": [(2, 32), (3, 24), (4, 28)]}
+SWEEP["encoder"] = SWEEP["lm"]
 
 
 class _Logits(torch.nn.Module):
@@ -127,3 +141,15 @@ def param_bytes(model: torch.nn.Module) -> int:
             seen.add(t.data_ptr())
             total += t.numel() * t.element_size()
     return total
+
+
+def compare(got, want, kind):
+    """(rel_err, argmax_agree) of got against torch's want: the largest difference over
+    want's largest magnitude, and the share of positions whose argmax over the last axis
+    agrees (None for encoders' hidden states)."""
+    got, want = got.detach().float(), want.detach().float()
+    rel = float((got - want).abs().max() / want.abs().max().clamp_min(1e-30))
+    agree = None
+    if kind in ("lm", "image"):
+        agree = float((got.argmax(-1) == want.argmax(-1)).float().mean())
+    return rel, agree

@@ -85,6 +85,18 @@ def test_pools_match_numpy(device):
         p.set_device("a2")
 
 
+def test_global_average_pool_over_symbolic_sizes_is_one_trace():
+    h, w = p.symbol("h"), p.symbol("w")
+    f = p.compile(lambda x: p.adaptive_avg_pool2d(x, 1), inputs=[p.Tensor([2, 3, h, w], dtype=p.float32)])
+    rng = np.random.default_rng(4)
+    for hw in [(5, 7), (9, 4), (16, 16)]:
+        x = rng.standard_normal((2, 3) + hw).astype(np.float32)
+        np.testing.assert_allclose(f.run(x).numpy(), x.mean(axis=(2, 3), keepdims=True), rtol=1e-5, atol=1e-6)
+    assert f.num_traced == 1
+    with pytest.raises(p.SymbolicShapeError):  # other output sizes need the sizes while tracing
+        p.compile(lambda x: p.adaptive_avg_pool2d(x, 2), inputs=[p.Tensor([2, 3, h, w], dtype=p.float32)]).run(np.zeros((2, 3, 4, 4), np.float32))
+
+
 def test_max_pool_propagates_nan_and_ignores_padding():
     x = -np.ones((1, 1, 4, 4), np.float32) * 5
     x[0, 0, 1, 1] = np.nan

@@ -32,8 +32,31 @@ def _frame():
     return f
 
 
+# Set while code translated from another program is traced (an imported torch graph's
+# node): the ops it creates are that program's line, not the translator's caller's.
+_pinned = threading.local()
+
+
+class at_location:
+    """A context in which this thread's ops are located at loc (a Location with a
+    file), whatever frame creates them."""
+
+    def __init__(self, loc: Location):
+        self._loc = loc
+
+    def __enter__(self):
+        self._prev = getattr(_pinned, "loc", None)
+        _pinned.loc = self._loc
+
+    def __exit__(self, *exc):
+        _pinned.loc = self._prev
+
+
 def user_location() -> Location:
     """The caller's file, line and function, skipping frames inside pypto."""
+    pinned = getattr(_pinned, "loc", None)
+    if pinned is not None:
+        return pinned
     f = _frame()
     if f is None:
         return Location()
@@ -74,6 +97,9 @@ def _scope(f) -> str:
 
 def user_location_json() -> bytes:
     """user_location() as the JSON the C ABI takes."""
+    pinned = getattr(_pinned, "loc", None)
+    if pinned is not None:
+        return json.dumps({"file": pinned.file, "line": pinned.line, "func": pinned.func}).encode()
     f = _frame()
     if f is None:
         return b""

@@ -21,7 +21,7 @@ from .location import user_location
 from .symbolic import Dim
 
 __all__ = [
-    "fail", "given", "int_or_none", "flag", "integer", "number", "axis", "axes", "shape", "dtype", "dtype_supported", "choice", "MAX_NDIM",
+    "fail", "given", "int_or_none", "flag", "dynamic_dims", "integer", "number", "axis", "axes", "shape", "dtype", "dtype_supported", "choice", "MAX_NDIM",
 ]  # fmt: skip
 
 #: The most axes a tensor may have (the C ABI's limit).
@@ -63,6 +63,26 @@ def flag(value, name: str, op: str) -> bool:
     if isinstance(value, (bool, np.bool_)):
         return bool(value)
     raise fail(op, name, value, "True or False")
+
+
+def dynamic_dims(value, name: str, op: str):
+    """Which input dims are dynamic: None (as the compiler decides), a flag (every dim,
+    or none), or a dict naming them, {input name or position: an axis or a list of
+    axes}, returned with each value a tuple of ints."""
+    if value is None or isinstance(value, (bool, np.bool_)):
+        return None if value is None else bool(value)
+    accepted = "None, a bool, or a dict {input name or position: axis or axes}, e.g. {'input_ids': (0, 1)}"
+    if not isinstance(value, dict):
+        raise fail(op, name, value, accepted)
+    out = {}
+    for key, axes_ in value.items():
+        if not isinstance(key, str) and int_or_none(key) is None:
+            raise fail(op, f"{name}'s key", key, "an input's name or position")
+        seq = (axes_,) if int_or_none(axes_) is not None else axes_
+        if not isinstance(seq, (list, tuple)) or not seq or any(int_or_none(a) is None for a in seq):
+            raise fail(op, f"{name}[{key!r}]", axes_, "an axis (int) or a non-empty list of axes")
+        out[key if isinstance(key, str) else int_or_none(key)] = tuple(int_or_none(a) for a in seq)
+    return out
 
 
 def integer(value, name: str, op: str, *, lo=None, hi=None, optional: bool = False):

@@ -11,7 +11,9 @@ import numpy as np
 from .._core import validate as check
 from .._core.errors import PyptoValueError, ShapeError
 from .._core.location import user_location
+from .._core.symbolic import Dim
 from .creation import ones, zeros
+from .reductions import mean
 from .shape_ops import concat, reshape, stack, transpose
 from .tensor import Tensor, apply, as_tensor, from_numpy, tiled_ops
 
@@ -179,11 +181,15 @@ def _window_counts(n, k, s, p, size, include_pad):
 
 def adaptive_avg_pool2d(x, output_size) -> Tensor:
     """torch.nn.functional.adaptive_avg_pool2d: output cell (i, j) averages rows
-    floor(i*H/oh) .. ceil((i+1)*H/oh) and the same for columns."""
+    floor(i*H/oh) .. ceil((i+1)*H/oh) and the same for columns. Over a symbolic
+    height or width (a p.symbol dim) only the global pool, output_size 1, is
+    defined while tracing: the mean over both axes."""
     op = "adaptive_avg_pool2d"
     x = _image(x, op)
     oh, ow = _pair(output_size, "output_size", op, 1)
     h, w = x.shape[2], x.shape[3]
+    if (oh, ow) == (1, 1) and (isinstance(h, Dim) or isinstance(w, Dim)):
+        return mean(x, axis=(2, 3), keepdims=True)
     if h % oh == 0 and w % ow == 0:
         return avg_pool2d(x, (h // oh, w // ow))
     rows = []

@@ -141,9 +141,13 @@ def constant(value, dtype=None) -> Tensor:
 
 def arange(start, stop=None, step=1, dtype=None) -> Tensor:
     """Evenly spaced values in [start, stop) (numpy's arange); int64 for integer
-    arguments (numpy's and torch's default integer), float32 otherwise, or dtype."""
+    arguments (numpy's and torch's default integer), float32 otherwise, or dtype.
+    ``start`` and ``stop`` may be symbolic dims (``p.arange(seq_len)``): a graph op,
+    sized when the compiled program runs (``step`` an int then)."""
     if stop is None:
         start, stop = 0, start
+    if isinstance(start, Dim) or isinstance(stop, Dim):
+        return _symbolic_arange(start, stop, step, dtype)
     start = _real(start, "start", "arange")
     stop = _real(stop, "stop", "arange")
     step = _real(step, "step", "arange")
@@ -153,6 +157,28 @@ def arange(start, stop=None, step=1, dtype=None) -> Tensor:
     if dt is None:
         dt = int64 if all(isinstance(v, int) for v in (start, stop, step)) else float32
     return _host(np.arange(start, stop, step), dt)
+
+
+def _symbolic_arange(start, stop, step, dtype) -> Tensor:
+    """arange whose stop is a dim: an iota of ceil((stop - start) / step) elements,
+    scaled and shifted (a run whose stop is below its start is a ShapeError there). A
+    symbolic start would be a value known only when the program runs: refused."""
+    for v, name in ((start, "start"), (stop, "stop")):
+        if not isinstance(v, Dim) and check.int_or_none(v) is None:
+            raise check.fail("arange", name, v, "an int or a symbolic dim (the other bound is symbolic)")
+    step = check.integer(step, "step", "arange")
+    if step == 0:
+        raise check.fail("arange", "step", step, "a nonzero number", PyptoValueError)
+    n = (stop - start + step - 1) // step if step > 0 else (start - stop - step - 1) // -step
+    dt = check.dtype(dtype, "dtype", "arange", optional=True) or int64
+    out = apply("iota", [], {"shape": [n], "axis": 0})
+    if step != 1:
+        out = out * step
+    if isinstance(start, Dim):
+        start._no_value("p.arange with a symbolic start (its values)")
+    if start != 0:
+        out = out + int(start)
+    return out if out.dtype == dt else apply("cast", [out], {"dtype": dt.name})
 
 
 def _real(v, name, op):

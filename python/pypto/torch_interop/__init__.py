@@ -27,7 +27,7 @@ def _torch():
     return torch
 
 
-def from_torch(obj, copy=None, *, config=None, dynamic=False):
+def from_torch(obj, copy=None, *, config=None, dynamic=None):
     """A torch tensor or nn.Module in PyPTO.
 
     - a ``torch.Tensor`` gives a p.Tensor sharing its memory when it is a C-contiguous
@@ -39,11 +39,16 @@ def from_torch(obj, copy=None, *, config=None, dynamic=False):
       input signature as torch.compile captures it (dynamo, one whole graph; torch.fx
       when dynamo cannot), its torch operations mapped to PyPTO ops, compiled by
       ``p.compile`` with ``config``; weights shared, not copied. Operations PyPTO cannot
-      run raise one CompileError listing each with its source line."""
+      run raise one CompileError listing each with its source line. ``dynamic`` says
+      which sizes are symbolic, as torch.compile's does: None, the dims that change
+      after the first call; True, every dim of the tensor inputs; a dict, the dims it
+      names ({"input_ids": (0, 1)}); False, none (a capture per input signature). One
+      capture with symbolic sizes is one PyPTO trace, run with a program per bucket of
+      sizes."""
     copy = None if copy is None else check.flag(copy, "copy", "from_torch")
     if config is not None and not isinstance(config, CompileConfig):
         raise check.fail("from_torch", "config", config, "a p.CompileConfig or None")
-    dynamic = None if dynamic is None else check.flag(dynamic, "dynamic", "from_torch")
+    dynamic = check.dynamic_dims(dynamic, "dynamic", "from_torch")
     torch = _torch()
     if isinstance(obj, torch.Tensor):
         from .tensors import tensor_from_torch

@@ -13,6 +13,7 @@ from torch.utils import _pytree as pytree
 
 from . import ops_table
 from .._core.errors import CompileError, Location, PyptoError, SymbolicShapeError
+from .._core.location import at_location
 from ..tensor_level.tensor import Tensor
 from .tensors import tensor_from_torch
 
@@ -135,12 +136,15 @@ class GraphFunction:
         return [leaves[i] for i in self.out_tensor_at]
 
     def _run(self, node, args, kwargs):
+        loc = node_location(node)
         try:
-            return run_node(self.gm, self.params, node, args, kwargs)
+            if not loc.file:
+                return run_node(self.gm, self.params, node, args, kwargs)
+            with at_location(loc):  # the node's ops are its source line (dumps, errors, "no_buckets")
+                return run_node(self.gm, self.params, node, args, kwargs)
         except SymbolicShapeError:
             raise  # p.compile traces this input signature with concrete sizes instead
         except PyptoError as e:
-            loc = node_location(node)
             if loc.file:
                 e.location = loc
             raise
@@ -151,9 +155,10 @@ class GraphFunction:
                 suggestions=["run this part in torch (torch.compile(model, backend='pypto') falls back per op)"],
             ) from None
 
-    def rebuild(self, tensors):
-        """The output structure with tensors at their places."""
-        leaves = list(self.out_leaves)
+    def rebuild(self, tensors, leaves=None):
+        """The output structure with tensors at their places (and the other leaves, by
+        default those of the last trace)."""
+        leaves = list(self.out_leaves if leaves is None else leaves)
         for i, t in zip(self.out_tensor_at, tensors):
             leaves[i] = t
         return pytree.tree_unflatten(leaves, self.out_spec)

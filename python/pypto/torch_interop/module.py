@@ -15,7 +15,8 @@ from .._core.errors import CompileError, PyptoTypeError
 from .._core.location import user_location
 from ..runtime.executor import compile as _p_compile
 from ..tensor_level.tensor import Tensor, as_tensor
-from .dynamo import PyptoPart
+from .part import PyptoPart
+from .fallbacks import log
 from .graph import GraphFunction, describe, node_location, node_source, why_unsupported
 from .support import unsupported_nodes
 from .tensors import tensor_from_torch
@@ -25,22 +26,33 @@ class TorchModel:
     """An nn.Module as a PyPTO program. Call it with torch tensors (results are torch
     tensors sharing PyPTO's memory), numpy arrays or p.Tensors (results are p.Tensors).
 
-    At its first call with an input signature (shapes and dtypes) the module is
-    captured the way ``torch.compile`` captures it, as one graph (dynamo; modules
-    whose code dynamo cannot take as one graph are traced with torch.fx instead), and
-    the graph is compiled through the four graph levels by ``p.compile``; every
-    operation must run on PyPTO (otherwise one CompileError lists each with its source
-    line). Parameters and buffers are **shared, not copied**: the compiled program
-    reads the torch tensors' memory, so an in-place update of the weights
-    (``optimizer.step()``, ``param.data.copy_()``) is seen by the next call. The module
-    must stay alive (this object keeps a reference to it). Each input signature is a
-    graph of its own (sizes are static in the graph dynamo captures).
+    At its first call the module is captured the way ``torch.compile`` captures it, as
+    one graph (dynamo; modules whose code dynamo cannot take as one graph are traced
+    with torch.fx instead), and the graph is compiled through the four graph levels by
+    ``p.compile``; every operation must run on PyPTO (otherwise one CompileError lists
+    each with its source line). Parameters and buffers are **shared, not copied**: the
+    compiled program reads the torch tensors' memory, so an in-place update of the
+    weights (``optimizer.step()``, ``param.data.copy_()``) is seen by the next call.
+    The module must stay alive (this object keeps a reference to it).
+
+    Sizes (``dynamic``, as torch.compile's): with ``None`` the first capture has the
+    first call's sizes and a call whose sizes differ is captured again with the dims
+    that changed symbolic (dynamo's automatic dynamic shapes); ``True`` makes every dim
+    of every tensor input symbolic from the first call, and a dict names the symbolic
+    dims (``{"input_ids": (0, 1)}``, inputs by name or position), the others static;
+    ``False`` captures each input signature on its own. A graph with symbolic sizes is
+    traced by PyPTO once, with p.symbol dims named after the inputs' (``input_ids.1``),
+    and runs with one program per bucket of sizes (docs/api.md, "Symbolic shapes").
+    Sizes 0 and 1 stay concrete, as dynamo specialises them, and so does any dim the
+    model's code branches on; a call that breaks a condition dynamo assumed (its
+    guards) is captured again. ``captures`` records each capture: its symbols and why
+    it was made.
 
     ``executor`` is the p.compile Executor of the last graph run (``dump()``,
-    ``stats()``, ``last_time_ms``); ``graph_module`` that graph as a torch.fx
-    GraphModule."""
+    ``stats()``, ``last_time_ms``, ``num_traced``, ``num_compiled``); ``graph_module``
+    that graph as a torch.fx GraphModule."""
 
-    def __init__(self, module: torch.nn.Module, config=None, dynamic=False):
+    def __init__(self, module: torch.nn.Module, config=None, dynamic=None):
         self.module = module
         self._config, self._dynamic = config, dynamic
         self._part = None  # the PyptoPart of the last graph captured
@@ -48,7 +60,16 @@ class TorchModel:
         name = type(module).__qualname__
         self._name = name
         self._parts_run = 0
-        self._compiled = torch.compile(_Captured(module), backend=self._capture, fullgraph=True, dynamic=False)
+        self._arg_names = _arg_names(module)
+        self.captures: list = []  # {"symbols", "static", "reason"} per dynamo capture
+        self._parts: list = []  # the PyptoPart of each capture
+        self._compiled = self._compile()
+
+    def _compile(self):
+        # dynamic=True and named dims mark the inputs' dims (_mark_dynamic): floats and
+        # the other dims stay as dynamo treats them by default.
+        dynamic = False if self._dynamic is False or isinstance(self._dynamic, dict) else None
+        return torch.compile(_Captured(self.module), backend=self._capture, fullgraph=True, dynamic=dynamic)
 
     @property
     def graph_module(self):
@@ -61,6 +82,22 @@ class TorchModel:
         return self._part.executor if self._part else None
 
     @property
+    def num_traced(self) -> int:
+        """PyPTO traces of every capture: one per capture with symbolic sizes (one per
+        input size for a static one)."""
+        if self._fx:
+            return self._fx[1].num_traced
+        return sum(part.num_traced for part in self._parts)
+
+    @property
+    def num_compiled(self) -> int:
+        """Programs compiled for every capture: one per bucket of sizes of a symbolic
+        trace (one per size where padding would change the result)."""
+        if self._fx:
+            return self._fx[1].num_compiled
+        return sum(part.num_compiled for part in self._parts)
+
+    @property
     def last_time_ms(self):
         """The simulated time of the last call, in milliseconds (None before it)."""
         ex = self.executor
@@ -68,7 +105,11 @@ class TorchModel:
 
     def _capture(self, gm: torch.fx.GraphModule, example_inputs):
         _check_supported(gm, self._name)
-        part = PyptoPart(gm, self._name, None, self._config, self._dynamic)
+        part = PyptoPart(gm, self._name, None, self._config, self._dynamic, self._arg_names)
+        self._parts.append(part)
+        self.captures.append(_capture_record(part, self._new_guard_failures()))
+        if len(self.captures) > 1:
+            log.info("from_torch: %s captured again (capture %d): %s", self._name, len(self.captures), self.captures[-1]["reason"])
 
         def run(*args):
             self._part = part
@@ -78,12 +119,23 @@ class TorchModel:
         self._part = part
         return run
 
+    def _new_guard_failures(self) -> list:
+        """The reasons dynamo gave for recompiling since the last call (guards that failed)."""
+        from torch._dynamo.utils import guard_failures
+
+        seen = self._guards_seen
+        out = []
+        for code, reasons in list(guard_failures.items()):
+            out += reasons[seen.get(code, 0) :]
+        return out
+
     def __call__(self, *args, **kwargs):
         torch_in = any(isinstance(a, torch.Tensor) for a in pytree.tree_leaves((args, kwargs)))
         args, kwargs = pytree.tree_map(_to_torch, (args, kwargs))
         if self._fx is not None:
             out = self._run_fx(args, kwargs)
         else:
+            _mark_dynamic(self._dynamic, self._arg_names, args, kwargs, self._name)
             out = self._run_captured(args, kwargs)
         if torch_in:
             return out
@@ -93,12 +145,14 @@ class TorchModel:
 
     def _run_captured(self, args, kwargs):
         import torch._dynamo.exc as dexc
+        from torch._dynamo.utils import guard_failures
 
         dynamo_error = None
         for fresh in (False, True):
             if fresh:  # dynamo keeps at most recompile_limit graphs per code object: a new one
-                self._compiled = torch.compile(_Captured(self.module), backend=self._capture, fullgraph=True, dynamic=False)
+                self._compiled = self._compile()
             before = self._parts_run
+            self._guards_seen = {code: len(r) for code, r in guard_failures.items()}
             try:
                 with torch.no_grad():
                     out = self._compiled(*args, **kwargs)
@@ -135,7 +189,10 @@ class TorchModel:
             return fn(*tensors)
 
         forward.__name__ = self._name
-        self._fx = (fn, _p_compile(forward, self._config, dynamic=self._dynamic), [n.target for n in fn.placeholders])
+        # torch.fx records no sizes: p.compile's automatic symbols (dynamic=None) give
+        # one trace for every size where the graph allows.
+        dynamic = None if self._dynamic is None or self._dynamic is True or isinstance(self._dynamic, dict) else False
+        self._fx = (fn, _p_compile(forward, self._config, dynamic=dynamic), [n.target for n in fn.placeholders])
         return self._run_fx(args, kwargs)
 
     def _run_fx(self, args, kwargs):
@@ -149,7 +206,65 @@ class TorchModel:
     def __repr__(self) -> str:
         ex = self.executor
         n = 0 if ex is None else ex.num_compiled
-        return f"<pypto.TorchModel of {self._name}: {n} compiled program(s)>"
+        return f"<pypto.TorchModel of {self._name}: {len(self.captures)} capture(s), {n} compiled program(s)>"
+
+
+def _capture_record(part, guard_failures) -> dict:
+    """What a capture is: its symbols (the dims it leaves symbolic), whether it is
+    static, and why it was made (the first call, or the guards the call broke)."""
+    symbols = sorted(set(part.symbol_names))
+    if guard_failures:
+        reason = "the call broke what the earlier capture assumed: " + "; ".join(_guard_text(g) for g in guard_failures)
+    else:
+        reason = "first call"
+    return {"symbols": symbols, "static": not symbols, "reason": reason}
+
+
+def _guard_text(reason: str) -> str:
+    """dynamo's guard failure without its compile id ("0/0: L['x'].size()[1] == 8")."""
+    first = str(reason).strip().splitlines()[0] if str(reason).strip() else "a guard failed"
+    return first.split(": ", 1)[1] if ": " in first and first.split(": ", 1)[0].replace("/", "").isdigit() else first
+
+
+def _arg_names(module) -> list:
+    """The names of the module's forward parameters, in order (for symbol names)."""
+    import inspect
+
+    try:
+        params = inspect.signature(module.forward).parameters.values()
+    except (TypeError, ValueError):
+        return []
+    return [p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+
+
+def _mark_dynamic(dynamic, arg_names, args, kwargs, name) -> None:
+    """Marks the tensor inputs' dims that dynamic names as dynamic for dynamo (dims it
+    specialises, sizes 0 and 1 or dims the code branches on, stay static)."""
+    if dynamic is None or dynamic is False:
+        return
+    from torch._dynamo import maybe_mark_dynamic
+
+    named = {}
+    for i, a in enumerate(args):
+        named[i] = a
+        if i < len(arg_names):
+            named[arg_names[i]] = a
+    named.update(kwargs)
+    if dynamic is True:
+        wanted = [(t, range(t.ndim)) for t in pytree.tree_leaves((args, kwargs)) if isinstance(t, torch.Tensor)]
+    else:
+        wanted = []
+        for key, axes in dynamic.items():
+            if key not in named:
+                raise PyptoTypeError(f"from_torch: dynamic names the input {key!r}, which the call of {name} does not give "
+                                     f"(its inputs: {[k for k in named if isinstance(k, str)] or list(named)})", location=user_location())  # fmt: skip
+            t = named[key]
+            if not isinstance(t, torch.Tensor):
+                raise PyptoTypeError(f"from_torch: dynamic names the input {key!r} of {name}, which is not a tensor", location=user_location())
+            wanted.append((t, axes))
+    for t, axes in wanted:
+        for ax in axes:
+            maybe_mark_dynamic(t, ax % t.ndim if t.ndim else ax)
 
 
 class _Captured(torch.nn.Module):
@@ -228,7 +343,7 @@ def _check_supported(gm: torch.fx.GraphModule, name: str) -> None:
     )
 
 
-def from_module(module, config=None, dynamic=False) -> TorchModel:
+def from_module(module, config=None, dynamic=None) -> TorchModel:
     if not isinstance(module, torch.nn.Module):
         raise PyptoTypeError(f"from_torch: expected a torch.nn.Module, got {type(module).__name__}", location=user_location())
     return TorchModel(module, config, dynamic)

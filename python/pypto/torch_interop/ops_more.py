@@ -18,6 +18,7 @@ import torch
 import torch.nn.functional as F
 
 from .._core.dtypes import bool_, float32, int32
+from .._core.symbolic import Dim
 from ..tensor_level import creation
 from ..tensor_level import nn as pnn
 from ..tensor_level import ops
@@ -52,7 +53,7 @@ def _arange(start, end=None, step=1, *, dtype=None, device=None, layout=None, pi
     if end is None:
         start, end = 0, start
     if dtype is None:
-        dtype = torch.int64 if all(isinstance(v, numbers.Integral) for v in (start, end, step)) else torch.float32
+        dtype = torch.int64 if all(isinstance(v, (numbers.Integral, Dim)) for v in (start, end, step)) else torch.float32
     return creation.arange(start, end, step, dtype=_dt(dtype))
 
 
@@ -127,22 +128,19 @@ def _band(upper):
 
 def _multi_index(x, key):
     """x[i0, i1, ...] for integer index tensors on the leading axes (broadcast together;
-    negative indices count from the end), the other axes whole: one take of x with
-    those axes flattened, at the flat positions."""
+    negative indices count from the end, as the gathers take them), the other axes
+    whole: a take of x's rows at i0, then, per further index, a take along the next
+    axis at each position's own index. No size becomes a value, so symbolic shapes
+    trace as concrete ones do."""
     k = len(key)
-    shape = list(x.shape)
-    flat = None
-    for ax, idx in enumerate(key):
-        idx = ops.where(idx < 0, idx + shape[ax], idx)
-        stride = 1
-        for s in shape[ax + 1 : k]:
-            stride *= s
-        term = idx * stride if stride != 1 else idx
-        flat = term if flat is None else flat + term
-    rows = 1
-    for s in shape[:k]:
-        rows *= s
-    return shape_ops.take(shape_ops.reshape(x, [rows] + shape[k:]), ops.cast(flat, int32), axis=0)
+    rank = max(i.ndim for i in key)
+    key = [shape_ops.reshape(i, [1] * (rank - i.ndim) + list(i.shape)) if i.ndim < rank else i for i in key]
+    out = shape_ops.take(x, ops.cast(key[0], int32), axis=0)  # key[0].shape + x.shape[1:]
+    for ax in range(1, k):
+        rest = out.ndim - rank - 1  # the axes after the one gathered now
+        idx = shape_ops.reshape(ops.cast(key[ax], int32), list(key[ax].shape) + [1] * (1 + rest))
+        out = shape_ops.squeeze(shape_ops.take_along_axis(out, idx, rank), rank)
+    return out
 
 
 def _leading_arrays(x, key) -> bool:
@@ -368,6 +366,33 @@ def _type(x, dtype=None, non_blocking=False):
     return ops.cast(x, _dt(dtype))
 
 
+def _item(x):
+    """Tensor.item() of a float input (a part takes it as a float, part.py); the value
+    of a computed tensor is not known while tracing."""
+    if isinstance(x, Tensor):
+        raise TypeError("Tensor.item() of a computed tensor (its value is known only when the program runs)")
+    return x
+
+
+def _sym_int(v):
+    """torch.sym_int of a size or a float (a dim stays a dim)."""
+    return v if isinstance(v, Dim) else int(v)
+
+
+def _sym_extreme(pick):
+    """torch.sym_max / sym_min: of ints, or of a dim and itself; other dims have no
+    order while tracing (SymbolicShapeError: the part is traced per size)."""
+
+    def f(a, b):
+        if isinstance(a, Dim) or isinstance(b, Dim):
+            if isinstance(a, Dim) and isinstance(b, Dim) and a == b:
+                return a
+            (a if isinstance(a, Dim) else b)._no_value(f"torch.sym_{pick.__name__}")
+        return pick(a, b)
+
+    return f
+
+
 def present(entries: dict) -> dict:
     """{function: handler} for the (module, name) entries this torch version has."""
     return {getattr(mod, name): h for (mod, name), h in entries.items() if hasattr(mod, name)}
@@ -391,7 +416,11 @@ FUNCTIONS = {
     torch._assert: _no_op, torch._C._log_api_usage_once: _no_op,
     operator.setitem: _setitem, torch.sort: _sort, torch.flip: _flip, torch.tensor: _tensor, torch.clone: _clone,
     operator.mod: ops.mod, torch.remainder: ops.mod,
+    torch.Size: tuple,  # a shape built from sizes (dims when they are symbolic)
+    torch.sym_float: float, torch.sym_int: _sym_int, torch.sym_max: _sym_extreme(max), torch.sym_min: _sym_extreme(min),
+    math.sqrt: math.sqrt, math.floor: _sym_int, math.ceil: lambda v: -_sym_int(-v),
 }  # fmt: skip
+FUNCTIONS.update(present({(torch, "_sym_sqrt"): math.sqrt}))
 FUNCTIONS.update(present({(torch, "_grouped_mm"): _grouped_mm, (F, "grouped_mm"): _grouped_mm, (torch._C._nn, "pad"): _pad}))
 
 #: Operators registered with torch.library by other packages, by name (their modules
@@ -420,6 +449,6 @@ METHODS = {
     "logical_and": ops.logical_and, "logical_or": ops.logical_or,
     "dim": lambda x: x.ndim, "numel": lambda x: math.prod(x.shape),
     "__setitem__": _setitem, "copy_": _copy_, "flip": _flip, "clone": _clone, "detach": lambda x: x,
-    "remainder": ops.mod, "__mod__": ops.mod,
+    "remainder": ops.mod, "__mod__": ops.mod, "item": _item,
     "clamp_min": lambda x, m: ops.clip(x, m, None), "clamp_max": lambda x, m: ops.clip(x, None, m),
 }  # fmt: skip

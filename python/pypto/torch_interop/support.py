@@ -14,14 +14,15 @@ import torch.fx
 from torch.utils import _pytree as pytree
 
 from .graph import Params, describe, run_node, why_unsupported
+from .sizes import hint
 from .torch_dtypes import TORCH_DTYPES
 from ..runtime.tracing import placeholder
 from ..tensor_level.tensor import Tensor
 
 
 class _Opaque:
-    """A value the check cannot stand in for (a symbolic size, a tensor of a dtype
-    PyPTO lacks): a node reading it is not run on PyPTO."""
+    """A value the check cannot stand in for (a tensor of a dtype PyPTO lacks, a
+    symbolic float): a node reading it is not run on PyPTO."""
 
     def __init__(self, why: str):
         self.why = why
@@ -45,21 +46,42 @@ def tensor_unsupported(v) -> "str | None":
 
 def _stand_in(val):
     """A PyPTO value of the type of torch's val: a placeholder for a tensor, the value
-    itself for constants, an _Opaque for what PyPTO cannot hold."""
+    itself for constants, an _Opaque for what PyPTO cannot hold. Symbolic sizes stand
+    in by the example's values (the check decides what runs on PyPTO at all; whether a
+    part runs symbolically is found when it is traced, part.PyptoPart)."""
     if isinstance(val, torch.Tensor):
         why = tensor_unsupported(val)
         if why is not None:
             return _Opaque(why)
-        try:
-            shape = tuple(int(s) for s in val.shape)
-        except (TypeError, ValueError, RuntimeError):  # a symbolic size
-            return _Opaque("it reads a tensor of symbolic size")
+        shape = tuple(hint(s) for s in val.shape)
+        if None in shape:
+            return _Opaque("it reads a tensor whose size depends on tensor values")
         return placeholder(shape, TORCH_DTYPES[val.dtype])
-    if isinstance(val, (torch.SymInt, torch.SymFloat, torch.SymBool)):
-        return _Opaque("it reads a symbolic size computed in the graph")
+    if isinstance(val, torch.SymInt):
+        return hint(val) if hint(val) is not None else _Opaque("it reads a size that depends on tensor values")
+    if isinstance(val, torch.SymFloat):
+        return hint(val) if hint(val) is not None else _Opaque("it reads a float that depends on tensor values")
+    if isinstance(val, torch.SymBool):
+        return _Opaque("it reads a symbolic bool computed in the graph")
     if isinstance(val, (tuple, list)):
         return type(val)(_stand_in(v) for v in val)
     return val
+
+
+def scalar_placeholders(gm: torch.fx.GraphModule) -> set:
+    """The graph's inputs that are floats passed as 0-d tensors and read only by
+    ``.item()``: with dynamic sizes dynamo passes a module's float attributes (an
+    epsilon, a dropout rate) so. A part takes them as floats (part.py)."""
+    out = set()
+    for n in gm.graph.nodes:
+        if n.op != "placeholder" or not n.users:
+            continue
+        v = example_value(n)
+        if isinstance(v, torch.Tensor) and v.ndim == 0 and v.dtype.is_floating_point and all(
+            u.op == "call_method" and u.target == "item" for u in n.users
+        ):
+            out.add(n)
+    return out
 
 
 def _reads_opaque(args, kwargs) -> "str | None":
@@ -77,10 +99,7 @@ def _same_type(got, want) -> "str | None":
     if len(gt) != len(wt):
         return f"PyPTO's mapping gives {len(gt)} tensor(s), torch {len(wt)}"
     for a, b in zip(gt, wt):
-        try:
-            shape = tuple(int(s) for s in b.shape)
-        except (TypeError, ValueError, RuntimeError):
-            continue
+        shape = tuple(hint(s) for s in b.shape)
         if tuple(a.shape) != shape:
             return f"PyPTO's mapping gives shape {tuple(a.shape)}, torch {shape}"
     return None
@@ -156,11 +175,12 @@ def unsupported_nodes(gm: torch.fx.GraphModule) -> dict:
     env = {}
     bad = aliasing_writes(gm)
     params = Params()
+    scalars = scalar_placeholders(gm)
     for node in gm.graph.nodes:
         if node.op == "output":
             break
-        if node.op == "placeholder":
-            env[node] = _stand_in(example_value(node))
+        if node.op == "placeholder":  # a float read by .item() stands in by the value it read
+            env[node] = _stand_in(example_value(next(iter(node.users))) if node in scalars else example_value(node))
             continue
         if node.op == "get_attr":
             env[node] = run_node(gm, params, node, (), {})
