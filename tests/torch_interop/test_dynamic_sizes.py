@@ -82,7 +82,7 @@ def test_from_torch_by_default_makes_the_dims_that_change_symbolic():
             _close(m(x), model(x))
     # static, then the length symbolic, then the batch too; no capture after that
     assert [c["symbols"] for c in m.captures] == [[], ["ids.1"], ["ids.0", "ids.1"]], m.captures
-    assert "size mismatch at index 1" in m.captures[1]["reason"]
+    assert "'ids' size mismatch at index 1. expected 8, actual 12" in m.captures[1]["reason"], m.captures
     assert m.num_traced == 3
 
 
@@ -144,7 +144,7 @@ def test_control_flow_on_a_size_is_a_new_capture_with_a_note(caplog):
             with torch.no_grad():
                 _close(m(x), model(x))
     assert len(m.captures) == 2 and all(c["symbols"] == ["x.0"] for c in m.captures), m.captures
-    assert "x.size()[0]" in m.captures[1]["reason"] or "args[0].size()[0]" in m.captures[1]["reason"], m.captures
+    assert "x.size()[0]" in m.captures[1]["reason"], m.captures
     notes = [r.getMessage() for r in caplog.records if "captured again" in r.getMessage()]
     assert len(notes) == 1 and "Branchy" in notes[0], notes
     assert m.num_traced == 2

@@ -1,10 +1,11 @@
 """``p.from_torch(module)``: an nn.Module captured as torch.compile captures it (dynamo,
-one whole graph per input signature) and compiled by PyPTO; torch.fx symbolic tracing
-when dynamo cannot capture the module as one graph."""
+one whole graph, with static or symbolic sizes) and compiled by PyPTO; torch.fx
+symbolic tracing when dynamo cannot capture the module as one graph."""
 
 from __future__ import annotations
 
 import itertools
+import re
 import types
 
 import torch
@@ -107,7 +108,7 @@ class TorchModel:
         _check_supported(gm, self._name)
         part = PyptoPart(gm, self._name, None, self._config, self._dynamic, self._arg_names)
         self._parts.append(part)
-        self.captures.append(_capture_record(part, self._new_guard_failures()))
+        self.captures.append(_capture_record(part, self._new_guard_failures(), self._arg_names))
         if len(self.captures) > 1:
             log.info("from_torch: %s captured again (capture %d): %s", self._name, len(self.captures), self.captures[-1]["reason"])
 
@@ -209,21 +210,25 @@ class TorchModel:
         return f"<pypto.TorchModel of {self._name}: {len(self.captures)} capture(s), {n} compiled program(s)>"
 
 
-def _capture_record(part, guard_failures) -> dict:
+def _capture_record(part, guard_failures, arg_names) -> dict:
     """What a capture is: its symbols (the dims it leaves symbolic), whether it is
     static, and why it was made (the first call, or the guards the call broke)."""
     symbols = sorted(set(part.symbol_names))
     if guard_failures:
-        reason = "the call broke what the earlier capture assumed: " + "; ".join(_guard_text(g) for g in guard_failures)
+        texts = dict.fromkeys(_guard_text(g, arg_names) for g in guard_failures)  # dynamo may repeat one
+        reason = "the call broke what the earlier capture assumed: " + "; ".join(texts)
     else:
         reason = "first call"
     return {"symbols": symbols, "static": not symbols, "reason": reason}
 
 
-def _guard_text(reason: str) -> str:
-    """dynamo's guard failure without its compile id ("0/0: L['x'].size()[1] == 8")."""
+def _guard_text(reason: str, arg_names) -> str:
+    """dynamo's guard failure without its compile id ("0/0: ...") and with the forward's
+    parameter names for its positions (args[0] -> input_ids)."""
     first = str(reason).strip().splitlines()[0] if str(reason).strip() else "a guard failed"
-    return first.split(": ", 1)[1] if ": " in first and first.split(": ", 1)[0].replace("/", "").isdigit() else first
+    head, sep, rest = first.partition(": ")
+    text = rest if sep and head.replace("/", "").isdigit() else first
+    return re.sub(r"\bargs\[(\d+)\]", lambda m: arg_names[int(m.group(1))] if int(m.group(1)) < len(arg_names) else m.group(0), text)
 
 
 def _arg_names(module) -> list:
