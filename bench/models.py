@@ -21,7 +21,8 @@ sequence lengths or image sides) through one model captured with dynamic sizes
 host_s per size, captures (dynamo graphs), traces (PyPTO traces), programs (PyPTO
 programs compiled, one per bucket of sizes) and, through p.from_torch, buckets (the
 program each size ran: its bucket, or its sizes where the graph compiles a program per
-size), rel_err the worst and argmax_agree the lowest over the sizes.
+size) and per_size (why a capture with symbolic sizes was traced per size, else None),
+rel_err the worst and argmax_agree the lowest over the sizes.
 """
 
 import argparse
@@ -146,8 +147,8 @@ def run_sweep(name: str, path: str, limit_gb: float) -> dict:
             row["sizes"].append([b, s])
             row["host_s"].append(round(time.perf_counter() - t0, 2))
             rel, agree = compare(got, want, case.kind)
-            if path == "from_torch":  # the bucket of sizes whose program ran
-                row["buckets"].append(run.executor.stats()["program"])
+            if path == "from_torch":  # the bucket of sizes whose program ran (a part traced per size: the sizes)
+                row["buckets"].append(run.executor.stats().get("program", f"{b}x{s} traced"))
             row["rel_err"] = max(row["rel_err"], rel)
             if agree is not None:
                 row["argmax_agree"] = agree if row["argmax_agree"] is None else min(row["argmax_agree"], agree)
@@ -157,6 +158,7 @@ def run_sweep(name: str, path: str, limit_gb: float) -> dict:
             row["traces"], row["programs"] = sum(e["traces"] for e in parts), sum(e["programs"] for e in parts)
         else:
             row["captures"], row["traces"], row["programs"] = len(run.captures), run.num_traced, run.num_compiled
+            row["per_size"] = run.per_size  # why a symbolic capture was traced per size
         row["fallbacks"] = [f["op"] for f in p.last_fallbacks()]
         ok = row["rel_err"] <= 2e-2 and (row["argmax_agree"] is None or row["argmax_agree"] >= 0.95)
         row["status"] = "fallbacks" if row["fallbacks"] else ("ok" if ok else "mismatch")

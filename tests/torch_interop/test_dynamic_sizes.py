@@ -32,6 +32,7 @@ class Attention(nn.Module):
     def forward(self, ids):
         b, s = ids.shape
         x = self.emb(ids) + self.pos(torch.arange(s))
+        x = x + self.pos((torch.ones(b, s).cumsum(1) - 1).long())  # OPT's positions
         q, k, v = self.qkv(x).split(x.shape[-1], dim=-1)
         q, k, v = (t.view(b, s, self.heads, -1).transpose(1, 2) for t in (q, k, v))
         scores = q @ k.transpose(-1, -2) / (q.shape[-1] ** 0.5)
@@ -67,7 +68,7 @@ def test_from_torch_dynamic_true_is_one_capture_and_one_trace_for_every_size():
             _close(m(x), model(x))
     assert len(m.captures) == 1, m.captures
     assert m.captures[0]["symbols"] == ["ids.0", "ids.1"] and not m.captures[0]["static"]
-    assert m.num_traced == 1 and m.executor.is_symbolic
+    assert m.num_traced == 1 and m.executor.is_symbolic and m.per_size is None
     # one program per bucket of sizes: never more than the sizes run
     assert 1 <= m.num_compiled <= len(SIZES)
 
@@ -148,6 +149,22 @@ def test_control_flow_on_a_size_is_a_new_capture_with_a_note(caplog):
     notes = [r.getMessage() for r in caplog.records if "captured again" in r.getMessage()]
     assert len(notes) == 1 and "Branchy" in notes[0], notes
     assert m.num_traced == 2
+
+
+class Pooled(nn.Module):
+    def forward(self, x):
+        return F.adaptive_avg_pool2d(x, 2) * 3  # its windows need the sizes while tracing
+
+
+def test_a_part_that_needs_concrete_sizes_is_traced_per_size_and_says_where():
+    model = Pooled()
+    m = p.from_torch(model, dynamic=True)
+    for n in (6, 10, 13):
+        x = torch.randn(2, 3, n, n + 2, generator=torch.Generator().manual_seed(n))
+        _close(m(x), model(x))
+    assert len(m.captures) == 1 and m.captures[0]["symbols"] == ["x.0", "x.1", "x.2", "x.3"], m.captures
+    assert m.num_traced == 3
+    assert m.per_size is not None and "test_dynamic_sizes.py" in m.per_size and "x.2" in m.per_size, m.per_size
 
 
 def test_dynamic_names_an_input_the_call_lacks():

@@ -12,7 +12,7 @@ import torch.fx
 from torch.utils import _pytree as pytree
 
 from . import ops_table
-from .._core.errors import CompileError, Location, PyptoError, SymbolicShapeError
+from .._core.errors import CompileError, Location, PyptoError
 from .._core.location import at_location
 from ..tensor_level.tensor import Tensor
 from .tensors import tensor_from_torch
@@ -142,9 +142,7 @@ class GraphFunction:
                 return run_node(self.gm, self.params, node, args, kwargs)
             with at_location(loc):  # the node's ops are its source line (dumps, errors, "no_buckets")
                 return run_node(self.gm, self.params, node, args, kwargs)
-        except SymbolicShapeError:
-            raise  # p.compile traces this input signature with concrete sizes instead
-        except PyptoError as e:
+        except PyptoError as e:  # a SymbolicShapeError too: the caller traces with concrete sizes instead
             if loc.file:
                 e.location = loc
             raise

@@ -99,6 +99,12 @@ class TorchModel:
         return sum(part.num_compiled for part in self._parts)
 
     @property
+    def per_size(self):
+        """Why the last capture, though its sizes are symbolic, is traced per input size
+        (the op that needs a concrete size and its line); None when it is not."""
+        return self._part.per_size if self._part is not None and not self._fx else None
+
+    @property
     def last_time_ms(self):
         """The simulated time of the last call, in milliseconds (None before it)."""
         ex = self.executor

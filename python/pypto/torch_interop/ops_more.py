@@ -31,10 +31,10 @@ from .torch_dtypes import pypto_dtype as _dt
 
 
 def _size(args):
-    """torch's f(2, 3) and f((2, 3)) forms of a size."""
+    """torch's f(2, 3) and f((2, 3)) forms of a size (symbolic dims stay dims)."""
     if len(args) == 1 and isinstance(args[0], (tuple, list, torch.Size)):
-        return [int(s) for s in args[0]]
-    return [int(s) for s in args]
+        args = args[0]
+    return [s if isinstance(s, Dim) else int(s) for s in args]
 
 
 def _default_dtype(value):
