@@ -21,7 +21,8 @@ sequence lengths or image sides) through one model captured with dynamic sizes
 host_s per size, captures (dynamo graphs), traces (PyPTO traces), programs (PyPTO
 programs compiled, one per bucket of sizes) and, through p.from_torch, buckets (the
 program each size ran: its bucket, or its sizes where the graph compiles a program per
-size) and per_size (why a capture with symbolic sizes was traced per size, else None),
+size), per_size (why a capture with symbolic sizes was traced per size, else None) and
+no_buckets (why its trace compiles a program per size rather than per bucket),
 rel_err the worst and argmax_agree the lowest over the sizes.
 """
 
@@ -159,6 +160,7 @@ def run_sweep(name: str, path: str, limit_gb: float) -> dict:
         else:
             row["captures"], row["traces"], row["programs"] = len(run.captures), run.num_traced, run.num_compiled
             row["per_size"] = run.per_size  # why a symbolic capture was traced per size
+            row["no_buckets"] = run.executor.info().get("no_buckets")  # why its trace compiles a program per size
         row["fallbacks"] = [f["op"] for f in p.last_fallbacks()]
         ok = row["rel_err"] <= 2e-2 and (row["argmax_agree"] is None or row["argmax_agree"] >= 0.95)
         row["status"] = "fallbacks" if row["fallbacks"] else ("ok" if ok else "mismatch")
