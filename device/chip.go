@@ -91,6 +91,13 @@ type Chip struct {
 	// port's rate.
 	StridedBurstCycles  int
 	StridedSectorCycles int
+	// LoadSetupCycles is the part of a GM read's wait for its first data that MTE2
+	// spends setting the transfer up (decoding it, generating its addresses) before
+	// its requests go out; the rest is the memory's latency. L2HitCycles and
+	// L2MissCycles count from the read's start, set-up included, so it moves no time:
+	// it says what the trace's Latency leaves out and a measurement of the instruction
+	// counts (sim_memsys.go, readWait; 0: the whole wait is the memory's).
+	LoadSetupCycles int
 	// IssueCycles is what the scalar pipe spends dispatching one instruction; it bounds
 	// how fast short instructions can follow each other.
 	IssueCycles int
@@ -268,7 +275,7 @@ func (c *Chip) Validate() error {
 		{"VectorReduceRepeatCycles", c.VectorReduceRepeatCycles}, {"UBScalarReadCycles", c.UBScalarReadCycles},
 		{"GMPageBytes", c.GMPageBytes}, {"TLBEntries", c.TLBEntries}, {"PageWalkCycles", c.PageWalkCycles},
 		{"CrossCoreFlagCycles", c.CrossCoreFlagCycles}, {"CrossCoreFlagIssueCycles", c.CrossCoreFlagIssueCycles}, {"CrossCoreSetupCycles", c.CrossCoreSetupCycles},
-		{"StridedBurstCycles", c.StridedBurstCycles}, {"StridedSectorCycles", c.StridedSectorCycles}} {
+		{"StridedBurstCycles", c.StridedBurstCycles}, {"StridedSectorCycles", c.StridedSectorCycles}, {"LoadSetupCycles", c.LoadSetupCycles}} {
 		if n.v < 0 {
 			return fmt.Errorf("device: chip %q: %s must not be negative, got %d", c.Name, n.name, n.v)
 		}

@@ -72,6 +72,7 @@ func TimingConstants() []Constant {
 		intConst("UBScalarReadCycles", Fitted, "the trowexpand and tsel rows", func(c *Chip) *int { return &c.UBScalarReadCycles }),
 		intConst("StridedBurstCycles", Fitted, "the column-major tload rows", func(c *Chip) *int { return &c.StridedBurstCycles }),
 		intConst("StridedSectorCycles", Fitted, "the column-major tload rows", func(c *Chip) *int { return &c.StridedSectorCycles }),
+		intConst("LoadSetupCycles", Fitted, "the single-instruction load rows (tloadconv, tload)", func(c *Chip) *int { return &c.LoadSetupCycles }),
 		intConst("IssueCycles", Assumed, "scalar cost of dispatching one tile instruction", func(c *Chip) *int { return &c.IssueCycles }),
 		intConst("IssueQueueDepth", Assumed, "per-pipe instruction queue", func(c *Chip) *int { return &c.IssueQueueDepth }),
 		intConst("FlagLatencyCycles", Assumed, "set_flag -> wait_flag visibility", func(c *Chip) *int { return &c.FlagLatencyCycles }),

@@ -158,3 +158,14 @@ func listingOps(m *MachineProgram) []string {
 	}
 	return out
 }
+
+// eventsOf is the trace records of st's instructions of opcode op, in trace order.
+func eventsOf(st *TaskStats, op isa.Opcode) []TraceEvent {
+	var out []TraceEvent
+	for _, e := range st.Trace {
+		if e.Op == op {
+			out = append(out, e)
+		}
+	}
+	return out
+}

@@ -176,7 +176,7 @@ func withFractalRows(c *Chip) *Chip {
 // withInstrCosts adds the instruction costs fitted to single-instruction
 // measurements of a 910B3-class core (a2, a5; tiny keeps the plain repeat formulas of
 // the tests): the vector unit's start-up, result latencies, special-function rate,
-// reduction tree, register reads, and the DMA's strided bursts
+// reduction tree, register reads, the DMA's strided bursts and a GM read's set-up
 // (presets_fitted.go, device/calib/instr.go).
 func withInstrCosts(c *Chip) *Chip {
 	c.PipeStartup[isa.PipeV] = fittedVectorStartupCycles
@@ -187,6 +187,7 @@ func withInstrCosts(c *Chip) *Chip {
 	c.VectorReduceRepeatCycles = fittedVectorReduceRepeatCycles
 	c.UBScalarReadCycles = fittedUBScalarReadCycles
 	c.StridedBurstCycles, c.StridedSectorCycles = fittedStridedBurstCycles, fittedStridedSectorCycles
+	c.LoadSetupCycles = fittedLoadSetupCycles
 	return c
 }
 

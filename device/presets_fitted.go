@@ -7,23 +7,23 @@ package device
 // (device/calib, docs/device.md).
 const (
 	// fitted to the times of gemm_1536, gemm_3072, gemm_6144, gemm_7680, topk_f32_4800, topk_f32_3456, topk_f32_2304, topk_f16_4800
-	fittedDispatchCycles = 12661
+	fittedDispatchCycles = 12632
 	// fitted to the times of topk_f32_4800, topk_f32_3456, topk_f32_2304, topk_f16_4800
 	fittedSortBytesPerCycle = 40
 	// fitted to the extract busy of gemm_1536, gemm_3072, gemm_6144, gemm_7680
-	fittedL1ToL0FractalRowCycles = 19
+	fittedL1ToL0FractalRowCycles = 18
 )
 
 // Instruction costs fitted to the single-instruction measurements (device/calib/instr.go).
 const (
 	// fitted to the rows of tabs, tadd, tadds, tcolmax, tcvt, tdiv, tdivs, texp, tmul, trowexpand, trowmax, trowsum, trsqrt, tsel, ttrans
-	fittedVectorStartupCycles = 3
+	fittedVectorStartupCycles = 4
 	// fitted to the rows of tadd, tcolmax, tcvt, tdiv, tdivs, texp, tmul, trowmax, trowsum, trsqrt
-	fittedVectorFloatLatencyCycles = 26
+	fittedVectorFloatLatencyCycles = 27
 	// fitted to the rows of tadd, tadds, tmul
-	fittedVectorIntLatencyCycles = 5
+	fittedVectorIntLatencyCycles = 4
 	// fitted to the rows of tadds
-	fittedVectorScalarFormLatencyCycles = 20
+	fittedVectorScalarFormLatencyCycles = 19
 	// fitted to the rows of tdiv, tdivs, texp
 	fittedVectorSFUCyclesPerRepeat = 2
 	// fitted to the rows of tcolmax, trowmax, trowsum
@@ -34,4 +34,6 @@ const (
 	fittedStridedBurstCycles = 44
 	// fitted to the rows of tload
 	fittedStridedSectorCycles = 3
+	// fitted to the rows of tload, tloadconv
+	fittedLoadSetupCycles = 18
 )

@@ -211,12 +211,7 @@ end
 		l := layout(randParams(p, 1)...)
 		st, err := RunTask(a2, l.gm, isa.Vector, []Block{{Prog: compile(t, a2, p), ParamAddrs: l.addrs}}, RunOptions{Trace: true})
 		require.NoError(t, err)
-		var adds []TraceEvent
-		for _, e := range st.Trace {
-			if e.Op == isa.TADDS {
-				adds = append(adds, e)
-			}
-		}
+		adds := eventsOf(st, isa.TADDS)
 		require.Len(t, adds, 2)
 		return adds
 	}

@@ -154,9 +154,20 @@ func lineAligned(at, rowBytes, lb int) bool { return lb > 0 && at%lb == 0 && row
 // transferTimes is a GM transfer's two times, relative to its start: the pipe is
 // occupied until occupy (the data moving through the core's port), and the transfer
 // completes at done (its last byte arrived: what a flag after it waits for). latency
-// is the memory's access latency included in done (a load's L2 hit or miss latency,
-// a store's completion in L2).
+// is the memory's access latency included in done (a read's wait for its first data
+// less MTE2's own set-up, readWait; a store's completion in L2).
 type transferTimes struct{ occupy, done, latency int64 }
+
+// readWait splits what a GM read waits before its first data (wait: the L2 hit or
+// miss latency, with the address translation) into MTE2's own set-up, the first
+// LoadSetupCycles of it (decoding the transfer, generating its addresses), and the
+// memory's latency, which it returns. The presets' latencies count from the read's
+// start, set-up included (as PipeStartup does without an L2), so the split moves no
+// time: it is what a measurement of the instruction sees, which counts the engine's
+// set-up and data but not the wait for the memory (device/calib/instr.go).
+func (m *memSystem) readWait(wait int64) int64 {
+	return wait - min(wait, int64(m.chip.LoadSetupCycles))
+}
 
 // load is a TLOAD of view o issued at task time now by core c: its lines are looked up
 // in L2; after the latency (L2HitCycles, or L2MissCycles when a line misses) the data
@@ -222,7 +233,7 @@ func (m *memSystem) load(c *coreSim, base int, o Operand, now int64, prefetch bo
 	// Lines filled by another core's load arrive with that fill and then at port speed.
 	done := max(end, waitFill+int64(chip.L2LineBytes/max(1, chip.L2ReadBytesPerCycle)))
 	c.sharedWait += max(0, done-alone) // the calendar's share and other cores' fills
-	return transferTimes{occupy: max(1, end-from), done: max(1, done-now), latency: lat}
+	return transferTimes{occupy: max(1, end-from), done: max(1, done-now), latency: m.readWait(lat)}
 }
 
 // takePrefetched takes out of the runs of missed lines from first on those that core c's
@@ -334,7 +345,7 @@ func (m *memSystem) handOff(c *coreSim, in *Instr, now int64) transferTimes {
 		end := m.cal.reserve(now, from, bytes, 0, chip.L2ReadBytesPerCycle)
 		p.read = end
 		c.sharedWait += max(0, end-alone)
-		return transferTimes{occupy: max(1, end-from), done: max(1, end-now), latency: lat}
+		return transferTimes{occupy: max(1, end-from), done: max(1, end-now), latency: m.readWait(lat)}
 	}
 	d := chip.duration(in)
 	bytes := int64(in.Args[1].Bytes())

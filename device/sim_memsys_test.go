@@ -128,6 +128,38 @@ func TestLoadLatencyOverlapsTheTransferBefore(t *testing.T) {
 	assert.Equal(t, 2*(int64(chip.L2MissCycles)+xfer), st.PipeBusy[isa.PipeMTE2])
 }
 
+// MTE2's set-up is the first LoadSetupCycles of a read's wait for its data, which
+// the presets' latencies count from the read's start: it moves no time (a read, and
+// a second read overlapping the first one's data), and the trace's Latency of each
+// is the rest, the memory's, so that the instruction's cycles less it are the set-up
+// and the bytes at the port's rate.
+func TestLoadSetupIsPartOfTheReadsWait(t *testing.T) {
+	const bytes = 64 * 128 * 4
+	run := func(setup int) []TraceEvent {
+		chip := l2Chip(t)
+		chip.LoadSetupCycles = setup
+		st, err := RunTask(chip, make([]byte, 262144*4), isa.Vector, []Block{{Prog: compile(t, chip, parse(t, twoColdLoads)), ParamAddrs: []int{0}}},
+			RunOptions{Trace: true, NoValues: true})
+		require.NoError(t, err)
+		loads := eventsOf(st, isa.TLOAD)
+		require.Len(t, loads, 2)
+		return loads
+	}
+	without, with := run(0), run(18)
+	chip := l2Chip(t)
+	for i := range with {
+		assert.Equal(t, without[i].Start, with[i].Start)
+		assert.Equal(t, without[i].Free, with[i].Free)
+		assert.Equal(t, without[i].End, with[i].End)
+		assert.Equal(t, without[i].Latency-18, with[i].Latency)
+	}
+	assert.Equal(t, int64(chip.L2MissCycles), without[0].Latency)
+	assert.Equal(t, 18+ceilDiv(bytes, chip.L2ReadBytesPerCycle), with[0].Cycles()-with[0].Latency)
+	// A set-up longer than the whole wait leaves the memory no latency, not a
+	// negative one.
+	assert.Zero(t, run(100000)[0].Latency)
+}
+
 func runVec(t *testing.T, chip *Chip, src string) *TaskStats {
 	t.Helper()
 	st, err := RunTask(chip, make([]byte, 262144*4), isa.Vector, []Block{{Prog: compile(t, chip, parse(t, src)), ParamAddrs: []int{0}}}, RunOptions{NoValues: true})

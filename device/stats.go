@@ -110,8 +110,9 @@ type TraceEvent struct {
 	// transfer) or its result was ready (a vector instruction's latency). Free is End
 	// for the other instructions.
 	Start, Free, End int64
-	// Latency is the memory's access latency a GM transfer's End includes (its L2
-	// hit or miss latency; a store's completion in L2), 0 for other instructions.
+	// Latency is the memory's access latency a GM transfer's End includes (a read's
+	// L2 hit or miss latency less MTE2's set-up, Chip.LoadSetupCycles; a store's
+	// completion in L2), 0 for other instructions.
 	Latency int64
 	// Flag is the event a SET_FLAG sets or a WAIT_FLAG waits for (zero for the rest).
 	Flag FlagEvent

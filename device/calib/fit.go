@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"runtime"
+	"slices"
 	"sync"
 
 	"pypto/device"
@@ -131,9 +132,9 @@ func (e *evaluator) bestDispatch(idx []int, runs []*device.TaskStats) (int, floa
 // busy of the cases idx that extract, against the published ones (the chip's cost
 // when none does). An extract's time is linear in the cost, so the MTE1 busy cycles
 // of a run are too; the task's cycles change by a few percent and are taken as
-// linear between runs at 0 and rowCostProbe. The busy ratios' denominators take the
-// chip's dispatch, which -update checks is the fit's (a fixed point).
-func (e *evaluator) bestRowCost(idx []int) (int, error) {
+// linear between runs at 0 and rowCostProbe. The busy ratios' denominators take
+// dispatch (fit alternates it with the time fit's).
+func (e *evaluator) bestRowCost(idx []int, dispatch int) (int, error) {
 	var ext []int
 	for _, i := range idx {
 		if e.cases[i].Extracts() {
@@ -159,7 +160,7 @@ func (e *evaluator) bestRowCost(idx []int) (int, error) {
 			c := e.cases[i]
 			u := c.unit(isa.PipeMTE1)
 			busy := lerp(at0[n].PipeBusy[isa.PipeMTE1], atP[n].PipeBusy[isa.PipeMTE1], x) /
-				((lerp(at0[n].Cycles, atP[n].Cycles, x) + float64(e.chip.DispatchCycles)) * float64(at0[n].ActiveCores))
+				((lerp(at0[n].Cycles, atP[n].Cycles, x) + float64(dispatch)) * float64(at0[n].ActiveCores))
 			sse += (busy - c.PublishedBusy[u]) * (busy - c.PublishedBusy[u])
 		}
 		if sse < bestErr {
@@ -170,14 +171,44 @@ func (e *evaluator) bestRowCost(idx []int) (int, error) {
 }
 
 // fit fits the constants to the cases idx: the fractal row cost to the extract busy
-// (bestRowCost), then a golden-section search over the sort rate (the error is
-// unimodal in it), with the best dispatch at each rate. When no case of idx sorts,
-// the rate stays the chip's.
+// (bestRowCost, whose busy ratios take a dispatch), then the sort rate and the
+// dispatch to the times (fitTimes), and again while the dispatch changes the row
+// cost. When the row costs cycle (the busy error's best cost sits on an integer's
+// edge), the fit is the smallest cost of the cycle's, so that it is the same from
+// any start: a chip holding the fit refits to it (-update checks it).
 func (e *evaluator) fit(idx []int) (Fitted, float64, error) {
-	rowCost, err := e.bestRowCost(idx)
-	if err != nil {
-		return Fitted{}, 0, err
+	type fitted struct {
+		f   Fitted
+		sse float64
 	}
+	fits := map[int]fitted{}
+	var order []int
+	dispatch := e.chip.DispatchCycles
+	for {
+		rowCost, err := e.bestRowCost(idx, dispatch)
+		if err != nil {
+			return Fitted{}, 0, err
+		}
+		if _, ok := fits[rowCost]; ok {
+			cycle := order[slices.Index(order, rowCost):]
+			best := fits[slices.Min(cycle)]
+			return best.f, best.sse, nil
+		}
+		f, sse, err := e.fitTimes(idx, rowCost)
+		if err != nil {
+			return Fitted{}, 0, err
+		}
+		fits[rowCost] = fitted{f, sse}
+		order = append(order, rowCost)
+		dispatch = f.DispatchCycles
+	}
+}
+
+// fitTimes fits the sort rate and the dispatch to the times of cases idx at fractal
+// row cost rowCost: a golden-section search over the rate (the error is unimodal in
+// it), with the best dispatch at each rate. When no case of idx sorts, the rate stays
+// the chip's.
+func (e *evaluator) fitTimes(idx []int, rowCost int) (Fitted, float64, error) {
 	objective := func(rate int) (int, float64, error) {
 		runs, err := e.stats(idx, rate, rowCost)
 		if err != nil {

@@ -87,6 +87,8 @@ const (
 	leftFast  = "suspect: the tile's bytes in fewer cycles than the vector unit reads them (8 KB in 14 cycles, 16 KB in 32: 512-585 B per cycle against the 256 of npu-facts, which every other row is consistent with); 14 cycles is also below the start-up of any other measured vector instruction"
 	leftPort  = "suspect: a contiguous load faster than a core's L2 read port (npu-facts: 110 B per cycle): 18 KB and 24 KB in 96 cycles each (192 and 256 B per cycle)"
 	leftF16   = "not run: TSORT32 sorts f32 (the top-k kernel converts f16 first)"
+	leftChain = "suspect: a column maximum of 16 rows is 15 maxima in a chain per column (the destination is one row and the source is read only: no tile to halve into), and the 64-row rows measure a step of that chain at 40 (f32) and 42 (f16) cycles, 7 for int16 (the unit's result latency); 102 cycles is 6.4 a step, what one elementwise pass over the tile costs (tadd f16 16x256: 92), and the row reductions of the same 16x256 tiles are faster than the unit reads their bytes"
+	leftExp   = "suspect: the same 2 KB in 32 rows of 64 bytes, 8 repeats, as the f16 32x32 exp, which measures 47; the other four exp rows lie within a cycle of 31 plus 2 a repeat (47, 63, 95, 159), which gives 47 here; no count of repeats, rows or bytes tells the two rows apart, and f32 costs what f16 does at 16 and 64 repeats"
 )
 
 // InstrCases builds every row's program.
@@ -159,6 +161,9 @@ func buildInstrCase(r InstrRow) (InstrCase, error) {
 	case "tabs", "texp", "trsqrt":
 		op := map[string]isa.Opcode{"tabs": isa.TABS, "texp": isa.TEXP, "trsqrt": isa.TRSQRT}[r.Op]
 		c.PC = b.op(op, vec("dst", dt, rows, cols), vec("src", dt, rows, cols))
+		if r.Op == "texp" && dt == dtype.Float32 && rows*cols == 512 {
+			c.Left = leftExp
+		}
 	case "tadd", "tmul", "tdiv":
 		op := map[string]isa.Opcode{"tadd": isa.TADD, "tmul": isa.TMUL, "tdiv": isa.TDIV}[r.Op]
 		c.PC = b.op(op, vec("dst", dt, rows, cols), vec("a", dt, rows, cols), vec("b", dt, rows, cols))
@@ -182,6 +187,9 @@ func buildInstrCase(r InstrRow) (InstrCase, error) {
 		}
 	case "tcolmax":
 		c.PC = b.op(isa.TCOLMAX, vec("dst", dt, 1, cols), vec("src", dt, rows, cols))
+		if cols == 256 {
+			c.Left = leftChain
+		}
 	case "trowexpand":
 		c.PC = b.op(isa.TROWEXPAND, vec("dst", dt, rows, cols), vec("src", dt, rows, 32/dt.Size()))
 	case "tsel":

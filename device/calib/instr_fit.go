@@ -56,6 +56,7 @@ func InstrConstants() []InstrConstant {
 			func(c *device.Chip) int { return c.VectorFloatLatencyCycles }, "a UB read into a register waits as a vector result does"),
 		field("StridedBurstCycles", func(c *device.Chip) *int { return &c.StridedBurstCycles }, 0, same, "none: the port's rate"),
 		field("StridedSectorCycles", func(c *device.Chip) *int { return &c.StridedSectorCycles }, 0, same, "none: the port's rate"),
+		field("LoadSetupCycles", func(c *device.Chip) *int { return &c.LoadSetupCycles }, 0, same, "none: a read's requests leave at once"),
 	}
 }
 
