@@ -88,7 +88,7 @@ const (
 	leftPort  = "suspect: a contiguous load faster than a core's L2 read port (npu-facts: 110 B per cycle): 18 KB and 24 KB in 96 cycles each (192 and 256 B per cycle)"
 	leftF16   = "not run: TSORT32 sorts f32 (the top-k kernel converts f16 first)"
 	leftChain = "suspect: a column maximum of 16 rows is 15 maxima in a chain per column (the destination is one row and the source is read only: no tile to halve into), and the 64-row rows measure a step of that chain at 40 (f32) and 42 (f16) cycles, 7 for int16 (the unit's result latency); 102 cycles is 6.4 a step, what one elementwise pass over the tile costs (tadd f16 16x256: 92), and the row reductions of the same 16x256 tiles are faster than the unit reads their bytes"
-	leftExp   = "suspect: the same 2 KB in 32 rows of 64 bytes, 8 repeats, as the f16 32x32 exp, which measures 47; the other four exp rows lie within a cycle of 31 plus 2 a repeat (47, 63, 95, 159), which gives 47 here; no count of repeats, rows or bytes tells the two rows apart, and f32 costs what f16 does at 16 and 64 repeats"
+	leftExp   = "suspect: the same 2 KB in 32 rows of 64 bytes, 8 repeats, as the f16 32x32 exp, which measures 47; the other four exp rows lie within a cycle of 31 plus 2 a repeat (47, 63, 95, 159), which gives 47 here; no count of repeats, rows or bytes tells the two rows apart, and the f32 rows of 16 and 64 repeats lie on the line of the f16 rows of 8 and 32"
 )
 
 // InstrCases builds every row's program.
