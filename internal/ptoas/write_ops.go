@@ -64,6 +64,7 @@ var notes = map[isa.Opcode]string{
 	isa.TLRELU:           "ptoas 0.1.1's tlrelu fails an assertion on a float scalar",
 	isa.TROWMIN:          "ptoas 0.1.1 fails an assertion on a scratch tile nothing wrote",
 	isa.TCOLSUM:          "ptoas 0.1.1 fails an assertion on a scratch tile nothing wrote",
+	isa.TTRANS:           "the scratch operand is the destination: ptoas 0.1.1 fails an assertion on a scratch tile of its own, and its C++ TTRANS(dst, src) takes none",
 	isa.SLD:              "the integer is a scalar argument of the kernel (pypto.sld names its GM place)",
 	isa.TASSIGN:          "no op: a tile's address is the manual form's pypto.addr (ptoas 0.1.1 rejects pto.tassign)",
 }
@@ -179,8 +180,11 @@ func init() {
 			w.op(name, "", g(1), w.tileOp(in, 1), tmp, w.tileOp(in, 0))
 		}
 	}
+	// ttrans (src, tmp, dst): ptoas 0.1.1 writes TTRANS(dst, src), dropping tmp, but
+	// fails an assertion in its memory analysis when tmp is a tile of its own (written
+	// first or not); with the destination as tmp it assembles.
 	opWriters[isa.TTRANS] = func(w *writer, in isa.Instr) {
-		w.op("ttrans", "", "", w.tileOp(in, 1), w.temp(in.Args[1].Tile), w.tileOp(in, 0))
+		w.op("ttrans", "", "", w.tileOp(in, 1), w.tileOp(in, 0), w.tileOp(in, 0))
 	}
 	// Tile-scalar: (src, scalar of src's dtype, dst).
 	for op, name := range map[isa.Opcode]string{

@@ -215,8 +215,6 @@ KNOWN_DEFECTS = [
      "rejected: its verifier refuses the GM window it is given (gathers from GM: embeddings, index_select)"),
     (r"'pto\.tmrgsort' op expects src rows == 1", "tmrgsort of several rows",
      "rejected: it merges one row per op (sorts, topk)"),
-    (r"DenseMap\.h.*dereferencing end\(\) iterator", "ttrans (and an op on a tile nothing wrote)",
-     "crashes: an assertion in its memory analysis"),
 ]
 
 
@@ -242,7 +240,7 @@ _CALLS = {  # pto op -> the tile library call ptoas writes for it
     "tsel": "TSEL", "tcmp": "TCMP", "tgather": "TGATHER", "tscatter": "TSCATTER", "tand": "TAND", "tor": "TOR",
     "txor": "TXOR", "tnot": "TNOT", "tshl": "TSHL", "tshr": "TSHR", "tprelu": "TPRELU", "trem": "TREM",
     "trems": "TREMS", "tands": "TANDS", "txors": "TXORS", "tci": "TCI", "tfillpad": "TFILLPAD",
-    "treshape": "TRESHAPE", "tsort32": "TSORT32", "tmrgsort": "TMRGSORT", "taddc": "TADDC", "tsubc": "TSUBC",
+    "treshape": "TRESHAPE", "ttrans": "TTRANS", "tsort32": "TSORT32", "tmrgsort": "TMRGSORT", "taddc": "TADDC", "tsubc": "TSUBC",
 }
 _OP = re.compile(r'"pto\.([a-z0-9_.]+)"\(')
 
