@@ -27,8 +27,8 @@ import (
 //     none. A dependent instruction waits for it, an independent one overlaps it.
 //   - Dependent steps inside one instruction. A row reduction reduces one repeat at a
 //     time through a tree (VectorReduceRepeatCycles each); a column reduction adds
-//     the rows one after another, each step an instruction issued when the previous
-//     one's result is ready; a row broadcast and a select read each row's value or
+//     the rows one after another, each step an instruction over the row's repeats
+//     issued when the previous one's result is ready; a row broadcast and a select read each row's value or
 //     mask into a register first (UBScalarReadCycles).
 //   - Layout. A transpose moves 16-bit elements, so a 32-bit one takes two passes; a
 //     fill in place writes only the pad around the valid region.
@@ -130,8 +130,10 @@ func vectorLatency(chip *Chip, in *Instr) int64 {
 }
 
 // reduceCycles: a row reduction walks each row's repeats through the reduction
-// tree; a column reduction adds the rows one after another per column chunk, each
-// row a dependent step (issued once the previous step's result is ready).
+// tree; a column reduction adds the rows one after another, each row a dependent
+// step: an instruction over the row's repeats (its 256-byte column chunks), issued
+// once the previous step's result is ready. The chunks of a row are independent, so
+// a wide row's chains run side by side in one step's repeats, not one after another.
 func reduceCycles(chip *Chip, in *Instr, size int) int64 {
 	src := in.Args[1]
 	tree := int64(max(1, chip.VectorReduceRepeatCycles))
@@ -140,8 +142,8 @@ func reduceCycles(chip *Chip, in *Instr, size int) int64 {
 	case isa.TROWSUM, isa.TROWPROD, isa.TROWMAX, isa.TROWMIN:
 		return int64(src.ValidRows) * chunks * tree
 	}
-	step := int64(chip.IssueCycles+chip.PipeStartup[isa.PipeV]) + vectorLatency(chip, in) + 1
-	return chunks * (tree + int64(max(0, src.ValidRows-1))*step)
+	step := int64(chip.IssueCycles+chip.PipeStartup[isa.PipeV]) + vectorLatency(chip, in) + chunks
+	return chunks*tree + int64(max(0, src.ValidRows-1))*step
 }
 
 // transposePasses: the transposer moves 16-bit elements (16 x 16 blocks), so a

@@ -225,3 +225,35 @@ end
 	dep := starts("tadds %c, %b, 2")
 	assert.Equal(t, dep[0].End, dep[1].Start, "a dependent one waits for the result")
 }
+
+// A column reduction adds its rows in a chain of dependent steps, each one
+// instruction over the whole row's repeats: the 256-byte chunks of a wide row ride in
+// one step, so widening a 16-row tile from 64 columns to 512 adds a cycle a chunk to
+// each of the 15 steps (and a tree pass a chunk), not a chain a chunk. Each step waits
+// for its unit's result latency (float, integer).
+func TestColumnReductionStepCoversTheWholeRow(t *testing.T) {
+	a2 := preset(t, "a2")
+	v, tree, issue := int64(a2.PipeStartup[isa.PipeV]), int64(a2.VectorReduceRepeatCycles), int64(a2.IssueCycles)
+	for _, c := range []struct {
+		op   isa.Opcode
+		dt   string
+		size int
+		lat  int
+	}{{isa.TCOLSUM, "f32", 4, a2.VectorFloatLatencyCycles}, {isa.TCOLMAX, "f16", 2, a2.VectorFloatLatencyCycles}, {isa.TCOLMIN, "i32", 4, a2.VectorIntLatencyCycles}} {
+		require.Positive(t, c.lat)
+		lat := int64(c.lat)
+		for _, cols := range []int{64, 512} {
+			d := durations(t, fmt.Sprintf(`
+kernel c vector
+param %%x: %[1]s[%[2]d]
+tile %%a: vec %[1]s[16x%[3]d]
+tile %%s: vec %[1]s[1x%[3]d]
+  tload %%a, %%x[0; 16x%[3]d; %[3]d,1]
+  %[4]s %%s, %%a
+end
+`, c.dt, 16*cols, cols, c.op), c.op)
+			chunks := ceilDiv(int64(cols*c.size), a2.VectorBytesPerCycle)
+			assert.Equal(t, []int64{v + chunks*tree + 15*(issue+v+lat+chunks) + lat}, d, "%s %s 16x%d", c.op, c.dt, cols)
+		}
+	}
+}
