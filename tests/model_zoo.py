@@ -23,6 +23,7 @@ class Case:
     kind: str  # "lm" (logits over a vocabulary), "encoder" (hidden states), "image" (class scores)
     build: Callable[[], torch.nn.Module]
     inputs: Callable[[], tuple]
+    sweep_sizes: list = None  # its sweep's (batch, size) pairs when not SWEEP[kind]
 
     def model(self) -> torch.nn.Module:
         torch.manual_seed(0)
@@ -36,7 +37,7 @@ class Case:
 
     def sweep(self) -> list:
         """(batch, size, inputs) for each size of the sweep."""
-        return [(b, s, self.example(b, s)) for b, s in SWEEP[self.kind]]
+        return [(b, s, self.example(b, s)) for b, s in self.sweep_sizes or SWEEP[self.kind]]
 
 
 def _ids(g, batch=BATCH, size=SEQ):
@@ -125,7 +126,7 @@ CASES = [
     Case("gpt-neox", "transformers", "lm", _hf("GPTNeoXConfig", "GPTNeoXForCausalLM", **_DECODER, max_position_embeddings=128), _ids),
     Case("resnet18", "torchvision", "image", _tv("resnet18", num_classes=10), _image),
     Case("mobilenet-v2", "torchvision", "image", _tv("mobilenet_v2", num_classes=10), _image),
-    Case("vit", "torchvision", "image", _vit, _image),
+    Case("vit", "torchvision", "image", _vit, _image, [(2, IMAGE), (3, IMAGE), (4, IMAGE)]),  # its image size is fixed
     Case("efficientnet-b0", "torchvision", "image", _tv("efficientnet_b0", num_classes=10), _image),
     Case("convnext-atto", "timm", "image", _timm("convnext_atto", num_classes=10), _image),
 ]

@@ -165,6 +165,18 @@ def test_symbolic_slices_and_indices_run(device):
         f.run(np.zeros((2, 1), np.float32))
 
 
+def test_a_static_axis_sliced_at_a_symbolic_bound():
+    # a position table sliced at the sequence length (BERT's embeddings)
+    table = np.arange(80, dtype=np.float32).reshape(2, 40)
+    f = p.compile(lambda x: p.from_numpy(table)[:, 2 : x.shape[0] + 2] * x, inputs=[p.Tensor([seq])])
+    for n in (1, 17, 38):
+        a = rand((n,), p.float32, n)
+        np.testing.assert_array_equal(f.run(a).numpy(), table[:, 2 : n + 2] * a)
+    assert f.num_traced == 1 and "40 >= seq+2" in f.constraints()
+    with pytest.raises(p.ShapeError, match=r"slice 2:seq\+2 of axis 1 of \[2,40\] ends inside it"):
+        f.run(np.zeros(39, np.float32))
+
+
 def test_automatic_symbols_trace_once():
     traces = []
 

@@ -14,7 +14,7 @@ import pytest
 for _lib in ("torch", "transformers", "torchvision", "timm"):
     pytest.importorskip(_lib, reason=f"{_lib} is not installed: pip install 'pypto[models]'")
 
-from model_zoo import BY_NAME, SWEEP  # noqa: E402
+from model_zoo import BY_NAME  # noqa: E402
 from repo_paths import ROOT  # noqa: E402
 
 MODELS = ("gpt2", "llama", "resnet18")  # two LMs and a CNN
@@ -34,7 +34,7 @@ def rows():
 @pytest.mark.parametrize("name", MODELS)
 def test_one_capture_and_one_trace_serve_every_size(rows, name, path):
     row = rows[(name, path + "-sweep")]
-    sizes = SWEEP[BY_NAME[name].kind]
+    sizes = [(b, s) for b, s, _ in BY_NAME[name].sweep()]
     assert row["status"] == "ok", row
     assert row["sizes"] == [list(s) for s in sizes], row
     assert row["fallbacks"] == [], row

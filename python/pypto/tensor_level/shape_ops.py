@@ -211,10 +211,11 @@ def take(x, indices, axis: int = None) -> Tensor:
     return out.reshape(list(x.shape[:ax]) + list(idx.shape) + list(x.shape[ax + 1 :]))
 
 
-def _symbolic_slice(k: slice, size: Dim):
-    """A slice of an axis of symbolic size as (start, stop, step): negative bounds count
-    from the end and None means the whole axis, as in Python; bounds are not clamped
-    (each run checks 0 <= start <= stop <= size instead); steps must be positive."""
+def _symbolic_slice(k: slice, size):
+    """A slice of an axis of symbolic size, or of a slice with a symbolic bound
+    (``x[:, :seq_len]``), as (start, stop, step): negative bounds count from the end
+    and None means the whole axis, as in Python; bounds are not clamped (each run
+    checks 0 <= start <= stop <= size instead); steps must be positive."""
     step = 1 if k.step is None else int(k.step)
     if step <= 0:
         raise SymbolicShapeError(
@@ -299,7 +300,7 @@ def getitem(x, key) -> Tensor:
             out_shape.append(1)
             continue
         size = x.shape[dim]
-        if isinstance(k, slice) and isinstance(size, Dim):
+        if isinstance(k, slice) and any(isinstance(v, Dim) for v in (size, k.start, k.stop)):
             a, b, s = _symbolic_slice(k, size)
             starts.append(a), stops.append(b), steps.append(s)
             out_shape.append((b - a + s - 1) // s)
