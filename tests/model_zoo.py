@@ -128,7 +128,8 @@ CASES = [
     Case("mobilenet-v2", "torchvision", "image", _tv("mobilenet_v2", num_classes=10), _image),
     Case("vit", "torchvision", "image", _vit, _image, [(2, IMAGE), (3, IMAGE), (4, IMAGE)]),  # its image size is fixed
     Case("efficientnet-b0", "torchvision", "image", _tv("efficientnet_b0", num_classes=10), _image),
-    Case("convnext-atto", "timm", "image", _timm("convnext_atto", num_classes=10), _image),
+    Case("convnext-atto", "timm", "image", _timm("convnext_atto", num_classes=10), _image,
+         [(2, IMAGE), (3, IMAGE), (4, IMAGE)]),  # its last stage needs sides of 32 at least (a multiple of 32)
 ]
 
 BY_NAME = {c.name: c for c in CASES}
