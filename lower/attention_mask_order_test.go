@@ -1,6 +1,7 @@
 package lower
 
 import (
+	"regexp"
 	"strings"
 	"testing"
 
@@ -11,6 +12,9 @@ import (
 	"pypto/dtype"
 	"pypto/isa"
 )
+
+// maskTile names the tiles an explicit mask is loaded into (one per part of a key block).
+var maskTile = regexp.MustCompile(`^mask(_[0-9]+)?$`)
 
 // An explicit mask reads nothing the cube computes, so each vector core loads and
 // converts a key block's mask tile before it pops that block's scores: the load runs
@@ -31,14 +35,15 @@ func TestAttentionMaskLoadsBeforeTheScoresPop(t *testing.T) {
 			for _, in := range prog.Body {
 				name := func(i int) string { return prog.Tiles[in.Args[i].Tile].Name }
 				switch {
-				case in.Op == isa.TLOAD && name(0) == "mask":
+				case in.Op == isa.TLOAD && maskTile.MatchString(name(0)):
 					loads++
 				case in.Op == isa.TPOP && strings.HasPrefix(name(0), "s_"):
 					pops++
-					require.Equal(t, pops, loads, "%v mask, vector core %d: the mask of every scores pop is loaded before it", mask, v)
+					require.GreaterOrEqual(t, loads, pops, "%v mask, vector core %d: the mask of every scores pop is loaded before it", mask, v)
 				}
 			}
 			require.Positive(t, pops)
+			require.Equal(t, pops, loads, "a mask tile per scores tile")
 		}
 		checkAttention(t, chip, c.graph(t))
 	}

@@ -26,7 +26,10 @@ import (
 // computes. Statistics and the accumulator are fp32; P is rounded to the inputs' dtype
 // for the cube. With is_causal the key blocks wholly above a tile's last row are
 // skipped and the blocks crossing the diagonal masked; the key block past the last key
-// is masked too. Queues are FIFOs, so both sides walk the chunks in the same order.
+// is masked too. Queues are FIFOs, so both sides walk the chunks in the same order. A
+// key block wider than maxPartCols goes through the queues in parts (scores, P and
+// the P V products accumulated over them), which the vector core folds elementwise
+// before its row reductions (block).
 
 // The queues: each chunk's scores have a queue of their own when the queues suffice
 // (then the cube runs two key blocks ahead, each queue holding both), else each
@@ -59,9 +62,9 @@ func (a attentionShape) productQueue(h int) isa.Operand {
 }
 
 // attentionInstructions lists what the kernel's programs use.
-var attentionInstructions = []isa.Opcode{isa.TLOAD, isa.TMOV, isa.TMATMUL, isa.TPUSH, isa.TPOP, isa.TFREE,
+var attentionInstructions = []isa.Opcode{isa.TLOAD, isa.TMOV, isa.TEXTRACT, isa.TMATMUL, isa.TMATMUL_ACC, isa.TPUSH, isa.TPOP, isa.TFREE,
 	isa.TEXPANDS, isa.TMULS, isa.TROWEXPANDMUL, isa.TRECIP, isa.TADD, isa.TCVT, isa.TCMPS, isa.TSELS, isa.TTRI,
-	isa.TCI, isa.TREMS, isa.TROWMAX, isa.TMAX, isa.TMAXS, isa.TSUB, isa.TEXP, isa.TROWEXPANDEXPDIF, isa.TROWSUM,
+	isa.TCI, isa.TREMS, isa.TROWMAX, isa.TMAX, isa.TSUB, isa.TEXP, isa.TROWEXPANDEXPDIF, isa.TROWSUM,
 	isa.TMUL, isa.TROWEXPANDDIV, isa.TSTORE, isa.TSEL, isa.TROWEXPAND}
 
 // attentionTileOf locates tile t: its batch index and query block.
@@ -93,14 +96,37 @@ func emitAttentionCube(e *emitter, tg *TileGraph, op *TileOp, a attentionShape, 
 	}
 	qL0 := e.pingPong("q_l0", isa.Left, a.dt, a.hr, a.dp)
 	resident := nc <= 2 // Q's chunks fit L0A beside P's: moved once per tile
-	pMat := e.pingPong("p_l1", isa.Mat, a.dt, a.hr, a.bc)
-	pL0 := e.pingPong("p_l0", isa.Left, a.dt, a.hr, a.bc)
-	sAcc := e.pingPong("s", isa.Acc, dtype.Float32, a.hr, a.bc)
+	np, w := a.parts(), a.partCols()
+	pMat := e.pingPong("p_l1", isa.Mat, a.dt, a.hr, w)
+	pL0 := e.pingPong("p_l0", isa.Left, a.dt, a.hr, w)
+	sAcc := e.pingPong("s", isa.Acc, dtype.Float32, a.hr, w)
 	oAcc := e.pingPong("o", isa.Acc, dtype.Float32, a.hr, a.dv)
 	kMat := e.pingPong("kt_l1", isa.Mat, a.dt, a.dp, a.bc)
 	vMat := e.pingPong("v_l1", isa.Mat, a.dt, a.bc, a.dv)
-	kL0 := e.tile("kt_l0", isa.Right, a.dt, a.dp, a.bc)
-	vL0 := e.tile("v_l0", isa.Right, a.dt, a.bc, a.dv)
+	kL0, vL0 := make([]int, np), make([]int, np)
+	for j := range kL0 {
+		suffix := ""
+		if np > 1 {
+			suffix = fmt.Sprintf("_%d", j)
+		}
+		kL0[j] = e.tile("kt_l0"+suffix, isa.Right, a.dt, a.dp, w)
+		vL0[j] = e.tile("v_l0"+suffix, isa.Right, a.dt, w, a.dv)
+	}
+	// toL0 moves a block of K^T or V from L1 into L0B, whole or a part at a time (the
+	// parts' columns of K^T, their rows of V).
+	toL0 := func(dst []int, src int, rows bool) {
+		if np == 1 {
+			e.emit(isa.TMOV, isa.TileOp(dst[0]), isa.TileOp(src))
+			return
+		}
+		for j, d := range dst {
+			r, c := 0, j*w
+			if rows {
+				r, c = j*w, 0
+			}
+			e.emit(isa.TEXTRACT, isa.TileOp(d), isa.TileOp(src), isa.ImmOp(float64(r)), isa.ImmOp(float64(c)))
+		}
+	}
 	causal := op.Attrs.Bool("is_causal", false)
 	dyn := newAttentionRun(e, op)
 	step := 0
@@ -122,13 +148,16 @@ func emitAttentionCube(e *emitter, tg *TileGraph, op *TileOp, a attentionShape, 
 			kw := kv.window(b, 0, col0, eq, min(a.bc, s-col0))
 			kw.ColsReg = dyn.keys(col0, kw.Cols)
 			e.emit(isa.TLOAD, isa.TileOp(km), isa.GMOp(kw))
-			e.emit(isa.TMOV, isa.TileOp(kL0), isa.TileOp(km))
+			toL0(kL0, km, false)
 			for c := 0; c < nc; c++ {
 				if !resident {
 					e.emit(isa.TMOV, isa.TileOp(qL0[c%2]), isa.TileOp(qMat[c]))
 				}
-				e.emit(isa.TMATMUL, isa.TileOp(sAcc[c%2]), isa.TileOp(qL0[c%2]), isa.TileOp(kL0))
-				e.emit(isa.TPUSH, a.scoresQueue(c), isa.TileOp(sAcc[c%2]))
+				for j, k := range kL0 {
+					acc := sAcc[(c*np+j)%2]
+					e.emit(isa.TMATMUL, isa.TileOp(acc), isa.TileOp(qL0[c%2]), isa.TileOp(k))
+					e.emit(isa.TPUSH, a.scoresQueue(c), isa.TileOp(acc))
+				}
 			}
 		}
 		ahead := a.lookahead()
@@ -147,13 +176,20 @@ func emitAttentionCube(e *emitter, tg *TileGraph, op *TileOp, a attentionShape, 
 			vw := vv.window(b, col0, 0, min(a.bc, s-col0), ev)
 			vw.RowsReg = dyn.keys(col0, vw.Rows)
 			e.emit(isa.TLOAD, isa.TileOp(vm), isa.GMOp(vw))
-			e.emit(isa.TMOV, isa.TileOp(vL0), isa.TileOp(vm))
+			toL0(vL0, vm, true)
 			for c := 0; c < nc; c++ {
 				h := c % a.nv
-				e.emit(isa.TPOP, isa.TileOp(pMat[c%2]), a.probsQueue(h))
-				e.emit(isa.TFREE, a.probsQueue(h))
-				e.emit(isa.TMOV, isa.TileOp(pL0[c%2]), isa.TileOp(pMat[c%2]))
-				e.emit(isa.TMATMUL, isa.TileOp(oAcc[c%2]), isa.TileOp(pL0[c%2]), isa.TileOp(vL0))
+				for j, v := range vL0 {
+					i := (c*np + j) % 2
+					e.emit(isa.TPOP, isa.TileOp(pMat[i]), a.probsQueue(h))
+					e.emit(isa.TFREE, a.probsQueue(h))
+					e.emit(isa.TMOV, isa.TileOp(pL0[i]), isa.TileOp(pMat[i]))
+					mm := isa.TMATMUL
+					if j > 0 {
+						mm = isa.TMATMUL_ACC
+					}
+					e.emit(mm, isa.TileOp(oAcc[c%2]), isa.TileOp(pL0[i]), isa.TileOp(v))
+				}
 				e.emit(isa.TPUSH, a.productQueue(h), isa.TileOp(oAcc[c%2]))
 			}
 			if kb+ahead < nk && ahead == 2 {
@@ -239,13 +275,16 @@ func (r *attentionRun) keys(col0, n int) isa.RegRef {
 type attentionVector struct {
 	e                          *emitter
 	a                          attentionShape
-	h                          int   // the vector core: it owns chunks h, h+nv, ...
-	s                          []int // scores / probabilities in fp32 (one or two copies)
-	p, pv, res                 int
+	h                          int     // the vector core: it owns chunks h, h+nv, ...
+	s                          [][]int // scores / probabilities in fp32 (one or two copies, each in parts)
+	p                          []int   // the probabilities rounded for the cube, by part
+	fold                       int     // with parts: their elementwise max or sum, the max broadcast
+	pv, res                    int
 	chunks                     []chunkState
 	mBlock, lBlock             int
-	maskRaw, maskI8, maskBits  int // an explicit mask as loaded, as int8, as bits
-	maskF32                    int
+	maskRaw, maskBits          []int // an explicit mask as loaded, as bits, by part
+	maskI8                     int   // a bool mask as int8
+	maskF32                    []int
 	scale, fill                int // broadcast tiles of the scale and fill inputs, or 0
 	blockMasks                 map[blockMask]int
 	scaleImm, fillImm          float64
@@ -294,12 +333,16 @@ func emitAttentionVector(e *emitter, tg *TileGraph, op *TileOp, a attentionShape
 	v := &attentionVector{e: e, a: a, h: h, blockMasks: map[blockMask]int{}, scaleBy: op.Attrs.Str("scale_by", "")}
 	v.scaleImm = core.AttentionScale(op.Attrs.Float("scale", 0), op.Problem[3])
 	v.fillImm = op.Attrs.Float("fill", math.Inf(-1))
+	w := a.partCols()
 	for i := 0; i < op.Tile[3]; i++ {
-		v.s = append(v.s, e.tile(fmt.Sprintf("s_%d", i), isa.Vec, dtype.Float32, a.hr, a.bc))
+		v.s = append(v.s, v.parted(fmt.Sprintf("s_%d", i), dtype.Float32, w))
 	}
-	v.p = e.tile("p", isa.Vec, a.dt, a.hr, a.bc)
+	v.p = v.parted("p", a.dt, w)
+	if a.parts() > 1 {
+		v.fold = e.tile("fold", isa.Vec, dtype.Float32, a.hr, w)
+	}
 	v.pv = e.tile("pv", isa.Vec, dtype.Float32, a.hr, a.dv)
-	v.res = v.p
+	v.res = v.p[0]
 	if !a.resultInProbs() {
 		v.res = e.tile("res", isa.Vec, a.dt, a.hr, a.dv)
 	}
@@ -320,16 +363,16 @@ func emitAttentionVector(e *emitter, tg *TileGraph, op *TileOp, a attentionShape
 		mt := tg.Tensors[op.Inputs[3]].Type
 		scores := append(out[:len(out)-2:len(out)-2], l, s)
 		v.view = newFlatView(e.params[op.Inputs[3]], broadcastMap(mt.Shape, scores), scores)
-		v.maskRaw = e.tile("mask", isa.Vec, mt.DType, a.hr, a.bc)
+		v.maskRaw = v.parted("mask", mt.DType, w)
 		switch mt.DType {
 		case dtype.Bool:
 			v.boolMask = true
-			v.maskI8 = e.tile("mask_i8", isa.Vec, dtype.Int8, a.hr, a.bc)
-			v.maskBits = e.tile("mask_bits", isa.Vec, dtype.Int8, a.hr, a.maskCols())
+			v.maskI8 = e.tile("mask_i8", isa.Vec, dtype.Int8, a.hr, w)
+			v.maskBits = v.parted("mask_bits", dtype.Int8, a.maskCols())
 		case dtype.Float32:
 			v.f32Mask = true
 		default:
-			v.maskF32 = e.tile("mask_f32", isa.Vec, dtype.Float32, a.hr, a.bc)
+			v.maskF32 = v.parted("mask_f32", dtype.Float32, w)
 		}
 	}
 	_, fill, scale, _ := core.FlashAttentionInputs(op.Attrs)
@@ -341,15 +384,17 @@ func emitAttentionVector(e *emitter, tg *TileGraph, op *TileOp, a attentionShape
 	}
 	if fill >= 0 {
 		col := v.scalar(tg, op.Inputs[fill], "fill")
-		v.fill = e.tile("fill_block", isa.Vec, dtype.Float32, a.hr, a.bc)
+		v.fill = e.tile("fill_block", isa.Vec, dtype.Float32, a.hr, w)
 		v.emit(isa.TROWEXPAND, isa.ModeNone, v.fill, col)
 	}
 	for _, t := range tiles {
 		_, qi := attentionTileOf(op, t)
 		for _, c := range own {
-			for _, m := range chunkMasks(op.Problem, a, causal, qi, c) {
-				if m.needed && v.blockMasks[m] == 0 {
-					v.blockMasks[m] = v.buildMask(m)
+			for _, bm := range chunkMasks(op.Problem, a, causal, qi, c) {
+				for j := 0; j < a.parts(); j++ {
+					if m := bm.part(j, w); m.needed && v.blockMasks[m] == 0 {
+						v.blockMasks[m] = v.buildMask(m)
+					}
 				}
 			}
 		}
@@ -364,7 +409,11 @@ func emitAttentionVector(e *emitter, tg *TileGraph, op *TileOp, a attentionShape
 		masks := make([][]blockMask, len(own))
 		for i, c := range own {
 			cs := v.chunks[i]
-			v.emit(isa.TEXPANDS, isa.ModeNone, cs.m[0], math.Inf(-1))
+			// The running max starts at the lowest finite value, not -inf: a row
+			// with every score so far masked keeps a finite max (so exp gives 0,
+			// not NaN, and no clamp per block is needed), and a row masked
+			// everywhere ends 0/0, NaN, as the reference.
+			v.emit(isa.TEXPANDS, isa.ModeNone, cs.m[0], -math.MaxFloat32)
 			v.emit(isa.TEXPANDS, isa.ModeNone, cs.l, 0.0)
 			v.emit(isa.TEXPANDS, isa.ModeNone, cs.o, 0.0)
 			masks[i] = chunkMasks(op.Problem, a, causal, qi, c)
@@ -405,16 +454,32 @@ func (v *attentionVector) scalar(tg *TileGraph, t int, name string) int {
 	return f
 }
 
-// buildMask makes the bits of m: 1 where a score is kept. The allowed set starts as
-// TTRI's triangle (or all ones) in fp32 scratch, the columns past vc are cleared with a
-// column index (TCI then a remainder), and TCMPS packs the result.
+// parted declares a tile of hr x cols per part of a key block, named name (one part)
+// or name_j.
+func (v *attentionVector) parted(name string, dt dtype.DType, cols int) []int {
+	n := v.a.parts()
+	out := make([]int, n)
+	for j := range out {
+		if n > 1 {
+			out[j] = v.e.tile(fmt.Sprintf("%s_%d", name, j), isa.Vec, dt, v.a.hr, cols)
+		} else {
+			out[j] = v.e.tile(name, isa.Vec, dt, v.a.hr, cols)
+		}
+	}
+	return out
+}
+
+// buildMask makes the bits of m, a part's mask: 1 where a score is kept. The allowed
+// set starts as TTRI's triangle (or all ones) in fp32 scratch, the columns past vc are
+// cleared with a column index (TCI then a remainder), and TCMPS packs the result.
 func (v *attentionVector) buildMask(m blockMask) int {
 	a := v.a
+	w := a.partCols()
 	bits := v.e.tile(fmt.Sprintf("keep_%d", len(v.blockMasks)), isa.Vec, dtype.Int8, a.hr, a.maskCols())
-	scratch := v.s[0]
-	if m.vc < a.bc {
+	scratch := v.s[0][0]
+	if m.vc < w {
 		v.emit(isa.TCI, isa.ModeNone, scratch, 0.0, 1.0)
-		v.emit(isa.TREMS, isa.ModeNone, scratch, scratch, float64(a.bc))
+		v.emit(isa.TREMS, isa.ModeNone, scratch, scratch, float64(w))
 		v.emit(isa.TCMPS, isa.CmpLT, bits, scratch, float64(m.vc))
 	}
 	if m.causal {
@@ -422,7 +487,7 @@ func (v *attentionVector) buildMask(m blockMask) int {
 	} else {
 		v.emit(isa.TEXPANDS, isa.ModeNone, scratch, 1.0)
 	}
-	if m.vc < a.bc {
+	if m.vc < w {
 		v.emit(isa.TSELS, isa.ModeNone, scratch, bits, scratch, 0.0)
 	}
 	v.emit(isa.TCMPS, isa.CmpNE, bits, scratch, 0.0)
@@ -431,15 +496,67 @@ func (v *attentionVector) buildMask(m blockMask) int {
 
 // block is the online-softmax step of key block kb for chunk c (rows from row0):
 // pop the scores, scale and mask them, update the max and the sum, and push the
-// probabilities.
+// probabilities. A block in parts reduces their elementwise max (and sum) to a row
+// instead of each part, and subtracts the max broadcast once.
 func (v *attentionVector) block(step, kb, b, c, row0 int, m blockMask, cs chunkState, l int) {
 	a := v.a
+	w := a.partCols()
 	st := v.s[step%len(v.s)]
 	if v.hasMask {
-		v.loadMask(kb, b, row0, m, l)
+		for j := range st {
+			v.loadMask(kb, j, b, row0, m.part(j, w), l)
+		}
 	}
-	v.emit(isa.TPOP, isa.ModeNone, st, a.scoresQueue(c))
-	v.emit(isa.TFREE, isa.ModeNone, a.scoresQueue(c))
+	for j, sj := range st {
+		v.emit(isa.TPOP, isa.ModeNone, sj, a.scoresQueue(c))
+		v.emit(isa.TFREE, isa.ModeNone, a.scoresQueue(c))
+		v.scaleAndMask(j, sj, m.part(j, w))
+	}
+	whole := st[0] // what the row reductions read
+	if len(st) > 1 {
+		v.foldParts(isa.TMAX, st)
+		whole = v.fold
+	}
+	old, cur := cs.m[kb%2], cs.m[(kb+1)%2]
+	v.emit(isa.TROWMAX, isa.ModeNone, v.mBlock, whole)
+	v.emit(isa.TMAX, isa.ModeNone, cur, old, v.mBlock)
+	alpha := cs.alpha[kb%2]
+	if len(st) == 1 {
+		v.emit(isa.TROWEXPANDEXPDIF, isa.ModeNone, whole, whole, cur)
+	} else {
+		v.emit(isa.TROWEXPAND, isa.ModeNone, v.fold, cur)
+		for _, sj := range st {
+			v.emit(isa.TSUB, isa.ModeNone, sj, sj, v.fold)
+			v.emit(isa.TEXP, isa.ModeNone, sj, sj)
+		}
+	}
+	v.emit(isa.TSUB, isa.ModeNone, alpha, old, cur)
+	v.emit(isa.TEXP, isa.ModeNone, alpha, alpha)
+	// The probabilities go to the cube before their row sum is taken, so that the
+	// cube's P V runs beside the reduction.
+	for j, sj := range st {
+		v.emit(isa.TCVT, isa.ModeNone, v.p[j], sj)
+		v.emit(isa.TPUSH, isa.ModeNone, a.probsQueue(v.h), v.p[j])
+	}
+	if len(st) > 1 {
+		v.foldParts(isa.TADD, st)
+	}
+	v.emit(isa.TROWSUM, isa.ModeNone, v.lBlock, whole)
+	v.emit(isa.TMUL, isa.ModeNone, cs.l, cs.l, alpha)
+	v.emit(isa.TADD, isa.ModeNone, cs.l, cs.l, v.lBlock)
+}
+
+// foldParts combines the parts elementwise into the fold tile.
+func (v *attentionVector) foldParts(op isa.Opcode, st []int) {
+	v.emit(op, isa.ModeNone, v.fold, st[0], st[1])
+	for _, sj := range st[2:] {
+		v.emit(op, isa.ModeNone, v.fold, v.fold, sj)
+	}
+}
+
+// scaleAndMask scales part j of a block's scores, adds or applies the explicit mask
+// and drops the keys the part's mask m excludes.
+func (v *attentionVector) scaleAndMask(j, st int, m blockMask) {
 	switch v.scaleBy {
 	case "":
 		v.emit(isa.TMULS, isa.ModeNone, st, st, v.scaleImm)
@@ -449,49 +566,35 @@ func (v *attentionVector) block(step, kb, b, c, row0 int, m blockMask, cs chunkS
 	if v.hasMask {
 		switch {
 		case v.boolMask && v.fill != 0:
-			v.emit(isa.TSEL, isa.ModeNone, st, v.maskBits, st, v.fill)
+			v.emit(isa.TSEL, isa.ModeNone, st, v.maskBits[j], st, v.fill)
 		case v.boolMask:
-			v.emit(isa.TSELS, isa.ModeNone, st, v.maskBits, st, v.fillImm)
+			v.emit(isa.TSELS, isa.ModeNone, st, v.maskBits[j], st, v.fillImm)
 		case v.f32Mask:
-			v.emit(isa.TADD, isa.ModeNone, st, st, v.maskRaw)
+			v.emit(isa.TADD, isa.ModeNone, st, st, v.maskRaw[j])
 		default:
-			v.emit(isa.TADD, isa.ModeNone, st, st, v.maskF32)
+			v.emit(isa.TADD, isa.ModeNone, st, st, v.maskF32[j])
 		}
 	}
 	if m.needed {
 		v.emit(isa.TSELS, isa.ModeNone, st, v.blockMasks[m], st, math.Inf(-1))
 	}
-	old, cur := cs.m[kb%2], cs.m[(kb+1)%2]
-	v.emit(isa.TROWMAX, isa.ModeNone, v.mBlock, st)
-	v.emit(isa.TMAX, isa.ModeNone, cur, old, v.mBlock)
-	// A row with every score so far masked keeps a finite max, so that exp gives 0
-	// rather than NaN; a row masked everywhere ends 0/0, NaN, as the reference.
-	v.emit(isa.TMAXS, isa.ModeNone, cur, cur, -math.MaxFloat32)
-	alpha := cs.alpha[kb%2]
-	v.emit(isa.TSUB, isa.ModeNone, alpha, old, cur)
-	v.emit(isa.TEXP, isa.ModeNone, alpha, alpha)
-	v.emit(isa.TROWEXPANDEXPDIF, isa.ModeNone, st, st, cur)
-	v.emit(isa.TROWSUM, isa.ModeNone, v.lBlock, st)
-	v.emit(isa.TMUL, isa.ModeNone, cs.l, cs.l, alpha)
-	v.emit(isa.TADD, isa.ModeNone, cs.l, cs.l, v.lBlock)
-	v.emit(isa.TCVT, isa.ModeNone, v.p, st)
-	v.emit(isa.TPUSH, isa.ModeNone, a.probsQueue(v.h), v.p)
 }
 
-// loadMask loads the explicit mask's tile of key block kb for the rows from row0 and
-// converts it to what the scores need (bits for a bool mask, fp32 otherwise). It reads
-// nothing the cube computes, so it comes before the scores' pop: the load and the
-// conversion run while the vector core waits for the scores.
-func (v *attentionVector) loadMask(kb, b, row0 int, m blockMask, l int) {
+// loadMask loads the explicit mask's tile of part j of key block kb (its mask m) for
+// the rows from row0 and converts it to what the scores need (bits for a bool mask,
+// fp32 otherwise). It reads nothing the cube computes, so it comes before the scores'
+// pop: the load and the conversion run while the vector core waits for the scores.
+func (v *attentionVector) loadMask(kb, j, b, row0 int, m blockMask, l int) {
 	a := v.a
 	rows := max(0, min(a.hr, l-row0))
-	v.emit(isa.TLOAD, isa.ModeNone, v.maskRaw, isa.GMOp(v.view.window(b, min(row0, l), kb*a.bc, rows, m.vc)))
+	col := kb*a.bc + j*a.partCols()
+	v.emit(isa.TLOAD, isa.ModeNone, v.maskRaw[j], isa.GMOp(v.view.window(b, min(row0, l), col, rows, m.vc)))
 	switch {
 	case v.boolMask:
-		v.emit(isa.TCVT, isa.ModeNone, v.maskI8, v.maskRaw)
-		v.emit(isa.TCMPS, isa.CmpNE, v.maskBits, v.maskI8, 0.0)
+		v.emit(isa.TCVT, isa.ModeNone, v.maskI8, v.maskRaw[j])
+		v.emit(isa.TCMPS, isa.CmpNE, v.maskBits[j], v.maskI8, 0.0)
 	case !v.f32Mask:
-		v.emit(isa.TCVT, isa.ModeNone, v.maskF32, v.maskRaw)
+		v.emit(isa.TCVT, isa.ModeNone, v.maskF32[j], v.maskRaw[j])
 	}
 }
 

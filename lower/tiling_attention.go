@@ -31,21 +31,51 @@ type attentionShape struct {
 
 func (a attentionShape) chunks() int { return a.nv * a.cpv }
 
+// maxPartCols is the widest scores tile the cube pushes. A key block wider than that
+// goes through the queues in parts (parts, partCols), each a product of its own, so
+// that a vector core can fold the parts elementwise (a cycle a repeat per source)
+// before it reduces a row through the reduction tree (seven cycles a repeat on a2).
+const maxPartCols = 128
+
+// parts is how many parts a key block goes in: one when it is at most maxPartCols
+// wide, or when its parts would not be whole 32-byte rows of a bool mask's bytes.
+func (a attentionShape) parts() int {
+	n := ceilDiv(a.bc, maxPartCols)
+	if a.bc%(n*32) != 0 {
+		return 1
+	}
+	return n
+}
+
+func (a attentionShape) partCols() int { return a.bc / a.parts() }
+
+// emptyPart: the last of s keys' blocks has a part wholly past the keys (the search
+// offers no such tiling: the part would be computed for nothing).
+func (a attentionShape) emptyPart(s int) bool {
+	last := s - (ceilDiv(max(s, 1), a.bc)-1)*a.bc
+	return a.parts() > 1 && last <= (a.parts()-1)*a.partCols()
+}
+
 // resultInProbs: the result of a chunk, rounded to the dtype, is written into the
-// probabilities' tile when the shapes agree (bc == dv), which frees UB.
-func (a attentionShape) resultInProbs() bool { return a.bc == a.dv }
+// probabilities' (first part's) tile when the shapes agree, which frees UB.
+func (a attentionShape) resultInProbs() bool { return a.partCols() == a.dv }
 func (a attentionShape) rows() int           { return a.chunks() * a.hr }
 
-// Mask tiles hold one bit per score; a row of them is a whole 32-byte block.
-func (a attentionShape) maskCols() int { return max(32, roundUp(ceilDiv(a.bc, 8), 32)) }
+// Mask tiles hold one bit per score of a part; a row of them is a whole 32-byte block.
+func (a attentionShape) maskCols() int { return max(32, roundUp(ceilDiv(a.partCols(), 8), 32)) }
 
 // ub is the UB one vector core uses: the scores (two copies when double), the
 // probabilities, an output accumulator and seven statistics columns per chunk, the
 // popped product, the result (in the probabilities' tile when it has their shape), the
-// masks and what an explicit mask or scale needs.
+// masks and what an explicit mask or scale needs; with parts, the tile their fold goes
+// to.
 func (a attentionShape) ub(double bool) int {
 	s := a.hr * a.bc * 4
+	part := a.hr * a.partCols() * 4
 	n := s + a.hr*a.bc*a.dt.Size() + (a.cpv+1)*a.hr*a.dv*4 + (7*a.cpv)*a.hr*4 + a.masks*a.hr*a.maskCols()
+	if a.parts() > 1 {
+		n += part
+	}
 	if !a.resultInProbs() {
 		n += a.hr * a.dv * a.dt.Size()
 	}
@@ -54,7 +84,7 @@ func (a attentionShape) ub(double bool) int {
 	}
 	switch {
 	case a.mask == dtype.Bool:
-		n += 2*a.hr*a.bc + a.hr*a.maskCols()
+		n += a.hr*a.bc + a.hr*a.partCols() + a.parts()*a.hr*a.maskCols()
 	case a.mask != dtype.Invalid:
 		n += a.hr * a.bc * a.mask.Size()
 		if a.mask != dtype.Float32 {
@@ -66,8 +96,8 @@ func (a attentionShape) ub(double bool) int {
 			n += a.hr * 16 * (in.Size() + 4)
 		}
 	}
-	if a.fillIn != dtype.Invalid { // the fill broadcast over a block of scores
-		n += s
+	if a.fillIn != dtype.Invalid { // the fill broadcast over a part of scores
+		n += part
 	}
 	return n
 }
@@ -76,12 +106,12 @@ func (a attentionShape) ub(double bool) int {
 // V double buffered in L1 and single in L0B; two P chunks in L1 and L0A; two score and
 // two product accumulators in L0C) and the vector cores' UB.
 func (a attentionShape) fits(chip *device.Chip) bool {
-	sz := a.dt.Size()
-	l1 := a.rows()*a.dp*sz + 2*a.dp*a.bc*sz + 2*a.bc*a.dv*sz + 2*a.hr*a.bc*sz
+	sz, w := a.dt.Size(), a.partCols()
+	l1 := a.rows()*a.dp*sz + 2*a.dp*a.bc*sz + 2*a.bc*a.dv*sz + 2*a.hr*w*sz
 	return l1 <= chip.Capacity(isa.Mat) &&
-		2*a.hr*(a.dp+a.bc)*sz <= chip.Capacity(isa.Left) &&
+		2*a.hr*(a.dp+w)*sz <= chip.Capacity(isa.Left) &&
 		a.bc*(a.dp+a.dv)*sz <= chip.Capacity(isa.Right) &&
-		2*a.hr*(a.bc+a.dv)*4 <= chip.Capacity(isa.Acc) &&
+		2*a.hr*(w+a.dv)*4 <= chip.Capacity(isa.Acc) &&
 		a.ub(false) <= chip.Capacity(isa.Vec)
 }
 
@@ -161,8 +191,10 @@ func maxMasks(p []int, a attentionShape, causal bool) int {
 		for qi := 0; qi < ceilDiv(p[1], a.rows()); qi++ {
 			for c := v; c < a.chunks(); c += a.nv {
 				for _, m := range chunkMasks(p, a, causal, qi, c) {
-					if m.needed {
-						seen[m] = true
+					for j := 0; j < a.parts(); j++ {
+						if pm := m.part(j, a.partCols()); pm.needed {
+							seen[pm] = true
+						}
 					}
 				}
 			}
@@ -178,6 +210,17 @@ func maxMasks(p []int, a attentionShape, causal bool) int {
 type blockMask struct {
 	needed, causal bool
 	d, vc          int
+}
+
+// part is the mask of part j (keys from j*w) of a block with mask m, in the part's own
+// columns.
+func (m blockMask) part(j, w int) blockMask {
+	p := blockMask{vc: min(w, max(0, m.vc-j*w))}
+	if m.causal && m.d-j*w < p.vc-1 {
+		p.causal, p.d = true, m.d-j*w
+	}
+	p.needed = p.causal || p.vc < w
+	return p
 }
 
 // chunkMasks gives, for chunk c of the tile of query block qi, the mask of every key
@@ -245,7 +288,7 @@ func attentionTileCost(op *TileOp, t int) int {
 
 // attentionCandidates lists the attention tilings that fit the chip, for the tile
 // search: chunks of 16 to 64 rows (up to the queries a vector core gets), one or two
-// per vector core, 32 to 128 keys per step, the scores in two UB copies when they fit.
+// per vector core, 32 to 256 keys per step, the scores in two UB copies when they fit.
 // Smaller tiles than the fixed rule's spread few queries over more cores, at the price
 // of loading every key block once per tile. Each carries the device's bound for it.
 func attentionCandidates(est *estimator, tg *TileGraph, op *TileOp) []candidate {
@@ -260,10 +303,13 @@ func attentionCandidates(est *estimator, tg *TileGraph, op *TileOp) []candidate 
 	var out []candidate
 	for hr := cubeAlign; hr <= min(64, roundUp(ceilDiv(max(p[1], 1), a.nv), cubeAlign)); hr += cubeAlign {
 		for cpv := 1; cpv <= 2 && (cpv == 1 || a.nv*hr < p[1]); cpv++ {
-			for bc := min(128, roundUp(max(p[2], 1), 32)); bc >= 32; bc = roundUp(bc/2, 32) {
+			for bc := min(256, roundUp(max(p[2], 1), 32)); bc >= 32; bc = roundUp(bc/2, 32) {
 				c := a
 				c.hr, c.cpv, c.bc = hr, cpv, bc
 				c.masks = maxMasks(p, c, causal)
+				if c.emptyPart(p[2]) {
+					continue
+				}
 				if !c.fits(chip) {
 					if bc == 32 {
 						break
@@ -320,7 +366,7 @@ func attentionWork(chip *device.Chip, op *TileOp, tensors []GMTensor, a attentio
 			steps := int64(a.cpv) * kb
 			v.LoadBytes += steps * hr * (bc + dv) * 4
 			v.VectorBytes += steps * hr * (5*bc + 2*dv) * 4
-			v.Starts[isa.PipeV] += 14 * steps
+			v.Starts[isa.PipeV] += int64(14+9*(a.parts()-1)) * steps
 		}
 		if c.MACs > cube.MACs {
 			cube = c
