@@ -151,7 +151,7 @@ func runDynamicSizes(c *compilation) error {
 			}
 		}
 	}
-	return nil
+	return dropRowSelects(c, tg, ext, d.Masks)
 }
 
 // A dynamic kernel leaves the padded rows of its output unwritten: they hold whatever

@@ -445,3 +445,66 @@ func TestDynamicCausalAttentionFollowsTheRunsSize(t *testing.T) {
 	}
 	assert.Less(t, cycles[1], cycles[len(cycles)-1]*3/5, "the attention of 100 rows costs much less than at the bound")
 }
+
+// A padded program zeroes the value rows past the run's size (where(keep, v, 0)); with
+// a bias the select joins the value projection's epilogue. Where that projection
+// computes only the run's rows, the select is the identity on them: the epilogue drops
+// it and its mask (dynamic_row_selects.go), and the rows the product reads have the
+// padded program's bits.
+func TestDynamicEpilogueDropsTheSelectOfItsRows(t *testing.T) {
+	const u, e = 192, 512 // wide enough rows for the select to join the epilogue
+	chip := preset(t, "a2")
+	bl := core.NewBuilder("values")
+	f16 := func(s ...int) core.TensorType { return core.TensorType{DType: dtype.Float16, Shape: s} }
+	x, wv, bv := bl.Param("x", f16(u, e)), bl.Param("wv", f16(e, e)), bl.Param("bv", f16(e))
+	probs := bl.Param("probs", f16(u, u))
+	keep := bl.Param("keep", core.TensorType{DType: dtype.Bool, Shape: core.Shape{u, 1}})
+	bl.Param("sizes", core.TensorType{DType: dtype.Int32, Shape: core.Shape{1}})
+	op := func(name string, attrs core.Attrs, in ...core.Value) core.Value {
+		v, err := bl.Op(name, in, attrs, core.Location{})
+		require.NoError(t, err)
+		return v
+	}
+	zero := op("full", core.Attrs{"value": 0.0, "dtype": "float16", "shape": []int64{}})
+	v := op("add", nil, op("matmul", nil, x, wv), bv)
+	bl.Output(op("matmul", nil, probs, op("where", nil, keep, v, zero)))
+	g := bl.Graph()
+	dyn := &DynamicSizes{Param: 5, Symbols: []string{"s"},
+		Extents: [][]int{{0, -1}, {-1, -1}, {-1}, {0, 0}, {0, -1}, {-1}}, Masks: []int{4}}
+	padded, err := Compile(g, Options{Chip: chip, Verify: true})
+	require.NoError(t, err)
+	selects := func(exe *Executable) (epilogues, withSelect int) {
+		for _, op := range exe.Exec().Blocks.Tiles.Ops {
+			if op.Kind == TileMatmulEpilogue {
+				epilogues++
+				if strings.Contains(op.Attrs.Str("body", ""), "where") {
+					withSelect++
+				}
+			}
+		}
+		return epilogues, withSelect
+	}
+	n, s := selects(padded)
+	require.Equal(t, 1, n, "the select joins the values' epilogue")
+	require.Equal(t, 1, s, "the padded program selects")
+	exe, err := Compile(g, Options{Chip: chip, Verify: true, Dynamic: dyn})
+	require.NoError(t, err)
+	for _, op := range exe.Exec().Blocks.Tiles.Ops {
+		require.NotNil(t, op.Dynamic, "op %s (%s) stays padded", op.Op, op.Kind)
+		if op.Kind == TileMatmulEpilogue {
+			assert.Len(t, op.Inputs, 3, "x, wv and the bias: the mask is no longer read")
+		}
+	}
+	n, s = selects(exe)
+	require.Equal(t, 1, n)
+	require.Equal(t, 0, s, "the dynamic epilogue drops the select of its rows")
+	for _, rows := range []int{1, 100, u} {
+		rng := rand.New(rand.NewPCG(11, uint64(rows)))
+		in, dirty := paddedRunInputs(g, rng, rows, e, []int{4}, 5)
+		want, _, err := padded.Run(in)
+		require.NoError(t, err)
+		got, _, err := exe.Run(dirty)
+		require.NoError(t, err)
+		require.Equal(t, want[0][:rows*e*2], got[0][:rows*e*2], "rows %d", rows)
+	}
+}
