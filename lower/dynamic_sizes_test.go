@@ -278,6 +278,30 @@ func TestEstimatesFollowTheRunRows(t *testing.T) {
 	assert.Less(t, few, atBound)
 }
 
+// The estimate of a program places its tasks as a run does (the dispatcher with the
+// program's runtime features): with the launches overlapped it is near the run's
+// time, well under the sum of the tasks alone, and with the plain runtime it is that
+// sum.
+func TestEstimatesPlaceTheTasksAsARunDoes(t *testing.T) {
+	const u = 512
+	g, dyn := ffnGraph(t, u, 256, 256, 128)
+	chip := preset(t, "a2")
+	for _, rt := range []Runtime{{}, PlainRuntime()} {
+		exe, err := Compile(g, Options{Chip: chip, Verify: true, Dynamic: dyn, Runtime: rt})
+		require.NoError(t, err)
+		_, st, err := exe.Run(ffnInputs(g, u))
+		require.NoError(t, err)
+		ms, _ := exe.EstimatedMsAt([]int{u})
+		run, alone := st.Seconds*1e3, float64(st.SequentialCycles)/chip.ClockHz*1e3
+		t.Logf("runtime %+v: estimate %.5f ms, run %.5f ms, tasks one after another %.5f ms", rt, ms, run, alone)
+		assert.InEpsilon(t, run, ms, 0.05, "the estimate is within 5%% of the run")
+		if rt == PlainRuntime() {
+			continue
+		}
+		assert.Less(t, ms, 0.9*alone, "the launches overlap")
+	}
+}
+
 // attentionGraph is a padded program's attention over u rows (as core.PlanPadding
 // makes it): softmax(where(mask, q k^T, -inf)) where(keep, v, 0), q, k and v
 // projections of x, whose rows are valid up to the run's size; mask and keep are true

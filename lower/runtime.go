@@ -85,26 +85,7 @@ func dispatchTasks(chip *device.Chip, tasks []*Task, hz [][]int, addrs func(*Tas
 		at[k] = len(ran)
 		ran = append(ran, k)
 	}
-	dts := make([]device.DispatchTask, len(ran))
-	for j, k := range ran {
-		task := tasks[k]
-		dt := device.DispatchTask{}
-		for _, d := range hz[k] {
-			if at[d] >= 0 { // a skipped task's results are in GM before the run
-				dt.Deps = append(dt.Deps, at[d])
-			}
-		}
-		switch {
-		case task.Vectors > 0:
-			dt.Kind, dt.Cores = device.OnAICore, min(chip.CubeCores, len(task.Programs)/task.GroupSize())
-		case task.Core == isa.Vector:
-			dt.Kind, dt.Cores = device.OnVector, min(chip.VectorCores, len(task.Programs))
-		default: // a kind without cores takes one in the schedule; RunTask reports it
-			dt.Kind, dt.Cores = device.OnCube, min(chip.CubeCores, len(task.Programs))
-		}
-		dt.Cores = max(1, dt.Cores)
-		dts[j] = dt
-	}
+	dts := dispatchView(chip, tasks, hz, ran, at)
 	prog := progress.Start("run", len(ran))
 	defer prog.End()
 	// The run's tasks share the L2: each finds what the ones before it left. The
@@ -169,4 +150,32 @@ func dispatchTasks(chip *device.Chip, tasks []*Task, hz [][]int, addrs func(*Tas
 	stats.Seconds = float64(stats.Cycles) / chip.ClockHz
 	stats.KernelSeconds = float64(stats.KernelCycles) / chip.ClockHz
 	return stats, nil
+}
+
+// dispatchView is the dispatcher's view of the tasks ran (the index in tasks of each
+// scheduled task; at: the scheduled index of each of tasks, -1 for one left out): the
+// hazards among them (hz: the earlier tasks each must wait for) and the cores each
+// takes.
+func dispatchView(chip *device.Chip, tasks []*Task, hz [][]int, ran, at []int) []device.DispatchTask {
+	dts := make([]device.DispatchTask, len(ran))
+	for j, k := range ran {
+		task := tasks[k]
+		dt := device.DispatchTask{}
+		for _, d := range hz[k] {
+			if at[d] >= 0 { // a skipped task's results are in GM before the run
+				dt.Deps = append(dt.Deps, at[d])
+			}
+		}
+		switch {
+		case task.Vectors > 0:
+			dt.Kind, dt.Cores = device.OnAICore, min(chip.CubeCores, len(task.Programs)/task.GroupSize())
+		case task.Core == isa.Vector:
+			dt.Kind, dt.Cores = device.OnVector, min(chip.VectorCores, len(task.Programs))
+		default: // a kind without cores takes one in the schedule; RunTask reports it
+			dt.Kind, dt.Cores = device.OnCube, min(chip.CubeCores, len(task.Programs))
+		}
+		dt.Cores = max(1, dt.Cores)
+		dts[j] = dt
+	}
+	return dts
 }

@@ -343,13 +343,17 @@ func estimateOp(chip *device.Chip, tg *TileGraph, op *TileOp) float64 {
 	return float64(c)
 }
 
-// EstimatedMs is the device's estimate of the whole program in ms: the sum of every
-// tile op's task, kernels of every kind (elementwise and reductions too, which the
-// reports of TileChoices leave at 0 since their tiles follow fixed rules), so that
-// programs of one graph at different sizes compare by all they run. An op the
-// estimator cannot time counts 0. searched says whether the program has a kernel whose
-// tiles the tile search chose by this estimate (a matmul, attention, row or
-// convolution kernel).
+// EstimatedMs is the device's estimate of the whole program in ms: every tile op's
+// task, kernels of every kind (elementwise and reductions too, which the reports of
+// TileChoices leave at 0 since their tiles follow fixed rules), placed on the chip's
+// timeline by the device's dispatcher with the program's runtime features
+// (device.ScheduleTasks), as a run places them: with the launch overlapped, a task of
+// a short kernel costs its dispatch, one of a long kernel its kernel, and the
+// start-up and end of most tasks hide behind their neighbours', so that programs of
+// one graph at different sizes compare by what their runs cost. An op the estimator
+// cannot time counts as a task that computes nothing. searched says whether the
+// program has a kernel whose tiles the tile search chose by this estimate (a matmul,
+// attention, row or convolution kernel).
 func (e *Executable) EstimatedMs() (ms float64, searched bool) { return e.EstimatedMsAt(nil) }
 
 // EstimatedMsAt is EstimatedMs for a run whose dynamic sizes (Options.Dynamic) have
@@ -358,9 +362,10 @@ func (e *Executable) EstimatedMs() (ms float64, searched bool) { return e.Estima
 // the run needs dealt over the cores). nil sizes estimate every op whole.
 func (e *Executable) EstimatedMsAt(sizes []int) (ms float64, searched bool) {
 	tg := e.exec.Blocks.Tiles
-	est := newEstimator(e.chip)
-	cycles := int64(0)
-	for _, op := range tg.Ops {
+	chip := e.chip
+	est := newEstimator(chip)
+	cycles := make([]int64, len(tg.Ops)) // each op's task alone, start-up and end included
+	for i, op := range tg.Ops {
 		switch op.Kind {
 		case TileMatmul, TileMatmulEpilogue, TileAttention, TileRows, TileConv, TileConvEpilogue:
 			searched = true
@@ -373,10 +378,35 @@ func (e *Executable) EstimatedMsAt(sizes []int) (ms float64, searched bool) {
 			op = rowsOf(op, sizes[d.Index], keys)
 		}
 		if c, err := est.cycles(tg, op); err == nil {
-			cycles += c
+			cycles[i] = c
 		}
 	}
-	return float64(cycles) / e.chip.ClockHz * 1e3, searched
+	ran := make([]int, len(e.exec.Tasks))
+	for k := range ran {
+		ran[k] = k
+	}
+	dts := dispatchView(chip, e.exec.Tasks, e.exec.Hazards(), ran, ran)
+	rt := e.runtime
+	// A task alone takes its dispatch, its cores' start, their own time and the final
+	// sync (device.ScheduleTasks): its cores' time is what is left of its estimate.
+	fixed := int64(chip.DispatchCycles + chip.CoreStartCycles + chip.FinalSyncCycles)
+	sched, err := device.ScheduleTasks(chip, dts, device.DispatchOptions{Concurrent: rt.ConcurrentTasks(), OverlapLaunch: rt.OverlapLaunch(), EarlyStart: rt.EarlyStart()},
+		func(k int, _ device.TaskSlot) (*device.TaskStats, error) {
+			busy := max(0, cycles[e.exec.Blocks.Kernels[e.exec.Tasks[k].Kernel].Op]-fixed)
+			cores := make([]int64, dts[k].Cores)
+			for j := range cores {
+				cores[j] = busy
+			}
+			return &device.TaskStats{CoreCycles: cores}, nil
+		})
+	if err != nil { // a program the dispatcher cannot place: its tasks one after another
+		var sum int64
+		for _, c := range cycles {
+			sum += c
+		}
+		return float64(sum) / chip.ClockHz * 1e3, searched
+	}
+	return float64(sched.Cycles) / chip.ClockHz * 1e3, searched
 }
 
 // rowsOf is op over the first n rows of its output (at most all), and for an
