@@ -5,9 +5,10 @@ bucket chosen, the simulated time of both, their ratio and whether the outputs h
 same bits; then the programs the bucketed executor built, the worst ratio and the host
 time its compilations took (bucket programs and the estimates that sized the buckets).
 
-    python bench/dynamic.py [--device a2] [--max 2048] [--step 1] [--case causal] [--json]
+    python bench/dynamic.py [--device a2] [--max 2048] [--step 1] [--lows] [--case causal] [--json]
 
---step N runs every N-th size and each bucket's smallest size (where padding costs most).
+--step N runs every N-th size and each bucket's smallest size (where padding costs most);
+--lows runs only each bucket's smallest size, from 1 up (the size after each bound).
 --case softmax (the default) is the guide's block as written there, its attention a
 softmax over all keys; --case causal is the same block with causal attention
 (p.scaled_dot_product_attention(q, k, v, is_causal=True)).
@@ -49,6 +50,7 @@ def main():
     ap.add_argument("--device", default="a2")
     ap.add_argument("--max", type=int, default=2048)
     ap.add_argument("--step", type=int, default=1)
+    ap.add_argument("--lows", action="store_true", help="run only each bucket's smallest size")
     ap.add_argument("--case", choices=("softmax", "causal"), default="softmax")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
@@ -87,11 +89,19 @@ def main():
             print(f"{n:>7} {program:>24} {r['bucketed_ms']:>12.4f} {r['exact_ms']:>10.4f} {r['slowdown']:>9.3f} {str(r['identical']):>9}", flush=True)
 
     if not args.json:
-        print(f"guide's transformer block ({args.case} attention), hidden {HIDDEN}, float16, batch 1, seq_len 1..{args.max} step {args.step}, on {args.device}")
+        sizes = "each bucket's smallest size" if args.lows else f"step {args.step}"
+        print(f"guide's transformer block ({args.case} attention), hidden {HIDDEN}, float16, batch 1, seq_len 1..{args.max} {sizes}, on {args.device}")
         print(f"{'seq_len':>7} {'program':>24} {'bucketed ms':>12} {'exact ms':>10} {'slowdown':>9} {'identical':>9}")
-    for n in range(1, args.max + 1, args.step):
-        run(n)
-    if args.step > 1:  # each bucket's smallest size, where its padding costs most
+    if args.lows:
+        n = 1
+        while n <= args.max:
+            run(n)
+            bound = rows[n]["program"].partition("seq_len<=")[2]  # "" for a program per size
+            n = int(bound) + 1 if bound else n + 1
+    else:
+        for n in range(1, args.max + 1, args.step):
+            run(n)
+    if args.step > 1 and not args.lows:  # each bucket's smallest size, where its padding costs most
         for key, bounds in bucketed.info()["buckets"]["bounds"].items():
             if key.startswith("seq_len"):
                 for low in [1] + [b + 1 for b in bounds]:
@@ -100,7 +110,7 @@ def main():
     worst = max(rows.values(), key=lambda r: r["slowdown"])
     info = bucketed.info()["buckets"]
     result = {
-        "case": f"transformer block ({args.case} attention) hidden {HIDDEN}, batch 1, seq_len 1..{args.max} step {args.step} on {args.device}",
+        "case": f"transformer block ({args.case} attention) hidden {HIDDEN}, batch 1, seq_len 1..{args.max} {'bucket low ends' if args.lows else f'step {args.step}'} on {args.device}",
         "programs": bucketed.num_compiled,
         "worst_slowdown": worst["slowdown"],
         "worst_seq_len": worst["seq_len"],

@@ -26,11 +26,7 @@ func ffnGraph(t *testing.T, u, k, h, n int) (*core.Graph, *DynamicSizes) {
 	w2 := bl.Param("w2", f16(h, n))
 	r := bl.Param("r", f16(u, n))
 	bl.Param("sizes", core.TensorType{DType: dtype.Int32, Shape: core.Shape{1}})
-	op := func(name string, attrs core.Attrs, in ...core.Value) core.Value {
-		v, err := bl.Op(name, in, attrs, core.Location{})
-		require.NoError(t, err)
-		return v
-	}
+	op := builderOp(t, bl)
 	x2 := op("reshape", core.Attrs{"shape": []int64{int64(u), int64(k)}}, x)
 	hid := op("relu", nil, op("add", nil, op("matmul", nil, x2, w1), b1))
 	bl.Output(op("add", nil, op("matmul", nil, hid, w2), r))
@@ -158,11 +154,7 @@ func TestPaddedReadersKeepTheirProducersPadded(t *testing.T) {
 	x := bl.Param("x", f16(96, 64))
 	w := bl.Param("w", f16(64, 64))
 	bl.Param("sizes", core.TensorType{DType: dtype.Int32, Shape: core.Shape{1}})
-	op := func(name string, attrs core.Attrs, in ...core.Value) core.Value {
-		v, err := bl.Op(name, in, attrs, core.Location{})
-		require.NoError(t, err)
-		return v
-	}
+	op := builderOp(t, bl)
 	bl.Output(op("cumsum", core.Attrs{"axis": int64(-1)}, op("matmul", nil, x, w))) // a scan: not followed
 	bl.Output(op("matmul", nil, op("add", nil, x, x), w))
 	dyn := &DynamicSizes{Param: 2, Symbols: []string{"s"}, Extents: [][]int{{0, -1}, {-1, -1}, {-1}}}
@@ -314,11 +306,7 @@ func attentionGraph(t *testing.T, u, e int) (*core.Graph, *DynamicSizes) {
 	mask := bl.Param("mask", core.TensorType{DType: dtype.Bool, Shape: core.Shape{1, u}})
 	keep := bl.Param("keep", core.TensorType{DType: dtype.Bool, Shape: core.Shape{u, 1}})
 	bl.Param("sizes", core.TensorType{DType: dtype.Int32, Shape: core.Shape{1}})
-	op := func(name string, attrs core.Attrs, in ...core.Value) core.Value {
-		v, err := bl.Op(name, in, attrs, core.Location{})
-		require.NoError(t, err)
-		return v
-	}
+	op := builderOp(t, bl)
 	full := func(v float64) core.Value {
 		return op("full", core.Attrs{"value": v, "dtype": "float16", "shape": []int64{}})
 	}
@@ -413,11 +401,7 @@ func causalAttentionGraph(t *testing.T, u, e int) (*core.Graph, *DynamicSizes) {
 	wq, wk, wv := bl.Param("wq", f16(e, e)), bl.Param("wk", f16(e, e)), bl.Param("wv", f16(e, e))
 	keep := bl.Param("keep", core.TensorType{DType: dtype.Bool, Shape: core.Shape{u, 1}})
 	bl.Param("sizes", core.TensorType{DType: dtype.Int32, Shape: core.Shape{1}})
-	op := func(name string, attrs core.Attrs, in ...core.Value) core.Value {
-		v, err := bl.Op(name, in, attrs, core.Location{})
-		require.NoError(t, err)
-		return v
-	}
+	op := builderOp(t, bl)
 	zero := op("full", core.Attrs{"value": 0.0, "dtype": "float16", "shape": []int64{}})
 	q, k, v := op("matmul", nil, x, wq), op("matmul", nil, x, wk), op("matmul", nil, x, wv)
 	bl.Output(op("scaled_dot_product_attention", core.Attrs{"is_causal": true}, q, k, op("where", nil, keep, v, zero)))
@@ -484,11 +468,7 @@ func TestDynamicEpilogueDropsTheSelectOfItsRows(t *testing.T) {
 	probs := bl.Param("probs", f16(u, u))
 	keep := bl.Param("keep", core.TensorType{DType: dtype.Bool, Shape: core.Shape{u, 1}})
 	bl.Param("sizes", core.TensorType{DType: dtype.Int32, Shape: core.Shape{1}})
-	op := func(name string, attrs core.Attrs, in ...core.Value) core.Value {
-		v, err := bl.Op(name, in, attrs, core.Location{})
-		require.NoError(t, err)
-		return v
-	}
+	op := builderOp(t, bl)
 	zero := op("full", core.Attrs{"value": 0.0, "dtype": "float16", "shape": []int64{}})
 	v := op("add", nil, op("matmul", nil, x, wv), bv)
 	bl.Output(op("matmul", nil, probs, op("where", nil, keep, v, zero)))
@@ -530,5 +510,14 @@ func TestDynamicEpilogueDropsTheSelectOfItsRows(t *testing.T) {
 		got, _, err := exe.Run(dirty)
 		require.NoError(t, err)
 		require.Equal(t, want[0][:rows*e*2], got[0][:rows*e*2], "rows %d", rows)
+	}
+}
+
+// builderOp applies ops to bl, failing the test on an error.
+func builderOp(t *testing.T, bl *core.Builder) func(name string, attrs core.Attrs, in ...core.Value) core.Value {
+	return func(name string, attrs core.Attrs, in ...core.Value) core.Value {
+		v, err := bl.Op(name, in, attrs, core.Location{})
+		require.NoError(t, err)
+		return v
 	}
 }

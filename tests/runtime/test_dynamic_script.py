@@ -27,3 +27,13 @@ def test_a_short_sweep_runs_and_reports_its_keys():
     # costs"), which the bucket's estimates do not see: seq_len 2 and 3 run 14% over
     # their exact programs (10% before the select was calibrated).
     assert r["worst_slowdown"] <= 1.15
+
+
+def test_the_bucket_low_ends_run_one_size_per_bucket():
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    out = subprocess.run([sys.executable, SCRIPT, "--max", "3", "--lows", "--json"], capture_output=True, text=True, env=env, timeout=600)
+    assert out.returncode == 0, out.stderr
+    r = json.loads(out.stdout)
+    # seq_len 1 starts the first bucket, which holds 2 and 3 (its bound is at least 4).
+    assert [row["seq_len"] for row in r["rows"]] == [1] and r["programs"] == 1
+    assert int(r["rows"][0]["program"].partition("seq_len<=")[2]) > 3 and r["all_identical"]
