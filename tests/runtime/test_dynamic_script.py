@@ -22,11 +22,11 @@ def test_a_short_sweep_runs_and_reports_its_keys():
     # The run's batch of 1 is not padded for seq_len's buckets (bucketed apart, seq_len 3
     # ran the program of batch<=16,seq_len<=64, twice the exact program's time).
     assert all(row["program"].startswith("batch<=1,") for row in r["rows"]), r["rows"]
-    # A bucket's program masks its padded rows (where); the select the instruction rows
-    # measure reads each row's mask before its repeats (docs/device.md, "Instruction
-    # costs"), which the bucket's estimates do not see: seq_len 2 and 3 run 14% over
-    # their exact programs (10% before the select was calibrated).
-    assert r["worst_slowdown"] <= 1.15
+    # Within the bucket tolerance (6.5%) and the estimate's error: seq_len 2 and 3 run
+    # 6.5% over their exact programs on the program of seq_len<=128 (14% when the
+    # value projection kept its select of the padded rows and the estimate summed the
+    # tasks alone).
+    assert r["worst_slowdown"] <= 1.10
 
 
 def test_the_bucket_low_ends_run_one_size_per_bucket():
