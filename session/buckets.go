@@ -241,9 +241,10 @@ func (k *bucketing) estimateLocked(bound, run core.Binding) (float64, error) {
 	return v, nil
 }
 
-// estimateProgram is the device's estimate of g's program in ms: the estimates of all
-// its kernels (lower.Executable.EstimatedMs), from a compilation that stops after the
-// execution graph; 0 for a program none of whose kernels the tile search estimates.
+// estimateProgram is the device's estimate of g's program in ms: its kernels' tasks
+// estimated and placed on the timeline as a run places them (lower.Executable.
+// EstimatedMsAt), from a compilation that stops after the execution graph; 0 for a
+// program none of whose kernels the tile search estimates.
 func estimateProgram(g *core.Graph, device_ string, cfg Config, run []int) (float64, error) {
 	chip, err := device.Preset(device_)
 	if err != nil {
