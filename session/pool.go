@@ -26,6 +26,9 @@ type MemoryPool struct {
 	free    []span // free regions, by offset, coalesced
 	changed chan struct{}
 	stats   PoolStats
+	// blocked counts the times a run found no free region and began to wait: tests wait
+	// on it rather than on a sleep that a loaded machine can outlast.
+	blocked int
 }
 
 type span struct{ off, end int }
@@ -95,6 +98,7 @@ func (p *MemoryPool) Acquire(n int, stop <-chan struct{}) ([]byte, func(), error
 			return gm, func() { once.Do(func() { p.give(span{off, off + n}) }) }, nil
 		}
 		changed := p.changed
+		p.blocked++
 		p.mu.Unlock()
 		waited = true
 		select {

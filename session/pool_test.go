@@ -47,10 +47,15 @@ func TestMemoryPoolRunWaitsForMemory(t *testing.T) {
 		close(got)
 		r()
 	}()
+	require.Eventually(t, func() bool {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		return p.blocked > 0
+	}, 30*time.Second, time.Millisecond, "the second run never began to wait")
 	select {
 	case <-got:
 		t.Fatal("a run got memory the pool does not have free")
-	case <-time.After(20 * time.Millisecond):
+	default:
 	}
 	rel()
 	wg.Wait()

@@ -127,9 +127,11 @@ class World:
             return
         first = next(iter(pend.arrivals.values()))
         if (first.kind, first.signature) != (a.kind, a.signature):
+            # Named lower rank first: which of the two arrived first depends on threads.
+            lo, hi = sorted((first, a), key=lambda r: r.rank)
             pend.error = self._found(CollectiveError(
-                f"ranks {first.rank} and {a.rank} disagree at collective #{pend.seq} of group {list(pend.group)}: "
-                f"rank {first.rank} calls {_where(first)} with {_sig(first)}, rank {a.rank} calls {_where(a)} with {_sig(a)}",
+                f"ranks {lo.rank} and {hi.rank} disagree at collective #{pend.seq} of group {list(pend.group)}: "
+                f"rank {lo.rank} calls {_where(lo)} with {_sig(lo)}, rank {hi.rank} calls {_where(hi)} with {_sig(hi)}",
                 location=a.location,
                 suggestions=["every rank of a group must make the same collective calls in the same order, on tensors of the same shape and dtype"],
             ))
