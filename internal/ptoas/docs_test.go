@@ -98,8 +98,23 @@ func dedupe(xs []string) []string {
 			out = append(out, x)
 		}
 	}
-	return out
+	if len(out) <= maxListedOps {
+		return out
+	}
+	// A long group repeats ops row after row: its distinct ops, in order, then "...".
+	seen := map[string]bool{}
+	var distinct []string
+	for _, x := range out {
+		if !seen[x] {
+			seen[x] = true
+			distinct = append(distinct, x)
+		}
+	}
+	return append(distinct, "...")
 }
+
+// maxListedOps is the longest group of ops the table lists in full.
+const maxListedOps = 12
 
 // mixedTask is a block of a cube and a vector program handing a tile over a queue.
 func mixedTask(t *testing.T) Task {

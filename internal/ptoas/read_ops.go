@@ -136,7 +136,10 @@ func (b *builder) ptoOp(o *mop) {
 		if !ok {
 			b.fail(o.pos, "tmrgsort needs blockLen")
 		}
-		in.Args[2] = isa.ImmOp(float64(n))
+		if n%2 != 0 {
+			b.fail(o.pos, "tmrgsort's blockLen %d is not a whole number of (value, index) pairs (it counts f32 elements, two per pair)", n)
+		}
+		in.Args[2] = isa.ImmOp(float64(n / 2))
 	case "tfillpad":
 		if b.tilePad[in.Args[0].Tile] != padZero {
 			b.fail(o.pos, "tfillpad into a tile whose pad value is not zero (pad=1): PyPTO fills with a value it names, here only 0")

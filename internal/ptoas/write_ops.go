@@ -37,8 +37,6 @@ var missing = map[isa.Opcode]string{
 	isa.TFMOD:      "the dialect has no fmod",
 	isa.TFMODS:     "the dialect has no fmod",
 	isa.TPARTMUL:   "the dialect has no tpartmul",
-	isa.TROWPROD:   "the dialect has no product reduction",
-	isa.TCOLPROD:   "the dialect has no product reduction",
 	isa.TQUANT:     "the dialect has no quantisation op",
 	isa.TDEQUANT:   "the dialect has no quantisation op",
 	isa.TPRINT:     "the dialect has no print",
@@ -162,7 +160,7 @@ func init() {
 	for op, name := range map[isa.Opcode]string{
 		isa.TABS: "tabs", isa.TNEG: "tneg", isa.TEXP: "texp", isa.TLOG: "tlog", isa.TSQRT: "tsqrt", isa.TRSQRT: "trsqrt",
 		isa.TRECIP: "trecip", isa.TRELU: "trelu", isa.TROWSUM: "trowsum", isa.TROWMAX: "trowmax",
-		isa.TCOLMAX: "tcolmax", isa.TCOLMIN: "tcolmin", isa.TROWEXPAND: "trowexpand", isa.TCOLEXPAND: "tcolexpand",
+		isa.TROWEXPAND: "trowexpand", isa.TCOLEXPAND: "tcolexpand",
 		isa.TRESHAPE: "treshape",
 	} {
 		opWriters[op] = func(w *writer, in isa.Instr) {
@@ -220,9 +218,6 @@ func init() {
 	}
 	opWriters[isa.TSORT32] = func(w *writer, in isa.Instr) { // (src, dst, idx)
 		w.op("tsort32", "", "", w.tileOp(in, 1), w.tileOp(in, 0), w.tileOp(in, 2))
-	}
-	opWriters[isa.TMRGSORT] = func(w *writer, in isa.Instr) {
-		w.op("tmrgsort", fmt.Sprintf("blockLen = %d : i32", int(in.Args[2].Imm)), "", w.tileOp(in, 1), w.tileOp(in, 0))
 	}
 	opWriters[isa.TCI] = writeCI
 	opWriters[isa.TFILLPAD] = writeFillPad

@@ -665,6 +665,67 @@ c, a, b = cube_case('tstore_relu', 'f16', ['tmatmul %acc, %la, %rb', f'tstore.re
                     extra_params=[('outr', 'f16', M * Nn)])
 c.want('out', rnd(a @ b, 'f32')).want('outr', rnd(np.maximum(rnd(a @ b, 'f32'), 0), 'f16')).write()
 
+# Reductions over partial valid regions into a destination of exactly the region they
+# write (a DN column for rows), for every dtype: odd row and column counts, and rows
+# longer than the 64 lanes with a short last repeat. Their own generator, so that the
+# cases above keep their inputs.
+red_rng = np.random.default_rng(20261206)
+def red_sample(dt, shape, op):
+    if dt in INT:
+        lo, hi = (-2, 3) if op == 'prod' else ((-100, 100) if dt == 'i8' else (-1 << 30, 1 << 30))
+        return rnd(red_rng.integers(lo, hi, size=shape), dt)
+    lo, hi = (0.8, 1.25) if op == 'prod' else (-4, 4)
+    return rnd(red_rng.uniform(lo, hi, size=shape), dt)
+red_f = {'sum': np.sum, 'prod': np.prod, 'max': np.max, 'min': np.min}
+for op, f in red_f.items():
+    for dt in ['f32', 'f16', 'i32', 'i8']:
+        rows = 32 // {'f32': 4, 'f16': 2, 'i32': 4, 'i8': 1}[dt]
+        for cols, vr, vc in [(32, rows - 3, 27), (128, rows, 101)]:
+            a = red_sample(dt, (rows, cols), op)
+            name = f'trow{op}_{dt}_v{vr}x{vc}'
+            c = Case(name).param('a', dt, rows * cols, a).param('out', dt, rows)
+            c.tile('ta', 'vec', dt, rows, cols, f'valid {vr}x{vc}').tile('to', 'vec', dt, rows, 1, f'valid {vr}x1 dn')
+            c.op(f'tload %ta, %a[0; {rows}x{cols}; {cols},1]').op(f'trow{op} %to, %ta').op(f'tstore %out[0; {rows}x1; 1,1], %to')
+            want = np.zeros(rows, dtype=rnd(np.zeros(1), dt).dtype)
+            x = a[:vr, :vc]
+            if dt in INT:
+                want[:vr] = wrap_int(f(x.astype(np.int64), axis=1), dt)
+            else:
+                want[:vr] = rnd(float_order.get(op, f)(x, axis=1), dt)
+            c.want('out', want).write()
+        cols = 64 if dt == 'i8' else 32
+        for nrows, vr, vc in [(7, 7, cols), (13, 9, cols - 5)]:
+            a = red_sample(dt, (nrows, cols), op)
+            name = f'tcol{op}_{dt}_v{vr}x{vc}'
+            c = Case(name).param('a', dt, nrows * cols, a).param('out', dt, cols)
+            c.tile('ta', 'vec', dt, nrows, cols, f'valid {vr}x{vc}').tile('to', 'vec', dt, 1, cols, f'valid 1x{vc}')
+            c.op(f'tload %ta, %a[0; {nrows}x{cols}; {cols},1]').op(f'tcol{op} %to, %ta').op(f'tstore %out[0; 1x{cols}; {cols},1], %to')
+            want = np.zeros(cols, dtype=rnd(np.zeros(1), dt).dtype)
+            x = a[:vr, :vc]
+            if dt in INT:
+                want[:vc] = wrap_int(f(x.astype(np.int64), axis=0), dt)
+            else:
+                want[:vc] = rnd(float_order.get(op, f)(x, axis=0), dt)
+            c.want('out', want).write()
+
+# Merges of several rows whose rows hold whole groups of 4 runs (as the compiler's sorts
+# do): runs of n pairs, rows of 4n and of 8n pairs.
+for n, pairs in [(4, 32), (32, 128)]:
+    rows = 3
+    runs = np.zeros((rows, 2 * pairs), dtype=np.float32)
+    for r in range(rows):
+        for k in range(pairs // n):
+            v = np.sort(rnd(red_rng.integers(-5, 5, size=n) / 2, 'f32'))[::-1]
+            runs[r, 2 * k * n:2 * (k + 1) * n:2] = v
+            runs[r, 2 * k * n + 1:2 * (k + 1) * n:2] = np.arange(k * n, (k + 1) * n)
+    w = runs.copy()
+    for r in range(rows):
+        for g in range(0, pairs, 4 * n):
+            seg = runs[r, 2 * g:2 * (g + 4 * n)].reshape(-1, 2)
+            order = np.argsort(-seg[:, 0], kind='stable')
+            w[r, 2 * g:2 * (g + 4 * n)] = seg[order].reshape(-1)
+    vec_case(f'tmrgsort_rows_{n}x{pairs}', 'f32', [('a', runs)], f'tmrgsort %to, %ta, {n}', out_shape=(rows, 2 * pairs)).want('out', w).write()
+
 with open(os.path.join(OUT, 'CASES'), 'w') as f:
     f.write('\n'.join(CASES) + '\n')
 print(len(CASES), 'cases')

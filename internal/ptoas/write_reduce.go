@@ -1,0 +1,175 @@
+package ptoas
+
+import (
+	"strings"
+
+	"pypto/dtype"
+	"pypto/isa"
+)
+
+// Reductions ptoas 0.1.1 cannot compile, written as groups of ops it does: its
+// tcolmax and tcolmin are miscompiled (written as TCOLEXPAND), its row reductions take
+// f16 and f32 only, and the dialect has no product reduction. A group reads one row of
+// a tile at a time with tgather (an index sequence from tci selects the row) and
+// combines the rows with the elementwise op in the order ours does:
+//
+//   - a column reduction combines src's valid rows in order, row 0 first;
+//   - a row reduction transposes src (ttrans) and combines the rows of the transpose,
+//     src's columns: max, min and integer sums in order (their value does not depend on
+//     it); a float product in the vector unit's order (isa laneReduce: column k into
+//     lane k % 64, the lanes then folded pairwise), in f32.
+//
+// The result, one row of f32 or src's dtype, goes to dst through a last tgather whose
+// index tile has dst's shape and layout (dst[r, c] = result[r*cols + c]), which writes
+// dst's valid region: the group is written only where that region is what ours writes.
+
+// reductionOps are the elementwise ops that combine two rows for each reduction.
+var reductionOps = map[isa.Opcode]string{
+	isa.TROWSUM: "tadd", isa.TROWPROD: "tmul", isa.TROWMAX: "tmax", isa.TROWMIN: "tmin",
+	isa.TCOLSUM: "tadd", isa.TCOLPROD: "tmul", isa.TCOLMAX: "tmax", isa.TCOLMIN: "tmin",
+}
+
+func init() {
+	rows := "the source transposed (ttrans), its rows read with tgather and combined by the elementwise op"
+	notes[isa.TCOLMAX] = "src's rows read with tgather and combined by tmax (ptoas 0.1.1 writes tcolmax as TCOLEXPAND)"
+	notes[isa.TCOLMIN] = "src's rows read with tgather and combined by tmin (ptoas 0.1.1 writes tcolmin as TCOLEXPAND)"
+	notes[isa.TCOLPROD] = "src's rows read with tgather and multiplied in order in f32"
+	notes[isa.TROWPROD] = rows + ", in f32 in the vector unit's lane order"
+	for _, op := range []isa.Opcode{isa.TROWSUM, isa.TROWMAX, isa.TROWMIN} {
+		notes[op] = strings.TrimPrefix(notes[op]+"; integers: ", "; ") + rows + " (ptoas 0.1.1's row reductions take f16 and f32 only)"
+	}
+	for _, op := range []isa.Opcode{isa.TCOLMAX, isa.TCOLMIN, isa.TCOLPROD, isa.TROWPROD} {
+		opWriters[op] = writeReduction
+	}
+	// The row reductions ptoas 0.1.1 takes for f16 and f32 keep its op for those (the
+	// writers of write_ops.go, whose init runs before this file's).
+	native := map[isa.Opcode]opWriter{isa.TROWSUM: opWriters[isa.TROWSUM], isa.TROWMAX: opWriters[isa.TROWMAX], isa.TROWMIN: opWriters[isa.TROWMIN]}
+	for op, f := range native {
+		opWriters[op] = func(w *writer, in isa.Instr) {
+			if d := w.p.Tiles[in.Args[1].Tile].DType; d.IsInt() {
+				writeReduction(w, in)
+				return
+			}
+			f(w, in)
+		}
+	}
+}
+
+// scratchTile declares a scratch tile of d's location with the given dtype, shape and
+// layout, all of it valid.
+func (w *writer) scratchTile(d isa.TileDecl, dt dtype.DType, rows, cols int, layout isa.Layout) operand {
+	t := isa.TileDecl{Name: d.Name, Loc: d.Loc, DType: dt, Rows: rows, Cols: cols, Layout: layout}
+	text, err := tileType(t, padNull)
+	if err != nil {
+		w.fail("%v", err)
+	}
+	typ := w.alias(text, aliasName(t, padNull))
+	name := w.value("tmp")
+	w.line("%s = pto.alloc_tile {pypto.temp} : %s", name, typ)
+	return operand{name, typ}
+}
+
+// validSize is tile d's static valid rows and cols; a register-given size fails.
+func (w *writer) validSize(in isa.Instr, d isa.TileDecl) (int, int) {
+	if d.ValidRowsReg != 0 || d.ValidColsReg != 0 {
+		w.fail("%s of tile %s, whose valid size a register gives: the dialect's %s is not compiled by ptoas 0.1.1 for it, and the ops that stand for it need the size when the kernel is written", in.Op, d.Name, in.Op)
+	}
+	vr, vc := d.ValidRows, d.ValidCols
+	if vr == 0 {
+		vr = d.Rows
+	}
+	if vc == 0 {
+		vc = d.Cols
+	}
+	return vr, vc
+}
+
+// writeReduction writes a reduction as rows combined by an elementwise op (see above).
+func writeReduction(w *writer, in isa.Instr) {
+	src, dst := w.p.Tiles[in.Args[1].Tile], w.p.Tiles[in.Args[0].Tile]
+	vr, vc := w.validSize(in, src)
+	dr, dc := w.validSize(in, dst)
+	row := in.Op == isa.TROWSUM || in.Op == isa.TROWPROD || in.Op == isa.TROWMAX || in.Op == isa.TROWMIN
+	wantR, wantC := 1, vc
+	if row {
+		wantR, wantC = vr, 1
+	}
+	if src.Layout != isa.LayoutND || vr == 0 || vc == 0 || dr != wantR || dc != wantC || (dst.Layout != isa.LayoutND && dst.Layout != isa.LayoutDN) {
+		w.fail("%s of %s into %s: the dialect's %s is not compiled by ptoas 0.1.1 here, and its ops that stand for it need an ND source and a destination whose valid region is the %dx%d the reduction writes", in.Op, src.Name, dst.Name, in.Op, wantR, wantC)
+	}
+	g := w.group(in)
+	k := 0
+	next := func() string { k++; return g(k - 1) }
+	// Float sums and products accumulate in f32 (ours rounds once, to dst).
+	work := src.DType
+	if (in.Op == isa.TROWPROD || in.Op == isa.TCOLPROD || in.Op == isa.TROWSUM || in.Op == isa.TCOLSUM) && src.DType.IsFloat() {
+		work = dtype.Float32
+	}
+	from := w.tileOp(in, 1)
+	if work != src.DType {
+		f := w.scratchTile(src, work, src.Rows, src.Cols, isa.LayoutND)
+		w.op("tcvt", "rmode = #pto<round_mode CAST_RINT>", next(), from, f)
+		from = f
+	}
+	// The rows to combine: src's valid rows, or the transpose's (src's valid columns).
+	n, width := vr, src.Cols
+	if row {
+		t := w.scratchTile(src, work, src.Cols, src.Rows, isa.LayoutND)
+		w.op("ttrans", "", next(), from, t, t)
+		from, n, width = t, vc, src.Rows
+	}
+	idx := w.scratchTile(src, dtype.Int32, 1, width, isa.LayoutND)
+	newRow := func() operand { return w.scratchTile(src, work, 1, width, isa.LayoutND) }
+	rowInto := func(r int, x operand) operand {
+		w.op("tci", "descending = false", next(), operand{w.scalarImm(float64(r*width), dtype.Int32), "i32"}, idx)
+		w.op("tgather", "", next(), from, idx, x)
+		return x
+	}
+	name := reductionOps[in.Op]
+	var acc operand
+	if work == dtype.Float32 && row && src.DType.IsFloat() {
+		acc = w.laneFold(name, n, rowInto, newRow, next)
+	} else {
+		acc = rowInto(0, newRow())
+		if n > 1 {
+			x := newRow()
+			for r := 1; r < n; r++ {
+				w.op(name, "", next(), acc, rowInto(r, x), acc)
+			}
+		}
+	}
+	if work != dst.DType {
+		c := w.scratchTile(src, dst.DType, 1, width, isa.LayoutND)
+		w.op("tcvt", "rmode = #pto<round_mode CAST_RINT>", next(), acc, c)
+		acc = c
+	}
+	out := w.scratchTile(dst, dtype.Int32, dst.Rows, dst.Cols, dst.Layout)
+	w.op("tci", "descending = false", next(), operand{w.scalarImm(0, dtype.Int32), "i32"}, out)
+	w.op("tgather", "", next(), acc, out, w.tileOp(in, 0))
+}
+
+// laneFold combines rows 0..n-1 in the vector unit's order (isa laneReduce): row k
+// into lane k % 64, each lane in order, then lane i takes lane i+h for h = 32, ..., 1
+// where lane i+h got a row. It returns lane 0.
+func (w *writer) laneFold(name string, n int, rowInto func(int, operand) operand, newRow func() operand, next func() string) operand {
+	used := min(n, isa.ReduceLanes)
+	lanes := make([]operand, used)
+	var x operand
+	for k := 0; k < n; k++ {
+		if k < used {
+			lanes[k] = rowInto(k, newRow())
+			continue
+		}
+		if k == used {
+			x = newRow()
+		}
+		l := lanes[k%isa.ReduceLanes]
+		w.op(name, "", next(), l, rowInto(k, x), l)
+	}
+	for h := isa.ReduceLanes / 2; h >= 1; h /= 2 {
+		for i := 0; i < h && i+h < used; i++ {
+			w.op(name, "", next(), lanes[i], lanes[i+h], lanes[i])
+		}
+	}
+	return lanes[0]
+}

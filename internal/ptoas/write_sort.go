@@ -1,0 +1,40 @@
+package ptoas
+
+import (
+	"fmt"
+
+	"pypto/dtype"
+	"pypto/isa"
+)
+
+// tmrgsort: the dialect's blockLen counts the f32 elements of a run, two per (value,
+// index) pair, where ours counts pairs (ptoas 0.1.1 takes multiples of 64: runs of at
+// least the 32 pairs tsort32 writes). Its op merges one row; ours merges each row's
+// groups of 4 runs. A row-major tile seen as one row (treshape) has the same groups
+// when each row holds a whole number of them (cols/2 a multiple of 4n, as the
+// compiler's sorts always do: rows of 32*4^m pairs merged with runs of 32*4^k, k < m),
+// so a tile of several rows is written as treshape to one row, the merge, and treshape
+// back; another tile of several rows is refused.
+func init() {
+	opWriters[isa.TMRGSORT] = writeMrgSort
+	notes[isa.TMRGSORT] = "blockLen counts f32 elements (2n); several rows: treshape to one row, the merge, treshape back, written when each row holds whole groups of 4 runs"
+}
+
+func writeMrgSort(w *writer, in isa.Instr) {
+	src, dst := w.p.Tiles[in.Args[1].Tile], w.p.Tiles[in.Args[0].Tile]
+	n := int(in.Args[2].Imm)
+	blockLen := fmt.Sprintf("blockLen = %d : i32", 2*n)
+	if src.Rows == 1 {
+		w.op("tmrgsort", blockLen, "", w.tileOp(in, 1), w.tileOp(in, 0))
+		return
+	}
+	if (src.Cols/2)%(4*n) != 0 || src.Layout != isa.LayoutND || dst.Layout != isa.LayoutND {
+		w.fail("tmrgsort of %s (%d rows of %d pairs) by runs of %d: the dialect's tmrgsort merges one row, and the rows can be merged as one only when each holds whole groups of 4 runs (pairs a multiple of %d) in ND tiles", src.Name, src.Rows, src.Cols/2, n, 4*n)
+	}
+	g := w.group(in)
+	flat := w.scratchTile(src, dtype.Float32, 1, src.Rows*src.Cols, isa.LayoutND)
+	merged := w.scratchTile(src, dtype.Float32, 1, src.Rows*src.Cols, isa.LayoutND)
+	w.op("treshape", "", g(0), w.tileOp(in, 1), flat)
+	w.op("tmrgsort", blockLen, g(1), flat, merged)
+	w.op("treshape", "", g(2), merged, w.tileOp(in, 0))
+}
