@@ -72,7 +72,29 @@ end
 	b.WriteString("| instruction | PTO-AS | note |\n|---|---|---|\n")
 	for op := isa.Opcode(1); int(op) < isa.NumOpcodes(); op++ {
 		var how []string
+		long := false
 		for k := range seen[op] {
+			long = long || strings.Count(k, ", ") >= longGroup
+		}
+		if long {
+			// A long group is listed by the ops it uses: its sequences vary with dtype,
+			// predicate and valid region (the writer's comment says how).
+			names := map[string]bool{}
+			for k := range seen[op] {
+				for _, n := range strings.Split(k, ", ") {
+					names[n] = true
+				}
+			}
+			for n := range names {
+				how = append(how, "`"+n+"`")
+			}
+			sort.Strings(how)
+			how = []string{"ops of " + strings.Join(how, ", ")}
+		}
+		for k := range seen[op] {
+			if long {
+				break
+			}
 			if k == "" {
 				k = "(no op: see the note)"
 			}
@@ -90,6 +112,9 @@ end
 	}
 	return b.String()
 }
+
+// longGroup is the length from which a group of ops is listed by the ops it uses.
+const longGroup = 16
 
 func dedupe(xs []string) []string {
 	var out []string

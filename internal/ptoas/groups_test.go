@@ -164,13 +164,33 @@ func edgeValues(d dtype.DType) []float64 {
 	}
 }
 
+// indexParams are the params loaded into tiles that index (the gathers' and
+// scatters' idx).
+func indexParams(p *isa.Program) map[int]bool {
+	tiles := map[int]bool{}
+	for _, in := range p.Body {
+		switch in.Op {
+		case isa.TGATHER, isa.TGATHERB, isa.TSCATTER, isa.MGATHER, isa.MSCATTER:
+			tiles[in.Args[2].Tile] = true
+		}
+	}
+	params := map[int]bool{}
+	for _, in := range p.Body {
+		if in.Op == isa.TLOAD && tiles[in.Args[0].Tile] {
+			params[in.Args[1].GM.Param] = true
+		}
+	}
+	return params
+}
+
 // edgeInputs fills every param with edge values of its dtype (pairing each value with
-// each other across params of equal size), keeping integer params that index (the
+// each other across params of equal size), keeping the params that index (the
 // gathers' idx) from the golden inputs.
 func edgeInputs(c groupCase) groupCase {
 	e := groupCase{name: c.name + " (edge values)", prog: c.prog, params: make([][]byte, len(c.params))}
+	index := indexParams(c.prog)
 	for i, prm := range c.prog.Params {
-		if prm.DType == dtype.Int32 && strings.Contains(strings.ToLower(prm.Name), "idx") {
+		if index[i] || prm.DType == dtype.Int32 && strings.Contains(strings.ToLower(prm.Name), "idx") {
 			e.params[i] = c.params[i]
 			continue
 		}

@@ -65,6 +65,10 @@ var notes = map[isa.Opcode]string{
 	isa.TTRANS:           "the scratch operand is the destination: ptoas 0.1.1 fails an assertion on a scratch tile of its own, and its C++ TTRANS(dst, src) takes none",
 	isa.SLD:              "the integer is a scalar argument of the kernel (pypto.sld names its GM place)",
 	isa.TASSIGN:          "no op: a tile's address is the manual form's pypto.addr (ptoas 0.1.1 rejects pto.tassign)",
+	isa.TGATHER:          "between barriers: ptoas 0.1.1 inserts no synchronisation for tgather",
+	isa.MGATHER:          "a loop over chunks of the window (see GM gathers): ptoas 0.1.1 refuses tmgather",
+	isa.TCMP:             "integer ops on order-preserving i32 keys, packed into the mask by gathers (see Compares): ptoas 0.1.1 miscompiles tcmp",
+	isa.TCMPS:            "integer ops on order-preserving i32 keys, packed into the mask by gathers (see Compares): ptoas 0.1.1 rejects tcmps",
 }
 
 // instr writes one instruction of the body.
@@ -149,7 +153,7 @@ func init() {
 		isa.TADD: "tadd", isa.TSUB: "tsub", isa.TMUL: "tmul", isa.TDIV: "tdiv", isa.TMIN: "tmin", isa.TMAX: "tmax",
 		isa.TREM: "trem", isa.TPRELU: "tprelu", isa.TAND: "tand", isa.TOR: "tor", isa.TXOR: "txor", isa.TSHL: "tshl",
 		isa.TSHR: "tshr", isa.TPARTADD: "tpartadd", isa.TPARTMAX: "tpartmax", isa.TPARTMIN: "tpartmin",
-		isa.TGATHER: "tgather", isa.TGATHERB: "tgatherb", isa.TSCATTER: "tscatter",
+		isa.TGATHERB: "tgatherb", isa.TSCATTER: "tscatter",
 		isa.TROWEXPANDSUB: "trowexpandsub", isa.TROWEXPANDMUL: "trowexpandmul", isa.TROWEXPANDDIV: "trowexpanddiv",
 	} {
 		opWriters[op] = func(w *writer, in isa.Instr) {
@@ -202,13 +206,6 @@ func init() {
 	opWriters[isa.TSEL] = func(w *writer, in isa.Instr) {
 		w.op("tsel", "", "", w.tileOp(in, 1), w.tileOp(in, 2), w.tileOp(in, 3), w.tileOp(in, 0))
 	}
-	opWriters[isa.TCMP] = func(w *writer, in isa.Instr) {
-		w.op("tcmp", "cmpMode = #pto<cmp "+cmpNames[in.Mode]+">", "", w.tileOp(in, 1), w.tileOp(in, 2), w.tileOp(in, 0))
-	}
-	opWriters[isa.TCMPS] = func(w *writer, in isa.Instr) {
-		src := w.p.Tiles[in.Args[1].Tile]
-		w.op("tcmps", "cmpMode = #pto<cmp "+cmpNames[in.Mode]+">", "", w.tileOp(in, 1), w.imm(in, 2, src.DType), w.tileOp(in, 0))
-	}
 	opWriters[isa.TCVT] = func(w *writer, in isa.Instr) {
 		w.op("tcvt", "rmode = #pto<round_mode "+roundNames[in.Mode]+">", "", w.tileOp(in, 1), w.tileOp(in, 0))
 	}
@@ -245,10 +242,6 @@ func init() {
 		}
 		v := w.view(in.Args[0].GM, in.Args[1].Tile)
 		w.op("tstore", "", "", w.tileOp(in, 1), v)
-	}
-	opWriters[isa.MGATHER] = func(w *writer, in isa.Instr) {
-		v := w.view(in.Args[1].GM, in.Args[0].Tile)
-		w.op("tmgather", "", "", v, w.tileOp(in, 2), w.tileOp(in, 0))
 	}
 	opWriters[isa.MSCATTER] = func(w *writer, in isa.Instr) {
 		if in.Mode != isa.ModeNone {

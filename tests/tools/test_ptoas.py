@@ -88,11 +88,13 @@ def test_the_wheels_executable_runs():
 
 def _ptoas_probe(dt, rows, cols, body, layout="row_major"):
     """A PTO-AS kernel (for a defect the export writes around): load an 8x32 tile %t,
-    run body into %r (rows x cols, of the layout), store %r; %z is a zero of dt."""
+    run body into %r (rows x cols, of the layout), store %r; %z is a zero of dt, !K
+    the type of an 8x32 i8 mask."""
     tile = "!pto.tile_buf<loc=ub, dtype={dt}, rows={r}, cols={c}, v_row={r}, v_col={c}, blayout={l}, slayout=none_box, fractal=512, pad=0>"
     body = "\n".join("    " + line for line in body.split("\n"))
     return f"""!T = {tile.format(dt=dt, r=8, c=32, l="row_major")}
 !R = {tile.format(dt=dt, r=rows, c=cols, l=layout)}
+!K = {tile.format(dt="i8", r=8, c=32, l="row_major")}
 module {{
   func.func @probe(%x: !pto.ptr<{dt}>, %y: !pto.ptr<{dt}>) {{
     %c0 = arith.constant 0 : index
@@ -117,29 +119,17 @@ module {{
 """
 
 
+# A packed mask %k of !K (i8 8x32) that the probe's compare writes, and a select by it
+# into %r, so that the mask is read.
+_MASK = "%k = pto.alloc_tile : !K"
+_SELECT = '\n"pto.tsel"(%k, %t, %t, %r) : (!K, !T, !T, !R) -> ()'
+
+
 # Probe kernels, one per known defect: PTO text, which the export writes as PTO-AS, or
 # PTO-AS itself where the export writes around the defect.
 _PROBES = {
-    "tcmps": """kernel probe vector
-param %x: f32[256]
-param %m: i8[256]
-tile %t: vec f32[8x32]
-tile %k: vec i8[8x32]
-  tload %t, %x[0; 8x32; 32,1]
-  tcmps.gt %k, %t, 0
-  tstore %m[0; 8x32; 32,1], %k
-end
-""",
-    "tcmp": """kernel probe vector
-param %x: f32[256]
-param %m: i8[256]
-tile %t: vec f32[8x32]
-tile %k: vec i8[8x32]
-  tload %t, %x[0; 8x32; 32,1]
-  tcmp.lt %k, %t, %t
-  tstore %m[0; 8x32; 32,1], %k
-end
-""",
+    "tcmps": _ptoas_probe("f32", 8, 32, _MASK + '\n"pto.tcmps"(%t, %z, %k) <{cmpMode = #pto<cmp greater_than>}> : (!T, f32, !K) -> ()' + _SELECT),
+    "tcmp": _ptoas_probe("f32", 8, 32, _MASK + '\n"pto.tcmp"(%t, %t, %k) <{cmpMode = #pto<cmp less_than>}> : (!T, !T, !K) -> ()' + _SELECT),
     "tcolmax, tcolmin": _ptoas_probe("f32", 1, 32, '"pto.tcolmax"(%t, %r) : (!T, !R) -> ()'),
     "tcvt with a rounding mode": """kernel probe vector
 param %x: f32[256]
@@ -163,17 +153,15 @@ tile %t: vec i32[8x32]
   tstore %y[0; 8x32; 32,1], %t
 end
 """,
-    "tmgather": """kernel probe vector
-param %x: f32[256]
-param %i: i32[256]
-param %y: f32[256]
-tile %t: vec f32[8x32]
-tile %k: vec i32[8x32]
-  tload %k, %i[0; 8x32; 32,1]
-  mgather %t, %x[0; 8x32; 32,1], %k
-  tstore %y[0; 8x32; 32,1], %t
-end
-""",
+    "tmgather": _ptoas_probe(
+        "f32",
+        8,
+        32,
+        '%i = pto.alloc_tile : !pto.tile_buf<loc=ub, dtype=i32, rows=8, cols=32, v_row=8, v_col=32, blayout=row_major, slayout=none_box, fractal=512, pad=0>\n'
+        '%zi = "arith.constant"() <{value = 0 : i32}> : () -> i32\n'
+        '"pto.tci"(%zi, %i) <{descending = false}> : (i32, !pto.tile_buf<loc=ub, dtype=i32, rows=8, cols=32, v_row=8, v_col=32, blayout=row_major, slayout=none_box, fractal=512, pad=0>) -> ()\n'
+        '"pto.tmgather"(%xs, %i, %r) : (!pto.tile_view<8x32xf32>, !pto.tile_buf<loc=ub, dtype=i32, rows=8, cols=32, v_row=8, v_col=32, blayout=row_major, slayout=none_box, fractal=512, pad=0>, !R) -> ()',
+    ),
     "tmrgsort of several rows": _ptoas_probe("f32", 8, 32, '"pto.tmrgsort"(%t, %r) <{blockLen = 64 : i32}> : (!T, !R) -> ()'),
 }
 

@@ -261,6 +261,7 @@ for mode, f in cmps.items():
     a[0, 0], b[0, 1] = np.nan, np.nan
     vec_case(f'tcmp_{mode}', 'f32', [('a', a), ('b', b)], f'tcmp.{mode} %to, %ta, %tb', out_dt='i8').want('out', packmask(f(a, b))).write()
     vec_case(f'tcmps_{mode}', 'f32', [('a', a)], f'tcmps.{mode} %to, %ta, 0.5', out_dt='i8').want('out', packmask(f(a, np.float32(0.5)))).write()
+
 bits = rng.random((R, C)) < 0.5
 mask = packmask(bits)
 a, b = sample('f32', (R, C)), sample('f32', (R, C))
@@ -725,6 +726,81 @@ for n, pairs in [(4, 32), (32, 128)]:
             order = np.argsort(-seg[:, 0], kind='stable')
             w[r, 2 * g:2 * (g + 4 * n)] = seg[order].reshape(-1)
     vec_case(f'tmrgsort_rows_{n}x{pairs}', 'f32', [('a', runs)], f'tmrgsort %to, %ta, {n}', out_shape=(rows, 2 * pairs)).want('out', w).write()
+
+# --- compares into a mask with bits (drawn last: the cases above keep their inputs) ---
+
+# Compares of every dtype and predicate into a mask that already holds bits: over a's
+# valid region (fixed, or from registers; partial bytes at its edge) the bits are the
+# predicate's, every other bit of the mask keeps its value.
+def merge_mask(bits, init, vr, vc):
+    u = init.view(np.uint8).copy()
+    for r in range(vr):
+        for c in range(vc):
+            u[r, c // 8] = (u[r, c // 8] & ~np.uint8(1 << (c % 8))) | np.uint8(int(bits[r, c]) << (c % 8))
+    return u.view(np.int8)
+
+def compare_case(name, dt, op_line, a, b, bits, valid=None, regs=None, mcols=C):
+    """a compare into a mask tile loaded with random bits first; valid: 'RxC' or None."""
+    init = rng.integers(-128, 128, size=(R, mcols)).astype(np.int8)
+    rows, cols = a.shape
+    c = Case(name).param('a', dt, a.size, a)
+    if b is not None:
+        c.param('b', dt, b.size, b)
+    c.param('m', 'i8', init.size, init).param('out', 'i8', init.size)
+    vr, vc = rows, cols
+    extra = ''
+    if valid:
+        vr, vc = valid
+        extra = f'valid {vr}x{vc}'
+    if regs:
+        extra = 'valid %vr x %vc'
+    if b is not None:
+        c.tile('tb', 'vec', dt, rows, cols)
+    c.tile('tm', 'vec', 'i8', R, mcols)
+    c.tile('ta', 'vec', dt, rows, cols, extra)  # last: the export declares a register-sized tile where it is used
+    if regs:
+        c.params += ['reg %vr', 'reg %vc']
+        c.op(f'smov %vr, {vr}').op(f'smov %vc, {vc}')
+    c.op(f'tload %tm, %m[0; {R}x{mcols}; {mcols},1]')
+    c.op(f'tload %ta, %a[0; {rows}x{cols}; {cols},1]')
+    if b is not None:
+        c.op(f'tload %tb, %b[0; {rows}x{cols}; {cols},1]')
+    c.op(op_line).op(f'tstore %out[0; {R}x{mcols}; {mcols},1], %tm')
+    c.want('out', merge_mask(bits, init, vr, vc)).write()
+
+def compare_inputs(dt, cols=C):
+    if dt == 'bool':
+        a, b = rnd(rng.integers(0, 2, (R, cols)), 'bool'), rnd(rng.integers(0, 2, (R, cols)), 'bool')
+    else:
+        a, b = sample(dt, (R, cols), -3, 3), sample(dt, (R, cols), -3, 3)
+    b = np.where(rng.random((R, cols)) < 0.3, a, b).astype(a.dtype)
+    if dt in ('f32', 'f16', 'bf16'):
+        a[0, 0], b[0, 1], a[1, 2], b[1, 3] = np.nan, np.nan, 0.0, -0.0
+        a[2, 4], b[2, 5] = np.inf, -np.inf
+    return a, b
+
+scalars = {'f32': 0.1, 'f16': 0.1, 'bf16': -1.3, 'i32': 2.5, 'i8': -1.5, 'bool': 0.5}
+for dt in ('f32', 'f16', 'bf16', 'i32', 'i8'):
+    for mode, f in cmps.items():
+        a, b = compare_inputs(dt)
+        compare_case(f'tcmp_{mode}_{dt}_valid', dt, f'tcmp.{mode} %tm, %ta, %tb', a, b, f(f64(a), f64(b)), valid=(3, 20))
+        s = scalars[dt]
+        compare_case(f'tcmps_{mode}_{dt}_valid', dt, f'tcmps.{mode} %tm, %ta, {s}', a, None, f(f64(a), s), valid=(3, 13))
+# Register-given valid sizes; a tile whose columns fill the mask's bytes (nothing kept
+# but outside the valid region); scalars beyond the dtype's range.
+for mode, f in cmps.items():
+    a, b = compare_inputs('f32')
+    compare_case(f'tcmp_{mode}_dyn', 'f32', f'tcmp.{mode} %tm, %ta, %tb', a, b, f(a, b), valid=(2, 27), regs=True)
+    compare_case(f'tcmps_{mode}_dyn', 'f32', f'tcmps.{mode} %tm, %ta, -0.0', a, None, f(a, -0.0), valid=(3, 9), regs=True)
+    a, b = compare_inputs('f16', 256)
+    compare_case(f'tcmp_{mode}_f16_bytes', 'f16', f'tcmp.{mode} %tm, %ta, %tb', a, b, f(f64(a), f64(b)))
+    compare_case(f'tcmps_{mode}_f16_inf', 'f16', f'tcmps.{mode} %tm, %ta, -Inf', a, None, f(f64(a), -np.inf))
+    a, _ = compare_inputs('i32')
+    a[0, :4] = [2**31 - 1, -2**31, 2**31 - 2, -2**31 + 1]
+    compare_case(f'tcmps_{mode}_i32_range', 'i32', f'tcmps.{mode} %tm, %ta, 3e9', a, None, f(f64(a), 3e9), valid=(4, 31))
+    compare_case(f'tcmps_{mode}_i32_max', 'i32', f'tcmps.{mode} %tm, %ta, 2147483647', a, None, f(f64(a), 2147483647.0))
+    a, _ = compare_inputs('i8')
+    compare_case(f'tcmps_{mode}_i8_low', 'i8', f'tcmps.{mode} %tm, %ta, -1000', a, None, f(f64(a), -1000.0))
 
 with open(os.path.join(OUT, 'CASES'), 'w') as f:
     f.write('\n'.join(CASES) + '\n')
