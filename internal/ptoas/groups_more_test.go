@@ -112,3 +112,31 @@ end
 	c := randomCase(t, "mgather at a register offset", text, 3000)
 	assert.True(t, checkGroups(t, c))
 }
+
+// Conversions with a mode at the edges of the remainder's exactness: about 2^23 (from
+// where every f32 is an integer), about 2^31 (the integer range), just below 0.5.
+func TestConvertWithModeAtTheEdges(t *testing.T) {
+	vals := []float64{8388607.5, -8388607.5, 8388608, -8388609, 4194303.5, 2147483520, -2147483648, 3e9, -3e9,
+		0.49999997, -0.49999997, 0.5, -0.5, 1.5, -1.5, 2.5, -2.5, 1e-40, -1e-40, 16777215, 255.5, -128.5, 127.5}
+	for _, dt := range []string{"i32", "i8"} {
+		for _, mode := range []string{"rint", "round", "floor", "ceil", "odd"} {
+			text := fmt.Sprintf(`kernel cvt vector
+param %%a: f32[256]
+param %%out: %s[256]
+tile %%ta: vec f32[8x32]
+tile %%to: vec %s[8x32]
+  tload %%ta, %%a[0; 8x32; 32,1]
+  tcvt.%s %%to, %%ta
+  tstore %%out[0; 8x32; 32,1], %%to
+end
+`, dt, dt, mode)
+			c := randomCase(t, "tcvt."+mode+" f32 to "+dt, text, 0)
+			x := make([]float64, 256)
+			for k := range x {
+				x[k] = vals[k%len(vals)]
+			}
+			c.params[0] = dtype.Encode(dtype.Float32, x)
+			assert.True(t, checkGroups(t, c))
+		}
+	}
+}

@@ -47,6 +47,13 @@ func (s *opSeq) barrier() {
 	s.k++
 }
 
+// tci writes 0, 1, 2, ... into i32 tile t, then a barrier: tci is a scalar-pipe
+// instruction, and ptoas 0.1.1 inserts no synchronisation for it either.
+func (s *opSeq) tci(t operand) {
+	s.op("tci", "descending = false", s.i32(0), t)
+	s.barrier()
+}
+
 // i32 is an i32 scalar constant.
 func (s *opSeq) i32(v int64) operand { return operand{s.w.scalarImm(float64(v), dtype.Int32), "i32"} }
 
@@ -332,7 +339,7 @@ func (s *opSeq) bitWeights(rows, cols int, base int64) operand {
 		s.w.fail("a mask of %dx%d elements: the columns are not whole bytes", rows, cols)
 	}
 	shift := s.scratch(dtype.Int32, rows, cols)
-	s.op("tci", "descending = false", s.i32(0), shift)
+	s.tci(shift)
 	s.op("tands", "", shift, s.i32(7), shift)
 	weights := s.fill(base, rows, cols)
 	s.op("tshl", "", weights, shift, weights)
@@ -353,7 +360,7 @@ func (s *opSeq) byteIndex(rows, cols, mcols int) operand {
 	f32 := func(v int) operand { return operand{s.w.scalarImm(float64(v), dtype.Float32), "f32"} }
 	idx := s.scratch(dtype.Int32, rows, mcols)
 	fi, fj := s.scratch(dtype.Float32, rows, mcols), s.scratch(dtype.Float32, rows, mcols)
-	s.op("tci", "descending = false", s.i32(0), idx)
+	s.tci(idx)
 	s.op("tcvt", "rmode = #pto<round_mode CAST_RINT>", idx, fi)
 	s.op("trems", "", fi, f32(mcols), fj)
 	s.op("tsub", "", fi, fj, fi)

@@ -67,6 +67,7 @@ var notes = map[isa.Opcode]string{
 	isa.TASSIGN:          "no op: a tile's address is the manual form's pypto.addr (ptoas 0.1.1 rejects pto.tassign)",
 	isa.TGATHER:          "between barriers: ptoas 0.1.1 inserts no synchronisation for tgather",
 	isa.MGATHER:          "a loop over chunks of the window (see GM gathers): ptoas 0.1.1 refuses tmgather",
+	isa.TCVT:             "float to integer with a mode: the conversion toward zero and a correction from the exact remainder (see Conversions); ptoas 0.1.1 drops the mode",
 	isa.TCMP:             "integer ops on order-preserving i32 keys, packed into the mask by gathers (see Compares): ptoas 0.1.1 miscompiles tcmp",
 	isa.TCMPS:            "integer ops on order-preserving i32 keys, packed into the mask by gathers (see Compares): ptoas 0.1.1 rejects tcmps",
 }
@@ -205,9 +206,6 @@ func init() {
 	}
 	opWriters[isa.TSEL] = func(w *writer, in isa.Instr) {
 		w.op("tsel", "", "", w.tileOp(in, 1), w.tileOp(in, 2), w.tileOp(in, 3), w.tileOp(in, 0))
-	}
-	opWriters[isa.TCVT] = func(w *writer, in isa.Instr) {
-		w.op("tcvt", "rmode = #pto<round_mode "+roundNames[in.Mode]+">", "", w.tileOp(in, 1), w.tileOp(in, 0))
 	}
 	opWriters[isa.TEXPANDS] = func(w *writer, in isa.Instr) {
 		dst := w.p.Tiles[in.Args[0].Tile]

@@ -802,6 +802,20 @@ for mode, f in cmps.items():
     a, _ = compare_inputs('i8')
     compare_case(f'tcmps_{mode}_i8_low', 'i8', f'tcmps.{mode} %tm, %ta, -1000', a, None, f(f64(a), -1000.0))
 
+# --- float-to-integer conversions with a mode from f16 and bf16, over a valid region --
+
+for src in ['f16', 'bf16']:
+    x = rnd(rng.uniform(-6, 6, size=(R, C)), src)
+    x.reshape(-1)[:8] = [0.5, -0.5, 1.5, -2.5, 2.0, -3.0, 0.0, -0.0]
+    for mode in ['rint', 'round', 'floor', 'ceil', 'odd']:
+        for dt in ['i32', 'i8']:
+            c = Case(f'tcvt_{mode}_{src}_{dt}_valid').param('a', src, R * C, x).param('out', dt, R * C)
+            c.tile('ta', 'vec', src, R, C).tile('to', 'vec', dt, R, C, 'valid 3x24')
+            c.op(f'tload %ta, %a{FULL}').op(f'tcvt.{mode} %to, %ta').op(f'tstore %out{FULL}, %to')
+            want = np.zeros((R, C), dtype=rnd(np.zeros(1), dt).dtype)
+            want[:3, :24] = round_mode(x, dt, mode)[:3, :24]
+            c.want('out', want).write()
+
 with open(os.path.join(OUT, 'CASES'), 'w') as f:
     f.write('\n'.join(CASES) + '\n')
 print(len(CASES), 'cases')
