@@ -133,9 +133,9 @@ _PROBES = {
     "tcolmax, tcolmin": _ptoas_probe("f32", 1, 32, '"pto.tcolmax"(%t, %r) : (!T, !R) -> ()'),
     "tcvt with a rounding mode": """kernel probe vector
 param %x: f32[256]
-param %y: i32[256]
+param %y: f16[256]
 tile %t: vec f32[8x32]
-tile %r: vec i32[8x32]
+tile %r: vec f16[8x32]
   tload %t, %x[0; 8x32; 32,1]
   tcvt.floor %r, %t
   tstore %y[0; 8x32; 32,1], %r
