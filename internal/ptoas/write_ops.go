@@ -137,15 +137,7 @@ func (w *writer) group(in isa.Instr) func(k int) string {
 // no address: only the ops of one instruction, on one pipe, use it.
 func (w *writer) temp(t int) operand {
 	d := w.p.Tiles[t]
-	d.ValidRows, d.ValidCols, d.ValidRowsReg, d.ValidColsReg = 0, 0, 0, 0
-	text, err := tileType(d, padNull)
-	if err != nil {
-		w.fail("%v", err)
-	}
-	typ := w.alias(text, aliasName(d, padNull))
-	name := w.value("tmp")
-	w.line("%s = pto.alloc_tile {pypto.temp} : %s", name, typ)
-	return operand{name, typ}
+	return w.scratchTile(d, d.DType, d.Rows, d.Cols, d.Layout)
 }
 
 func init() {
@@ -464,18 +456,7 @@ func writeTri(w *writer, in isa.Instr) {
 	g := w.group(in)
 	k := 0
 	next := func() string { k++; return g(k - 1) }
-	scratch := func(dt dtype.DType) operand {
-		t := dst
-		t.DType, t.ValidRows, t.ValidCols, t.ValidRowsReg, t.ValidColsReg = dt, 0, 0, 0, 0
-		text, err := tileType(t, padNull)
-		if err != nil {
-			w.fail("%v", err)
-		}
-		typ := w.alias(text, aliasName(t, padNull))
-		name := w.value("tmp")
-		w.line("%s = pto.alloc_tile {pypto.temp} : %s", name, typ)
-		return operand{name, typ}
-	}
+	scratch := func(dt dtype.DType) operand { return w.scratchTile(dst, dt, dst.Rows, dst.Cols, dst.Layout) }
 	f32 := func(v int) operand { return operand{w.scalarImm(float64(v), dtype.Float32), "f32"} }
 	idx, a, b := scratch(dtype.Int32), scratch(dtype.Float32), scratch(dtype.Float32)
 	w.op("tci", "descending = false", next(), operand{w.scalarImm(0, dtype.Int32), "i32"}, idx)
