@@ -143,7 +143,7 @@ func (w *writer) temp(t int) operand {
 func init() {
 	// Elementwise tile-tile: (a, b, dst).
 	for op, name := range map[isa.Opcode]string{
-		isa.TADD: "tadd", isa.TSUB: "tsub", isa.TMUL: "tmul", isa.TDIV: "tdiv", isa.TMIN: "tmin", isa.TMAX: "tmax",
+		isa.TADD: "tadd", isa.TSUB: "tsub", isa.TMUL: "tmul", isa.TMIN: "tmin", isa.TMAX: "tmax",
 		isa.TREM: "trem", isa.TPRELU: "tprelu", isa.TAND: "tand", isa.TOR: "tor", isa.TXOR: "txor", isa.TSHL: "tshl",
 		isa.TSHR: "tshr", isa.TPARTADD: "tpartadd", isa.TPARTMAX: "tpartmax", isa.TPARTMIN: "tpartmin",
 		isa.TGATHERB: "tgatherb", isa.TSCATTER: "tscatter",
@@ -156,7 +156,7 @@ func init() {
 	// Unary: (src, dst).
 	for op, name := range map[isa.Opcode]string{
 		isa.TABS: "tabs", isa.TNEG: "tneg", isa.TEXP: "texp", isa.TLOG: "tlog", isa.TSQRT: "tsqrt", isa.TRSQRT: "trsqrt",
-		isa.TRECIP: "trecip", isa.TRELU: "trelu", isa.TROWSUM: "trowsum", isa.TROWMAX: "trowmax",
+		isa.TRECIP: "trecip", isa.TRELU: "trelu",
 		isa.TROWEXPAND: "trowexpand", isa.TCOLEXPAND: "tcolexpand",
 		isa.TRESHAPE: "treshape",
 	} {
@@ -167,14 +167,7 @@ func init() {
 	opWriters[isa.TNOT] = writeNot
 	// Reductions that take a scratch tile, (src, tmp, dst): ptoas 0.1.1 fails an
 	// assertion on a scratch tile nothing wrote, so the tile is filled first.
-	for op, name := range map[isa.Opcode]string{isa.TROWMIN: "trowmin", isa.TCOLSUM: "tcolsum"} {
-		opWriters[op] = func(w *writer, in isa.Instr) {
-			g := w.group(in)
-			tmp := w.temp(in.Args[1].Tile)
-			w.op("texpands", "", g(0), operand{w.scalarImm(0, w.p.Tiles[in.Args[1].Tile].DType), elemOf(w.p.Tiles[in.Args[1].Tile].DType)}, tmp)
-			w.op(name, "", g(1), w.tileOp(in, 1), tmp, w.tileOp(in, 0))
-		}
-	}
+	opWriters[isa.TCOLSUM] = writeScratchReduction("tcolsum")
 	// ttrans (src, tmp, dst): ptoas 0.1.1 writes TTRANS(dst, src), dropping tmp, but
 	// fails an assertion in its memory analysis when tmp is a tile of its own (written
 	// first or not); with the destination as tmp it assembles.
@@ -183,7 +176,7 @@ func init() {
 	}
 	// Tile-scalar: (src, scalar of src's dtype, dst).
 	for op, name := range map[isa.Opcode]string{
-		isa.TADDS: "tadds", isa.TSUBS: "tsubs", isa.TMULS: "tmuls", isa.TDIVS: "tdivs", isa.TMINS: "tmins",
+		isa.TADDS: "tadds", isa.TSUBS: "tsubs", isa.TMULS: "tmuls", isa.TMINS: "tmins",
 		isa.TREMS: "trems", isa.TANDS: "tands", isa.TORS: "tors", isa.TXORS: "txors",
 	} {
 		opWriters[op] = func(w *writer, in isa.Instr) {
@@ -250,6 +243,19 @@ func init() {
 	writeBroadcastsAndSelects()
 	writeSync()
 	writeScalar()
+}
+
+// writeScratchReduction writes a reduction that takes a scratch tile, (src, tmp, dst):
+// ptoas 0.1.1 fails an assertion on a scratch tile nothing wrote, so the tile is
+// filled first.
+func writeScratchReduction(name string) opWriter {
+	return func(w *writer, in isa.Instr) {
+		g := w.group(in)
+		tmp := w.temp(in.Args[1].Tile)
+		d := w.p.Tiles[in.Args[1].Tile].DType
+		w.op("texpands", "", g(0), operand{w.scalarImm(0, d), elemOf(d)}, tmp)
+		w.op(name, "", g(1), w.tileOp(in, 1), tmp, w.tileOp(in, 0))
+	}
 }
 
 // f32Scalars are the tile-scalar ops whose scalar the dialect types f32 whatever the

@@ -41,9 +41,12 @@ func init() {
 	for _, op := range []isa.Opcode{isa.TCOLMAX, isa.TCOLMIN, isa.TCOLPROD, isa.TROWPROD} {
 		opWriters[op] = writeReduction
 	}
-	// The row reductions ptoas 0.1.1 takes for f16 and f32 keep its op for those (the
-	// writers of write_ops.go, whose init runs before this file's).
-	native := map[isa.Opcode]opWriter{isa.TROWSUM: opWriters[isa.TROWSUM], isa.TROWMAX: opWriters[isa.TROWMAX], isa.TROWMIN: opWriters[isa.TROWMIN]}
+	// The row reductions ptoas 0.1.1 takes for f16 and f32 keep its op for those.
+	native := map[isa.Opcode]opWriter{
+		isa.TROWSUM: func(w *writer, in isa.Instr) { w.op("trowsum", "", "", w.tileOp(in, 1), w.tileOp(in, 0)) },
+		isa.TROWMAX: func(w *writer, in isa.Instr) { w.op("trowmax", "", "", w.tileOp(in, 1), w.tileOp(in, 0)) },
+		isa.TROWMIN: writeScratchReduction("trowmin"),
+	}
 	for op, f := range native {
 		opWriters[op] = func(w *writer, in isa.Instr) {
 			if d := w.p.Tiles[in.Args[1].Tile].DType; d.IsInt() {

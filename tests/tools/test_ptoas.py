@@ -144,15 +144,7 @@ end
     "trowmin of integers": _ptoas_probe(
         "i32", 8, 1, '%s = pto.alloc_tile : !T\n"pto.texpands"(%z, %s) : (i32, !T) -> ()\n"pto.trowmin"(%t, %s, %r) : (!T, !T, !R) -> ()', "col_major"
     ),
-    "tdiv of integers": """kernel probe vector
-param %x: i32[256]
-param %y: i32[256]
-tile %t: vec i32[8x32]
-  tload %t, %x[0; 8x32; 32,1]
-  tdiv %t, %t, %t
-  tstore %y[0; 8x32; 32,1], %t
-end
-""",
+    "tdiv of integers": _ptoas_probe("i32", 8, 32, '"pto.tdiv"(%t, %t, %r) : (!T, !T, !R) -> ()'),
     "tmgather": _ptoas_probe(
         "f32",
         8,
@@ -190,7 +182,15 @@ def test_assemble_writes_cpp_of_a_clean_kernel(tmp_path):
     require_ptoas()
     import json
 
-    text = _PROBES["tdiv of integers"].replace("i32", "f32")
+    text = """kernel clean vector
+param %x: f32[256]
+param %y: f32[256]
+tile %t: vec f32[8x32]
+  tload %t, %x[0; 8x32; 32,1]
+  tdiv %t, %t, %t
+  tstore %y[0; 8x32; 32,1], %t
+end
+"""
     out = json.loads(_lib.call_string(_lib.lib.pypto_kernel_export_pto, b"clean", text.encode(), 0, b"a2"))
     for form in ("auto", "manual"):
         path = tmp_path / f"clean.{form}.pto"

@@ -801,6 +801,25 @@ for mode, f in cmps.items():
     compare_case(f'tcmps_{mode}_i32_max', 'i32', f'tcmps.{mode} %tm, %ta, 2147483647', a, None, f(f64(a), 2147483647.0))
     a, _ = compare_inputs('i8')
     compare_case(f'tcmps_{mode}_i8_low', 'i8', f'tcmps.{mode} %tm, %ta, -1000', a, None, f(f64(a), -1000.0))
+# Integer division over a partial valid region (the rest of the destination keeps its
+# bytes), odd rows, with extreme operands.
+for dt, cols in [('i32', 24), ('i8', 64)]:
+    rows, vr, vc = 5, 3, cols - 5
+    t, bits = INT[dt]
+    lo, hi = -(1 << (bits - 1)), (1 << (bits - 1)) - 1
+    a = rnd(red_rng.integers(lo, hi + 1, size=(rows, cols), dtype=np.int64), dt)
+    b = rnd(red_rng.integers(lo, hi + 1, size=(rows, cols), dtype=np.int64) >> red_rng.integers(0, bits - 1, size=(rows, cols)), dt)
+    b[b == 0] = -1
+    a[0, :4], b[0, :4] = [lo, lo, hi, lo + 1], [-1, 1, -1, -1]
+    c = Case(f'tdiv_{dt}_v{vr}x{vc}').param('a', dt, rows * cols, a).param('b', dt, rows * cols, b).param('out', dt, rows * cols)
+    c.tile('ta', 'vec', dt, rows, cols).tile('tb', 'vec', dt, rows, cols).tile('to', 'vec', dt, rows, cols, f'valid {vr}x{vc}')
+    c.op(f'tload %ta, %a[0; {rows}x{cols}; {cols},1]').op(f'tload %tb, %b[0; {rows}x{cols}; {cols},1]').op('tdiv %to, %ta, %tb')
+    c.op(f'tstore %out[0; {rows}x{cols}; {cols},1], %to')
+    want = np.zeros((rows, cols), dtype=t)
+    exact = a[:vr, :vc].astype(np.int64) // b[:vr, :vc].astype(np.int64)
+    exact = np.where((exact < 0) & (exact * b[:vr, :vc].astype(np.int64) != a[:vr, :vc].astype(np.int64)), exact + 1, exact)
+    want[:vr, :vc] = wrap_int(exact, dt)
+    c.want('out', want).write()
 
 # --- float-to-integer conversions with a mode from f16 and bf16, over a valid region --
 
