@@ -61,7 +61,11 @@ func init() {
 // scratchTile declares a scratch tile of d's location with the given dtype, shape and
 // layout, all of it valid.
 func (w *writer) scratchTile(d isa.TileDecl, dt dtype.DType, rows, cols int, layout isa.Layout) operand {
-	t := isa.TileDecl{Name: d.Name, Loc: d.Loc, DType: dt, Rows: rows, Cols: cols, Layout: layout}
+	return w.scratch(isa.TileDecl{Name: d.Name, Loc: d.Loc, DType: dt, Rows: rows, Cols: cols, Layout: layout})
+}
+
+// scratch declares scratch tile t (no pad value).
+func (w *writer) scratch(t isa.TileDecl) operand {
 	text, err := tileType(t, padNull)
 	if err != nil {
 		w.fail("%v", err)
@@ -97,12 +101,12 @@ func writeReduction(w *writer, in isa.Instr) {
 	if row {
 		wantR, wantC = vr, 1
 	}
-	if src.Layout != isa.LayoutND || vr == 0 || vc == 0 || dr != wantR || dc != wantC || (dst.Layout != isa.LayoutND && dst.Layout != isa.LayoutDN) {
-		w.fail("%s of %s into %s: the dialect's %s is not compiled by ptoas 0.1.1 here, and its ops that stand for it need an ND source and a destination whose valid region is the %dx%d the reduction writes", in.Op, src.Name, dst.Name, in.Op, wantR, wantC)
+	exact := dr == wantR && dc == wantC && (dst.Layout == isa.LayoutND || dst.Layout == isa.LayoutDN)
+	flat := dst.Layout == isa.LayoutND || (dst.Layout == isa.LayoutDN && dst.Cols == 1)
+	if src.Layout != isa.LayoutND || vr == 0 || vc == 0 || !(exact || flat) {
+		w.fail("%s of %s into %s: the dialect's %s is not compiled by ptoas 0.1.1 here, and the ops that stand for it need an ND source with valid rows and columns, and an ND destination (or a DN column)", in.Op, src.Name, dst.Name, in.Op)
 	}
-	g := w.group(in)
-	k := 0
-	next := func() string { k++; return g(k - 1) }
+	next := sequence(w.group(in))
 	// Float sums and products accumulate in f32 (ours rounds once, to dst).
 	work := src.DType
 	if (in.Op == isa.TROWPROD || in.Op == isa.TCOLPROD || in.Op == isa.TROWSUM || in.Op == isa.TCOLSUM) && src.DType.IsFloat() {
@@ -114,20 +118,26 @@ func writeReduction(w *writer, in isa.Instr) {
 		w.op("tcvt", "rmode = #pto<round_mode CAST_RINT>", next(), from, f)
 		from = f
 	}
-	// The rows to combine: src's valid rows, or the transpose's (src's valid columns).
-	n, width := vr, src.Cols
-	if row {
-		t := w.scratchTile(src, work, src.Cols, src.Rows, isa.LayoutND)
+	// The rows to combine: src's valid rows, or the transpose's (src's valid columns);
+	// each gives the first `written` elements of a row of `width`.
+	n, width, written := vr, src.Cols, vc
+	if row { // the transpose's rows padded to whole 32-byte blocks
+		t := w.scratch(isa.TileDecl{Name: src.Name, Loc: src.Loc, DType: work, Rows: src.Cols, Cols: roundUp(src.Rows, 32/work.Size()), ValidCols: src.Rows})
 		w.op("ttrans", "", next(), from, t, t)
-		from, n, width = t, vc, src.Rows
+		from, n, width, written = t, vc, roundUp(src.Rows, 32/work.Size()), vr
 	}
-	idx := w.scratchTile(src, dtype.Int32, 1, width, isa.LayoutND)
-	newRow := func() operand { return w.scratchTile(src, work, 1, width, isa.LayoutND) }
+	// One-row tiles of `width` elements (padded so that every dtype fills whole 32-byte
+	// blocks), of which the first `written` are valid.
+	part := func(dt dtype.DType) operand {
+		return w.scratch(isa.TileDecl{Name: src.Name, Loc: src.Loc, DType: dt, Rows: 1, Cols: roundUp(width, 32), ValidCols: written})
+	}
+	idx := w.scratchTile(src, dtype.Int32, 1, roundUp(width, 32), isa.LayoutND)
 	rowInto := func(r int, x operand) operand {
 		w.op("tci", "descending = false", next(), operand{w.scalarImm(float64(r*width), dtype.Int32), "i32"}, idx)
 		w.op("tgather", "", next(), from, idx, x)
 		return x
 	}
+	newRow := func() operand { return part(work) }
 	name := reductionOps[in.Op]
 	var acc operand
 	if work == dtype.Float32 && row && src.DType.IsFloat() {
@@ -142,13 +152,27 @@ func writeReduction(w *writer, in isa.Instr) {
 		}
 	}
 	if work != dst.DType {
-		c := w.scratchTile(src, dst.DType, 1, width, isa.LayoutND)
+		c := part(dst.DType)
 		w.op("tcvt", "rmode = #pto<round_mode CAST_RINT>", next(), acc, c)
 		acc = c
 	}
-	out := w.scratchTile(dst, dtype.Int32, dst.Rows, dst.Cols, dst.Layout)
-	w.op("tci", "descending = false", next(), operand{w.scalarImm(0, dtype.Int32), "i32"}, out)
-	w.op("tgather", "", next(), acc, out, w.tileOp(in, 0))
+	i32 := func(v int) operand { return operand{w.scalarImm(float64(v), dtype.Int32), "i32"} }
+	if exact { // dst's valid region is what ours writes: dst[r, c] = acc[r*cols + c]
+		out := w.scratchTile(dst, dtype.Int32, dst.Rows, dst.Cols, dst.Layout)
+		w.op("tci", "descending = false", next(), i32(0), out)
+		w.op("tgather", "", next(), acc, out, w.tileOp(in, 0))
+		return
+	}
+	// Otherwise only the elements ours writes, scattered: a row's result r to
+	// dst.flat[r*cols], a column's c to dst.flat[c]; the rest of dst keeps its bytes.
+	at := part(dtype.Int32)
+	w.op("tci", "descending = false", next(), i32(0), at)
+	if row && dst.Cols > 1 {
+		stride := part(dtype.Int32)
+		w.op("texpands", "", next(), i32(dst.Cols), stride)
+		w.op("tmul", "", next(), at, stride, at)
+	}
+	w.op("tscatter", "", next(), acc, at, w.tileOp(in, 0))
 }
 
 // laneFold combines rows 0..n-1 in the vector unit's order (isa laneReduce): row k
@@ -176,3 +200,6 @@ func (w *writer) laneFold(name string, n int, rowInto func(int, operand) operand
 	}
 	return lanes[0]
 }
+
+// roundUp is n rounded up to a multiple of k.
+func roundUp(n, k int) int { return (n + k - 1) / k * k }

@@ -13,11 +13,11 @@ import (
 // groups of 4 runs. A row-major tile seen as one row (treshape) has the same groups
 // when each row holds a whole number of them (cols/2 a multiple of 4n, as the
 // compiler's sorts always do: rows of 32*4^m pairs merged with runs of 32*4^k, k < m),
-// so a tile of several rows is written as treshape to one row, the merge, and treshape
-// back; another tile of several rows is refused.
+// so such a tile of several rows is written as treshape to one row, the merge, and
+// treshape back; another is merged row by row (tgather, tmrgsort, tscatter).
 func init() {
 	opWriters[isa.TMRGSORT] = writeMrgSort
-	notes[isa.TMRGSORT] = "blockLen counts f32 elements (2n); several rows: treshape to one row, the merge, treshape back, written when each row holds whole groups of 4 runs"
+	notes[isa.TMRGSORT] = "blockLen counts f32 elements (2n); several rows: treshape to one row, the merge, treshape back when each row holds whole groups of 4 runs, else each row read (tgather), merged and written back (tscatter)"
 }
 
 func writeMrgSort(w *writer, in isa.Instr) {
@@ -28,13 +28,27 @@ func writeMrgSort(w *writer, in isa.Instr) {
 		w.op("tmrgsort", blockLen, "", w.tileOp(in, 1), w.tileOp(in, 0))
 		return
 	}
-	if (src.Cols/2)%(4*n) != 0 || src.Layout != isa.LayoutND || dst.Layout != isa.LayoutND {
-		w.fail("tmrgsort of %s (%d rows of %d pairs) by runs of %d: the dialect's tmrgsort merges one row, and the rows can be merged as one only when each holds whole groups of 4 runs (pairs a multiple of %d) in ND tiles", src.Name, src.Rows, src.Cols/2, n, 4*n)
+	if src.Layout != isa.LayoutND || dst.Layout != isa.LayoutND {
+		w.fail("tmrgsort of %s (%d rows): the dialect's tmrgsort merges one row, and the ops that merge several need ND tiles", src.Name, src.Rows)
 	}
-	g := w.group(in)
-	flat := w.scratchTile(src, dtype.Float32, 1, src.Rows*src.Cols, isa.LayoutND)
-	merged := w.scratchTile(src, dtype.Float32, 1, src.Rows*src.Cols, isa.LayoutND)
-	w.op("treshape", "", g(0), w.tileOp(in, 1), flat)
-	w.op("tmrgsort", blockLen, g(1), flat, merged)
-	w.op("treshape", "", g(2), merged, w.tileOp(in, 0))
+	next := sequence(w.group(in))
+	if (src.Cols/2)%(4*n) == 0 { // whole groups: the tile as one row
+		flat := w.scratchTile(src, dtype.Float32, 1, src.Rows*src.Cols, isa.LayoutND)
+		merged := w.scratchTile(src, dtype.Float32, 1, src.Rows*src.Cols, isa.LayoutND)
+		w.op("treshape", "", next(), w.tileOp(in, 1), flat)
+		w.op("tmrgsort", blockLen, next(), flat, merged)
+		w.op("treshape", "", next(), merged, w.tileOp(in, 0))
+		return
+	}
+	// Rows whose last group is short: each row read (tgather), merged, and written back
+	// to its place (tscatter).
+	idx := w.scratchTile(src, dtype.Int32, 1, src.Cols, isa.LayoutND)
+	row := w.scratchTile(src, dtype.Float32, 1, src.Cols, isa.LayoutND)
+	merged := w.scratchTile(src, dtype.Float32, 1, src.Cols, isa.LayoutND)
+	for r := 0; r < src.Rows; r++ {
+		w.op("tci", "descending = false", next(), operand{w.scalarImm(float64(r*src.Cols), dtype.Int32), "i32"}, idx)
+		w.op("tgather", "", next(), w.tileOp(in, 1), idx, row)
+		w.op("tmrgsort", blockLen, next(), row, merged)
+		w.op("tscatter", "", next(), merged, idx, w.tileOp(in, 0))
+	}
 }

@@ -709,9 +709,9 @@ for op, f in red_f.items():
                 want[:vc] = rnd(float_order.get(op, f)(x, axis=0), dt)
             c.want('out', want).write()
 
-# Merges of several rows whose rows hold whole groups of 4 runs (as the compiler's sorts
-# do): runs of n pairs, rows of 4n and of 8n pairs.
-for n, pairs in [(4, 32), (32, 128)]:
+# Merges of several rows: rows of whole groups of 4 runs (as the compiler's sorts do),
+# runs of n pairs in rows of 8n and 4n pairs, and rows whose last group is short.
+for n, pairs in [(4, 32), (32, 128), (4, 40)]:
     rows = 3
     runs = np.zeros((rows, 2 * pairs), dtype=np.float32)
     for r in range(rows):
@@ -722,9 +722,10 @@ for n, pairs in [(4, 32), (32, 128)]:
     w = runs.copy()
     for r in range(rows):
         for g in range(0, pairs, 4 * n):
-            seg = runs[r, 2 * g:2 * (g + 4 * n)].reshape(-1, 2)
+            end = min(g + 4 * n, pairs)
+            seg = runs[r, 2 * g:2 * end].reshape(-1, 2)
             order = np.argsort(-seg[:, 0], kind='stable')
-            w[r, 2 * g:2 * (g + 4 * n)] = seg[order].reshape(-1)
+            w[r, 2 * g:2 * end] = seg[order].reshape(-1)
     vec_case(f'tmrgsort_rows_{n}x{pairs}', 'f32', [('a', runs)], f'tmrgsort %to, %ta, {n}', out_shape=(rows, 2 * pairs)).want('out', w).write()
 
 # --- compares into a mask with bits (drawn last: the cases above keep their inputs) ---
