@@ -30,8 +30,7 @@ import (
 func init() {
 	opWriters[isa.TDIV] = func(w *writer, in isa.Instr) {
 		if w.p.Tiles[in.Args[0].Tile].DType.IsInt() {
-			g := w.group(in)
-			writeIntDiv(w, in, sequence(g), w.tileOp(in, 1), w.tileOp(in, 2))
+			writeIntDiv(newFencedSeq(w, in), in, w.tileOp(in, 1), w.tileOp(in, 2))
 			return
 		}
 		w.op("tdiv", "", "", w.tileOp(in, 1), w.tileOp(in, 2), w.tileOp(in, 0))
@@ -41,10 +40,10 @@ func init() {
 	opWriters[isa.TDIVS] = func(w *writer, in isa.Instr) {
 		d := w.p.Tiles[in.Args[1].Tile].DType
 		if w.p.Tiles[in.Args[0].Tile].DType.IsInt() {
-			next := sequence(w.group(in))
+			f := newFencedSeq(w, in)
 			b := w.temp(in.Args[0].Tile)
-			w.op("texpands", "", next(), w.imm(in, 2, d), b)
-			writeIntDiv(w, in, next, w.tileOp(in, 1), b)
+			f.op("texpands", "", w.imm(in, 2, d), b)
+			writeIntDiv(f, in, w.tileOp(in, 1), b)
 			return
 		}
 		w.op("tdivs", "", "", w.tileOp(in, 1), w.imm(in, 2, scalarType(isa.TDIVS, d)), w.tileOp(in, 0))
@@ -53,25 +52,20 @@ func init() {
 	notes[isa.TDIVS] = "integers: the divisor expanded (texpands), then tdiv's ops: ptoas 0.1.1 rejects tdivs of integers"
 }
 
-// sequence numbers the ops of group g: each call gives the next op's attributes.
-func sequence(g func(int) string) func() string {
-	k := 0
-	return func() string { k++; return g(k - 1) }
-}
-
 // divClamp bounds the f32 quotient so that its conversion to i32 is in range (2^31 -
 // 128 is the largest f32 below 2^31 with room for the conversion's rounding).
 const divClamp = 1<<31 - 128
 
 // writeIntDiv writes dst = a / b (in's destination) as the group's next ops.
-func writeIntDiv(w *writer, in isa.Instr, next func() string, a, b operand) {
+func writeIntDiv(f *fencedSeq, in isa.Instr, a, b operand) {
+	w := f.s.w
 	dst := w.p.Tiles[in.Args[0].Tile]
 	if dst.DType != dtype.Int32 && dst.DType != dtype.Int8 {
 		w.fail("tdiv of %s: the dialect's tdiv takes f16 and f32 only in ptoas 0.1.1, and its ops stand for it for i32 and i8", dst.DType)
 	}
 	tile := func(dt dtype.DType) operand { return w.scratchTile(dst, dt, dst.Rows, dst.Cols, dst.Layout) }
-	op := func(name string, ops ...operand) { w.op(name, "", next(), ops...) }
-	cvt := func(src, to operand) { w.op("tcvt", "rmode = #pto<round_mode CAST_RINT>", next(), src, to) }
+	op := func(name string, ops ...operand) { f.op(name, "", ops...) }
+	cvt := func(src, to operand) { f.fenced("tcvt", "rmode = #pto<round_mode CAST_RINT>", src, to) }
 	i32 := func(v float64) operand { return operand{w.scalarImm(v, dtype.Int32), "i32"} }
 	f32 := func(v float64) operand { return operand{w.scalarImm(v, dtype.Float32), "f32"} }
 

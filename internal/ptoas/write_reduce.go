@@ -61,19 +61,7 @@ func init() {
 // scratchTile declares a scratch tile of d's location with the given dtype, shape and
 // layout, all of it valid.
 func (w *writer) scratchTile(d isa.TileDecl, dt dtype.DType, rows, cols int, layout isa.Layout) operand {
-	return w.scratch(isa.TileDecl{Name: d.Name, Loc: d.Loc, DType: dt, Rows: rows, Cols: cols, Layout: layout})
-}
-
-// scratch declares scratch tile t (no pad value).
-func (w *writer) scratch(t isa.TileDecl) operand {
-	text, err := tileType(t, padNull)
-	if err != nil {
-		w.fail("%v", err)
-	}
-	typ := w.alias(text, aliasName(t, padNull))
-	name := w.value("tmp")
-	w.line("%s = pto.alloc_tile {pypto.temp} : %s", name, typ)
-	return operand{name, typ}
+	return w.scratchDecl(isa.TileDecl{Name: d.Name, Loc: d.Loc, DType: dt, Rows: rows, Cols: cols, Layout: layout})
 }
 
 // validSize is tile d's static valid rows and cols; a register-given size fails.
@@ -106,7 +94,7 @@ func writeReduction(w *writer, in isa.Instr) {
 	if src.Layout != isa.LayoutND || vr == 0 || vc == 0 || !(exact || flat) {
 		w.fail("%s of %s into %s: the dialect's %s is not compiled by ptoas 0.1.1 here, and the ops that stand for it need an ND source with valid rows and columns, and an ND destination (or a DN column)", in.Op, src.Name, dst.Name, in.Op)
 	}
-	next := sequence(w.group(in))
+	f := newFencedSeq(w, in)
 	// Float sums and products accumulate in f32 (ours rounds once, to dst).
 	work := src.DType
 	if (in.Op == isa.TROWPROD || in.Op == isa.TCOLPROD || in.Op == isa.TROWSUM || in.Op == isa.TCOLSUM) && src.DType.IsFloat() {
@@ -114,71 +102,71 @@ func writeReduction(w *writer, in isa.Instr) {
 	}
 	from := w.tileOp(in, 1)
 	if work != src.DType {
-		f := w.scratchTile(src, work, src.Rows, src.Cols, isa.LayoutND)
-		w.op("tcvt", "rmode = #pto<round_mode CAST_RINT>", next(), from, f)
-		from = f
+		wide := w.scratchTile(src, work, src.Rows, src.Cols, isa.LayoutND)
+		f.fenced("tcvt", "rmode = #pto<round_mode CAST_RINT>", from, wide)
+		from = wide
 	}
 	// The rows to combine: src's valid rows, or the transpose's (src's valid columns);
 	// each gives the first `written` elements of a row of `width`.
 	n, width, written := vr, src.Cols, vc
 	if row { // the transpose's rows padded to whole 32-byte blocks
-		t := w.scratch(isa.TileDecl{Name: src.Name, Loc: src.Loc, DType: work, Rows: src.Cols, Cols: roundUp(src.Rows, 32/work.Size()), ValidCols: src.Rows})
-		w.op("ttrans", "", next(), from, t, t)
+		t := w.scratchDecl(isa.TileDecl{Name: src.Name, Loc: src.Loc, DType: work, Rows: src.Cols, Cols: roundUp(src.Rows, 32/work.Size()), ValidCols: src.Rows})
+		f.fenced("ttrans", "", from, t, t)
 		from, n, width, written = t, vc, roundUp(src.Rows, 32/work.Size()), vr
 	}
 	// One-row tiles of `width` elements (padded so that every dtype fills whole 32-byte
 	// blocks), of which the first `written` are valid.
 	part := func(dt dtype.DType) operand {
-		return w.scratch(isa.TileDecl{Name: src.Name, Loc: src.Loc, DType: dt, Rows: 1, Cols: roundUp(width, 32), ValidCols: written})
+		return w.scratchDecl(isa.TileDecl{Name: src.Name, Loc: src.Loc, DType: dt, Rows: 1, Cols: roundUp(width, 32), ValidCols: written})
 	}
 	idx := w.scratchTile(src, dtype.Int32, 1, roundUp(width, 32), isa.LayoutND)
+	i32 := func(v int) operand { return operand{w.scalarImm(float64(v), dtype.Int32), "i32"} }
 	rowInto := func(r int, x operand) operand {
-		w.op("tci", "descending = false", next(), operand{w.scalarImm(float64(r*width), dtype.Int32), "i32"}, idx)
-		w.op("tgather", "", next(), from, idx, x)
+		f.fenced("tci", "descending = false", i32(r*width), idx)
+		f.fenced("tgather", "", from, idx, x)
 		return x
 	}
 	newRow := func() operand { return part(work) }
 	name := reductionOps[in.Op]
 	var acc operand
 	if work == dtype.Float32 && row && src.DType.IsFloat() {
-		acc = w.laneFold(name, n, rowInto, newRow, next)
+		acc = laneFold(f, name, n, rowInto, newRow)
 	} else {
 		acc = rowInto(0, newRow())
 		if n > 1 {
 			x := newRow()
 			for r := 1; r < n; r++ {
-				w.op(name, "", next(), acc, rowInto(r, x), acc)
+				f.op(name, "", acc, rowInto(r, x), acc)
 			}
 		}
 	}
 	if work != dst.DType {
 		c := part(dst.DType)
-		w.op("tcvt", "rmode = #pto<round_mode CAST_RINT>", next(), acc, c)
+		f.fenced("tcvt", "rmode = #pto<round_mode CAST_RINT>", acc, c)
 		acc = c
 	}
-	i32 := func(v int) operand { return operand{w.scalarImm(float64(v), dtype.Int32), "i32"} }
 	if exact { // dst's valid region is what ours writes: dst[r, c] = acc[r*cols + c]
 		out := w.scratchTile(dst, dtype.Int32, dst.Rows, dst.Cols, dst.Layout)
-		w.op("tci", "descending = false", next(), i32(0), out)
-		w.op("tgather", "", next(), acc, out, w.tileOp(in, 0))
+		f.fenced("tci", "descending = false", i32(0), out)
+		f.fenced("tgather", "", acc, out, w.tileOp(in, 0))
 		return
 	}
 	// Otherwise only the elements ours writes, scattered: a row's result r to
 	// dst.flat[r*cols], a column's c to dst.flat[c]; the rest of dst keeps its bytes.
 	at := part(dtype.Int32)
-	w.op("tci", "descending = false", next(), i32(0), at)
+	f.fenced("tci", "descending = false", i32(0), at)
 	if row && dst.Cols > 1 {
 		stride := part(dtype.Int32)
-		w.op("texpands", "", next(), i32(dst.Cols), stride)
-		w.op("tmul", "", next(), at, stride, at)
+		f.op("texpands", "", i32(dst.Cols), stride)
+		f.op("tmul", "", at, stride, at)
 	}
-	w.op("tscatter", "", next(), acc, at, w.tileOp(in, 0))
+	f.fenced("tscatter", "", acc, at, w.tileOp(in, 0))
 }
 
 // laneFold combines rows 0..n-1 in the vector unit's order (isa laneReduce): row k
 // into lane k % 64, each lane in order, then lane i takes lane i+h for h = 32, ..., 1
 // where lane i+h got a row. It returns lane 0.
-func (w *writer) laneFold(name string, n int, rowInto func(int, operand) operand, newRow func() operand, next func() string) operand {
+func laneFold(f *fencedSeq, name string, n int, rowInto func(int, operand) operand, newRow func() operand) operand {
 	used := min(n, isa.ReduceLanes)
 	lanes := make([]operand, used)
 	var x operand
@@ -191,11 +179,11 @@ func (w *writer) laneFold(name string, n int, rowInto func(int, operand) operand
 			x = newRow()
 		}
 		l := lanes[k%isa.ReduceLanes]
-		w.op(name, "", next(), l, rowInto(k, x), l)
+		f.op(name, "", l, rowInto(k, x), l)
 	}
 	for h := isa.ReduceLanes / 2; h >= 1; h /= 2 {
 		for i := 0; i < h && i+h < used; i++ {
-			w.op(name, "", next(), lanes[i], lanes[i+h], lanes[i])
+			f.op(name, "", lanes[i], lanes[i+h], lanes[i])
 		}
 	}
 	return lanes[0]
@@ -203,3 +191,31 @@ func (w *writer) laneFold(name string, n int, rowInto func(int, operand) operand
 
 // roundUp is n rounded up to a multiple of k.
 func roundUp(n, k int) int { return (n + k - 1) / k * k }
+
+// fencedSeq writes the ops of a group, draining every pipe around those ptoas 0.1.1
+// inserts no synchronisation for (tci, tgather, tscatter, tcvt; also ttrans and
+// treshape, whose result aliases its source): one barrier between two of them.
+type fencedSeq struct {
+	s       *opSeq
+	drained bool // the last op written is a barrier
+}
+
+func newFencedSeq(w *writer, in isa.Instr) *fencedSeq {
+	return &fencedSeq{s: &opSeq{w: w, g: w.group(in)}}
+}
+
+// op writes an op ptoas synchronises.
+func (f *fencedSeq) op(name, props string, ops ...operand) {
+	f.s.op(name, props, ops...)
+	f.drained = false
+}
+
+// fenced writes an op between barriers.
+func (f *fencedSeq) fenced(name, props string, ops ...operand) {
+	if !f.drained {
+		f.s.barrier()
+	}
+	f.s.op(name, props, ops...)
+	f.s.barrier()
+	f.drained = true
+}

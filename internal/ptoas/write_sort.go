@@ -31,13 +31,13 @@ func writeMrgSort(w *writer, in isa.Instr) {
 	if src.Layout != isa.LayoutND || dst.Layout != isa.LayoutND {
 		w.fail("tmrgsort of %s (%d rows): the dialect's tmrgsort merges one row, and the ops that merge several need ND tiles", src.Name, src.Rows)
 	}
-	next := sequence(w.group(in))
+	f := newFencedSeq(w, in)
 	if (src.Cols/2)%(4*n) == 0 { // whole groups: the tile as one row
 		flat := w.scratchTile(src, dtype.Float32, 1, src.Rows*src.Cols, isa.LayoutND)
 		merged := w.scratchTile(src, dtype.Float32, 1, src.Rows*src.Cols, isa.LayoutND)
-		w.op("treshape", "", next(), w.tileOp(in, 1), flat)
-		w.op("tmrgsort", blockLen, next(), flat, merged)
-		w.op("treshape", "", next(), merged, w.tileOp(in, 0))
+		f.fenced("treshape", "", w.tileOp(in, 1), flat)
+		f.op("tmrgsort", blockLen, flat, merged)
+		f.fenced("treshape", "", merged, w.tileOp(in, 0))
 		return
 	}
 	// Rows whose last group is short: each row read (tgather), merged, and written back
@@ -46,9 +46,9 @@ func writeMrgSort(w *writer, in isa.Instr) {
 	row := w.scratchTile(src, dtype.Float32, 1, src.Cols, isa.LayoutND)
 	merged := w.scratchTile(src, dtype.Float32, 1, src.Cols, isa.LayoutND)
 	for r := 0; r < src.Rows; r++ {
-		w.op("tci", "descending = false", next(), operand{w.scalarImm(float64(r*src.Cols), dtype.Int32), "i32"}, idx)
-		w.op("tgather", "", next(), w.tileOp(in, 1), idx, row)
-		w.op("tmrgsort", blockLen, next(), row, merged)
-		w.op("tscatter", "", next(), merged, idx, w.tileOp(in, 0))
+		f.fenced("tci", "descending = false", operand{w.scalarImm(float64(r*src.Cols), dtype.Int32), "i32"}, idx)
+		f.fenced("tgather", "", w.tileOp(in, 1), idx, row)
+		f.op("tmrgsort", blockLen, row, merged)
+		f.fenced("tscatter", "", merged, idx, w.tileOp(in, 0))
 	}
 }
