@@ -12,16 +12,17 @@ import (
 	"pypto/isa"
 )
 
-// The integer division group, read literally, against Go's integer division (which
-// truncates toward zero, and gives the dividend for the most negative one over -1, as
-// ours wraps): every i8 pair, and i32 pairs of extremes, of values near the f32
+// The integer division and remainder groups, read literally, against Go's integer
+// division (which truncates toward zero, and gives the dividend for the most negative
+// one over -1, as ours wraps) and the remainder given the divisor's sign: every i8 pair, and i32 pairs of extremes, of values near the f32
 // estimate's limits and of quotients near their truncation boundaries.
 
 // divChunk is the element count of one program's tiles.
 const divChunk = 1024
 
-// divGroupQuotients runs tdiv of dt on (a, b) through the group read literally.
-func divGroupQuotients(t *testing.T, dt dtype.DType, a, b []float64) []float64 {
+// divGroupQuotients runs op (tdiv or trem) of dt on (a, b) through the group read
+// literally.
+func divGroupQuotients(t *testing.T, op string, dt dtype.DType, a, b []float64) []float64 {
 	t.Helper()
 	var out []float64
 	for lo := 0; lo < len(a); lo += divChunk {
@@ -41,10 +42,10 @@ tile %%tb: vec %[1]s[32x32]
 tile %%to: vec %[1]s[32x32]
   tload %%ta, %%a[0; 32x32; 32,1]
   tload %%tb, %%b[0; 32x32; 32,1]
-  tdiv %%to, %%ta, %%tb
+  %[2]s %%to, %%ta, %%tb
   tstore %%out[0; 32x32; 32,1], %%to
 end
-`, dt)
+`, dt, op)
 		p, err := isa.Parse(src)
 		require.NoError(t, err)
 		m, err := WriteTask(Task{Name: "div", Programs: []*isa.Program{p}})
@@ -60,12 +61,24 @@ end
 
 func checkQuotients(t *testing.T, dt dtype.DType, a, b []float64, want func(x, y int64) int64) {
 	t.Helper()
-	got := divGroupQuotients(t, dt, a, b)
+	check(t, "tdiv", dt, a, b, want)
+	check(t, "trem", dt, a, b, func(x, y int64) int64 { // numpy's remainder: b's sign
+		r := x % y // int64: no overflow
+		if r != 0 && (r < 0) != (y < 0) {
+			r += y
+		}
+		return r
+	})
+}
+
+func check(t *testing.T, op string, dt dtype.DType, a, b []float64, want func(x, y int64) int64) {
+	t.Helper()
+	got := divGroupQuotients(t, op, dt, a, b)
 	bad := 0
 	for i := range a {
 		if w := float64(want(int64(a[i]), int64(b[i]))); got[i] != w {
 			if bad < 10 {
-				t.Errorf("%s: %v / %v: the group gives %v, want %v", dt, a[i], b[i], got[i], w)
+				t.Errorf("%s %s: %v, %v: the group gives %v, want %v", op, dt, a[i], b[i], got[i], w)
 			}
 			bad++
 		}

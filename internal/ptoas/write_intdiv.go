@@ -28,36 +28,44 @@ import (
 // only for -128 / -1) wrapped into i8's range before the narrowing conversion.
 
 func init() {
-	opWriters[isa.TDIV] = func(w *writer, in isa.Instr) {
-		if w.p.Tiles[in.Args[0].Tile].DType.IsInt() {
-			writeIntDiv(newFencedSeq(w, in), in, w.tileOp(in, 1), w.tileOp(in, 2))
-			return
+	// Each writes the dialect's op for floats and the group for integers (the remainder:
+	// the division's, moved to b's sign as ours, numpy's, is; the dialect's remainder of
+	// operands of mixed signs may differ), a tile-scalar op's scalar expanded first.
+	for op, name := range map[isa.Opcode]string{isa.TDIV: "tdiv", isa.TREM: "trem"} {
+		opWriters[op] = func(w *writer, in isa.Instr) {
+			if w.p.Tiles[in.Args[0].Tile].DType.IsInt() {
+				writeIntDiv(newFencedSeq(w, in), in, w.tileOp(in, 1), w.tileOp(in, 2), op == isa.TREM)
+				return
+			}
+			w.op(name, "", "", w.tileOp(in, 1), w.tileOp(in, 2), w.tileOp(in, 0))
 		}
-		w.op("tdiv", "", "", w.tileOp(in, 1), w.tileOp(in, 2), w.tileOp(in, 0))
 	}
-	// tdivs of integers (ptoas 0.1.1 rejects it: "ins/outs are not memref yet"): the
-	// divisor expanded into a scratch tile, then the division above.
-	opWriters[isa.TDIVS] = func(w *writer, in isa.Instr) {
-		d := w.p.Tiles[in.Args[1].Tile].DType
-		if w.p.Tiles[in.Args[0].Tile].DType.IsInt() {
-			f := newFencedSeq(w, in)
-			b := w.temp(in.Args[0].Tile)
-			f.op("texpands", "", w.imm(in, 2, d), b)
-			writeIntDiv(f, in, w.tileOp(in, 1), b)
-			return
+	for op, name := range map[isa.Opcode]string{isa.TDIVS: "tdivs", isa.TREMS: "trems"} {
+		opWriters[op] = func(w *writer, in isa.Instr) {
+			d := w.p.Tiles[in.Args[1].Tile].DType
+			if w.p.Tiles[in.Args[0].Tile].DType.IsInt() {
+				f := newFencedSeq(w, in)
+				b := w.temp(in.Args[0].Tile)
+				f.op("texpands", "", w.imm(in, 2, d), b)
+				writeIntDiv(f, in, w.tileOp(in, 1), b, op == isa.TREMS)
+				return
+			}
+			w.op(name, "", "", w.tileOp(in, 1), w.imm(in, 2, scalarType(op, d)), w.tileOp(in, 0))
 		}
-		w.op("tdivs", "", "", w.tileOp(in, 1), w.imm(in, 2, scalarType(isa.TDIVS, d)), w.tileOp(in, 0))
 	}
 	notes[isa.TDIV] = "integers: an f32 estimate refined once, then made exact with i32 ops (sign masks, an unsigned compare): ptoas 0.1.1's tdiv takes f16 and f32 only"
 	notes[isa.TDIVS] = "integers: the divisor expanded (texpands), then tdiv's ops: ptoas 0.1.1 rejects tdivs of integers"
+	notes[isa.TREM] = "integers: tdiv's ops, then the remainder given b's sign (ours is numpy's; the dialect's may differ for mixed signs)"
+	notes[isa.TREMS] = "integers: the divisor expanded (texpands), then trem's ops"
 }
 
 // divClamp bounds the f32 quotient so that its conversion to i32 is in range (2^31 -
 // 128 is the largest f32 below 2^31 with room for the conversion's rounding).
 const divClamp = 1<<31 - 128
 
-// writeIntDiv writes dst = a / b (in's destination) as the group's next ops.
-func writeIntDiv(f *fencedSeq, in isa.Instr, a, b operand) {
+// writeIntDiv writes dst = a / b (in's destination), or with rem the remainder with
+// b's sign, as the group's next ops.
+func writeIntDiv(f *fencedSeq, in isa.Instr, a, b operand, rem bool) {
 	w := f.s.w
 	dst := w.p.Tiles[in.Args[0].Tile]
 	if dst.DType != dtype.Int32 && dst.DType != dtype.Int8 {
@@ -139,9 +147,12 @@ func writeIntDiv(f *fencedSeq, in isa.Instr, a, b operand) {
 		op("txor", r, a, y)
 		op("tand", y, x, x)
 		op("tshr", x, k31, x)
-		if i == 0 {
+		if i == 0 || rem {
 			op("tand", bs, x, y)
 			op("tadd", r, y, r)
+		}
+		if rem {
+			continue
 		}
 		op("txor", x, nsd, z)
 		op("tsub", z, nsd, z)
@@ -150,6 +161,21 @@ func writeIntDiv(f *fencedSeq, in isa.Instr, a, b operand) {
 			continue
 		}
 		op("tsub", q, z, w.tileOp(in, 0))
+	}
+	if rem { // r, of a's sign, nonzero and of the other sign than b: r += b
+		op("tsub", zero, r, x)
+		op("tor", r, x, x)
+		op("txor", r, b, y)
+		op("tand", y, x, x)
+		op("tshr", x, k31, x)
+		op("tand", b, x, y)
+		if dst.DType == dtype.Int8 {
+			op("tadd", r, y, r)
+			cvt(r, w.tileOp(in, 0))
+			return
+		}
+		op("tadd", r, y, w.tileOp(in, 0))
+		return
 	}
 	if dst.DType == dtype.Int8 { // wrap into i8's range: ((q + 128) & 255) - 128
 		op("texpands", i32(128), x)

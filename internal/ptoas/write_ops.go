@@ -144,7 +144,7 @@ func init() {
 	// Elementwise tile-tile: (a, b, dst).
 	for op, name := range map[isa.Opcode]string{
 		isa.TADD: "tadd", isa.TSUB: "tsub", isa.TMUL: "tmul", isa.TMIN: "tmin", isa.TMAX: "tmax",
-		isa.TREM: "trem", isa.TPRELU: "tprelu", isa.TAND: "tand", isa.TOR: "tor", isa.TXOR: "txor", isa.TSHL: "tshl",
+		isa.TPRELU: "tprelu", isa.TAND: "tand", isa.TOR: "tor", isa.TXOR: "txor", isa.TSHL: "tshl",
 		isa.TSHR: "tshr", isa.TPARTADD: "tpartadd", isa.TPARTMAX: "tpartmax", isa.TPARTMIN: "tpartmin",
 		isa.TGATHERB: "tgatherb", isa.TSCATTER: "tscatter",
 		isa.TROWEXPANDSUB: "trowexpandsub", isa.TROWEXPANDMUL: "trowexpandmul", isa.TROWEXPANDDIV: "trowexpanddiv",
@@ -177,7 +177,7 @@ func init() {
 	// Tile-scalar: (src, scalar of src's dtype, dst).
 	for op, name := range map[isa.Opcode]string{
 		isa.TADDS: "tadds", isa.TSUBS: "tsubs", isa.TMULS: "tmuls", isa.TMINS: "tmins",
-		isa.TREMS: "trems", isa.TANDS: "tands", isa.TORS: "tors", isa.TXORS: "txors",
+		isa.TANDS: "tands", isa.TORS: "tors", isa.TXORS: "txors",
 	} {
 		opWriters[op] = func(w *writer, in isa.Instr) {
 			w.op(name, "", "", w.tileOp(in, 1), w.imm(in, 2, scalarType(op, w.p.Tiles[in.Args[1].Tile].DType)), w.tileOp(in, 0))
