@@ -504,20 +504,31 @@ for r in range(R):
         w[r, blk * 64 + 1:(blk + 1) * 64:2] = ids[r, blk * 32:(blk + 1) * 32][order]
 c.want('out', w).write()
 
+def sorted_runs(gen, rows, pairs, n):
+    """rows of (value, index) pairs in runs of n, each sorted descending."""
+    runs = np.zeros((rows, 2 * pairs), dtype=np.float32)
+    for r in range(rows):
+        for k in range(pairs // n):
+            v = np.sort(rnd(gen.integers(-5, 5, size=n) / 2, 'f32'))[::-1]
+            runs[r, 2 * k * n:2 * (k + 1) * n:2] = v
+            runs[r, 2 * k * n + 1:2 * (k + 1) * n:2] = np.arange(k * n, (k + 1) * n)
+    return runs
+
+def merge_groups(runs, pairs, n):
+    """each row's groups of 4 runs merged (a stable descending sort of the group)."""
+    w = runs.copy()
+    for r in range(runs.shape[0]):
+        for g in range(0, pairs, 4 * n):
+            end = min(g + 4 * n, pairs)
+            seg = runs[r, 2 * g:2 * end].reshape(-1, 2)
+            order = np.argsort(-seg[:, 0], kind='stable')
+            w[r, 2 * g:2 * end] = seg[order].reshape(-1)
+    return w
+
 n = 4
 pairs = 48  # groups of 4 runs of 4 pairs: 16, 16, then 16
-runs = np.zeros((R, 2 * pairs), dtype=np.float32)
-for r in range(R):
-    for k in range(pairs // n):
-        v = np.sort(rnd(rng.integers(-5, 5, size=n) / 2, 'f32'))[::-1]
-        runs[r, 2 * k * n:2 * (k + 1) * n:2] = v
-        runs[r, 2 * k * n + 1:2 * (k + 1) * n:2] = np.arange(k * n, (k + 1) * n)
-w = runs.copy()
-for r in range(R):
-    for g in range(0, pairs, 4 * n):
-        seg = runs[r, 2 * g:2 * min(g + 4 * n, pairs)].reshape(-1, 2)
-        order = np.argsort(-seg[:, 0], kind='stable')
-        w[r, 2 * g:2 * min(g + 4 * n, pairs)] = seg[order].reshape(-1)
+runs = sorted_runs(rng, R, pairs, n)
+w = merge_groups(runs, pairs, n)
 vec_case('tmrgsort', 'f32', [('a', runs)], f'tmrgsort %to, %ta, {n}', out_shape=(R, 2 * pairs)).want('out', w).write()
 
 # --- memory -------------------------------------------------------------------------
@@ -713,19 +724,8 @@ for op, f in red_f.items():
 # runs of n pairs in rows of 8n and 4n pairs, and rows whose last group is short.
 for n, pairs in [(4, 32), (32, 128), (4, 40)]:
     rows = 3
-    runs = np.zeros((rows, 2 * pairs), dtype=np.float32)
-    for r in range(rows):
-        for k in range(pairs // n):
-            v = np.sort(rnd(red_rng.integers(-5, 5, size=n) / 2, 'f32'))[::-1]
-            runs[r, 2 * k * n:2 * (k + 1) * n:2] = v
-            runs[r, 2 * k * n + 1:2 * (k + 1) * n:2] = np.arange(k * n, (k + 1) * n)
-    w = runs.copy()
-    for r in range(rows):
-        for g in range(0, pairs, 4 * n):
-            end = min(g + 4 * n, pairs)
-            seg = runs[r, 2 * g:2 * end].reshape(-1, 2)
-            order = np.argsort(-seg[:, 0], kind='stable')
-            w[r, 2 * g:2 * end] = seg[order].reshape(-1)
+    runs = sorted_runs(red_rng, rows, pairs, n)
+    w = merge_groups(runs, pairs, n)
     vec_case(f'tmrgsort_rows_{n}x{pairs}', 'f32', [('a', runs)], f'tmrgsort %to, %ta, {n}', out_shape=(rows, 2 * pairs)).want('out', w).write()
 
 # --- compares into a mask with bits (drawn last: the cases above keep their inputs) ---
