@@ -102,12 +102,11 @@ func writeIntDiv(f *fencedSeq, in isa.Instr, a, b operand, rem bool) {
 	op("tmul", t, b, t)
 	op("tsub", r, t, r)
 	// 3: the masks and the exact steps.
-	k31, ones, zero := tile(dtype.Int32), tile(dtype.Int32), tile(dtype.Int32)
+	k31, ones := tile(dtype.Int32), tile(dtype.Int32)
 	op("texpands", i32(31), k31)
 	op("texpands", i32(-1), ones)
-	op("texpands", i32(0), zero)
 	sa, nsd, babs, bs := tile(dtype.Int32), tile(dtype.Int32), tile(dtype.Int32), tile(dtype.Int32)
-	x, y, z := tile(dtype.Int32), tile(dtype.Int32), tile(dtype.Int32)
+	x, y := tile(dtype.Int32), tile(dtype.Int32)
 	op("tshr", a, k31, sa) // a < 0
 	op("txor", a, b, nsd)
 	op("tshr", nsd, k31, nsd)
@@ -116,7 +115,12 @@ func writeIntDiv(f *fencedSeq, in isa.Instr, a, b operand, rem bool) {
 	op("txor", b, bs, babs)
 	op("tsub", babs, bs, babs) // |b| (2^31 for INT_MIN, read unsigned)
 	op("txor", babs, sa, bs)
-	op("tsub", bs, sa, bs) // |b| with a's sign
+	op("tsub", bs, sa, bs)       // |b| with a's sign
+	z := sa                      // sa's tile is free from here: fewer tiles live at once
+	neg := func(v, to operand) { // -v = ~v + 1
+		op("txor", v, ones, to)
+		op("tsub", to, ones, to)
+	}
 	// step q by (mask ? sign(a)*sign(b) : 0), the sign of the quotient
 	stepQ := func(mask operand, name string) {
 		op("txor", mask, nsd, z)
@@ -142,7 +146,7 @@ func writeIntDiv(f *fencedSeq, in isa.Instr, a, b operand, rem bool) {
 	op("tsub", r, y, r)
 	stepQ(x, "tadd")
 	for i := 0; i < 2; i++ { // r nonzero of the other sign than a: r += bs, q one step back
-		op("tsub", zero, r, x)
+		neg(r, x)
 		op("tor", r, x, x)
 		op("txor", r, a, y)
 		op("tand", y, x, x)
@@ -163,7 +167,7 @@ func writeIntDiv(f *fencedSeq, in isa.Instr, a, b operand, rem bool) {
 		op("tsub", q, z, w.tileOp(in, 0))
 	}
 	if rem { // r, of a's sign, nonzero and of the other sign than b: r += b
-		op("tsub", zero, r, x)
+		neg(r, x)
 		op("tor", r, x, x)
 		op("txor", r, b, y)
 		op("tand", y, x, x)
