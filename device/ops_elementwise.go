@@ -19,6 +19,17 @@ import (
 type binKernel struct {
 	f func(a, b float64) float64
 	i func(a, b int64, bits uint) (int64, error) // nil: f is exact for integers too
+	// of, when set, gives f for a destination dtype (a kernel that rounds a step in
+	// the dtype); f is then nil.
+	of func(d dtype.DType) func(a, b float64) float64
+}
+
+// float is k's float function for destination dtype d (nil: none).
+func (k binKernel) float(d dtype.DType) func(a, b float64) float64 {
+	if k.of != nil {
+		return k.of(d)
+	}
+	return k.f
 }
 
 var errIntDivZero = errors.New("integer division by zero")
@@ -84,7 +95,11 @@ var (
 		}
 		return a >> uint(b), nil
 	}}
-	kExpDif = binKernel{f: func(a, b float64) float64 { return math.Exp(a - b) }}
+	// EXPDIF is the vector unit's subtract then its exponential: the difference is
+	// rounded to the dtype, then exp64 (TEXP's) is rounded once more.
+	kExpDif = binKernel{of: func(d dtype.DType) func(a, b float64) float64 {
+		return func(a, b float64) float64 { return exp64(float32(dtype.Round(d, a-b))) }
+	}}
 )
 
 // bitKernel is a bit operation on two's-complement integers (bool: on 0 and 1).
@@ -100,10 +115,11 @@ func (k binKernel) apply(dst elems, r, c int, a, b float64, ai, bi int64) error 
 		dst.setInt(r, c, x)
 		return err
 	}
-	if k.f == nil {
+	f := k.float(dst.o.DType)
+	if f == nil {
 		return fmt.Errorf("undefined for %s", dst.o.DType)
 	}
-	dst.set(r, c, k.f(a, b))
+	dst.set(r, c, f(a, b))
 	return nil
 }
 
@@ -200,8 +216,8 @@ func execBinary(c *coreSim, _ *execCtx, in *Instr) error {
 		b.v = c.snap(b.v, 2) // dst may alias an input; read inputs as they were
 	}
 	a.v = c.snap(a.v, 1)
-	if !dst.o.DType.IsInt() && k.f != nil {
-		c.floatRows(dst, a.v, b, k.f)
+	if f := k.float(dst.o.DType); !dst.o.DType.IsInt() && f != nil {
+		c.floatRows(dst, a.v, b, f)
 		return nil
 	}
 	for r := 0; r < dst.rows; r++ {

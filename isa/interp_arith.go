@@ -15,6 +15,9 @@ import (
 type binaryKernel struct {
 	f func(a, b float64) float64
 	i func(a, b int64, bits uint) (int64, error) // nil: f is exact for integers too
+	// of, when set, gives f for a destination dtype (a kernel that rounds a step in
+	// the dtype); f is then nil.
+	of func(d dtype.DType) func(a, b float64) float64
 }
 
 var errIntDivZero = errors.New("integer division by zero")
@@ -114,10 +117,14 @@ func (k binaryKernel) apply(d dtype.DType, a, b float64) (float64, error) {
 		r, err := k.i(int64(a), int64(b), uint(8*d.Size()))
 		return dtype.Round(d, float64(r)), err
 	}
-	if k.f == nil {
+	f := k.f
+	if k.of != nil {
+		f = k.of(d)
+	}
+	if f == nil {
 		return 0, errors.New("operation undefined for " + d.String())
 	}
-	return dtype.Round(d, k.f(a, b)), nil
+	return dtype.Round(d, f(a, b)), nil
 }
 
 type unaryKernel func(a float64) float64
@@ -193,6 +200,10 @@ var binaryKernels = map[Opcode]binaryKernel{
 	TPARTADD: addK(), TPARTMUL: mulK(), TPARTMAX: maxK(), TPARTMIN: minK(),
 }
 
+// expDifK is the vector unit's subtract then its exponential: the difference is
+// rounded to the dtype, then the exponential once more.
 func expDifK() binaryKernel {
-	return binaryKernel{f: func(a, b float64) float64 { return math.Exp(a - b) }}
+	return binaryKernel{of: func(d dtype.DType) func(a, b float64) float64 {
+		return func(a, b float64) float64 { return math.Exp(dtype.Round(d, a-b)) }
+	}}
 }

@@ -229,7 +229,7 @@ var Opcodes = [numOpcodes]OpInfo{
 	TROWEXPANDMAX: vexpand("trowexpandmax", ruleRowExpand, "dst[r,c] = max(a[r,c], b[r,0])"),
 	TROWEXPANDMIN: vexpand("trowexpandmin", ruleRowExpand, "dst[r,c] = min(a[r,c], b[r,0])"),
 	TROWEXPANDEXPDIF: vexpand("trowexpandexpdif", ruleRowExpand+"; float",
-		"dst[r,c] = exp(a[r,c] - b[r,0]), rounded once: the core of (online) softmax"),
+		"dst[r,c] = exp(d) with d = a[r,c] - b[r,0] rounded to the dtype (the vector unit's subtract, then its exponential): the core of (online) softmax"),
 	TCOLEXPAND: row("tcolexpand", ClassBroadcast, PipeV, kinds(tile, tile),
 		"Vec; src has dst's cols and dtype (any rows)", "dst[r,c] = src[0,c]: broadcast a row down the columns"),
 	TCOLEXPANDADD: vexpand("tcolexpandadd", ruleColExpand, "dst[r,c] = a[r,c] + b[0,c]"),
@@ -239,7 +239,7 @@ var Opcodes = [numOpcodes]OpInfo{
 	TCOLEXPANDMAX: vexpand("tcolexpandmax", ruleColExpand, "dst[r,c] = max(a[r,c], b[0,c])"),
 	TCOLEXPANDMIN: vexpand("tcolexpandmin", ruleColExpand, "dst[r,c] = min(a[r,c], b[0,c])"),
 	TCOLEXPANDEXPDIF: vexpand("tcolexpandexpdif", ruleColExpand+"; float",
-		"dst[r,c] = exp(a[r,c] - b[0,c]), rounded once"),
+		"dst[r,c] = exp(d) with d = a[r,c] - b[0,c] rounded to the dtype"),
 
 	TGATHER: vother("tgather", kinds(tile, tile, tile),
 		"operands dst, src, idx: Vec; dst.dtype == src.dtype; idx i32 with dst's rows and cols; at run time 0 <= idx < src.rows*src.cols",

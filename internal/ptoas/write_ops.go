@@ -49,27 +49,25 @@ var traceInstr func(in isa.Instr, text string)
 // notes say, for the docs' table, where a written instruction computes other values
 // than ours, or how its sequence of ops computes the same.
 var notes = map[isa.Opcode]string{
-	isa.TROWEXPANDEXPDIF: "rounds the difference before the exponential (ours rounds exp(a - b) once)",
-	isa.TCOLEXPANDEXPDIF: "rounds the difference before the exponential (ours rounds exp(a - b) once)",
-	isa.TTRI:             "an index sequence in f32 scratch tiles, every value an integer below 2^24: exact",
-	isa.TCI:              "a step other than 1 or -1 is an index sequence times the step plus the start, written only when every value is exact",
-	isa.TFILLPAD:         "a fill of -Inf (+Inf) is a partial max (min) with a tile of the fill; 0 is the tile's pad value",
-	isa.TNOT:             "bool's not is a xor with 1",
-	isa.TPUSH:            "GM slot of the queue's buffer (see the cross-core hand-off)",
-	isa.TPOP:             "GM slot of the queue's buffer (see the cross-core hand-off)",
-	isa.TFREE:            "GM slot of the queue's buffer (see the cross-core hand-off)",
-	isa.TMAXS:            "ptoas 0.1.1's tmaxs fails an assertion on a float scalar",
-	isa.TLRELU:           "ptoas 0.1.1's tlrelu fails an assertion on a float scalar",
-	isa.TROWMIN:          "ptoas 0.1.1 fails an assertion on a scratch tile nothing wrote",
-	isa.TCOLSUM:          "ptoas 0.1.1 fails an assertion on a scratch tile nothing wrote",
-	isa.TTRANS:           "the scratch operand is the destination: ptoas 0.1.1 fails an assertion on a scratch tile of its own, and its C++ TTRANS(dst, src) takes none",
-	isa.SLD:              "the integer is a scalar argument of the kernel (pypto.sld names its GM place)",
-	isa.TASSIGN:          "no op: a tile's address is the manual form's pypto.addr (ptoas 0.1.1 rejects pto.tassign)",
-	isa.TGATHER:          "between barriers: ptoas 0.1.1 inserts no synchronisation for tgather",
-	isa.MGATHER:          "a loop over chunks of the window (see GM gathers): ptoas 0.1.1 refuses tmgather",
-	isa.TCVT:             "float to integer with a mode: the conversion toward zero and a correction from the exact remainder (see Conversions); ptoas 0.1.1 drops the mode",
-	isa.TCMP:             "integer ops on order-preserving i32 keys, packed into the mask by gathers (see Compares): ptoas 0.1.1 miscompiles tcmp",
-	isa.TCMPS:            "integer ops on order-preserving i32 keys, packed into the mask by gathers (see Compares): ptoas 0.1.1 rejects tcmps",
+	isa.TTRI:     "an index sequence in f32 scratch tiles, every value an integer below 2^24: exact",
+	isa.TCI:      "a step other than 1 or -1 is an index sequence times the step plus the start, written only when every value is exact",
+	isa.TFILLPAD: "a fill of -Inf (+Inf) is a partial max (min) with a tile of the fill; 0 is the tile's pad value",
+	isa.TNOT:     "bool's not is a xor with 1",
+	isa.TPUSH:    "GM slot of the queue's buffer (see the cross-core hand-off)",
+	isa.TPOP:     "GM slot of the queue's buffer (see the cross-core hand-off)",
+	isa.TFREE:    "GM slot of the queue's buffer (see the cross-core hand-off)",
+	isa.TMAXS:    "ptoas 0.1.1's tmaxs fails an assertion on a float scalar",
+	isa.TLRELU:   "ptoas 0.1.1's tlrelu fails an assertion on a float scalar",
+	isa.TROWMIN:  "ptoas 0.1.1 fails an assertion on a scratch tile nothing wrote",
+	isa.TCOLSUM:  "ptoas 0.1.1 fails an assertion on a scratch tile nothing wrote",
+	isa.TTRANS:   "the scratch operand is the destination: ptoas 0.1.1 fails an assertion on a scratch tile of its own, and its C++ TTRANS(dst, src) takes none",
+	isa.SLD:      "the integer is a scalar argument of the kernel (pypto.sld names its GM place)",
+	isa.TASSIGN:  "no op: a tile's address is the manual form's pypto.addr (ptoas 0.1.1 rejects pto.tassign)",
+	isa.TGATHER:  "between barriers: ptoas 0.1.1 inserts no synchronisation for tgather",
+	isa.MGATHER:  "a loop over chunks of the window (see GM gathers): ptoas 0.1.1 refuses tmgather",
+	isa.TCVT:     "float to integer with a mode: the conversion toward zero and a correction from the exact remainder (see Conversions); ptoas 0.1.1 drops the mode",
+	isa.TCMP:     "integer ops on order-preserving i32 keys, packed into the mask by gathers (see Compares): ptoas 0.1.1 miscompiles tcmp",
+	isa.TCMPS:    "integer ops on order-preserving i32 keys, packed into the mask by gathers (see Compares): ptoas 0.1.1 rejects tcmps",
 }
 
 // instr writes one instruction of the body.
@@ -370,9 +368,8 @@ func writeFillPad(w *writer, in isa.Instr) {
 }
 
 // writeBroadcastsAndSelects: the broadcasts, selects and shifts the dialect has no op
-// for, as its ops through a scratch tile. Every op computes what ours does (one
-// rounding per element), except the exp-difference broadcasts, which round the
-// difference before the exponential (docs/pto-as.md, "What 0.1.1 lacks").
+// for, as its ops through a scratch tile. Every group computes what ours does (the
+// exp-difference broadcasts too: ours rounds the difference before the exponential).
 func writeBroadcastsAndSelects() {
 	rowOps := map[isa.Opcode]string{isa.TROWEXPANDADD: "tadd", isa.TROWEXPANDMAX: "tmax", isa.TROWEXPANDMIN: "tmin"}
 	for op, name := range rowOps {

@@ -394,7 +394,7 @@ want[:5] = lane_reduce(a[:5, :20])
 c.want('out', want).write()
 
 expand = {'add': np.add, 'sub': np.subtract, 'mul': np.multiply, 'div': np.divide, 'max': np.maximum,
-          'min': np.minimum, 'expdif': lambda a, b: np.exp(a - b)}
+          'min': np.minimum, 'expdif': lambda a, b: np.exp(rnd(a - b, 'f32').astype(np.float64))}  # the difference rounds first
 for op, f in expand.items():
     a = sample('f32', (RR, C))
     col = sample('f32', (RR, 1), 0.5, 2)
