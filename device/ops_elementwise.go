@@ -191,7 +191,7 @@ func init() {
 func secondOperand(in *Instr, vs []elems) operand {
 	switch info := in.Op.Info(); {
 	case info.Class == isa.ClassTileScalar:
-		return operand{kind: 's', scalar: in.Args[2].Imm}
+		return operand{kind: 's', scalar: isa.ScalarOperand(vs[1].o.DType, in.Args[2].Imm)}
 	case info.Class == isa.ClassBroadcast && in.Op < isa.TCOLEXPAND:
 		return operand{v: vs[2], kind: 'r'}
 	case info.Class == isa.ClassBroadcast:
@@ -435,7 +435,7 @@ func execCompare(c *coreSim, _ *execCtx, in *Instr) error {
 		return err
 	}
 	mask, a := vs[0], c.snap(vs[1], 1)
-	b := operand{kind: 's', scalar: in.Args[2].Imm}
+	b := operand{kind: 's', scalar: isa.ScalarOperand(a.o.DType, in.Args[2].Imm)}
 	if in.Op == isa.TCMP {
 		b = operand{v: c.snap(vs[2], 2), kind: 't'}
 	}

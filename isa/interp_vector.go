@@ -96,8 +96,9 @@ func execBinary(m *machine, in Instr) error {
 }
 
 func execTileScalar(m *machine, in Instr) error {
-	k, dst, a, s := binaryKernels[in.Op], in.Args[0], in.Args[1], in.Args[2].Imm
+	k, dst, a := binaryKernels[in.Op], in.Args[0], in.Args[1]
 	d := m.decl(dst).DType
+	s := ScalarOperand(m.decl(a).DType, in.Args[2].Imm)
 	return m.eachValid(dst, func(r, c int) error {
 		v, err := k.apply(d, m.at(a, r, c), s)
 		m.setExact(dst, r, c, v)
@@ -229,8 +230,9 @@ func (m *machine) setMaskBit(mask Operand, r, c int, on bool) {
 
 func execCompare(m *machine, in Instr) error {
 	mask, a := in.Args[0], in.Args[1]
+	s := ScalarOperand(m.decl(a).DType, in.Args[2].Imm)
 	return m.eachValid(a, func(r, c int) error {
-		b := in.Args[2].Imm
+		b := s
 		if in.Op == TCMP {
 			b = m.at(in.Args[2], r, c)
 		}

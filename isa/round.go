@@ -135,3 +135,14 @@ func quantise(d dtype.DType, v float64) float64 {
 	}
 	return dtype.Round(d, v)
 }
+
+// ScalarOperand is immediate s as a vector instruction on a tile of dtype d uses it:
+// the vector unit takes a tile-scalar operand (an add's, a compare's, a leaky relu's
+// slope) in the tile's dtype, so a float immediate is rounded to d first (integer
+// immediates are exact already).
+func ScalarOperand(d dtype.DType, s float64) float64 {
+	if d.IsFloat() {
+		return dtype.Round(d, s)
+	}
+	return s
+}

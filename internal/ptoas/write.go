@@ -532,10 +532,17 @@ func (w *writer) i64(n int64) string {
 
 // scalarImm is a hoisted constant of a tile's element type holding immediate x. When
 // the type cannot hold x exactly (a float immediate rounded to the tile's dtype), the
-// exact value is kept in pypto.imm: the hardware computes with the rounded one.
+// immediate as written is kept in pypto.imm, for the reader: the hardware computes
+// with the rounded one, as our instructions do (isa.ScalarOperand).
 func (w *writer) scalarImm(x float64, d dtype.DType) string {
+	return w.scalarConst(x, x, d)
+}
+
+// scalarConst is scalarImm of immediate x whose value as used is v (x rounded to
+// the dtype of the tile the op works on, which d holds).
+func (w *writer) scalarConst(x, v float64, d dtype.DType) string {
 	el, _ := elemType(d)
-	rounded := dtype.Round(d, x)
+	rounded := dtype.Round(d, v)
 	lit := floatLiteral(rounded, d)
 	extra := ""
 	if math.Float64bits(rounded) != math.Float64bits(x) && !(math.IsNaN(x) && math.IsNaN(rounded)) {

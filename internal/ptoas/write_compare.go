@@ -236,7 +236,8 @@ func (s *opSeq) predicate(in isa.Instr, a isa.TileDecl, c31 operand) operand {
 			s.op("tor", "", nan, kb.nan, nan)
 		}
 	} else {
-		ceil, floor := scalarKeys(a.DType, in.Args[2].Imm)
+		// The immediate as the instruction uses it: rounded to the tile's dtype.
+		ceil, floor := scalarKeys(a.DType, isa.ScalarOperand(a.DType, in.Args[2].Imm))
 		lt = s.lessThanConst(ka.key, ceil, c31, rows, cols)
 		gt = s.greaterThanConst(ka.key, floor, c31, rows, cols)
 	}

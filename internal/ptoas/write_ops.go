@@ -101,6 +101,15 @@ func (w *writer) imm(in isa.Instr, i int, d dtype.DType) operand {
 	return operand{w.scalarImm(in.Args[i].Imm, d), el}
 }
 
+// scalarOperand is immediate operand i of in, the scalar of a tile-scalar op on tile
+// operand src, as a constant of dtype d: the value the vector unit uses (rounded to
+// the tile's dtype, isa.ScalarOperand), which d holds exactly.
+func (w *writer) scalarOperand(in isa.Instr, src, i int, d dtype.DType) operand {
+	el, _ := elemType(d)
+	x := in.Args[i].Imm
+	return operand{w.scalarConst(x, isa.ScalarOperand(w.p.Tiles[in.Args[src].Tile].DType, x), d), el}
+}
+
 // op writes one generic-form op.
 func (w *writer) op(name string, props, attrs string, ops ...operand) {
 	names := make([]string, len(ops))
@@ -178,7 +187,7 @@ func init() {
 		isa.TANDS: "tands", isa.TORS: "tors", isa.TXORS: "txors",
 	} {
 		opWriters[op] = func(w *writer, in isa.Instr) {
-			w.op(name, "", "", w.tileOp(in, 1), w.imm(in, 2, scalarType(op, w.p.Tiles[in.Args[1].Tile].DType)), w.tileOp(in, 0))
+			w.op(name, "", "", w.tileOp(in, 1), w.scalarOperand(in, 1, 2, scalarType(op, w.p.Tiles[in.Args[1].Tile].DType)), w.tileOp(in, 0))
 		}
 	}
 	opWriters[isa.TADDC] = func(w *writer, in isa.Instr) {

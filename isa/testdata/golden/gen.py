@@ -230,6 +230,12 @@ for op, (ff, fi) in scalar_ops.items():
         else:
             want = rnd(ff(f64(a), s), dt)
         vec_case(f'{op}_{dt}', dt, [('a', a)], f'{op} %to, %ta, {s}').want('out', want).write()
+# An immediate the tile's dtype cannot hold: the instruction uses it rounded to the dtype.
+for op in ['tadds', 'tsubs', 'tmuls', 'tdivs', 'tmaxs']:
+    for dt in ['f32', 'f16']:
+        a = sample(dt, (R, C))
+        want = rnd(scalar_ops[op][0](f64(a), f64(rnd(0.1, dt))), dt)
+        vec_case(f'{op}_{dt}_inexact', dt, [('a', a)], f'{op} %to, %ta, 0.1').want('out', want).write()
 for op, f in {'tands': np.bitwise_and, 'tors': np.bitwise_or, 'txors': np.bitwise_xor}.items():
     a = sample('i32', (R, C), -1000, 1000)
     vec_case(f'{op}_i32', 'i32', [('a', a)], f'{op} %to, %ta, 109').want('out', f(a, np.int32(109))).write()
@@ -261,7 +267,13 @@ for mode, f in cmps.items():
     a[0, 0], b[0, 1] = np.nan, np.nan
     vec_case(f'tcmp_{mode}', 'f32', [('a', a), ('b', b)], f'tcmp.{mode} %to, %ta, %tb', out_dt='i8').want('out', packmask(f(a, b))).write()
     vec_case(f'tcmps_{mode}', 'f32', [('a', a)], f'tcmps.{mode} %to, %ta, 0.5', out_dt='i8').want('out', packmask(f(a, np.float32(0.5)))).write()
-
+# A compare with an immediate an f16 tile cannot hold compares with its f16 rounding.
+a = sample('f16', (R, C), -0.2, 0.2)
+tenth = rnd(0.1, 'f16')
+a[0, :8] = [tenth, np.nextafter(np.float16(tenth), np.float16(1)), np.nextafter(np.float16(tenth), np.float16(0)), 0.1, -0.1, 0, np.nan, -tenth]
+a = rnd(a, 'f16')
+for mode, f in cmps.items():
+    vec_case(f'tcmps_{mode}_f16_inexact', 'f16', [('a', a)], f'tcmps.{mode} %to, %ta, 0.1', out_dt='i8').want('out', packmask(f(a, tenth))).write()
 bits = rng.random((R, C)) < 0.5
 mask = packmask(bits)
 a, b = sample('f32', (R, C)), sample('f32', (R, C))
