@@ -119,7 +119,7 @@ func TestConvertWithModeAtTheEdges(t *testing.T) {
 	vals := []float64{8388607.5, -8388607.5, 8388608, -8388609, 4194303.5, 2147483520, -2147483648, 3e9, -3e9,
 		0.49999997, -0.49999997, 0.5, -0.5, 1.5, -1.5, 2.5, -2.5, 1e-40, -1e-40, 16777215, 255.5, -128.5, 127.5}
 	for _, dt := range []string{"i32", "i8"} {
-		for _, mode := range []string{"rint", "round", "floor", "ceil", "odd"} {
+		for _, mode := range []string{"rint", "round", "floor", "ceil", "trunc"} {
 			text := fmt.Sprintf(`kernel cvt vector
 param %%a: f32[256]
 param %%out: %s[256]

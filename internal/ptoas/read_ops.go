@@ -124,6 +124,12 @@ func (b *builder) ptoOp(o *mop) {
 			}
 			in.Mode = m
 		}
+		// CAST_RINT (the default) rounds to nearest even whatever the types: from a
+		// float to an integer that is our tcvt.rint (ours without a mode truncates).
+		from, to := b.prog.Tiles[in.Args[1].Tile].DType, b.prog.Tiles[in.Args[0].Tile].DType
+		if in.Mode == isa.ModeNone && from.IsFloat() && to.IsInt() && to != dtype.Bool {
+			in.Mode = isa.RoundRint
+		}
 	case "tmatmul.acc":
 		if o.operands[0] != o.operands[3] {
 			b.fail(o.pos, "tmatmul.acc accumulating into another tile than its input: PyPTO's accumulates in place")

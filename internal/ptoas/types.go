@@ -105,7 +105,8 @@ var cmpNames = map[isa.Mode]string{
 }
 
 // roundNames are the dialect's rounding modes of TCVT's modes (ModeNone: CAST_RINT,
-// the conversion's default: nearest even for floats, toward zero for integers).
+// the conversion's default, nearest even, which is ours except from a float to an
+// integer, where ours truncates: the reader takes CAST_RINT there as RoundRint).
 var roundNames = map[isa.Mode]string{
 	isa.ModeNone: "CAST_RINT", isa.RoundRint: "RINT", isa.RoundAway: "ROUND", isa.RoundFloor: "FLOOR",
 	isa.RoundCeil: "CEIL", isa.RoundTrunc: "TRUNC", isa.RoundOdd: "ODD",

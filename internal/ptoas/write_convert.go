@@ -5,142 +5,149 @@ import (
 	"pypto/isa"
 )
 
-// Conversions. ptoas 0.1.1 drops tcvt's rounding mode (its C++ converts with the
-// default whatever the mode), so a float-to-integer conversion with a mode is written as
-// the default conversion (toward zero) corrected by one where the mode rounds the other
-// way, from the exact remainder x - trunc(x); every other conversion is the dialect's
-// tcvt (a float-to-float or integer-to-float conversion with a mode other than rint
-// keeps its mode, and the export's check of the C++ refuses it).
-func init() {
-	opWriters[isa.TCVT] = writeConvert
+// Conversions. ptoas 0.1.1 writes every tcvt with CAST_RINT whatever its rmode
+// (docs/pto-as.md, "What 0.1.1 lacks"). CAST_RINT is the vendor's round-to-nearest-
+// even mode for every conversion, a float to an integer included (truncation is
+// CAST_TRUNC, a mode of its own), so only a conversion that rounds to nearest even is
+// written as one op: a float result, an integer source, or a float to integer
+// conversion in mode rint. A float to integer conversion that truncates (ours without
+// a mode, as numpy's astype), floors, ceils or rounds half away from zero is the
+// nearest-even conversion and a correction computed from the bits of the error, in
+// i32 scratch tiles: every step is exact.
+
+func init() { opWriters[isa.TCVT] = writeCvt }
+
+// scratchLike declares a scratch tile shaped like tile t (all of it valid) of dtype d.
+func (w *writer) scratchLike(t int, d dtype.DType) operand {
+	decl := w.p.Tiles[t]
+	decl.DType, decl.ValidRows, decl.ValidCols, decl.ValidRowsReg, decl.ValidColsReg = d, 0, 0, 0, 0
+	text, err := tileType(decl, padNull)
+	if err != nil {
+		w.fail("%v", err)
+	}
+	typ := w.alias(text, aliasName(decl, padNull))
+	name := w.value("tmp")
+	w.line("%s = pto.alloc_tile {pypto.temp} : %s", name, typ)
+	return operand{name, typ}
 }
 
-// cvtPlain are the modes of a float-to-integer conversion the default one computes.
-var cvtPlain = map[isa.Mode]bool{isa.ModeNone: true, isa.RoundTrunc: true}
+const rint = "rmode = #pto<round_mode CAST_RINT>"
 
-// writeConvert writes tcvt. ptoas 0.1.1 inserts no synchronisation for tcvt either (its
-// C++ of a load, a conversion and a store has no flag), so the auto form writes every
-// conversion between barriers; the manual form's flags order it.
-func writeConvert(w *writer, in isa.Instr) {
+func writeCvt(w *writer, in isa.Instr) {
 	dst, src := w.p.Tiles[in.Args[0].Tile], w.p.Tiles[in.Args[1].Tile]
-	s := &opSeq{w: w, g: w.group(in)}
-	auto := w.addrs == nil
-	if auto {
-		s.barrier()
-		defer s.barrier()
-	}
-	mode := in.Mode
+	toInt := src.DType.IsFloat() && (dst.DType.IsInt() && dst.DType != dtype.Bool)
 	switch {
-	case src.DType.IsFloat() && dst.DType.IsInt() && !cvtPlain[mode]:
-		writeConvertToInt(s, in, src, dst)
-		return
-	case src.DType.IsInt() && dst.DType.IsInt(),
-		src.DType.IsFloat() && dst.DType.IsInt(),
-		dst.DType.IsFloat() && mode == isa.RoundRint:
-		// An integer is its own rounding, toward zero is the default to integers, and
-		// rint the default to floats: the default conversion, marked with ours.
-		mode = isa.ModeNone
+	case in.Mode == isa.ModeNone && !toInt:
+		w.op("tcvt", rint, "", w.tileOp(in, 1), w.tileOp(in, 0))
+	case in.Mode == isa.RoundRint && (toInt || dst.DType.IsFloat()):
+		// Nearest even is the dialect's CAST_RINT; the group keeps our mode.
+		w.op("tcvt", rint, w.group(in)(0), w.tileOp(in, 1), w.tileOp(in, 0))
+	case toInt && in.Mode != isa.RoundOdd:
+		writeCvtToInt(w, in)
+	default:
+		w.fail("tcvt.%s from %s to %s cannot be written in PTO-AS for ptoas 0.1.1: the dialect's tcvt is compiled to CAST_RINT (nearest even) whatever its mode, and only float to integer conversions are written around it", in.Mode, src.DType, dst.DType)
 	}
-	if !auto && mode == in.Mode {
-		w.op("tcvt", "rmode = #pto<round_mode "+roundNames[mode]+">", "", w.tileOp(in, 1), w.tileOp(in, 0))
-		return
-	}
-	s.op("tcvt", "rmode = #pto<round_mode "+roundNames[mode]+">", w.tileOp(in, 1), w.tileOp(in, 0))
 }
 
-// writeConvertToInt: t = trunc(x) (the default conversion, to i32), frac = x - t
-// (exact: |x| < 2^23 where it matters), and t + adj, adj in {-1, 0, 1} by the mode
-// from frac's sign and size and t's parity; adj is 0 where |x| >= 2^23 (x is an
-// integer, or NaN or infinite: the default conversion is then the mode's).
-func writeConvertToInt(s *opSeq, in isa.Instr, src, dst isa.TileDecl) {
-	w := s.w
-	rows, cols := dst.Rows, dst.Cols
-	cvt := func(from, to operand) { s.op("tcvt", "rmode = #pto<round_mode CAST_RINT>", from, to) }
-	i32 := func() operand { return s.scratch(dtype.Int32, rows, cols) }
+// writeCvtToInt writes a float to integer conversion that truncates, floors, ceils
+// or rounds half away: r = rint(x) (CAST_RINT), d = float(r) - x (exact: |d| <= 1/2
+// and both are near), then, from the bits of d and x as i32 (treshape), -1/0 masks
+// of d > 0, d < 0, d == -1/2, d == 1/2 and x < 0 pick the neighbour the mode wants:
+// floor adds -1 where d > 0, ceil +1 where d < 0, truncation floors where x >= 0 and
+// ceils where x < 0, and half away moves a tie rint took toward zero. Where |x| >= 2^23
+// x is an integer and r is the answer (the masks are cleared), which also covers
+// infinities and NaN, converted by the dialect's conversion as by ours.
+func writeCvtToInt(w *writer, in isa.Instr) {
+	g := w.group(in)
+	k := 0
+	next := func() string { k++; return g(k - 1) }
+	t := in.Args[0].Tile
+	dst, src := w.p.Tiles[t], w.p.Tiles[in.Args[1].Tile]
+	i32 := func(v int64) operand { return operand{w.scalarImm(float64(v), dtype.Int32), "i32"} }
 	x := w.tileOp(in, 1)
 	if src.DType != dtype.Float32 {
-		f := s.scratch(dtype.Float32, rows, cols)
-		cvt(x, f)
-		x = f
+		xf := w.scratchLike(t, dtype.Float32)
+		w.op("tcvt", rint, next(), x, xf) // f16 and bf16 widen exactly
+		x = xf
 	}
-	t, tf, frac := i32(), s.scratch(dtype.Float32, rows, cols), s.scratch(dtype.Float32, rows, cols)
-	cvt(x, t)
-	cvt(t, tf)
-	s.op("tsub", "", x, tf, frac)
-	c31 := s.fill(31, rows, cols)
-	fbits, mag, sign := i32(), i32(), i32()
-	s.op("treshape", "", frac, fbits)
-	s.op("tands", "", fbits, s.i32(0x7fffffff), mag)
-	s.op("tshr", "", fbits, c31, sign)
-	// lanes -1 where mag > k, where mag < k, as (k - mag) >> 31 and (mag - k) >> 31.
-	above := func(k int64) operand {
-		r := s.fill(k, rows, cols)
-		s.op("tsub", "", r, mag, r)
-		s.op("tshr", "", r, c31, r)
-		return r
+	r := w.tileOp(in, 0)
+	if dst.DType != dtype.Int32 {
+		r = w.scratchLike(t, dtype.Int32)
 	}
-	below := func(k int64) operand {
-		r := i32()
-		s.op("tadds", "", mag, s.i32(-k), r)
-		s.op("tshr", "", r, c31, r)
-		return r
+	f := w.scratchLike(t, dtype.Float32)
+	w.op("tcvt", rint, next(), x, r)
+	w.op("tcvt", rint, next(), r, f)
+	w.op("tsub", "", next(), f, x, f)
+	d, xb := w.scratchLike(t, dtype.Int32), w.scratchLike(t, dtype.Int32)
+	w.op("treshape", "", next(), f, d)
+	w.op("treshape", "", next(), x, xb)
+	shift := w.scratchLike(t, dtype.Int32)
+	w.op("texpands", "", next(), i32(31), shift)
+	// small: -1 where |x| < 2^23 (the only place r may be off).
+	small := w.scratchLike(t, dtype.Int32)
+	w.op("tands", "", next(), xb, i32(0x7fffffff), small)
+	w.op("tadds", "", next(), small, i32(-0x4b000000), small)
+	w.op("tshr", "", next(), small, shift, small)
+	// sx: -1 where x's sign bit is set (-0 included: its conversion is 0 either way).
+	w.op("tshr", "", next(), xb, shift, xb)
+	m, tmp := w.scratchLike(t, dtype.Int32), w.scratchLike(t, dtype.Int32)
+	// eqv sets m to -1 where d's bits equal bits, else 0.
+	eqv := func(bits int64) {
+		w.op("txors", "", next(), d, i32(bits), m)
+		w.op("texpands", "", next(), i32(0), tmp)
+		w.op("tsub", "", next(), tmp, m, tmp)
+		w.op("tor", "", next(), m, tmp, m)
+		w.op("tshr", "", next(), m, shift, m)
+		w.op("txors", "", next(), m, i32(-1), m)
 	}
-	// even: -1 where t is even.
-	even := func() operand {
-		r := i32()
-		s.op("tands", "", t, s.i32(1), r)
-		s.op("tadds", "", r, s.i32(-1), r)
-		return r
+	// pos sets m to -1 where d > 0; neg where d < 0 (d is never -0: x - x is +0).
+	pos := func() {
+		w.op("texpands", "", next(), i32(0), m)
+		w.op("tsub", "", next(), m, d, m)
+		w.op("tshr", "", next(), m, shift, m)
 	}
-	const half = 0x3f000000 // 0.5 in f32
-	var cond operand        // -1 where the result is t + sign(frac)
-	switch in.Mode {
-	case isa.RoundFloor, isa.RoundCeil:
-		// floor: frac < 0; ceil: frac > 0; the step is then sign(frac).
-		cond = above(0)
-		if in.Mode == isa.RoundFloor {
-			s.op("tand", "", cond, sign, cond)
-		} else {
-			s.op("txors", "", sign, s.i32(-1), sign)
-			s.op("tand", "", cond, sign, cond)
-			s.op("txors", "", sign, s.i32(-1), sign)
+	neg := func() { w.op("tshr", "", next(), d, shift, m) }
+	// apply adds m (-1/0) to r, or subtracts it, where small (and, with sign, where
+	// x's sign is that: +1 negative, -1 non-negative, 0 any).
+	apply := func(add bool, sign int) {
+		w.op("tand", "", next(), m, small, m)
+		switch sign {
+		case 1:
+			w.op("tand", "", next(), m, xb, m)
+		case -1:
+			w.op("txors", "", next(), xb, i32(-1), tmp)
+			w.op("tand", "", next(), m, tmp, m)
 		}
+		op := "tsub"
+		if add {
+			op = "tadd"
+		}
+		w.op(op, "", next(), r, m, r)
+	}
+	switch in.Mode {
+	case isa.RoundFloor:
+		pos()
+		apply(true, 0)
+	case isa.RoundCeil:
+		neg()
+		apply(false, 0)
+	case isa.ModeNone, isa.RoundTrunc:
+		pos()
+		apply(true, -1)
+		neg()
+		apply(false, 1)
 	case isa.RoundAway:
-		cond = below(half)
-		s.op("txors", "", cond, s.i32(-1), cond)
-	case isa.RoundRint:
-		cond = above(half)
-		tie := below(half)
-		s.op("tor", "", tie, cond, tie)
-		s.op("txors", "", tie, s.i32(-1), tie) // |frac| == 0.5
-		odd := even()
-		s.op("txors", "", odd, s.i32(-1), odd)
-		s.op("tand", "", tie, odd, tie)
-		s.op("tor", "", cond, tie, cond)
-	case isa.RoundOdd:
-		cond = above(0)
-		s.op("tand", "", cond, even(), cond)
-	default:
-		w.fail("tcvt.%s to an integer has no group of ops", in.Mode)
+		eqv(-0x41000000) // d == -0.5: rint(x) took x > 0 down
+		apply(false, -1)
+		eqv(0x3f000000) // d == 0.5: rint(x) took x < 0 up
+		apply(true, 1)
 	}
-	// adj = sign(frac) where cond, 0 elsewhere (sign | 1 is -1 or 1), and 0 where
-	// |x| >= 2^23.
-	xbits, small := i32(), i32()
-	s.op("treshape", "", x, xbits)
-	s.op("tands", "", xbits, s.i32(0x7fffffff), small)
-	s.op("tadds", "", small, s.i32(-0x4b000000), small)
-	s.op("tshr", "", small, c31, small)
-	s.op("tand", "", cond, small, cond)
-	s.op("tor", "", sign, s.fill(1, rows, cols), sign) // ptoas 0.1.1 rejects tors
-	s.op("tand", "", cond, sign, cond)
-	if dst.DType == dtype.Int32 {
-		s.op("tadd", "", t, cond, w.tileOp(in, 0))
-		return
+	if r.name != w.tileOp(in, 0).name {
+		// A narrower integer: the low bits, sign-extended (our wrap), so that the
+		// conversion is exact whether the hardware's saturates or wraps.
+		w.op("texpands", "", next(), i32(int64(32-8*dst.DType.Size())), shift)
+		w.op("tshl", "", next(), r, shift, r)
+		w.op("tshr", "", next(), r, shift, r)
+		w.op("tcvt", rint, next(), r, w.tileOp(in, 0))
 	}
-	// A narrower integer: the low bits, sign-extended, so that the conversion is exact.
-	s.op("tadd", "", t, cond, t)
-	shift := s.fill(int64(32-8*dst.DType.Size()), rows, cols)
-	s.op("tshl", "", t, shift, t)
-	s.op("tshr", "", t, shift, t)
-	cvt(t, w.tileOp(in, 0))
 }

@@ -53,6 +53,7 @@ var notes = map[isa.Opcode]string{
 	isa.TCI:      "a step other than 1 or -1 is an index sequence times the step plus the start, written only when every value is exact",
 	isa.TFILLPAD: "a fill of -Inf (+Inf) is a partial max (min) with a tile of the fill; 0 is the tile's pad value",
 	isa.TNOT:     "bool's not is a xor with 1",
+	isa.TCVT:     "ptoas 0.1.1 compiles every tcvt to CAST_RINT (nearest even): a float to integer conversion that truncates, floors, ceils or rounds half away is that and a correction from the bits of the error (exact); other modes to a float dtype, and .odd, are not written",
 	isa.TPUSH:    "GM slot of the queue's buffer (see the cross-core hand-off)",
 	isa.TPOP:     "GM slot of the queue's buffer (see the cross-core hand-off)",
 	isa.TFREE:    "GM slot of the queue's buffer (see the cross-core hand-off)",
@@ -65,7 +66,6 @@ var notes = map[isa.Opcode]string{
 	isa.TASSIGN:  "no op: a tile's address is the manual form's pypto.addr (ptoas 0.1.1 rejects pto.tassign)",
 	isa.TGATHER:  "between barriers: ptoas 0.1.1 inserts no synchronisation for tgather",
 	isa.MGATHER:  "a loop over chunks of the window (see GM gathers): ptoas 0.1.1 refuses tmgather",
-	isa.TCVT:     "float to integer with a mode: the conversion toward zero and a correction from the exact remainder (see Conversions); ptoas 0.1.1 drops the mode",
 	isa.TCMP:     "integer ops on order-preserving i32 keys, packed into the mask by gathers (see Compares): ptoas 0.1.1 miscompiles tcmp",
 	isa.TCMPS:    "integer ops on order-preserving i32 keys, packed into the mask by gathers (see Compares): ptoas 0.1.1 rejects tcmps",
 }
