@@ -33,20 +33,36 @@ func (w *writer) scratchLike(t int, d dtype.DType) operand {
 
 const rint = "rmode = #pto<round_mode CAST_RINT>"
 
+// writeCvt writes tcvt. ptoas 0.1.1 inserts no synchronisation for tcvt (its C++ of
+// a load, a conversion and a store has no flag between them), so the auto form puts
+// every conversion between PIPE_ALL barriers, parts of the instruction's group; the
+// manual form's flags order it.
 func writeCvt(w *writer, in isa.Instr) {
 	dst, src := w.p.Tiles[in.Args[0].Tile], w.p.Tiles[in.Args[1].Tile]
 	toInt := src.DType.IsFloat() && (dst.DType.IsInt() && dst.DType != dtype.Bool)
-	switch {
-	case in.Mode == isa.ModeNone && !toInt:
-		w.op("tcvt", rint, "", w.tileOp(in, 1), w.tileOp(in, 0))
-	case in.Mode == isa.RoundRint && (toInt || dst.DType.IsFloat()):
-		// Nearest even is the dialect's CAST_RINT; the group keeps our mode.
-		w.op("tcvt", rint, w.group(in)(0), w.tileOp(in, 1), w.tileOp(in, 0))
-	case toInt && in.Mode != isa.RoundOdd:
-		writeCvtToInt(w, in)
-	default:
+	plain := in.Mode == isa.ModeNone && !toInt
+	if !plain && !(in.Mode == isa.RoundRint && (toInt || dst.DType.IsFloat())) && !(toInt && in.Mode != isa.RoundOdd) {
 		w.fail("tcvt.%s from %s to %s cannot be written in PTO-AS for ptoas 0.1.1: the dialect's tcvt is compiled to CAST_RINT (nearest even) whatever its mode, and only float to integer conversions are written around it", in.Mode, src.DType, dst.DType)
 	}
+	auto := w.addrs == nil
+	if plain && !auto {
+		w.op("tcvt", rint, "", w.tileOp(in, 1), w.tileOp(in, 0))
+		return
+	}
+	g := w.group(in)
+	k := 0
+	next := func() string { k++; return g(k - 1) }
+	barrier := func() { w.line(`"pto.barrier"() <{pipe = #pto.pipe<PIPE_ALL>}> {%s} : () -> ()`, next()) }
+	if auto {
+		barrier()
+		defer barrier()
+	}
+	if toInt && in.Mode != isa.RoundRint {
+		writeCvtToInt(w, in, next)
+		return
+	}
+	// Nearest even is the dialect's CAST_RINT; the group keeps our mode.
+	w.op("tcvt", rint, next(), w.tileOp(in, 1), w.tileOp(in, 0))
 }
 
 // writeCvtToInt writes a float to integer conversion that truncates, floors, ceils
@@ -57,10 +73,7 @@ func writeCvt(w *writer, in isa.Instr) {
 // ceils where x < 0, and half away moves a tie rint took toward zero. Where |x| >= 2^23
 // x is an integer and r is the answer (the masks are cleared), which also covers
 // infinities and NaN, converted by the dialect's conversion as by ours.
-func writeCvtToInt(w *writer, in isa.Instr) {
-	g := w.group(in)
-	k := 0
-	next := func() string { k++; return g(k - 1) }
+func writeCvtToInt(w *writer, in isa.Instr, next func() string) {
 	t := in.Args[0].Tile
 	dst, src := w.p.Tiles[t], w.p.Tiles[in.Args[1].Tile]
 	i32 := func(v int64) operand { return operand{w.scalarImm(float64(v), dtype.Int32), "i32"} }
