@@ -437,11 +437,12 @@ func (w *writer) declare() {
 			w.fail("tile %s has no valid location", t.Name)
 		}
 		w.tile[i] = w.fresh("%", t.Name)
-		text, err := tileType(t, w.pads[i])
+		typed := valueValid(t)
+		text, err := tileType(typed, w.pads[i])
 		if err != nil {
 			w.fail("%v", err)
 		}
-		w.tileType[i] = w.alias(text, aliasName(t, w.pads[i]))
+		w.tileType[i] = w.alias(text, aliasName(typed, w.pads[i]))
 	}
 	w.placeLateTiles()
 	for pc, in := range p.Body {
@@ -638,15 +639,36 @@ func (w *writer) allocLine(i int) string {
 	var valid []string
 	if r, ok := t.ValidRowsReg.Index(); ok {
 		valid = append(valid, "valid_row = "+w.castIndex(w.reg[r]))
+	} else if partial(t.ValidRows, t.Rows) {
+		valid = append(valid, "valid_row = "+w.index(t.ValidRows))
 	}
 	if r, ok := t.ValidColsReg.Index(); ok {
 		valid = append(valid, "valid_col = "+w.castIndex(w.reg[r]))
+	} else if partial(t.ValidCols, t.Cols) {
+		valid = append(valid, "valid_col = "+w.index(t.ValidCols))
 	}
 	v := ""
 	if len(valid) > 0 {
 		v = " " + strings.Join(valid, " ")
 	}
 	return fmt.Sprintf("%s = pto.alloc_tile%s%s : %s", w.tile[i], v, attr, w.tileType[i])
+}
+
+// partial reports whether a fixed valid size n (0: all) is smaller than the tile's full.
+func partial(n, full int) bool { return n != 0 && n != full }
+
+// valueValid is t's declaration as written: a fixed valid size smaller than the tile
+// is given as a value (`?` in the type, an index constant on pto.alloc_tile), because
+// ptoas 0.1.1 drops a fixed v_row or v_col from the type (its C++ tile is then all
+// valid, and an op on it computes outside our valid region) but keeps a value.
+func valueValid(t isa.TileDecl) isa.TileDecl {
+	if t.ValidRowsReg == 0 && partial(t.ValidRows, t.Rows) {
+		t.ValidRowsReg = isa.RegRef(1) // any register: the type says '?'
+	}
+	if t.ValidColsReg == 0 && partial(t.ValidCols, t.Cols) {
+		t.ValidColsReg = isa.RegRef(1)
+	}
+	return t
 }
 
 // placeLateTiles finds where each tile whose valid sizes come from registers is

@@ -17,26 +17,12 @@ import (
 
 func init() { opWriters[isa.TCVT] = writeCvt }
 
-// scratchLike declares a scratch tile shaped like tile t (all of it valid) of dtype d.
-func (w *writer) scratchLike(t int, d dtype.DType) operand {
-	decl := w.p.Tiles[t]
-	decl.DType, decl.ValidRows, decl.ValidCols, decl.ValidRowsReg, decl.ValidColsReg = d, 0, 0, 0, 0
-	text, err := tileType(decl, padNull)
-	if err != nil {
-		w.fail("%v", err)
-	}
-	typ := w.alias(text, aliasName(decl, padNull))
-	name := w.value("tmp")
-	w.line("%s = pto.alloc_tile {pypto.temp} : %s", name, typ)
-	return operand{name, typ}
-}
-
 const rint = "rmode = #pto<round_mode CAST_RINT>"
 
 // writeCvt writes tcvt. ptoas 0.1.1 inserts no synchronisation for tcvt (its C++ of
 // a load, a conversion and a store has no flag between them), so the auto form puts
-// every conversion between PIPE_ALL barriers, parts of the instruction's group; the
-// manual form's flags order it.
+// a conversion between PIPE_ALL barriers, and a group drains every pipe around each
+// tcvt and treshape in it (fencedSeq); the manual form's flags order the instruction.
 func writeCvt(w *writer, in isa.Instr) {
 	dst, src := w.p.Tiles[in.Args[0].Tile], w.p.Tiles[in.Args[1].Tile]
 	toInt := src.DType.IsFloat() && (dst.DType.IsInt() && dst.DType != dtype.Bool)
@@ -44,25 +30,17 @@ func writeCvt(w *writer, in isa.Instr) {
 	if !plain && !(in.Mode == isa.RoundRint && (toInt || dst.DType.IsFloat())) && !(toInt && in.Mode != isa.RoundOdd) {
 		w.fail("tcvt.%s from %s to %s cannot be written in PTO-AS for ptoas 0.1.1: the dialect's tcvt is compiled to CAST_RINT (nearest even) whatever its mode, and only float to integer conversions are written around it", in.Mode, src.DType, dst.DType)
 	}
-	auto := w.addrs == nil
-	if plain && !auto {
+	if plain && w.addrs != nil {
 		w.op("tcvt", rint, "", w.tileOp(in, 1), w.tileOp(in, 0))
 		return
 	}
-	g := w.group(in)
-	k := 0
-	next := func() string { k++; return g(k - 1) }
-	barrier := func() { w.line(`"pto.barrier"() <{pipe = #pto.pipe<PIPE_ALL>}> {%s} : () -> ()`, next()) }
-	if auto {
-		barrier()
-		defer barrier()
-	}
+	f := newFencedSeq(w, in)
 	if toInt && in.Mode != isa.RoundRint {
-		writeCvtToInt(w, in, next)
+		writeCvtToInt(f, in)
 		return
 	}
 	// Nearest even is the dialect's CAST_RINT; the group keeps our mode.
-	w.op("tcvt", rint, next(), w.tileOp(in, 1), w.tileOp(in, 0))
+	f.fenced("tcvt", rint, w.tileOp(in, 1), w.tileOp(in, 0))
 }
 
 // writeCvtToInt writes a float to integer conversion that truncates, floors, ceils
@@ -73,69 +51,69 @@ func writeCvt(w *writer, in isa.Instr) {
 // ceils where x < 0, and half away moves a tie rint took toward zero. Where |x| >= 2^23
 // x is an integer and r is the answer (the masks are cleared), which also covers
 // infinities and NaN, converted by the dialect's conversion as by ours.
-func writeCvtToInt(w *writer, in isa.Instr, next func() string) {
-	t := in.Args[0].Tile
-	dst, src := w.p.Tiles[t], w.p.Tiles[in.Args[1].Tile]
-	i32 := func(v int64) operand { return operand{w.scalarImm(float64(v), dtype.Int32), "i32"} }
+func writeCvtToInt(f *fencedSeq, in isa.Instr) {
+	w, s := f.s.w, f.s
+	dst, src := w.p.Tiles[in.Args[0].Tile], w.p.Tiles[in.Args[1].Tile]
+	rows, cols := dst.Rows, dst.Cols
 	x := w.tileOp(in, 1)
 	if src.DType != dtype.Float32 {
-		xf := w.scratchLike(t, dtype.Float32)
-		w.op("tcvt", rint, next(), x, xf) // f16 and bf16 widen exactly
+		xf := s.scratch(dtype.Float32, rows, cols)
+		f.fenced("tcvt", rint, x, xf) // f16 and bf16 widen exactly
 		x = xf
 	}
 	r := w.tileOp(in, 0)
 	if dst.DType != dtype.Int32 {
-		r = w.scratchLike(t, dtype.Int32)
+		r = s.scratch(dtype.Int32, rows, cols)
 	}
-	f := w.scratchLike(t, dtype.Float32)
-	w.op("tcvt", rint, next(), x, r)
-	w.op("tcvt", rint, next(), r, f)
-	w.op("tsub", "", next(), f, x, f)
-	d, xb := w.scratchLike(t, dtype.Int32), w.scratchLike(t, dtype.Int32)
-	w.op("treshape", "", next(), f, d)
-	w.op("treshape", "", next(), x, xb)
-	shift := w.scratchLike(t, dtype.Int32)
-	w.op("texpands", "", next(), i32(31), shift)
+	fl := s.scratch(dtype.Float32, rows, cols)
+	f.fenced("tcvt", rint, x, r)
+	f.fenced("tcvt", rint, r, fl)
+	f.op("tsub", "", fl, x, fl)
+	d, xb := s.scratch(dtype.Int32, rows, cols), s.scratch(dtype.Int32, rows, cols)
+	f.fenced("treshape", "", fl, d)
+	f.fenced("treshape", "", x, xb)
+	shift := s.scratch(dtype.Int32, rows, cols)
+	f.op("texpands", "", s.i32(31), shift)
 	// small: -1 where |x| < 2^23 (the only place r may be off).
-	small := w.scratchLike(t, dtype.Int32)
-	w.op("tands", "", next(), xb, i32(0x7fffffff), small)
-	w.op("tadds", "", next(), small, i32(-0x4b000000), small)
-	w.op("tshr", "", next(), small, shift, small)
+	small := s.scratch(dtype.Int32, rows, cols)
+	f.op("tands", "", xb, s.i32(0x7fffffff), small)
+	f.op("tadds", "", small, s.i32(-0x4b000000), small)
+	f.op("tshr", "", small, shift, small)
 	// sx: -1 where x's sign bit is set (-0 included: its conversion is 0 either way).
-	w.op("tshr", "", next(), xb, shift, xb)
-	m, tmp := w.scratchLike(t, dtype.Int32), w.scratchLike(t, dtype.Int32)
+	f.op("tshr", "", xb, shift, xb)
+	m, tmp := s.scratch(dtype.Int32, rows, cols), s.scratch(dtype.Int32, rows, cols)
 	// eqv sets m to -1 where d's bits equal bits, else 0.
 	eqv := func(bits int64) {
-		w.op("txors", "", next(), d, i32(bits), m)
-		w.op("texpands", "", next(), i32(0), tmp)
-		w.op("tsub", "", next(), tmp, m, tmp)
-		w.op("tor", "", next(), m, tmp, m)
-		w.op("tshr", "", next(), m, shift, m)
-		w.op("txors", "", next(), m, i32(-1), m)
+		f.op("txors", "", d, s.i32(bits), m)
+		f.op("texpands", "", s.i32(0), tmp)
+		f.op("tsub", "", tmp, m, tmp)
+		f.op("tor", "", m, tmp, m)
+		f.op("tshr", "", m, shift, m)
+		f.op("txors", "", m, s.i32(-1), m)
 	}
 	// pos sets m to -1 where d > 0; neg where d < 0 (d is never -0: x - x is +0).
 	pos := func() {
-		w.op("texpands", "", next(), i32(0), m)
-		w.op("tsub", "", next(), m, d, m)
-		w.op("tshr", "", next(), m, shift, m)
+		f.op("texpands", "", s.i32(0), m)
+		f.op("tsub", "", m, d, m)
+		f.op("tshr", "", m, shift, m)
 	}
-	neg := func() { w.op("tshr", "", next(), d, shift, m) }
+	neg := func() { f.op("tshr", "", d, shift, m) }
 	// apply adds m (-1/0) to r, or subtracts it, where small (and, with sign, where
 	// x's sign is that: +1 negative, -1 non-negative, 0 any).
 	apply := func(add bool, sign int) {
-		w.op("tand", "", next(), m, small, m)
+		f.op("tand", "", m, small, m)
 		switch sign {
 		case 1:
-			w.op("tand", "", next(), m, xb, m)
+			f.op("tand", "", m, xb, m)
 		case -1:
-			w.op("txors", "", next(), xb, i32(-1), tmp)
-			w.op("tand", "", next(), m, tmp, m)
+			f.op("txors", "", xb, s.i32(-1), tmp)
+			f.op("tand", "", m, tmp, m)
 		}
 		op := "tsub"
 		if add {
 			op = "tadd"
 		}
-		w.op(op, "", next(), r, m, r)
+		f.op(op, "", r, m, r)
 	}
 	switch in.Mode {
 	case isa.RoundFloor:
@@ -155,12 +133,14 @@ func writeCvtToInt(w *writer, in isa.Instr, next func() string) {
 		eqv(0x3f000000) // d == 0.5: rint(x) took x < 0 up
 		apply(true, 1)
 	}
-	if r.name != w.tileOp(in, 0).name {
+	if dst.DType != dtype.Int32 {
 		// A narrower integer: the low bits, sign-extended (our wrap), so that the
 		// conversion is exact whether the hardware's saturates or wraps.
-		w.op("texpands", "", next(), i32(int64(32-8*dst.DType.Size())), shift)
-		w.op("tshl", "", next(), r, shift, r)
-		w.op("tshr", "", next(), r, shift, r)
-		w.op("tcvt", rint, next(), r, w.tileOp(in, 0))
+		f.op("texpands", "", s.i32(int64(32-8*dst.DType.Size())), shift)
+		f.op("tshl", "", r, shift, r)
+		f.op("tshr", "", r, shift, r)
+		f.fenced("tcvt", rint, r, w.tileOp(in, 0))
+	} else if !f.drained {
+		f.s.barrier()
 	}
 }

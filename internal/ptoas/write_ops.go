@@ -302,12 +302,19 @@ func writeNot(w *writer, in isa.Instr) {
 func writeCI(w *writer, in isa.Instr) {
 	d := w.p.Tiles[in.Args[0].Tile]
 	start, step := in.Args[1].Imm, in.Args[2].Imm
-	if step == 1 || step == -1 {
+	if (step == 1 || step == -1) && w.addrs != nil {
 		w.op("tci", fmt.Sprintf("descending = %v", step < 0), "", w.imm(in, 1, d.DType), w.tileOp(in, 0))
 		return
 	}
 	if step == 0 { // every element is the start
 		w.op("texpands", "", w.group(in)(0), w.imm(in, 1, d.DType), w.tileOp(in, 0))
+		return
+	}
+	// tci is a scalar-pipe op ptoas 0.1.1 inserts no synchronisation for: the auto
+	// form drains every pipe around it (the manual form's flags order ours).
+	f := newFencedSeq(w, in)
+	if step == 1 || step == -1 {
+		f.fenced("tci", fmt.Sprintf("descending = %v", step < 0), w.imm(in, 1, d.DType), w.tileOp(in, 0))
 		return
 	}
 	for flat := 0; flat < d.Rows*d.Cols; flat++ {
@@ -316,32 +323,21 @@ func writeCI(w *writer, in isa.Instr) {
 			w.fail("tci with step %v over %dx%d %s: the dialect's tci steps by 1, and index %d times the step (%v) or plus the start is not exact in f32 and %s, so the ops that stand for it would round", step, d.Rows, d.Cols, d.DType, flat, x, d.DType)
 		}
 	}
-	g := w.group(in)
-	k := 0
-	next := func() string { k++; return g(k - 1) }
 	dst := w.tileOp(in, 0)
 	idx := dst
 	if d.DType != dtype.Int32 {
-		t := d
-		t.DType, t.ValidRows, t.ValidCols, t.ValidRowsReg, t.ValidColsReg = dtype.Int32, 0, 0, 0, 0
-		text, err := tileType(t, padNull)
-		if err != nil {
-			w.fail("%v", err)
-		}
-		typ := w.alias(text, aliasName(t, padNull))
-		idx = operand{w.value("tmp"), typ}
-		w.line("%s = pto.alloc_tile {pypto.temp} : %s", idx.name, typ)
+		idx = w.scratchTile(d, dtype.Int32, d.Rows, d.Cols, d.Layout)
 	}
-	w.op("tci", "descending = false", next(), operand{w.scalarImm(0, dtype.Int32), "i32"}, idx)
+	f.fenced("tci", "descending = false", operand{w.scalarImm(0, dtype.Int32), "i32"}, idx)
 	if idx != dst {
-		w.op("tcvt", "rmode = #pto<round_mode CAST_RINT>", next(), idx, dst)
+		f.fenced("tcvt", "rmode = #pto<round_mode CAST_RINT>", idx, dst)
 	}
 	if step != 1 {
-		w.op("tmuls", "", next(), dst, operand{w.scalarImm(step, dtype.Float32), "f32"}, dst)
+		f.op("tmuls", "", dst, operand{w.scalarImm(step, dtype.Float32), "f32"}, dst)
 	}
 	if start != 0 {
 		el, _ := elemType(scalarType(isa.TADDS, d.DType))
-		w.op("tadds", "", next(), dst, operand{w.scalarImm(start, scalarType(isa.TADDS, d.DType)), el}, dst)
+		f.op("tadds", "", dst, operand{w.scalarImm(start, scalarType(isa.TADDS, d.DType)), el}, dst)
 	}
 }
 
@@ -367,11 +363,8 @@ func writeFillPad(w *writer, in isa.Instr) {
 		w.fail("tfillpad with %v cannot be written in PTO-AS for ptoas 0.1.1: the dialect fills with the tile's pad value (0 here), and a fill of -Inf or +Inf is a partial max or min", v)
 	}
 	dst := in.Args[0].Tile
-	d := w.p.Tiles[dst]
-	text, _ := tileType(d, padZero)
-	typ := w.alias(text, aliasName(d, padZero))
-	if typ != w.tileType[dst] {
-		w.fail("tfillpad needs tile %s's pad value to be zero, and the tile is declared without it", d.Name)
+	if w.pads[dst] != padZero {
+		w.fail("tfillpad needs tile %s's pad value to be zero, and the tile is declared without it", w.p.Tiles[dst].Name)
 	}
 	w.op("tfillpad", "", "", w.tileOp(in, 1), w.tileOp(in, 0))
 }
@@ -465,29 +458,27 @@ func writeSync() {
 func writeTri(w *writer, in isa.Instr) {
 	dst := w.p.Tiles[in.Args[0].Tile]
 	d := int(in.Args[1].Imm)
-	g := w.group(in)
-	k := 0
-	next := func() string { k++; return g(k - 1) }
+	f := newFencedSeq(w, in) // tci and tcvt between barriers: ptoas 0.1.1 synchronises neither
 	scratch := func(dt dtype.DType) operand { return w.scratchTile(dst, dt, dst.Rows, dst.Cols, dst.Layout) }
 	f32 := func(v int) operand { return operand{w.scalarImm(float64(v), dtype.Float32), "f32"} }
 	idx, a, b := scratch(dtype.Int32), scratch(dtype.Float32), scratch(dtype.Float32)
-	w.op("tci", "descending = false", next(), operand{w.scalarImm(0, dtype.Int32), "i32"}, idx)
-	w.op("tcvt", "rmode = #pto<round_mode CAST_RINT>", next(), idx, a)
-	w.op("trems", "", next(), a, f32(dst.Cols), b)
-	w.op("tsub", "", next(), a, b, a)
-	w.op("tdivs", "", next(), a, f32(dst.Cols), a)
-	w.op("tsub", "", next(), b, a, b)
+	f.fenced("tci", "descending = false", operand{w.scalarImm(0, dtype.Int32), "i32"}, idx)
+	f.fenced("tcvt", "rmode = #pto<round_mode CAST_RINT>", idx, a)
+	f.op("trems", "", a, f32(dst.Cols), b)
+	f.op("tsub", "", a, b, a)
+	f.op("tdivs", "", a, f32(dst.Cols), a)
+	f.op("tsub", "", b, a, b)
 	if in.Mode == isa.TriUpper {
-		w.op("tadds", "", next(), b, f32(1-d), b)
+		f.op("tadds", "", b, f32(1-d), b)
 	} else {
-		w.op("texpands", "", next(), f32(d+1), a)
-		w.op("tsub", "", next(), a, b, b)
+		f.op("texpands", "", f32(d+1), a)
+		f.op("tsub", "", a, b, b)
 	}
-	w.op("trelu", "", next(), b, b)
+	f.op("trelu", "", b, b)
 	if dst.DType == dtype.Float32 {
-		w.op("tmins", "", next(), b, f32(1), w.tileOp(in, 0))
+		f.op("tmins", "", b, f32(1), w.tileOp(in, 0))
 		return
 	}
-	w.op("tmins", "", next(), b, f32(1), b)
-	w.op("tcvt", "rmode = #pto<round_mode CAST_RINT>", next(), b, w.tileOp(in, 0))
+	f.op("tmins", "", b, f32(1), b)
+	f.fenced("tcvt", "rmode = #pto<round_mode CAST_RINT>", b, w.tileOp(in, 0))
 }
