@@ -9,11 +9,11 @@ import (
 	"strings"
 	"testing"
 
-	"codeberg.org/sbinet/npyio/npz"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"pypto/dtype"
+	"pypto/internal/npzvals"
 	"pypto/isa"
 )
 
@@ -121,58 +121,17 @@ func goldenInputs(t *testing.T, name string) (*isa.Program, [][]byte) {
 	t.Helper()
 	p, err := isa.ParseFile(filepath.Join(goldenDir, name+".pto"))
 	require.NoError(t, err)
-	r, err := npz.Open(filepath.Join(goldenDir, name+".npz"))
+	arrays, err := npzvals.ReadFile(filepath.Join(goldenDir, name+".npz"))
 	require.NoError(t, err)
-	defer r.Close()
 	params := make([][]byte, len(p.Params))
 	for i, prm := range p.Params {
 		params[i] = make([]byte, prm.Elems*prm.DType.Size())
-		key := prm.Name + ".npy"
-		if !hasKey(r.Keys(), key) {
-			continue
+		if vals, ok := arrays[prm.Name]; ok {
+			require.Len(t, vals, prm.Elems, "input %s", prm.Name)
+			params[i] = dtype.Encode(prm.DType, vals)
 		}
-		vals := readArray(t, r, key)
-		require.Len(t, vals, prm.Elems, "input %s", prm.Name)
-		params[i] = dtype.Encode(prm.DType, vals)
 	}
 	return p, params
-}
-
-func hasKey(keys []string, k string) bool {
-	for _, x := range keys {
-		if x == k {
-			return true
-		}
-	}
-	return false
-}
-
-// readArray reads one array of a .npz as float64s (the generator stores f4, i4, i1).
-func readArray(t *testing.T, r *npz.Reader, key string) []float64 {
-	var vals []float64
-	switch typ := strings.Trim(r.Header(key).Descr.Type, "'\""); typ {
-	case "<f4":
-		var v []float32
-		require.NoError(t, r.Read(key, &v))
-		for _, x := range v {
-			vals = append(vals, float64(x))
-		}
-	case "<i4":
-		var v []int32
-		require.NoError(t, r.Read(key, &v))
-		for _, x := range v {
-			vals = append(vals, float64(x))
-		}
-	case "|i1":
-		var v []int8
-		require.NoError(t, r.Read(key, &v))
-		for _, x := range v {
-			vals = append(vals, float64(x))
-		}
-	default:
-		t.Fatalf("array %s has unexpected type %s", key, typ)
-	}
-	return vals
 }
 
 // deviceCannot lists golden cases the device rejects, with why: the presets are the

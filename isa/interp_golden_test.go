@@ -9,11 +9,11 @@ import (
 	"strings"
 	"testing"
 
-	"codeberg.org/sbinet/npyio/npz"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"pypto/dtype"
+	"pypto/internal/npzvals"
 )
 
 // The golden cases of testdata/golden, written by gen.py from numpy: one program per
@@ -107,37 +107,8 @@ func runForTest(p *Program, params [][]byte) (*machine, error) {
 // readNPZ reads every array of a .npz as float64 values (gen.py stores f32, i32 and i8).
 func readNPZ(t *testing.T, path string) map[string][]float64 {
 	t.Helper()
-	r, err := npz.Open(path)
+	out, err := npzvals.ReadFile(path)
 	require.NoError(t, err)
-	defer r.Close()
-	out := map[string][]float64{}
-	for _, key := range r.Keys() {
-		name := strings.TrimSuffix(key, ".npy")
-		var vals []float64
-		switch typ := strings.Trim(r.Header(key).Descr.Type, "'\""); typ {
-		case "<f4":
-			var v []float32
-			require.NoError(t, r.Read(key, &v))
-			for _, x := range v {
-				vals = append(vals, float64(x))
-			}
-		case "<i4":
-			var v []int32
-			require.NoError(t, r.Read(key, &v))
-			for _, x := range v {
-				vals = append(vals, float64(x))
-			}
-		case "|i1":
-			var v []int8
-			require.NoError(t, r.Read(key, &v))
-			for _, x := range v {
-				vals = append(vals, float64(x))
-			}
-		default:
-			t.Fatalf("%s: array %s has unexpected type %s", path, key, typ)
-		}
-		out[name] = vals
-	}
 	return out
 }
 

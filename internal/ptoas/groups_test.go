@@ -11,11 +11,11 @@ import (
 	"strings"
 	"testing"
 
-	"codeberg.org/sbinet/npyio/npz"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"pypto/dtype"
+	"pypto/internal/npzvals"
 	"pypto/isa"
 )
 
@@ -93,44 +93,14 @@ func goldenCase(t *testing.T, name string) groupCase {
 	p, err := isa.ParseFile(filepath.Join("../../isa/testdata/golden", name+".pto"))
 	require.NoError(t, err)
 	c := groupCase{name: name, prog: p, params: make([][]byte, len(p.Params))}
-	r, err := npz.Open(filepath.Join("../../isa/testdata/golden", name+".npz"))
+	arrays, err := npzvals.ReadFile(filepath.Join("../../isa/testdata/golden", name+".npz"))
 	require.NoError(t, err)
-	defer r.Close()
-	keys := map[string]bool{}
-	for _, k := range r.Keys() {
-		keys[k] = true
-	}
 	for i, prm := range p.Params {
 		c.params[i] = make([]byte, prm.Elems*prm.DType.Size())
-		key := prm.Name + ".npy"
-		if !keys[key] {
-			continue
+		if vals, ok := arrays[prm.Name]; ok {
+			require.Len(t, vals, prm.Elems, "%s: input %s", name, prm.Name)
+			c.params[i] = dtype.Encode(prm.DType, vals)
 		}
-		var vals []float64
-		switch typ := strings.Trim(r.Header(key).Descr.Type, "'\""); typ {
-		case "<f4":
-			var v []float32
-			require.NoError(t, r.Read(key, &v))
-			for _, x := range v {
-				vals = append(vals, float64(x))
-			}
-		case "<i4":
-			var v []int32
-			require.NoError(t, r.Read(key, &v))
-			for _, x := range v {
-				vals = append(vals, float64(x))
-			}
-		case "|i1":
-			var v []int8
-			require.NoError(t, r.Read(key, &v))
-			for _, x := range v {
-				vals = append(vals, float64(x))
-			}
-		default:
-			t.Fatalf("%s: input %s has type %s", name, prm.Name, typ)
-		}
-		require.Len(t, vals, prm.Elems, "%s: input %s", name, prm.Name)
-		c.params[i] = dtype.Encode(prm.DType, vals)
 	}
 	return c
 }
