@@ -93,8 +93,9 @@ def test_zz_count_line(capsys):
     if not _COUNTS:
         pytest.skip("the corpus did not run")
     total = {k: sum(c[k] for c in _COUNTS.values()) for k in ("kernels", "assembled", "defects", "refused", "round_trips")}
-    line = (f"PTO-AS corpus: {len(_COUNTS)} programs, {total['kernels']} kernels; {total['assembled']} assembled by ptoas "
-            f"{tp.VERSION} in both forms, {total['defects']} rejected; {total['refused']} programs not exported "
-            f"(constructs 0.1.1 lacks); {total['round_trips']} exact round trips (bytes and cycles, per form)")  # fmt: skip
+    assembled = (f"{total['assembled']} assembled by ptoas {tp.VERSION} in both forms, {total['defects']} rejected"
+                 if _ptoas_available() else "none assembled (ptoas is not installed: pip install 'pypto[ptoas]')")
+    line = (f"PTO-AS corpus: {len(_COUNTS)} programs, {total['kernels']} kernels; {assembled}; {total['refused']} programs "
+            f"not exported (constructs 0.1.1 lacks); {total['round_trips']} exact round trips (bytes and cycles, per form)")  # fmt: skip
     with capsys.disabled():
         print("\n" + line)
