@@ -636,22 +636,27 @@ func (w *writer) allocLine(i int) string {
 	if len(attrs) > 0 {
 		attr = " {" + strings.Join(attrs, ", ") + "}"
 	}
-	var valid []string
-	if r, ok := t.ValidRowsReg.Index(); ok {
-		valid = append(valid, "valid_row = "+w.castIndex(w.reg[r]))
-	} else if partial(t.ValidRows, t.Rows) {
-		valid = append(valid, "valid_row = "+w.index(t.ValidRows))
-	}
-	if r, ok := t.ValidColsReg.Index(); ok {
-		valid = append(valid, "valid_col = "+w.castIndex(w.reg[r]))
-	} else if partial(t.ValidCols, t.Cols) {
-		valid = append(valid, "valid_col = "+w.index(t.ValidCols))
-	}
-	v := ""
-	if len(valid) > 0 {
-		v = " " + strings.Join(valid, " ")
-	}
+	v := w.validOperands(t)
 	return fmt.Sprintf("%s = pto.alloc_tile%s%s : %s", w.tile[i], v, attr, w.tileType[i])
+}
+
+// validOperands are the valid sizes of tile t given as values on its pto.alloc_tile
+// (" valid_row = %x valid_col = %y", or ""): a register's, or a fixed size smaller
+// than the tile (valueValid).
+func (w *writer) validOperands(t isa.TileDecl) string {
+	v := ""
+	for _, d := range []struct {
+		key     string
+		n, full int
+		reg     isa.RegRef
+	}{{"valid_row", t.ValidRows, t.Rows, t.ValidRowsReg}, {"valid_col", t.ValidCols, t.Cols, t.ValidColsReg}} {
+		if r, ok := d.reg.Index(); ok {
+			v += " " + d.key + " = " + w.castIndex(w.reg[r])
+		} else if partial(d.n, d.full) {
+			v += " " + d.key + " = " + w.index(d.n)
+		}
+	}
+	return v
 }
 
 // partial reports whether a fixed valid size n (0: all) is smaller than the tile's full.

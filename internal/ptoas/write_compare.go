@@ -69,27 +69,10 @@ func (s *opSeq) fill(v int64, rows, cols int) operand {
 	return t
 }
 
-// scratchDecl declares scratch tile t where the group needs it; a valid size a
-// register gives is that register's value here.
-// A fixed valid size smaller than the tile is written as a value too (`?` in the
-// type): ptoas 0.1.1 drops a fixed v_row or v_col from the type (its C++ tile is all
-// valid) but keeps a value.
+// scratchDecl declares scratch tile t where the group needs it; its valid sizes are
+// written as values (validOperands, valueValid).
 func (w *writer) scratchDecl(t isa.TileDecl) operand {
-	valid := ""
-	size := func(key string, n int, r isa.RegRef, full int) isa.RegRef {
-		if i, ok := r.Index(); ok {
-			valid += " " + key + " = " + w.castIndex(w.reg[i])
-			return r
-		}
-		if n != 0 && n != full {
-			valid += " " + key + " = " + w.index(n)
-			return isa.RegRef(1) // any register: the type says '?'
-		}
-		return 0
-	}
-	typed := t
-	typed.ValidRowsReg = size("valid_row", t.ValidRows, t.ValidRowsReg, t.Rows)
-	typed.ValidColsReg = size("valid_col", t.ValidCols, t.ValidColsReg, t.Cols)
+	valid, typed := w.validOperands(t), valueValid(t)
 	text, err := tileType(typed, padNull)
 	if err != nil {
 		w.fail("%v", err)
